@@ -1,0 +1,109 @@
+"""GPU models and the Alibaba Cloud ECS GPU instance types ACK can run.
+
+Sources: Alibaba ECS GPU instance family docs and naming rules; the ACK MIG guide ("only ecs.ebmgn7.* bare
+metal supports MIG; ecs.gn7.* passthrough does not"); the ECS doc stating gn7s (A30) supports MIG.
+``reported_mib`` is the memory the driver reports for one card (nvidia-smi total). The gpushare device plugin
+advertises ``floor(reported_mib / 1024)`` GiB of ``aliyun.com/gpu-mem`` per card, which is why a 16 GB T4
+reports 14 GiB (the cGPU article shows 15079MiB and "14 GiB" on the node).
+"""
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class GpuModel:
+    name: str
+    memory_gb: int
+    reported_mib: int
+    mig_capable: bool
+    architecture: str
+
+    @property
+    def reported_gib(self) -> int:
+        """Whole GiB per card as the gpushare device plugin reports them."""
+        return self.reported_mib // 1024
+
+
+GPU_MODELS: dict[str, GpuModel] = {
+    m.name: m
+    for m in (
+        GpuModel("T4", 16, 15079, False, "turing"),
+        GpuModel("V100-16GB", 16, 16160, False, "volta"),
+        GpuModel("V100-32GB", 32, 32510, False, "volta"),
+        GpuModel("A10", 24, 22731, False, "ampere"),
+        GpuModel("A30", 24, 24258, True, "ampere"),
+        GpuModel("A100-40GB", 40, 40536, True, "ampere"),
+        GpuModel("A100-80GB", 80, 81251, True, "ampere"),
+        GpuModel("H100-80GB", 80, 81559, True, "hopper"),
+        GpuModel("H200", 141, 143771, True, "hopper"),
+        GpuModel("L20", 48, 46068, False, "ada"),
+    )
+}
+
+
+@dataclass(frozen=True)
+class InstanceType:
+    name: str
+    family: str
+    gpu_model: str
+    gpus: int
+    vcpus: int
+    bare_metal: bool = False
+    mig_supported: bool = False
+    """Whether the *instance family* can run MIG on ACK (passthrough families cannot, even with an A100)."""
+
+    @property
+    def gpu(self) -> GpuModel:
+        return GPU_MODELS[self.gpu_model]
+
+
+def _family(family: str, model: str, sizes: list[tuple[str, int, int]], *, bare_metal: bool = False,
+            mig: bool = False) -> list[InstanceType]:
+    return [InstanceType(f"ecs.{family}{suffix}", f"ecs.{family}", model, gpus, vcpus, bare_metal, mig)
+            for suffix, gpus, vcpus in sizes]
+
+
+INSTANCE_TYPES: dict[str, InstanceType] = {
+    t.name: t
+    for t in (
+        *_family("gn6i", "T4", [("-c4g1.xlarge", 1, 4), ("-c8g1.2xlarge", 1, 8), ("-c16g1.4xlarge", 1, 16),
+                                ("-c24g1.6xlarge", 1, 24), ("-c24g1.12xlarge", 2, 48), ("-c24g1.24xlarge", 4, 96)]),
+        *_family("gn6v", "V100-16GB", [("-c8g1.2xlarge", 1, 8), ("-c8g1.8xlarge", 4, 32), ("-c8g1.16xlarge", 8, 64),
+                                       ("-c10g1.20xlarge", 8, 82)]),
+        *_family("gn6e", "V100-32GB", [("-c12g1.3xlarge", 1, 12), ("-c12g1.12xlarge", 4, 48),
+                                       ("-c12g1.24xlarge", 8, 96)]),
+        *_family("gn7i", "A10", [("-c8g1.2xlarge", 1, 8), ("-c16g1.4xlarge", 1, 16), ("-c32g1.8xlarge", 1, 32),
+                                 ("-c32g1.16xlarge", 2, 64), ("-2x.8xlarge", 2, 32), ("-c32g1.32xlarge", 4, 128),
+                                 ("-4x.8xlarge", 4, 32), ("-4x.16xlarge", 4, 64), ("-8x.16xlarge", 8, 64),
+                                 ("-8x.32xlarge", 8, 128)]),
+        *_family("gn7s", "A30", [("-c8g1.2xlarge", 1, 8), ("-c16g1.4xlarge", 1, 16), ("-c32g1.8xlarge", 1, 32),
+                                 ("-c32g1.16xlarge", 2, 64), ("-c32g1.32xlarge", 4, 128)], mig=True),
+        *_family("gn7", "A100-40GB", [("-c12g1.3xlarge", 1, 12), ("-c13g1.13xlarge", 4, 52),
+                                      ("-c13g1.26xlarge", 8, 104)]),
+        *_family("gn7e", "A100-80GB", [("-c16g1.4xlarge", 1, 16), ("-c16g1.8xlarge", 2, 32),
+                                       ("-c16g1.16xlarge", 4, 64), ("-c16g1.32xlarge", 8, 128)]),
+        *_family("gn8is", "L20", [(".2xlarge", 1, 8), (".4xlarge", 1, 16), ("-2x.8xlarge", 2, 32),
+                                  ("-4x.16xlarge", 4, 64), ("-8x.32xlarge", 8, 128)]),
+        *_family("ebmgn7", "A100-40GB", [(".26xlarge", 8, 104)], bare_metal=True, mig=True),
+        *_family("ebmgn7e", "A100-80GB", [(".32xlarge", 8, 128)], bare_metal=True),
+    )
+}
+
+
+def instance_type(name: str) -> InstanceType | None:
+    return INSTANCE_TYPES.get(name)
+
+
+def gpu_model(name: str) -> GpuModel | None:
+    return GPU_MODELS.get(name)
+
+
+def close_matches(value: str, choices, n: int = 3) -> list[str]:
+    """Close spellings of ``value`` among ``choices`` (used in every 'unknown X' error)."""
+    return difflib.get_close_matches(value, list(choices), n=n, cutoff=0.6)
+
+
+def mig_instance_families() -> list[str]:
+    return sorted({t.family for t in INSTANCE_TYPES.values() if t.mig_supported})

@@ -1,0 +1,169 @@
+"""GPU and inference-server metrics: logical name -> exporter series, labels, adapter rule, HPA form, validity.
+
+A workload's autoscaling names a *logical* metric (``gpu_sm_util``). The stack's GPU exporter (or, for app
+metrics, the inference server) picks the :class:`MetricSource`, which fixes the Prometheus series, the labels
+that identify the pod, the adapter rule that serves it and the name the custom metrics API serves
+(``api_name``). HPAs are generated with that ``api_name`` and rules are generated from the same source, so an
+HPA can never ask for a name no rule serves (the NVIDIA article's HPA asked for ``avg_time_queue_ms`` while
+its adapter served ``avg_time_queue_us``).
+
+Sources: ACK guide "Enable auto scaling based on GPU metrics" (five DCGM rules, ACK exporter labels
+``NamespaceName``/``PodName``/``NodeName``); the 2020 ACK guide (``duty_cycle_current``); NVIDIA dcgm-exporter
+(``DCGM_FI_DEV_GPU_UTIL`` is not reported for MIG instances, use ``DCGM_FI_PROF_GR_ENGINE_ACTIVE``); Triton
+metrics docs and its k8s-onprem adapter rule; vLLM metrics.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from catalogs.gpus import close_matches
+
+
+@dataclass(frozen=True)
+class ExporterLabels:
+    namespace: str
+    pod: str
+    node: str | None
+
+
+EXPORTERS: dict[str, ExporterLabels] = {
+    # ACK GPU exporter (ARMS "GPU monitoring 2.0", DCGM compatible)
+    "ack": ExporterLabels("NamespaceName", "PodName", "NodeName"),
+    # NVIDIA dcgm-exporter scraped with honorLabels: true, so the workload's namespace/pod labels win over the
+    # exporter pod's target labels (with honorLabels: false they would arrive as exported_namespace/exported_pod)
+    "dcgm": ExporterLabels("namespace", "pod", "Hostname"),
+    # 2020 ACK gpu_exporter shipped with ack-prometheus-operator
+    "ack-legacy": ExporterLabels("namespace_name", "pod_name", "node_name"),
+    # inference servers scraped by our PodMonitor: Prometheus target labels
+    "triton": ExporterLabels("namespace", "pod", None),
+    "vllm": ExporterLabels("namespace", "pod", None),
+}
+GPU_EXPORTERS = ("ack", "dcgm", "ack-legacy")
+APP_SERVERS = ("triton", "vllm")
+
+# DCGM device fields (dcgm-exporter and the DCGM-compatible ACK exporter share these names)
+DCGM_GPU_UTIL = "DCGM_FI_DEV_GPU_UTIL"
+DCGM_FB_USED = "DCGM_FI_DEV_FB_USED"
+DCGM_FB_FREE = "DCGM_FI_DEV_FB_FREE"
+DCGM_XID_ERRORS = "DCGM_FI_DEV_XID_ERRORS"
+DCGM_GR_ENGINE_ACTIVE = "DCGM_FI_PROF_GR_ENGINE_ACTIVE"
+
+WINDOW = "[[window]]"
+"""Placeholder for the stack's rule window in a metricsQuery (PromQL and Go templates never use it)."""
+
+
+@dataclass(frozen=True)
+class MetricSource:
+    exporter: str
+    series: str
+    api_name: str
+    scope: str
+    """``pod``: one value per pod (usable as an HPA ``Pods`` metric); ``node``: one value per node only."""
+    metrics_query: str
+    aggregation_note: str = ""
+
+    @property
+    def labels(self) -> ExporterLabels:
+        return EXPORTERS[self.exporter]
+
+
+@dataclass(frozen=True)
+class MetricDef:
+    name: str
+    description: str
+    unit: str
+    category: str
+    """``gpu`` (from a GPU exporter) or ``app`` (from the inference server itself)."""
+    sharing_modes: frozenset[str]
+    sources: tuple[MetricSource, ...]
+    scale_down_reliable: bool = True
+    """False for GPU memory: servers that pre-allocate memory never give it back, so the HPA never scales down."""
+    hpa_metric_type: str = "Pods"
+    hpa_target_type: str = "AverageValue"
+
+    def source(self, exporter: str) -> MetricSource | None:
+        return next((s for s in self.sources if s.exporter == exporter), None)
+
+    @property
+    def exporters(self) -> list[str]:
+        return [s.exporter for s in self.sources]
+
+
+_AVG = "avg(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)"
+_SUM = "sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)"
+ALL_MODES = frozenset({"exclusive", "cgpu", "mig"})
+
+METRICS: dict[str, MetricDef] = {
+    m.name: m
+    for m in (
+        MetricDef(
+            "gpu_util", "GPU utilization (duty cycle) of whole GPUs", "percent", "gpu", frozenset({"exclusive"}),
+            (MetricSource("ack", DCGM_GPU_UTIL, DCGM_GPU_UTIL, "node", _AVG),
+             MetricSource("dcgm", DCGM_GPU_UTIL, "gpu_utilization", "pod", _AVG),
+             MetricSource("ack-legacy", "nvidia_gpu_duty_cycle", "duty_cycle_current", "pod", _AVG))),
+        MetricDef(
+            "gpu_sm_util", "GPU (SM) utilization of each pod's processes", "percent", "gpu",
+            frozenset({"exclusive", "cgpu"}),
+            (MetricSource("ack", "DCGM_CUSTOM_PROCESS_SM_UTIL", "DCGM_CUSTOM_PROCESS_SM_UTIL", "pod", _AVG),)),
+        MetricDef(
+            "gpu_fb_used", "GPU frame buffer memory used", "MiB", "gpu", frozenset({"exclusive"}),
+            (MetricSource("ack", DCGM_FB_USED, DCGM_FB_USED, "node", _SUM),
+             MetricSource("dcgm", DCGM_FB_USED, "gpu_memory_used", "pod", _SUM),
+             MetricSource("ack-legacy", "nvidia_gpu_memory_used_bytes", "memory_used_bytes_current", "pod", _SUM)),
+            scale_down_reliable=False),
+        MetricDef(
+            "gpu_mem_used", "GPU memory used by each pod's processes", "MiB", "gpu",
+            frozenset({"exclusive", "cgpu"}),
+            (MetricSource("ack", "DCGM_CUSTOM_PROCESS_MEM_USED", "DCGM_CUSTOM_PROCESS_MEM_USED", "pod", _SUM),),
+            scale_down_reliable=False),
+        MetricDef(
+            "gpu_mem_used_ratio", "GPU memory used by a pod / GPU memory allocated to it", "ratio", "gpu",
+            frozenset({"exclusive", "cgpu"}),
+            (MetricSource(
+                "ack", "DCGM_CUSTOM_PROCESS_MEM_USED", "DCGM_CUSTOM_PROCESS_GPU_MEM_USED_RATIO", "pod",
+                "sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)"
+                " / sum(DCGM_CUSTOM_CONTAINER_MEM_ALLOCATED{<<.LabelMatchers>>}) by (<<.GroupBy>>)"),
+             MetricSource(
+                "dcgm", DCGM_FB_USED, "gpu_memory_used_ratio", "pod",
+                "sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)"
+                " / (sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)"
+                f" + sum({DCGM_FB_FREE}{{<<.LabelMatchers>>}}) by (<<.GroupBy>>))")),
+            scale_down_reliable=False),
+        MetricDef(
+            "gpu_engine_active", "Graphics engine active ratio (0-1); reported for MIG instances", "ratio", "gpu",
+            frozenset({"exclusive", "mig"}),
+            (MetricSource("ack", DCGM_GR_ENGINE_ACTIVE, DCGM_GR_ENGINE_ACTIVE, "pod", _AVG),
+             MetricSource("dcgm", DCGM_GR_ENGINE_ACTIVE, "gpu_engine_active", "pod", _AVG))),
+        MetricDef(
+            "triton_queue_time_us", "Triton average queue time per request over the rule window", "us", "app",
+            ALL_MODES,
+            (MetricSource(
+                "triton", "nv_inference_queue_duration_us", "avg_time_queue_us", "pod",
+                f"avg(delta(nv_inference_queue_duration_us{{<<.LabelMatchers>>}}[{WINDOW}])"
+                f" / (1 + delta(nv_inference_request_success{{<<.LabelMatchers>>}}[{WINDOW}])))"
+                " by (<<.GroupBy>>)"),)),
+        MetricDef(
+            "vllm_requests_waiting", "vLLM requests waiting in the scheduler queue", "requests", "app", ALL_MODES,
+            (MetricSource("vllm", "vllm:num_requests_waiting", "vllm_num_requests_waiting", "pod", _SUM),)),
+    )
+}
+
+
+def metric(name: str) -> MetricDef | None:
+    return METRICS.get(name)
+
+
+def suggest(name: str) -> list[str]:
+    return close_matches(name, METRICS)
+
+
+def series_query(source: MetricSource) -> str:
+    """Discovery query: only series that carry the pod's namespace and name can be served per pod."""
+    lab = source.labels
+    if source.scope == "node":
+        return f'{source.series}{{{lab.node}!=""}}'
+    return f'{source.series}{{{lab.namespace}!="",{lab.pod}!=""}}'
+
+
+def is_windowed(source: MetricSource) -> bool:
+    return WINDOW in source.metrics_query

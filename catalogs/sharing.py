@@ -1,0 +1,62 @@
+"""GPU sharing modes: node labels, extended resources, units, and the components each mode needs.
+
+Sources: ACK "labels used by ACK to control GPUs" (doc-detail/191140), the cGPU article (legacy ``cgpu=true``),
+NVIDIA k8s-device-plugin (MIG strategies), GPU Operator mig-manager (``nvidia.com/mig.config``),
+run-ai/fake-gpu-operator (simulated pools).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# --- label keys and values (only spelled here) ---------------------------------------------------------------
+ACK_SCHEDULE_LABEL = "ack.node.gpu.schedule"
+ACK_PLACEMENT_LABEL = "ack.node.gpu.placement"
+ACK_EXCLUSIVE = "default"
+ACK_MIG = "mig"
+CGPU_POLICIES = ("cgpu", "core_mem", "share")
+"""cgpu: shared compute, isolated memory; core_mem: compute and memory isolated; share: no isolation."""
+CGPU_PLACEMENTS = ("binpack", "spread")
+LEGACY_CGPU_LABEL = ("cgpu", "true")
+"""Dedicated (pre-Pro) clusters with the ``ack-cgpu`` component select cGPU nodes by ``cgpu=true``."""
+AUTOSCALED_POOL_LABEL = ("k8s.aliyun.com", "true")
+NVIDIA_MIG_CONFIG_LABEL = "nvidia.com/mig.config"
+NVIDIA_MIG_STATE_LABEL = "nvidia.com/mig.config.state"
+SIMULATED_POOL_LABEL = "run.ai/simulated-gpu-node-pool"
+POOL_LABEL = "gpuplatform.io/pool"
+"""Our own label on every pool's nodes; workloads select their pool by it."""
+
+# --- extended resources ------------------------------------------------------------------------------------------
+RESOURCE_GPU = "nvidia.com/gpu"
+RESOURCE_GPU_MEM = "aliyun.com/gpu-mem"
+RESOURCE_GPU_CORE = "aliyun.com/gpu-core.percentage"
+MIG_RESOURCE_PREFIX = "nvidia.com/mig-"
+
+DEFAULT_GPU_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
+
+# --- components -------------------------------------------------------------------------------------------------
+ACK_SHARING_ADDON = "ack-ai-installer"
+ACK_LEGACY_SHARING_ADDON = "ack-cgpu"
+
+
+@dataclass(frozen=True)
+class SharingMode:
+    name: str
+    description: str
+    unit: str
+    per_pod_attribution: bool
+    """Whether device-level GPU metrics describe one pod (false when pods share a card)."""
+
+
+SHARING_MODES: dict[str, SharingMode] = {
+    m.name: m
+    for m in (
+        SharingMode("exclusive", "one pod per whole GPU", "GPU", True),
+        SharingMode("cgpu", "Alibaba cGPU: several pods share a card, memory in GiB", "GiB", False),
+        SharingMode("mig", "NVIDIA Multi-Instance GPU: hardware partitions", "MIG instance", False),
+    )
+}
+
+
+def mig_resource(profile: str, strategy: str) -> str:
+    """Extended resource a pod requests for one MIG instance: mixed names the profile, single reuses nvidia.com/gpu."""
+    return f"{MIG_RESOURCE_PREFIX}{profile}" if strategy == "mixed" else RESOURCE_GPU

@@ -1,0 +1,90 @@
+"""Custom-metrics adapter rules generated from the metric catalog, and how the adapter renders them.
+
+Both adapters (prometheus-adapter and ack-alibaba-cloud-metrics-adapter, which embeds it) read the same rule
+format: ``seriesQuery`` discovers series, ``resources.overrides`` maps series labels to Kubernetes resources,
+``name`` renames the series to the API name, ``metricsQuery`` is a Go template with ``<<`` ``>>`` delimiters.
+
+Rendering (prometheus-adapter ``pkg/naming/metrics_query.go`` ``Build``), for a request
+``GET /apis/custom.metrics.k8s.io/v1beta1/namespaces/<ns>/pods/<names>/<metric>``:
+
+* ``<<.Series>>``        the discovered series name (e.g. ``DCGM_CUSTOM_PROCESS_MEM_USED``);
+* ``<<.LabelMatchers>>`` the HPA's metric selector requirements (none here), then the namespace matcher
+  ``<nsLabel>="<ns>"``, then the resource matcher: ``<podLabel>="<name>"`` for one object or
+  ``<podLabel>=~"<a>|<b>"`` for several, joined by ``,``;
+* ``<<.GroupBy>>``       the resource's label (``<podLabel>``), so the query returns one series per pod, which
+  the adapter maps back to the pod by that label.
+
+Node-scoped rules (cluster-scoped resource) get no namespace matcher. :func:`render_metrics_query` does exactly
+this, and the test suite evaluates every rendered query with ``promtool`` on exporter-shaped series.
+"""
+from catalogs.metrics import MetricSource, WINDOW, series_query
+
+
+def rule(source: MetricSource, window: str) -> dict:
+    lab = source.labels
+    if source.scope == "node":
+        overrides = {lab.node: {"resource": "node"}}
+    else:
+        overrides = {lab.namespace: {"resource": "namespace"}, lab.pod: {"resource": "pod"}}
+    return {
+        "seriesQuery": series_query(source),
+        "resources": {"overrides": overrides},
+        "name": {"matches": f"^{_regex_escape(source.series)}$", "as": source.api_name},
+        "metricsQuery": source.metrics_query.replace(WINDOW, window),
+    }
+
+
+def rules(sources: list[MetricSource], window: str) -> list[dict]:
+    return [rule(s, window) for s in sources]
+
+
+def served_names(rule_list: list[dict]) -> set[str]:
+    """API metric names a list of adapter rules serves (``name.as``; else the series name itself)."""
+    import re
+
+    out = set()
+    for r in rule_list:
+        name = r.get("name") or {}
+        if name.get("as"):
+            out.add(name["as"])
+        else:
+            m = re.match(r"^\s*([a-zA-Z_:][a-zA-Z0-9_:]*)", r.get("seriesQuery", ""))
+            if m:
+                out.add(m.group(1))
+    return out
+
+
+def go_quote(value: str) -> str:
+    """Go's %q for the plain ASCII names Kubernetes allows."""
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def pod_matchers(source: MetricSource, namespace: str, pods: list[str]) -> str:
+    lab = source.labels
+    resource = f"{lab.pod}={go_quote(pods[0])}" if len(pods) == 1 else f"{lab.pod}=~{go_quote('|'.join(pods))}"
+    return f"{lab.namespace}={go_quote(namespace)},{resource}"
+
+
+def node_matchers(source: MetricSource, nodes: list[str]) -> str:
+    lab = source.labels
+    return f"{lab.node}={go_quote(nodes[0])}" if len(nodes) == 1 else f"{lab.node}=~{go_quote('|'.join(nodes))}"
+
+
+def render_metrics_query(source: MetricSource, label_matchers: str, group_by: str, window: str) -> str:
+    """The PromQL the adapter sends to Prometheus for one request (see the module docstring)."""
+    return (source.metrics_query.replace(WINDOW, window)
+            .replace("<<.Series>>", source.series)
+            .replace("<<.LabelMatchers>>", label_matchers)
+            .replace("<<.GroupBy>>", group_by))
+
+
+def render_for_pods(source: MetricSource, namespace: str, pods: list[str], window: str) -> str:
+    return render_metrics_query(source, pod_matchers(source, namespace, pods), source.labels.pod, window)
+
+
+def render_for_nodes(source: MetricSource, nodes: list[str], window: str) -> str:
+    return render_metrics_query(source, node_matchers(source, nodes), source.labels.node, window)
+
+
+def _regex_escape(series: str) -> str:
+    return series.replace(".", "\\.")

@@ -1,0 +1,429 @@
+"""Typed stack configuration: one model for everything a stack file (``stacks/Pulumi.<stack>.yaml``) says.
+
+Keys are camelCase in YAML and live in the ``gpu-platform`` namespace: ``gpu-platform:settings``,
+``gpu-platform:cluster``, ``gpu-platform:nodePools``, ``gpu-platform:monitoring``, ``gpu-platform:workloads``,
+plus the secrets ``gpu-platform:kubeconfig`` and ``gpu-platform:grafanaAdminPassword``. Every field states its
+default. Unknown keys are errors (``extra="forbid"``). Cross-field rules live in :mod:`components.validation`.
+"""
+from typing import Annotated, Literal, Optional, Union
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+from catalogs.sharing import CGPU_PLACEMENTS, CGPU_POLICIES, DEFAULT_GPU_TAINT
+
+PROJECT = "gpu-platform"
+SECRET_KEYS = ("kubeconfig", "grafanaAdminPassword")
+
+_DURATION_UNITS = {"s": 1, "m": 60, "h": 3600}
+
+
+def duration_seconds(value: str) -> int:
+    """'15s' -> 15, '1m' -> 60, '1m30s' -> 90."""
+    import re
+
+    parts = re.findall(r"(\d+)([smh])", value)
+    if not parts or "".join(n + u for n, u in parts) != value:
+        raise ValueError(f"'{value}' is not a duration; use e.g. 15s, 1m, 1m30s")
+    return sum(int(n) * _DURATION_UNITS[u] for n, u in parts)
+
+
+def _check_duration(value: str) -> str:
+    duration_seconds(value)
+    return value
+
+
+Duration = Annotated[str, AfterValidator(_check_duration)]
+
+
+class Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", alias_generator=to_camel, populate_by_name=True, frozen=True)
+
+
+# ---------------------------------------------------------------------------------------------- settings
+class Settings(Model):
+    """Environment-wide settings (``gpu-platform:settings``)."""
+
+    environment: Literal["dev", "staging", "prod", "local"] = "dev"
+    """Drives the secure/available defaults below. Default ``dev``."""
+    protect: Optional[bool] = None
+    """Pulumi ``protect`` on the cluster and GPU node pools. Default: true in ``prod``, false elsewhere."""
+    allow_public_endpoints: bool = False
+    """Allow Internet-facing LoadBalancers / API endpoints. Default false: Services are ClusterIP or intranet."""
+    namespace: str = "inference"
+    """Namespace of the inference workloads. Default ``inference``."""
+    create_namespace: bool = True
+    """Create the workload namespace (labelled Pod Security ``restricted``). Default true."""
+
+    @property
+    def is_prod(self) -> bool:
+        return self.environment == "prod"
+
+    @property
+    def protect_resources(self) -> bool:
+        return self.is_prod if self.protect is None else self.protect
+
+
+# ---------------------------------------------------------------------------------------------- cluster
+class VSwitch(Model):
+    zone_id: str
+    """Zone of the vSwitch, e.g. ``cn-hangzhou-k``."""
+    cidr: str
+    """CIDR of the vSwitch inside the VPC."""
+
+
+class AckManagedCluster(Model):
+    """Create an ACK managed (Pro) cluster with its VPC and vSwitches."""
+
+    kind: Literal["ack-managed"]
+    region: str
+    """Alibaba Cloud region, e.g. ``cn-hangzhou``."""
+    kubernetes_version: str
+    """Full ACK Kubernetes version the cluster is created with, e.g. ``1.31.1-aliyun.1``."""
+    name: Optional[str] = None
+    """Cluster name. Default: ``<project>-<stack>``."""
+    cluster_spec: Literal["ack.pro.small", "ack.standard"] = "ack.pro.small"
+    """ACK cluster spec. Default ``ack.pro.small`` (Pro: needed for cGPU via ack-ai-installer)."""
+    vpc_cidr: str = "192.168.0.0/16"
+    """VPC CIDR. Default ``192.168.0.0/16``."""
+    vswitches: list[VSwitch] = Field(min_length=1)
+    """vSwitches for control plane and nodes (at least one; two zones recommended)."""
+    service_cidr: str = "172.21.0.0/20"
+    """Service CIDR; must not overlap the VPC. Default ``172.21.0.0/20``."""
+    pod_cidr: str = "172.20.0.0/16"
+    """Flannel pod CIDR. Default ``172.20.0.0/16``."""
+    public_api_endpoint: bool = True
+    """Public API server SLB. Default true: the credential API returns a kubeconfig for the public endpoint, which
+    the machine running ``pulumi up`` needs unless it sits inside the VPC."""
+
+
+class AckExistingCluster(Model):
+    """Adopt an existing ACK cluster by id: no cluster resource is created."""
+
+    kind: Literal["ack-existing"]
+    region: str
+    """Alibaba Cloud region of the cluster."""
+    kubernetes_version: str
+    """Kubernetes version the cluster runs."""
+    cluster_id: str
+    """ACK cluster id (``c…``)."""
+    vswitch_ids: list[str] = Field(min_length=1)
+    """vSwitch ids new GPU node pools are placed in."""
+    professional: bool = True
+    """Whether the cluster is ACK Pro (false: a dedicated cluster; cGPU then uses the legacy ack-cgpu component)."""
+
+
+class KubeconfigCluster(Model):
+    """Any existing Kubernetes cluster reached by kubeconfig; no Alibaba resources at all."""
+
+    kind: Literal["kubeconfig"]
+    kubernetes_version: str
+    """Kubernetes version the cluster runs."""
+    kubeconfig_path: Optional[str] = None
+    """Path to a kubeconfig. Default: the secret ``gpu-platform:kubeconfig``, else ``$KUBECONFIG``."""
+    context: Optional[str] = None
+    """kubeconfig context. Default: the current context."""
+    simulate_gpus: bool = False
+    """Install run-ai/fake-gpu-operator with a topology derived from the node pools, so the autoscaling loop
+    runs on a cluster without GPUs. Default false."""
+
+
+Cluster = Annotated[Union[AckManagedCluster, AckExistingCluster, KubeconfigCluster], Field(discriminator="kind")]
+
+
+# ---------------------------------------------------------------------------------------------- node pools
+class ExclusiveSharing(Model):
+    mode: Literal["exclusive"]
+
+
+class CgpuSharing(Model):
+    mode: Literal["cgpu"]
+    policy: Literal[CGPU_POLICIES] = "cgpu"  # type: ignore[valid-type]
+    """``cgpu`` (isolated memory), ``core_mem`` (isolated memory and compute), ``share`` (no isolation).
+    Default ``cgpu``."""
+    placement: Literal[CGPU_PLACEMENTS] = "binpack"  # type: ignore[valid-type]
+    """How pods are packed onto cards. Default ``binpack``."""
+    legacy_label: bool = False
+    """Also label nodes ``cgpu=true`` (dedicated clusters running the legacy ack-cgpu component). Default false."""
+
+
+class MigSharing(Model):
+    mode: Literal["mig"]
+    profile: str
+    """MIG profile applied to every GPU of the pool, e.g. ``1g.5gb``."""
+    strategy: Literal["single", "mixed"] = "mixed"
+    """Device plugin MIG strategy: ``mixed`` exposes ``nvidia.com/mig-<profile>``, ``single`` exposes
+    ``nvidia.com/gpu``. Default ``mixed``."""
+
+
+Sharing = Annotated[Union[ExclusiveSharing, CgpuSharing, MigSharing], Field(discriminator="mode")]
+
+
+class Taint(Model):
+    key: str
+    value: Optional[str] = None
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] = "NoSchedule"
+
+
+class Disk(Model):
+    category: Literal["cloud_efficiency", "cloud_ssd", "cloud_essd", "cloud_auto", "cloud_essd_entry"] = "cloud_essd"
+    size_gib: int = Field(120, ge=20, le=32768)
+
+
+class NodePool(Model):
+    name: str
+    """Pool name (a Kubernetes label value and part of resource names)."""
+    instance_types: list[str] = Field(default_factory=list)
+    """ECS GPU instance types, tried in order (ACK targets). All must carry the same GPU model."""
+    gpu_model: Optional[str] = None
+    """GPU model for pools of an existing non-ACK cluster (e.g. ``T4``); ignored when instance types are set."""
+    gpus_per_node: Optional[int] = Field(None, ge=1, le=16)
+    """GPUs per node for pools of an existing non-ACK cluster."""
+    autoscaling: bool = True
+    """Cluster-autoscaled pool (``scaling_config`` type ``gpu``). Default true."""
+    min_nodes: int = Field(0, ge=0, le=1000)
+    """Autoscaling lower bound. Default 0."""
+    max_nodes: int = Field(1, ge=0, le=1000)
+    """Autoscaling upper bound, and the size capacity checks assume. Default 1."""
+    desired_nodes: Optional[int] = Field(None, ge=0, le=1000)
+    """Fixed size when ``autoscaling`` is false (required then)."""
+    sharing: Sharing = Field(default_factory=lambda: ExclusiveSharing(mode="exclusive"))
+    """GPU sharing mode. Default exclusive whole GPUs."""
+    labels: dict[str, str] = Field(default_factory=dict)
+    """Extra node labels."""
+    taints: list[Taint] = Field(default_factory=lambda: [Taint(**DEFAULT_GPU_TAINT)])
+    """Node taints. Default the GPU taint ``nvidia.com/gpu=present:NoSchedule``."""
+    system_disk: Disk = Field(default_factory=Disk)
+    """System disk. Default 120 GiB ESSD."""
+    data_disks: list[Disk] = Field(default_factory=list)
+    """Data disks (images and model caches). Default none."""
+    image_type: str = "AliyunLinux3"
+    """Node OS image. Default ``AliyunLinux3``."""
+    auto_repair: bool = True
+    """ACK managed node pool auto repair. Default true."""
+    key_pair: Optional[str] = None
+    """ECS key pair for node login. Default none (no login)."""
+
+
+# ---------------------------------------------------------------------------------------------- monitoring
+class Intervals(Model):
+    exporter_collect: Duration = "15s"
+    """GPU exporter collection interval (dcgm-exporter ``DCGM_EXPORTER_INTERVAL``). Default 15s."""
+    scrape: Duration = "15s"
+    """Prometheus scrape interval for exporters and inference pods. Default 15s."""
+    rule_window: Duration = "30s"
+    """Range window of windowed adapter queries (Triton queue time). Must be >= 2 x scrape. Default 30s."""
+    adapter_relist: Duration = "1m"
+    """Adapter series re-discovery interval. Must be >= scrape. Default 1m."""
+    hpa_sync: Duration = "15s"
+    """HPA controller sync period of the cluster (not set by us; used for latency estimates). Default 15s."""
+
+
+class HelmValues(Model):
+    """Escape hatch: values merged over ours for each release we install."""
+
+    kube_prometheus_stack: dict = Field(default_factory=dict)
+    prometheus_adapter: dict = Field(default_factory=dict)
+    ack_metrics_adapter: dict = Field(default_factory=dict)
+    dcgm_exporter: dict = Field(default_factory=dict)
+    gpu_operator: dict = Field(default_factory=dict)
+    keda: dict = Field(default_factory=dict)
+
+
+class Monitoring(Model):
+    backend: Literal["arms", "self-hosted"] = "self-hosted"
+    """``arms``: ACK managed Prometheus; ``self-hosted``: kube-prometheus-stack. Default self-hosted."""
+    gpu_exporter: Optional[Literal["ack", "dcgm", "ack-legacy"]] = None
+    """GPU metrics source. Default ``ack`` with arms, ``dcgm`` with self-hosted. ``ack-legacy``: the 2020
+    gpu_exporter of ack-prometheus-operator, assumed already running."""
+    adapter: Optional[Literal["ack-alibaba-cloud-metrics-adapter", "prometheus-adapter"]] = None
+    """Custom metrics adapter. Default the ACK adapter with arms, prometheus-adapter with self-hosted."""
+    prometheus_url: Optional[str] = None
+    """Prometheus HTTP API the adapter queries. Default: the ARMS intranet URL, or the in-cluster service."""
+    intervals: Intervals = Field(default_factory=Intervals)
+    """Collection, scrape, rule and relist intervals (validated to agree)."""
+    alerts: bool = True
+    """Install the PrometheusRule with autoscaling and GPU alerts. Default true."""
+    dashboard: bool = True
+    """Install the Grafana dashboard ConfigMap (self-hosted). Default true."""
+    adapter_replicas: Optional[int] = Field(None, ge=1, le=5)
+    """Adapter replicas. Default 2 in prod (with a PodDisruptionBudget), 1 elsewhere."""
+    helm_values: HelmValues = Field(default_factory=HelmValues)
+    """Per-release values overrides (escape hatch)."""
+
+    @property
+    def exporter(self) -> str:
+        return self.gpu_exporter or ("ack" if self.backend == "arms" else "dcgm")
+
+    @property
+    def adapter_kind(self) -> str:
+        return self.adapter or ("ack-alibaba-cloud-metrics-adapter" if self.backend == "arms"
+                                else "prometheus-adapter")
+
+
+# ---------------------------------------------------------------------------------------------- workloads
+class Port(Model):
+    name: str
+    """Port name (IANA_SVC_NAME: lowercase, <= 15 chars)."""
+    container_port: int = Field(ge=1, le=65535)
+    protocol: Literal["http", "grpc", "metrics"] = "http"
+    """What the port speaks: ``http``/``grpc`` are exposed by the Service; ``metrics`` is scraped only."""
+
+
+class GpuRequestSpec(Model):
+    count: Optional[int] = Field(None, ge=1, le=16)
+    """Whole GPUs (exclusive pools) or MIG instances (MIG pools) per replica."""
+    memory_gib: Optional[int] = Field(None, ge=1)
+    """cGPU memory per replica in GiB (cGPU pools)."""
+    core_percent: Optional[int] = Field(None, ge=1, le=100)
+    """cGPU compute share per replica (``core_mem`` pools only)."""
+
+
+class NfsVolume(Model):
+    server: str
+    path: str
+    read_only: bool = True
+
+
+class Volume(Model):
+    name: str
+    mount_path: str
+    read_only: bool = True
+    """Mount read-only. Default true (a model repository)."""
+    nfs: Optional[NfsVolume] = None
+    """NFS export (as in the Triton article). Exactly one of ``nfs``/``pvc`` is required."""
+    pvc: Optional[str] = None
+    """Existing PersistentVolumeClaim name."""
+
+
+class SecretRef(Model):
+    secret_name: str
+    key: str
+
+
+class Probes(Model):
+    port: str
+    """Name of the container port the probes hit."""
+    readiness_path: str = "/"
+    liveness_path: str = "/"
+    startup_path: Optional[str] = None
+    """Startup probe path. Default: the readiness path."""
+    startup_timeout_seconds: int = Field(600, ge=10, le=3600)
+    """How long model loading may take before the container is restarted. Default 600."""
+
+
+class Resources(Model):
+    cpu: str = "1"
+    """CPU request and limit. Default 1."""
+    memory: str = "4Gi"
+    """Memory request and limit. Default 4Gi."""
+
+
+class MetricTarget(Model):
+    metric: str
+    """Logical metric name from the catalog (``gpuplatform schema`` lists them), e.g. ``gpu_sm_util``."""
+    target: float
+    """Target average value per pod, in the metric's unit (percent, MiB, ratio, us, requests)."""
+
+
+class ScalingPolicy(Model):
+    type: Literal["Pods", "Percent"]
+    value: int = Field(ge=1)
+    period_seconds: int
+
+
+class ScalingRules(Model):
+    stabilization_window_seconds: Optional[int] = None
+    select_policy: Literal["Max", "Min", "Disabled"] = "Max"
+    policies: list[ScalingPolicy] = Field(default_factory=list)
+
+
+class Behavior(Model):
+    scale_up: Optional[ScalingRules] = None
+    """Overrides the scale-up defaults (no window, +100% or +4 pods per 15s)."""
+    scale_down: Optional[ScalingRules] = None
+    """Overrides the scale-down defaults (300s window, -1 pod per 60s)."""
+
+
+class Autoscaling(Model):
+    autoscaler: Literal["hpa", "keda"] = "hpa"
+    """``hpa``: a HorizontalPodAutoscaler on custom metrics; ``keda``: a KEDA ScaledObject (scale to zero)."""
+    min_replicas: int = Field(1, ge=0)
+    """Lower bound (0 only with KEDA). Default 1."""
+    max_replicas: int = Field(1, ge=1)
+    """Upper bound; checked against the pool's capacity. Default 1."""
+    metrics: list[MetricTarget] = Field(min_length=1)
+    """One or more metrics; the HPA follows the largest recommendation."""
+    behavior: Optional[Behavior] = None
+    """Scaling behavior overrides (autoscaling/v2 only)."""
+
+
+class Ingress(Model):
+    class_name: Literal["nginx", "alb"] = "nginx"
+    """ingress-nginx or ACK ALB Ingress. Default ``nginx``."""
+    host: str
+    """Host name routed to the service."""
+    port: str
+    """Name of the container port the ingress routes to (its protocol picks HTTP or gRPC backends)."""
+    tls_secret: Optional[str] = None
+    """TLS secret for the host. Default none."""
+
+
+class Exposure(Model):
+    service_type: Literal["ClusterIP", "InternalLoadBalancer", "PublicLoadBalancer"] = "ClusterIP"
+    """``ClusterIP`` (default); ``InternalLoadBalancer`` (ACK intranet SLB); ``PublicLoadBalancer`` (Internet:
+    only with ``settings.allowPublicEndpoints``)."""
+    ingress: Optional[Ingress] = None
+    """L7 ingress, so HTTP and gRPC requests spread over new replicas at once. Default none."""
+
+
+class Workload(Model):
+    name: str
+    """Workload name (Deployment, Service and HPA names)."""
+    image: str
+    """Container image with an explicit tag or digest."""
+    node_pool: str
+    """Name of the node pool the replicas run on."""
+    ports: list[Port] = Field(min_length=1)
+    gpu: GpuRequestSpec
+    """GPU per replica; its form must match the pool's sharing mode."""
+    server: Optional[Literal["triton", "vllm"]] = None
+    """Inference server kind, which makes its app metrics (queue time, waiting requests) available."""
+    command: list[str] = Field(default_factory=list)
+    args: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)
+    """Plain environment variables (no secrets: use ``secretEnv``)."""
+    secret_env: dict[str, SecretRef] = Field(default_factory=dict)
+    """Environment variables read from Kubernetes Secrets."""
+    volumes: list[Volume] = Field(default_factory=list)
+    resources: Resources = Field(default_factory=Resources)
+    probes: Optional[Probes] = None
+    """Probes; default: TCP checks on the first serving port."""
+    run_as_user: int = Field(1000, ge=1)
+    """Non-root UID the container runs as (restricted Pod Security). Default 1000."""
+    read_only_root_filesystem: bool = True
+    """Default true; a writable ``/tmp`` emptyDir is mounted."""
+    autoscaling: Autoscaling
+    exposure: Exposure = Field(default_factory=Exposure)
+
+
+# ---------------------------------------------------------------------------------------------- root
+class PlatformConfig(Model):
+    """The whole ``gpu-platform`` namespace of a stack file."""
+
+    settings: Settings = Field(default_factory=Settings)
+    cluster: Cluster
+    node_pools: list[NodePool] = Field(min_length=1)
+    monitoring: Monitoring = Field(default_factory=Monitoring)
+    workloads: list[Workload] = Field(default_factory=list)
+    kubeconfig: Optional[str] = None
+    """Secret: kubeconfig contents for the ``kubeconfig`` cluster kind."""
+    grafana_admin_password: Optional[str] = None
+    """Secret: Grafana admin password for the self-hosted backend. Default: generated by the chart."""
+
+    def pool(self, name: str) -> Optional[NodePool]:
+        return next((p for p in self.node_pools if p.name == name), None)
+
+    @property
+    def is_ack(self) -> bool:
+        return self.cluster.kind != "kubeconfig"

@@ -1,0 +1,31 @@
+"""Which catalog source serves a workload's metric on this stack (GPU exporter or inference server)."""
+from typing import Optional
+
+from catalogs.metrics import METRICS, MetricDef, MetricSource
+from components.config import PlatformConfig, Workload
+
+
+def provider_for(cfg: PlatformConfig, workload: Workload, metric: MetricDef) -> Optional[str]:
+    """Exporter key the metric comes from: the stack's GPU exporter, or the workload's inference server."""
+    return cfg.monitoring.exporter if metric.category == "gpu" else workload.server
+
+
+def source_for(cfg: PlatformConfig, workload: Workload, name: str) -> Optional[MetricSource]:
+    metric = METRICS.get(name)
+    if metric is None:
+        return None
+    provider = provider_for(cfg, workload, metric)
+    return metric.source(provider) if provider else None
+
+
+def used_sources(cfg: PlatformConfig) -> list[MetricSource]:
+    """Distinct sources the stack's HPA-scaled workloads use, in first-use order (KEDA queries Prometheus itself)."""
+    seen: dict[tuple, MetricSource] = {}
+    for workload in cfg.workloads:
+        if workload.autoscaling.autoscaler != "hpa":
+            continue
+        for target in workload.autoscaling.metrics:
+            src = source_for(cfg, workload, target.metric)
+            if src is not None:
+                seen.setdefault((src.exporter, src.api_name), src)
+    return list(seen.values())

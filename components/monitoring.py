@@ -1,0 +1,280 @@
+"""GpuMonitoring: from GPU exporters to the ``custom.metrics.k8s.io`` API the HPAs read.
+
+* ``arms``: ACK managed Prometheus (the ``arms-prometheus`` add-on, installed by the cluster component); its
+  intranet HTTP API URL and token are read with ``arms.get_prometheus_output``; the ACK GPU exporter gets
+  tolerations for tainted GPU pools; ``ack-alibaba-cloud-metrics-adapter`` serves the generated rules; alerts
+  become ARMS alert rules.
+* ``self-hosted``: kube-prometheus-stack (selectors open to every monitor), dcgm-exporter (standalone chart, or
+  the GPU Operator's, or fake-gpu-operator's exporter), prometheus-adapter with the generated rules and RBAC
+  narrowed to what it needs; alerts as a PrometheusRule; a Grafana dashboard ConfigMap.
+
+Monitors and rules are custom resources of CRDs the Prometheus release installs, so they depend on it.
+"""
+from typing import Optional, TypedDict
+
+import pulumi
+import pulumi_kubernetes as k8s
+from typing_extensions import NotRequired
+
+from catalogs.sharing import POOL_LABEL
+from catalogs.versions import ARMS_GPU_EXPORTER, chart
+from components import adapter_rules
+from components.alerts import alerts, dashboard_json, prometheus_rule_groups
+from components.config import PlatformConfig, duration_seconds
+from components.gpu_software import deep_merge, release
+from components.k8s_objects import register
+from components.metric_sources import source_for, used_sources
+from components.pools import all_pool_facts
+from components.workload_manifests import MONITOR_LABELS
+
+MONITORING_NS = "monitoring"
+PROMETHEUS_SERVICE = "kube-prometheus-stack-prometheus"
+ADAPTER_SA = "prometheus-adapter"
+
+
+def in_cluster_prometheus_url() -> str:
+    return f"http://{PROMETHEUS_SERVICE}.{MONITORING_NS}.svc:9090"
+
+
+def adapter_replicas(cfg: PlatformConfig) -> int:
+    return cfg.monitoring.adapter_replicas or (2 if cfg.settings.is_prod else 1)
+
+
+def generated_rules(cfg: PlatformConfig) -> list[dict]:
+    return adapter_rules.rules(used_sources(cfg), cfg.monitoring.intervals.rule_window)
+
+
+def kube_prometheus_stack_values(cfg: PlatformConfig) -> dict:
+    iv = cfg.monitoring.intervals
+    spec = {"scrapeInterval": iv.scrape, "evaluationInterval": iv.scrape, "retention": "15d"}
+    # Select every ServiceMonitor/PodMonitor/PrometheusRule, not only those labelled release=<name>:
+    # the NVIDIA article's PodMonitor went unscraped for lack of that label.
+    for kind in ("serviceMonitor", "podMonitor", "rule", "probe"):
+        spec[f"{kind}SelectorNilUsesHelmValues"] = False
+    grafana = {"sidecar": {"dashboards": {"enabled": True, "label": "grafana_dashboard", "labelValue": "1",
+                                          "searchNamespace": "ALL"}}}
+    if cfg.grafana_admin_password:
+        grafana["adminPassword"] = pulumi.Output.secret(cfg.grafana_admin_password)
+    return {"prometheus": {"prometheusSpec": spec}, "grafana": grafana}
+
+
+def dcgm_exporter_values(cfg: PlatformConfig) -> dict:
+    iv = cfg.monitoring.intervals
+    tolerations = [t for f in all_pool_facts(cfg).values() for t in f.tolerations]
+    return {
+        "serviceMonitor": {"enabled": True, "interval": iv.scrape, "honorLabels": True,
+                           "additionalLabels": dict(MONITOR_LABELS)},
+        "extraEnv": [{"name": "DCGM_EXPORTER_INTERVAL", "value": str(duration_seconds(iv.exporter_collect) * 1000)}],
+        "tolerations": _unique(tolerations),
+        "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+            {"matchExpressions": [{"key": POOL_LABEL, "operator": "Exists"}]}]}}},
+        "priorityClassName": "system-node-critical",
+    }
+
+
+def prometheus_adapter_values(cfg: PlatformConfig, prometheus_url: pulumi.Input[str]) -> dict:
+    prod = cfg.settings.is_prod
+    values = {
+        "prometheus": {"url": prometheus_url, "port": "" if cfg.monitoring.backend == "arms" else 9090},
+        "metricsRelistInterval": cfg.monitoring.intervals.adapter_relist,
+        # rules.external stays empty: external.metrics.k8s.io belongs to KEDA when a workload uses it
+        "rules": {"default": False, "custom": generated_rules(cfg), "external": []},
+        "replicas": adapter_replicas(cfg),
+        "serviceAccount": {"create": True, "name": ADAPTER_SA},
+        # the chart's RBAC binds a wildcard custom.metrics role to the adapter; we bind only what it needs
+        "rbac": {"create": False},
+        "podDisruptionBudget": {"enabled": adapter_replicas(cfg) > 1, "minAvailable": 1, "maxUnavailable": None},
+        "affinity": {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{
+            "weight": 100, "podAffinityTerm": {"topologyKey": "kubernetes.io/hostname",
+                                               "labelSelector": {"matchLabels": {
+                                                   "app.kubernetes.io/name": "prometheus-adapter"}}}}]}},
+    }
+    if prod:
+        # a certificate the API server verifies instead of insecureSkipTLSVerify
+        values["certManager"] = {"enabled": True}
+    return values
+
+
+def ack_adapter_values(cfg: PlatformConfig, prometheus_url: pulumi.Input[str],
+                       auth_token: Optional[pulumi.Input[str]]) -> dict:
+    prom = {"enabled": True, "url": prometheus_url, "metricsRelistInterval": cfg.monitoring.intervals.adapter_relist,
+            "adapter": {"rules": {"default": False, "custom": generated_rules(cfg)}}}
+    if auth_token is not None:
+        prom["prometheusHeader"] = {"Authorization": auth_token}
+    return {"AlibabaCloudMetricsAdapter": {"prometheus": prom}}
+
+
+def adapter_rbac_objects() -> list[dict]:
+    """What prometheus-adapter needs as an aggregated API server: delegated authn/authz, the requestheader CA,
+    and read access to the objects it maps series onto. The HPA controller's own bootstrap role already reads
+    custom.metrics.k8s.io, so no wildcard role is bound."""
+    sa = [{"kind": "ServiceAccount", "name": ADAPTER_SA, "namespace": MONITORING_NS}]
+    rbac = "rbac.authorization.k8s.io/v1"
+    return [
+        {"apiVersion": rbac, "kind": "ClusterRoleBinding", "metadata": {"name": f"{ADAPTER_SA}:system:auth-delegator"},
+         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "system:auth-delegator"},
+         "subjects": sa},
+        {"apiVersion": rbac, "kind": "RoleBinding",
+         "metadata": {"name": f"{ADAPTER_SA}-auth-reader", "namespace": "kube-system"},
+         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
+                     "name": "extension-apiserver-authentication-reader"},
+         "subjects": sa},
+        {"apiVersion": rbac, "kind": "ClusterRole", "metadata": {"name": f"{ADAPTER_SA}-resource-reader"},
+         "rules": [{"apiGroups": [""], "resources": ["namespaces", "pods", "services", "nodes"],
+                    "verbs": ["get", "list", "watch"]}]},
+        {"apiVersion": rbac, "kind": "ClusterRoleBinding", "metadata": {"name": f"{ADAPTER_SA}-resource-reader"},
+         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                     "name": f"{ADAPTER_SA}-resource-reader"},
+         "subjects": sa},
+    ]
+
+
+def simulated_exporter_service_monitor(cfg: PlatformConfig) -> dict:
+    """fake-gpu-operator ships the exporter Service but no ServiceMonitor."""
+    fake = chart("fake-gpu-operator")
+    return {"apiVersion": "monitoring.coreos.com/v1", "kind": "ServiceMonitor",
+            "metadata": {"name": "nvidia-dcgm-exporter", "namespace": fake.namespace, "labels": dict(MONITOR_LABELS)},
+            "spec": {"selector": {"matchLabels": {"app": "nvidia-dcgm-exporter"}},
+                     "endpoints": [{"port": "gpu-metrics", "interval": cfg.monitoring.intervals.scrape,
+                                    "honorLabels": True}]}}
+
+
+def _unique(items: list[dict]) -> list[dict]:
+    out = []
+    for item in items:
+        if item not in out:
+            out.append(item)
+    return out
+
+
+class GpuMonitoringArgs(TypedDict):
+    config: PlatformConfig
+    """The validated stack config. Required."""
+    cluster_id: NotRequired[pulumi.Input[str]]
+    """ACK cluster id (arms backend: the ARMS instance of the cluster and its alert rules). Default none."""
+    gpu_operator_installed: NotRequired[bool]
+    """The GPU Operator's own dcgm-exporter serves GPU metrics (no standalone exporter). Default false."""
+
+
+class GpuMonitoring(pulumi.ComponentResource):
+    """Prometheus, GPU exporters, the custom metrics adapter, alerts and dashboard for one stack."""
+
+    prometheus_url: pulumi.Output[str]
+
+    def __init__(self, name: str, args: GpuMonitoringArgs, opts: Optional[pulumi.ResourceOptions] = None):
+        super().__init__("gpuplatform:index:GpuMonitoring", name, {"backend": args["config"].monitoring.backend}, opts)
+        cfg = args["config"]
+        self.child = pulumi.ResourceOptions(parent=self)
+        self.name = name
+        self.crd_owners: list[pulumi.Resource] = []
+        """Resources that install the monitoring.coreos.com CRDs; monitors and rules depend on them."""
+        mon = cfg.monitoring
+        if mon.backend == "self-hosted":
+            self._self_hosted(cfg, args.get("gpu_operator_installed", False))
+        else:
+            self._arms(cfg, args["cluster_id"])
+        self.register_outputs({"prometheus_url": self.prometheus_url})
+
+    def _opts(self, *depends: pulumi.Resource) -> pulumi.ResourceOptions:
+        return pulumi.ResourceOptions.merge(self.child, pulumi.ResourceOptions(depends_on=list(depends)))
+
+    # ------------------------------------------------------------------ self-hosted
+    def _self_hosted(self, cfg: PlatformConfig, gpu_operator_installed: bool) -> None:
+        mon, n = cfg.monitoring, self.name
+        # node-exporter (host network/PID/paths) and dcgm-exporter (SYS_ADMIN, pod-resources hostPath) need a
+        # privileged namespace; inference workloads stay in their restricted namespace
+        ns = register(f"{n}-namespace", {"apiVersion": "v1", "kind": "Namespace", "metadata": {
+            "name": MONITORING_NS, "labels": {"pod-security.kubernetes.io/enforce": "privileged"}}}, self.child)
+        kps = release(f"{n}-kube-prometheus-stack", "kube-prometheus-stack", kube_prometheus_stack_values(cfg),
+                      mon.helm_values.kube_prometheus_stack, self._opts(ns), namespace=MONITORING_NS)
+        self.crd_owners = [kps]
+        self.prometheus_url = pulumi.Output.from_input(in_cluster_prometheus_url())
+        simulated = getattr(cfg.cluster, "simulate_gpus", False)
+        if mon.exporter == "dcgm" and simulated:
+            register(f"{n}-simulated-exporter-monitor", simulated_exporter_service_monitor(cfg), self._opts(kps))
+        elif mon.exporter == "dcgm" and not gpu_operator_installed:
+            release(f"{n}-dcgm-exporter", "dcgm-exporter", dcgm_exporter_values(cfg), mon.helm_values.dcgm_exporter,
+                    self._opts(kps), namespace=MONITORING_NS)
+        adapter_deps: list[pulumi.Resource] = [ns]
+        if cfg.settings.is_prod:
+            cm_chart = chart("cert-manager")
+            cm_ns = register(f"{n}-cert-manager-namespace", {"apiVersion": "v1", "kind": "Namespace", "metadata": {
+                "name": cm_chart.namespace, "labels": {"pod-security.kubernetes.io/enforce": "restricted"}}}, self.child)
+            adapter_deps.append(release(f"{n}-cert-manager", "cert-manager", {"crds": {"enabled": True}}, {},
+                                        self._opts(cm_ns), namespace=cm_chart.namespace))
+        for obj in adapter_rbac_objects():
+            register(f"{n}-{obj['kind'].lower()}-{obj['metadata']['name'].replace(':', '-')}", obj, self._opts(ns))
+        self.adapter = release(f"{n}-prometheus-adapter", "prometheus-adapter",
+                               prometheus_adapter_values(cfg, in_cluster_prometheus_url().rsplit(":", 1)[0]),
+                               mon.helm_values.prometheus_adapter, self._opts(*adapter_deps),
+                               namespace=MONITORING_NS)
+        if any(w.autoscaling.autoscaler == "keda" for w in cfg.workloads):
+            keda_chart = chart("keda")
+            keda_ns = register(f"{n}-keda-namespace", {"apiVersion": "v1", "kind": "Namespace", "metadata": {
+                "name": keda_chart.namespace, "labels": {"pod-security.kubernetes.io/enforce": "restricted"}}},
+                self.child)
+            self.keda = release(f"{n}-keda", "keda", {}, mon.helm_values.keda, self._opts(keda_ns),
+                                namespace=keda_chart.namespace)
+            self.crd_owners.append(self.keda)
+        if mon.alerts:
+            register(f"{n}-alerts", self.prometheus_rule(cfg), self._opts(kps))
+        if mon.dashboard:
+            register(f"{n}-dashboard", self.dashboard_config_map(cfg), self._opts(ns))
+
+    # ------------------------------------------------------------------ ARMS
+    def _arms(self, cfg: PlatformConfig, cluster_id: pulumi.Input[str]) -> None:
+        import pulumi_alicloud as alicloud
+
+        mon, n = cfg.monitoring, self.name
+        # the ARMS instance the arms-prometheus add-on creates is keyed by the ACK cluster id
+        prom = alicloud.arms.get_prometheus_output(ids=[cluster_id], enable_details=True,
+                                                   opts=pulumi.InvokeOutputOptions(parent=self))
+        details = prom.prometheis.apply(lambda items: items[0] if items else None)
+        url = mon.prometheus_url or details.apply(lambda d: d.http_api_intra_url if d else "")
+        token = pulumi.Output.secret(details.apply(lambda d: (d.auth_token or "") if d else ""))
+        self.prometheus_url = pulumi.Output.from_input(url)
+        tolerations = _unique([t for f in all_pool_facts(cfg).values() for t in f.tolerations])
+        if tolerations and mon.exporter == "ack":
+            ns_name, ds_name = ARMS_GPU_EXPORTER
+            k8s.apps.v1.DaemonSetPatch(
+                f"{n}-gpu-exporter-tolerations",
+                metadata={"name": ds_name, "namespace": ns_name, "annotations": {"pulumi.com/patchForce": "true"}},
+                spec={"template": {"spec": {"tolerations": tolerations}}}, opts=self.child)
+        if mon.adapter_kind == "ack-alibaba-cloud-metrics-adapter":
+            self.adapter = release(f"{n}-ack-metrics-adapter", "ack-alibaba-cloud-metrics-adapter",
+                                   ack_adapter_values(cfg, url, token), mon.helm_values.ack_metrics_adapter,
+                                   self.child, namespace=chart("ack-alibaba-cloud-metrics-adapter").namespace)
+        else:
+            for obj in adapter_rbac_objects():
+                register(f"{n}-{obj['kind'].lower()}-{obj['metadata']['name'].replace(':', '-')}", obj, self.child)
+            self.adapter = release(f"{n}-prometheus-adapter", "prometheus-adapter",
+                                   deep_merge(prometheus_adapter_values(cfg, url), {}),
+                                   mon.helm_values.prometheus_adapter, self.child, namespace=MONITORING_NS)
+        if mon.alerts:
+            for a in self.alert_list(cfg):
+                alicloud.arms.PrometheusAlertRule(
+                    f"{n}-alert-{a.name.lower().replace('_', '-')}", cluster_id=cluster_id,
+                    prometheus_alert_rule_name=a.name, expression=a.expr, duration=a.duration.rstrip("m"),
+                    message=a.summary, labels=[{"name": "severity", "value": a.severity}], opts=self.child)
+
+    # ------------------------------------------------------------------ shared builders
+    @staticmethod
+    def alert_list(cfg: PlatformConfig):
+        hpas = [w.name for w in cfg.workloads if w.autoscaling.autoscaler == "hpa"]
+        return alerts(cfg.settings.namespace, hpas, used_sources(cfg), cfg.monitoring.exporter)
+
+    def prometheus_rule(self, cfg: PlatformConfig) -> dict:
+        return {"apiVersion": "monitoring.coreos.com/v1", "kind": "PrometheusRule",
+                "metadata": {"name": "gpu-platform-autoscaling", "namespace": MONITORING_NS,
+                             "labels": dict(MONITOR_LABELS)},
+                "spec": {"groups": prometheus_rule_groups(self.alert_list(cfg))}}
+
+    @staticmethod
+    def dashboard_config_map(cfg: PlatformConfig) -> dict:
+        sources = {w.name: {t.metric: source_for(cfg, w, t.metric) for t in w.autoscaling.metrics}
+                   for w in cfg.workloads}
+        body = dashboard_json(cfg.settings.namespace, cfg.workloads, sources, cfg.monitoring.intervals.rule_window)
+        return {"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": "gpu-platform-dashboard", "namespace": MONITORING_NS,
+                             "labels": {"grafana_dashboard": "1"}},
+                "data": {"gpu-platform-autoscaling.json": body}}

@@ -1,0 +1,115 @@
+"""GpuPlatform: the whole environment a stack config describes, composed from the other components.
+
+Order matters only where Kubernetes needs it: the workload namespace and the monitoring CRDs exist before the
+objects that use them; GPU software is installed before workloads ask for GPU resources.
+"""
+from typing import Optional, TypedDict
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from catalogs.versions import chart
+from components.cluster import GpuCluster
+from components.config import PlatformConfig
+from components.gpu_software import fake_gpu_operator_values, gpu_operator_values, release
+from components.inference_service import InferenceService, workload_context
+from components.monitoring import GpuMonitoring
+from components.node_pool import GpuNodePool
+from components.pools import all_pool_facts
+from components.workload_manifests import MONITOR_LABELS
+from catalogs.sharing import ACK_LEGACY_SHARING_ADDON, ACK_SHARING_ADDON
+from components.config import duration_seconds
+
+
+class GpuPlatformArgs(TypedDict):
+    config: PlatformConfig
+    """The validated stack config (:func:`components.validation.load`). Required."""
+
+
+def required_addons(cfg: PlatformConfig) -> list[str]:
+    """ACK add-ons the stack needs: managed Prometheus for arms, the GPU sharing installer for cGPU pools,
+    the node problem detector and lifecycle controller for node pool auto repair."""
+    if not cfg.is_ack:
+        return []
+    addons = ["ack-node-problem-detector", "node-lifecycle-controller"]
+    if cfg.monitoring.backend == "arms":
+        addons.insert(0, "arms-prometheus")
+    if any(p.sharing.mode == "cgpu" for p in cfg.node_pools):
+        dedicated = cfg.cluster.kind == "ack-existing" and not cfg.cluster.professional
+        addons.append(ACK_LEGACY_SHARING_ADDON if dedicated else ACK_SHARING_ADDON)
+    return addons
+
+
+def uses_gpu_operator(cfg: PlatformConfig) -> bool:
+    """MIG pools on a non-ACK cluster with real GPUs get the NVIDIA GPU Operator (mig-manager, dcgm-exporter)."""
+    return (not cfg.is_ack and not getattr(cfg.cluster, "simulate_gpus", False)
+            and any(p.sharing.mode == "mig" for p in cfg.node_pools))
+
+
+class GpuPlatform(pulumi.ComponentResource):
+    """Cluster, GPU node pools, GPU software, monitoring and inference services of one environment."""
+
+    def __init__(self, name: str, args: GpuPlatformArgs, opts: Optional[pulumi.ResourceOptions] = None):
+        cfg: PlatformConfig = args["config"]
+        s = cfg.settings
+        super().__init__("gpuplatform:index:GpuPlatform", name, {
+            "environment": s.environment, "kubernetesVersion": cfg.cluster.kubernetes_version,
+            "clusterKind": cfg.cluster.kind, "allowPublicEndpoints": s.allow_public_endpoints,
+            "protect": s.protect_resources}, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        self.cluster = GpuCluster(f"{name}-cluster", {
+            "cluster": cfg.cluster.model_dump(by_alias=True), "addons": required_addons(cfg),
+            "protect": s.protect_resources, **({"kubeconfig": cfg.kubeconfig} if cfg.kubeconfig else {})}, opts=child)
+        facts = all_pool_facts(cfg)
+        self.pools = {
+            p.name: GpuNodePool(f"{name}-{p.name}", {
+                "pool": p.model_dump(by_alias=True), "facts": facts[p.name], "protect": s.protect_resources,
+                **({"cluster_id": self.cluster.cluster_id, "vswitch_ids": self.cluster.vswitch_ids}
+                   if cfg.is_ack else {})}, opts=child)
+            for p in cfg.node_pools}
+        in_cluster = pulumi.ResourceOptions(parent=self, provider=self.cluster.provider,
+                                            depends_on=[pl.pool for pl in self.pools.values() if pl.pool])
+        gpu_software = self._gpu_software(name, cfg, facts, in_cluster)
+        self.monitoring = GpuMonitoring(f"{name}-monitoring", {
+            "config": cfg, "cluster_id": self.cluster.cluster_id,
+            "gpu_operator_installed": uses_gpu_operator(cfg)}, opts=in_cluster)
+        self.namespace = k8s.core.v1.Namespace(f"{name}-workloads-namespace", metadata={
+            "name": s.namespace, "labels": {"pod-security.kubernetes.io/enforce": "restricted",
+                                            "pod-security.kubernetes.io/warn": "restricted"}},
+            opts=in_cluster) if s.create_namespace else None
+        self.services = {}
+        prometheus_url = self.monitoring.prometheus_url
+        for w in cfg.workloads:
+            ctx = workload_context(cfg, w, facts[w.node_pool])
+            deps = [d for d in [self.namespace, *gpu_software, *self.monitoring.crd_owners] if d is not None]
+            self.services[w.name] = InferenceService(
+                f"{name}-{w.name}", {"workload": w.model_dump(by_alias=True), "node_pool": {}},
+                opts=pulumi.ResourceOptions.merge(in_cluster, pulumi.ResourceOptions(depends_on=deps)),
+                _context=(w, ctx))
+        self.prometheus_url = prometheus_url
+        self.register_outputs({"cluster_id": self.cluster.cluster_id, "prometheus_url": prometheus_url})
+
+    def _gpu_software(self, name: str, cfg: PlatformConfig, facts: dict, opts: pulumi.ResourceOptions) -> list:
+        """GPU Operator for MIG on non-ACK clusters; fake-gpu-operator for simulated pools. On ACK the GPU
+        stack is managed by ACK (the sharing installer is a cluster add-on)."""
+        if cfg.is_ack:
+            return []
+        out = []
+        iv = cfg.monitoring.intervals
+        if getattr(cfg.cluster, "simulate_gpus", False):
+            c = chart("fake-gpu-operator")
+            ns = k8s.core.v1.Namespace(f"{name}-fake-gpu-operator-namespace", metadata={
+                "name": c.namespace, "labels": {"pod-security.kubernetes.io/enforce": "privileged"}}, opts=opts)
+            out.append(release(f"{name}-fake-gpu-operator", "fake-gpu-operator",
+                               fake_gpu_operator_values(list(facts.values())), {},
+                               pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[ns]))))
+        elif uses_gpu_operator(cfg):
+            c = chart("gpu-operator")
+            ns = k8s.core.v1.Namespace(f"{name}-gpu-operator-namespace", metadata={
+                "name": c.namespace, "labels": {"pod-security.kubernetes.io/enforce": "privileged"}}, opts=opts)
+            out.append(release(f"{name}-gpu-operator", "gpu-operator",
+                               gpu_operator_values([f for f in facts.values()], MONITOR_LABELS, iv.scrape,
+                                                   duration_seconds(iv.exporter_collect) * 1000),
+                               cfg.monitoring.helm_values.gpu_operator,
+                               pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[ns]))))
+        return out

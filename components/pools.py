@@ -1,0 +1,142 @@
+"""Facts derived from a node pool's config: GPU model, labels, tolerations, the GPU resource and capacity.
+
+Pure functions over the catalogs, shared by validation, the node pool component, workloads and the plan.
+"""
+from dataclasses import dataclass
+from typing import Optional
+
+from catalogs import capacity, sharing
+from catalogs.gpus import GpuModel, gpu_model, instance_type
+from catalogs.mig import mig_config_label_value
+from components.config import GpuRequestSpec, NodePool, PlatformConfig
+
+
+@dataclass(frozen=True)
+class PoolFacts:
+    name: str
+    mode: str
+    model: GpuModel
+    gpus_per_node: int
+    max_nodes: int
+    on_ack: bool
+    simulated: bool
+    mig_profile: Optional[str] = None
+    mig_strategy: Optional[str] = None
+    cgpu_policy: Optional[str] = None
+    cgpu_placement: Optional[str] = None
+    legacy_cgpu_label: bool = False
+    extra_labels: tuple = ()
+    taints: tuple = ()
+
+    # ------------------------------------------------------------------ scheduling
+    @property
+    def node_selector(self) -> dict[str, str]:
+        return {sharing.POOL_LABEL: self.name}
+
+    @property
+    def node_labels(self) -> dict[str, str]:
+        """Labels every node of the pool carries (set by the ACK node pool; applied by the user elsewhere)."""
+        labels = dict(self.extra_labels)
+        labels[sharing.POOL_LABEL] = self.name
+        if self.on_ack:
+            if self.mode == "exclusive":
+                labels[sharing.ACK_SCHEDULE_LABEL] = sharing.ACK_EXCLUSIVE
+            elif self.mode == "cgpu":
+                labels[sharing.ACK_SCHEDULE_LABEL] = self.cgpu_policy
+                labels[sharing.ACK_PLACEMENT_LABEL] = self.cgpu_placement
+                if self.legacy_cgpu_label:
+                    labels[sharing.LEGACY_CGPU_LABEL[0]] = sharing.LEGACY_CGPU_LABEL[1]
+            elif self.mode == "mig":
+                labels[sharing.ACK_SCHEDULE_LABEL] = sharing.ACK_MIG
+        if self.mode == "mig":
+            labels[sharing.NVIDIA_MIG_CONFIG_LABEL] = mig_config_label_value(self.mig_profile)
+        if self.simulated:
+            labels[sharing.SIMULATED_POOL_LABEL] = self.name
+        return labels
+
+    @property
+    def tolerations(self) -> list[dict]:
+        out = []
+        for key, value, effect in self.taints:
+            tol = {"key": key, "operator": "Equal" if value else "Exists", "effect": effect}
+            if value:
+                tol["value"] = value
+            out.append(tol)
+        return out
+
+    # ------------------------------------------------------------------ GPU resources
+    @property
+    def resource_name(self) -> str:
+        """The extended resource pods of this pool request."""
+        if self.mode == "cgpu":
+            return sharing.RESOURCE_GPU_MEM
+        if self.mode == "mig":
+            return sharing.mig_resource(self.mig_profile, self.mig_strategy)
+        return sharing.RESOURCE_GPU
+
+    def gpu_resources(self, request: GpuRequestSpec) -> dict[str, str]:
+        """Requests == limits for the GPU resource of one replica."""
+        if self.mode == "cgpu":
+            out = {sharing.RESOURCE_GPU_MEM: str(request.memory_gib or 0)}
+            if self.cgpu_policy == "core_mem" and request.core_percent:
+                out[sharing.RESOURCE_GPU_CORE] = str(request.core_percent)
+            return out
+        return {self.resource_name: str(request.count or 0)}
+
+    # ------------------------------------------------------------------ capacity
+    @property
+    def units_per_node(self) -> int:
+        return capacity.units_per_node(self.mode, self.model, self.gpus_per_node, self.mig_profile)
+
+    @property
+    def unit(self) -> str:
+        return sharing.SHARING_MODES[self.mode].unit
+
+    def replicas_per_node(self, request: GpuRequestSpec) -> int:
+        return capacity.replicas_per_node(self.mode, self.model, self.gpus_per_node, to_request(request),
+                                          self.mig_profile)
+
+    def max_replicas(self, request: GpuRequestSpec) -> int:
+        return self.max_nodes * self.replicas_per_node(request)
+
+
+def to_request(spec: GpuRequestSpec) -> capacity.GpuRequest:
+    return capacity.GpuRequest(count=spec.count or 0, memory_gib=spec.memory_gib or 0,
+                               core_percent=spec.core_percent or 0)
+
+
+def resolve_model(pool: NodePool) -> tuple[Optional[GpuModel], int]:
+    """GPU model and GPUs per node: from the first instance type, else from ``gpuModel``/``gpusPerNode``."""
+    if pool.instance_types:
+        first = instance_type(pool.instance_types[0])
+        if first is None:
+            return None, 0
+        gpus = min((t.gpus for t in map(instance_type, pool.instance_types) if t), default=first.gpus)
+        return first.gpu, gpus
+    return gpu_model(pool.gpu_model or ""), pool.gpus_per_node or 0
+
+
+def pool_facts(cfg: PlatformConfig, pool: NodePool) -> Optional[PoolFacts]:
+    model, gpus = resolve_model(pool)
+    if model is None or gpus <= 0:
+        return None
+    s = pool.sharing
+    size = pool.max_nodes if pool.autoscaling else (pool.desired_nodes or 0)
+    return PoolFacts(
+        name=pool.name, mode=s.mode, model=model, gpus_per_node=gpus, max_nodes=size, on_ack=cfg.is_ack,
+        simulated=getattr(cfg.cluster, "simulate_gpus", False),
+        mig_profile=getattr(s, "profile", None), mig_strategy=getattr(s, "strategy", None),
+        cgpu_policy=getattr(s, "policy", None), cgpu_placement=getattr(s, "placement", None),
+        legacy_cgpu_label=getattr(s, "legacy_label", False),
+        extra_labels=tuple(sorted(pool.labels.items())),
+        taints=tuple((t.key, t.value, t.effect) for t in pool.taints),
+    )
+
+
+def all_pool_facts(cfg: PlatformConfig) -> dict[str, PoolFacts]:
+    out = {}
+    for pool in cfg.node_pools:
+        facts = pool_facts(cfg, pool)
+        if facts is not None:
+            out[pool.name] = facts
+    return out

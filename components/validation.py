@@ -1,0 +1,451 @@
+"""Whole-config validation, run before any resource is registered.
+
+``parse`` turns pydantic errors into :class:`ConfigIssue` s with camelCase paths; ``validate`` applies the
+cross-field rules (hardware, sharing, capacity, metrics, exposure, intervals). Each rule is a small function
+that appends issues, so every problem of a config is reported at once.
+"""
+import re
+from typing import Any, Callable
+
+from pydantic import ValidationError
+
+from catalogs import sharing
+from catalogs.gpus import GPU_MODELS, INSTANCE_TYPES, close_matches, instance_type, mig_instance_families
+from catalogs.metrics import METRICS, EXPORTERS
+from catalogs.mig import profiles_for
+from components.config import PlatformConfig, Workload, duration_seconds
+from components.errors import ConfigError, ConfigIssue, fmt, one_of
+from components.metric_sources import provider_for
+from components.pools import PoolFacts, all_pool_facts
+
+DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+DNS_1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+PORT_NAME = re.compile(r"^(?=.*[a-z])[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+LABEL_KEY = re.compile(r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
+LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$")
+K8S_VERSION = re.compile(r"^(\d+)\.(\d+)(?:\.(\d+))?(?:-aliyun\.\d+)?$")
+SECRET_ENV = re.compile(r"(PASSWORD|PASSWD|SECRET|TOKEN|API_?KEY|ACCESS_?KEY|CREDENTIAL)", re.IGNORECASE)
+MIN_KUBERNETES = (1, 20)
+HPA_V2_MIN = (1, 23)
+MAX_POOL_NAME = 40
+MAX_WORKLOAD_NAME = 50
+
+_UNION_FIELDS = {"cluster", "sharing"}
+
+
+# ---------------------------------------------------------------------------------------------- parsing
+def _path(loc: tuple) -> str:
+    parts: list[str] = []
+    for i, item in enumerate(loc):
+        if i > 0 and isinstance(item, str) and loc[i - 1] in _UNION_FIELDS:
+            continue  # pydantic inserts the discriminator value of tagged unions
+        if isinstance(item, int):
+            parts[-1] = f"{parts[-1]}[{item}]" if parts else f"[{item}]"
+        else:
+            parts.append(str(item))
+    return ".".join(parts) or "(root)"
+
+
+def _pydantic_message(err: dict) -> str:
+    msg = err["msg"].removeprefix("Value error, ")
+    if err["type"] == "extra_forbidden":
+        return "unknown key (not a gpu-platform setting; check the spelling against `gpuplatform schema`)"
+    if err["type"] == "missing":
+        return "required key is missing"
+    if err["type"] in ("union_tag_invalid", "union_tag_not_found"):
+        return msg
+    value = err.get("input")
+    if isinstance(value, (dict, list)):
+        return msg
+    return f"{fmt(value)}: {msg}"
+
+
+def parse(raw: dict[str, Any]) -> PlatformConfig:
+    """Raw ``gpu-platform`` namespace (camelCase keys, YAML values) -> typed config, or ConfigError."""
+    try:
+        return PlatformConfig.model_validate(raw)
+    except ValidationError as exc:
+        issues = [ConfigIssue(_path(e["loc"]), _pydantic_message(e)) for e in exc.errors()]
+        raise ConfigError(issues) from None
+
+
+def load(raw: dict[str, Any]) -> PlatformConfig:
+    cfg = parse(raw)
+    issues = validate(cfg)
+    if issues:
+        raise ConfigError(issues)
+    return cfg
+
+
+# ---------------------------------------------------------------------------------------------- helpers
+def kubernetes_version(cfg: PlatformConfig) -> tuple[int, int] | None:
+    m = K8S_VERSION.match(cfg.cluster.kubernetes_version)
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+def hpa_api_version(cfg: PlatformConfig) -> str:
+    """``autoscaling/v2`` from 1.23 on, ``autoscaling/v2beta1`` before (the ACK guide documents both)."""
+    version = kubernetes_version(cfg)
+    return "autoscaling/v2" if version is None or version >= HPA_V2_MIN else "autoscaling/v2beta1"
+
+
+def _suggest(value: str, choices) -> str:
+    near = close_matches(value, choices)
+    return f" Did you mean {one_of(near)}?" if near else ""
+
+
+class _Issues(list):
+    def add(self, path: str, message: str) -> None:
+        self.append(ConfigIssue(path, message))
+
+
+Rule = Callable[[PlatformConfig, dict[str, PoolFacts], _Issues], None]
+
+
+# ---------------------------------------------------------------------------------------------- rules
+def check_cluster(cfg: PlatformConfig, facts: dict[str, PoolFacts], out: _Issues) -> None:
+    version = kubernetes_version(cfg)
+    if version is None:
+        out.add("cluster.kubernetesVersion", f"{fmt(cfg.cluster.kubernetes_version)} is not a Kubernetes version; "
+                "use major.minor such as '1.31' or an ACK version such as '1.31.1-aliyun.1'")
+    elif version < MIN_KUBERNETES:
+        out.add("cluster.kubernetesVersion", f"{fmt(cfg.cluster.kubernetes_version)} is not supported; "
+                f"allowed: {MIN_KUBERNETES[0]}.{MIN_KUBERNETES[1]} or newer")
+    if cfg.cluster.kind == "ack-managed" and version is not None and cfg.cluster.kubernetes_version.count(".") < 2:
+        out.add("cluster.kubernetesVersion", f"{fmt(cfg.cluster.kubernetes_version)} is not a full ACK version; "
+                "ACK creates clusters at an exact version, e.g. '1.31.1-aliyun.1'")
+    mon = cfg.monitoring
+    if not cfg.is_ack:
+        if mon.backend == "arms":
+            out.add("monitoring.backend", "'arms' (ACK managed Prometheus) needs an ACK cluster; "
+                    "allowed for cluster kind 'kubeconfig': self-hosted")
+        if mon.adapter_kind == "ack-alibaba-cloud-metrics-adapter":
+            out.add("monitoring.adapter", "'ack-alibaba-cloud-metrics-adapter' needs an ACK cluster; "
+                    "allowed for cluster kind 'kubeconfig': prometheus-adapter")
+    if mon.exporter == "ack" and mon.backend != "arms":
+        out.add("monitoring.gpuExporter", "'ack' (the ACK GPU exporter) is collected by ACK managed Prometheus; "
+                "allowed with backend 'self-hosted': dcgm, ack-legacy")
+    if mon.exporter == "dcgm" and mon.backend == "arms":
+        out.add("monitoring.gpuExporter", "'dcgm' is not scraped by ACK managed Prometheus; "
+                "allowed with backend 'arms': ack")
+    if getattr(cfg.cluster, "simulate_gpus", False) and mon.exporter != "dcgm":
+        out.add("monitoring.gpuExporter", f"{fmt(mon.exporter)} does not run with simulated GPUs; "
+                "allowed with simulateGpus: dcgm (fake-gpu-operator emits DCGM series)")
+
+
+def check_intervals(cfg: PlatformConfig, facts: dict[str, PoolFacts], out: _Issues) -> None:
+    iv = cfg.monitoring.intervals
+    collect, scrape = duration_seconds(iv.exporter_collect), duration_seconds(iv.scrape)
+    window, relist = duration_seconds(iv.rule_window), duration_seconds(iv.adapter_relist)
+    if relist < scrape:
+        out.add("monitoring.intervals.adapterRelist", f"{fmt(iv.adapter_relist)} is shorter than the scrape interval "
+                f"{fmt(iv.scrape)}; allowed: >= {iv.scrape} (series would appear and disappear)")
+    if window < 2 * scrape:
+        out.add("monitoring.intervals.ruleWindow", f"{fmt(iv.rule_window)} holds fewer than two scrapes of "
+                f"{fmt(iv.scrape)}; allowed: >= {2 * scrape}s (delta()/rate() need two samples)")
+    if collect > window:
+        out.add("monitoring.intervals.exporterCollect", f"{fmt(iv.exporter_collect)} is longer than the rule "
+                f"window {fmt(iv.rule_window)}; allowed: <= {window}s")
+
+
+def check_pools(cfg: PlatformConfig, facts: dict[str, PoolFacts], out: _Issues) -> None:
+    seen: dict[str, int] = {}
+    for i, pool in enumerate(cfg.node_pools):
+        p = f"nodePools[{i}]"
+        if not DNS_LABEL.match(pool.name) or len(pool.name) > MAX_POOL_NAME:
+            out.add(f"{p}.name", f"{fmt(pool.name)} is not a valid pool name; allowed: lowercase letters, digits "
+                    f"and '-', starting and ending alphanumeric, at most {MAX_POOL_NAME} characters")
+        if pool.name in seen:
+            out.add(f"{p}.name", f"{fmt(pool.name)} is already used by nodePools[{seen[pool.name]}]; "
+                    "pool names must be unique")
+        seen.setdefault(pool.name, i)
+        _check_pool_hardware(cfg, i, pool, out)
+        if pool.min_nodes > pool.max_nodes:
+            out.add(f"{p}.minNodes", f"'minNodes' ({pool.min_nodes}) must be <= 'maxNodes' ({pool.max_nodes})")
+        if pool.autoscaling and pool.desired_nodes is not None:
+            out.add(f"{p}.desiredNodes", f"{pool.desired_nodes}: only used when 'autoscaling' is false; "
+                    "remove it or set autoscaling: false")
+        if not pool.autoscaling and pool.desired_nodes is None:
+            out.add(f"{p}.desiredNodes", "required when 'autoscaling' is false (the fixed pool size)")
+        for key, value in pool.labels.items():
+            if not LABEL_KEY.match(key) or len(key.split("/")[-1]) > 63:
+                out.add(f"{p}.labels", f"{fmt(key)} is not a valid label key")
+            if not LABEL_VALUE.match(value) or len(value) > 63:
+                out.add(f"{p}.labels.{key}", f"{fmt(value)} is not a valid label value")
+        owned = {sharing.ACK_SCHEDULE_LABEL, sharing.ACK_PLACEMENT_LABEL, sharing.NVIDIA_MIG_CONFIG_LABEL,
+                 sharing.POOL_LABEL, sharing.LEGACY_CGPU_LABEL[0]}
+        for key in sorted(owned & set(pool.labels)):
+            out.add(f"{p}.labels.{key}", f"{fmt(pool.labels[key])}: this label is set from 'sharing' "
+                    f"(mode {pool.sharing.mode}); a node runs one GPU scheduling mode, so it cannot be set by hand")
+
+
+def _check_pool_hardware(cfg: PlatformConfig, i: int, pool, out: _Issues) -> None:
+    p = f"nodePools[{i}]"
+    models = set()
+    if cfg.is_ack and not pool.instance_types:
+        out.add(f"{p}.instanceTypes", "required on ACK: at least one ECS GPU instance type, e.g. "
+                "ecs.gn7i-c8g1.2xlarge")
+    for j, name in enumerate(pool.instance_types):
+        itype = instance_type(name)
+        if itype is None:
+            out.add(f"{p}.instanceTypes[{j}]", f"{fmt(name)} is not a known ACK GPU instance type."
+                    f"{_suggest(name, INSTANCE_TYPES)} See catalogs/gpus.py for the catalog.")
+        else:
+            models.add(itype.gpu_model)
+    if len(models) > 1:
+        out.add(f"{p}.instanceTypes", f"mixes GPU models {one_of(sorted(models))}; all instance types of a pool "
+                "must carry the same GPU model so capacity and sharing are well defined")
+    if not pool.instance_types:
+        if pool.gpu_model is None or pool.gpus_per_node is None:
+            out.add(f"{p}.gpuModel", "required with 'gpusPerNode' when no instance types are given; "
+                    f"allowed models: {one_of(GPU_MODELS)}")
+        elif pool.gpu_model not in GPU_MODELS:
+            out.add(f"{p}.gpuModel", f"{fmt(pool.gpu_model)} is not a known GPU model; allowed: "
+                    f"{one_of(GPU_MODELS)}.{_suggest(pool.gpu_model, GPU_MODELS)}")
+    s = pool.sharing
+    first = instance_type(pool.instance_types[0]) if pool.instance_types else None
+    model = first.gpu if first else GPU_MODELS.get(pool.gpu_model or "")
+    if s.mode == "mig" and model is not None:
+        if not model.mig_capable:
+            capable = [m.name for m in GPU_MODELS.values() if m.mig_capable]
+            out.add(f"{p}.sharing.mode", f"'mig' on {model.name}, which has no MIG; MIG GPUs: {one_of(capable)}")
+        elif first is not None and not first.mig_supported:
+            out.add(f"{p}.sharing.mode", f"'mig' on {fmt(first.name)}: family {first.family} ({model.name}, GPU "
+                    "passthrough) cannot run MIG on ACK; MIG-capable families: "
+                    f"{one_of(mig_instance_families())} (e.g. ecs.ebmgn7.26xlarge bare metal)")
+        elif s.profile not in profiles_for(model.name):
+            out.add(f"{p}.sharing.profile", f"{fmt(s.profile)} is not a MIG profile of {model.name}; allowed: "
+                    f"{one_of(profiles_for(model.name))}")
+    if s.mode == "cgpu":
+        if not cfg.is_ack:
+            out.add(f"{p}.sharing.mode", "'cgpu' is Alibaba cGPU and needs an ACK cluster; allowed for cluster kind "
+                    "'kubeconfig': exclusive, mig")
+        elif cfg.cluster.kind == "ack-existing" and not cfg.cluster.professional and not s.legacy_label:
+            out.add(f"{p}.sharing.legacyLabel", "false on a dedicated (non-Pro) cluster, whose ack-cgpu component "
+                    "selects nodes by cgpu=true; allowed: true")
+
+
+def check_workloads(cfg: PlatformConfig, facts: dict[str, PoolFacts], out: _Issues) -> None:
+    seen: dict[str, int] = {}
+    version = kubernetes_version(cfg)
+    for i, w in enumerate(cfg.workloads):
+        p = f"workloads[{i}]"
+        if not DNS_1035.match(w.name) or len(w.name) > MAX_WORKLOAD_NAME:
+            out.add(f"{p}.name", f"{fmt(w.name)} is not a valid workload name; allowed: lowercase letters, digits "
+                    f"and '-', starting with a letter, at most {MAX_WORKLOAD_NAME} characters")
+        if w.name in seen:
+            out.add(f"{p}.name", f"{fmt(w.name)} is already used by workloads[{seen[w.name]}]; "
+                    "workload names must be unique")
+        seen.setdefault(w.name, i)
+        _check_image(p, w, out)
+        _check_ports_and_probes(p, w, out)
+        _check_env_and_volumes(p, w, out)
+        pool = cfg.pool(w.node_pool)
+        if pool is None:
+            out.add(f"{p}.nodePool", f"{fmt(w.node_pool)} is not a node pool of this stack; allowed: "
+                    f"{one_of(q.name for q in cfg.node_pools)}.{_suggest(w.node_pool, [q.name for q in cfg.node_pools])}")
+        f = facts.get(w.node_pool)
+        if f is not None:
+            _check_gpu_request(p, w, f, out)
+        _check_autoscaling(cfg, p, w, f, version, out)
+        _check_exposure(cfg, p, w, out)
+
+
+def _check_image(p: str, w: Workload, out: _Issues) -> None:
+    name = w.image.rsplit("/", 1)[-1]
+    if "@sha256:" in w.image:
+        return
+    if ":" not in name:
+        out.add(f"{p}.image", f"{fmt(w.image)} has no tag; allowed: an explicit version tag or a digest")
+    elif name.rsplit(":", 1)[1] == "latest":
+        out.add(f"{p}.image", f"{fmt(w.image)} uses 'latest'; allowed: an explicit version tag or a digest")
+
+
+def _check_ports_and_probes(p: str, w: Workload, out: _Issues) -> None:
+    names, numbers = set(), set()
+    for j, port in enumerate(w.ports):
+        if not PORT_NAME.match(port.name) or len(port.name) > 15:
+            out.add(f"{p}.ports[{j}].name", f"{fmt(port.name)} is not a valid port name; allowed: lowercase letters, "
+                    "digits and '-', at least one letter, at most 15 characters")
+        if port.name in names:
+            out.add(f"{p}.ports[{j}].name", f"{fmt(port.name)} is used twice; port names must be unique")
+        if port.container_port in numbers:
+            out.add(f"{p}.ports[{j}].containerPort", f"{port.container_port} is used twice")
+        names.add(port.name)
+        numbers.add(port.container_port)
+    if not any(port.protocol in ("http", "grpc") for port in w.ports):
+        out.add(f"{p}.ports", "no serving port; allowed: at least one port with protocol http or grpc")
+    if w.probes is not None and w.probes.port not in names:
+        out.add(f"{p}.probes.port", f"{fmt(w.probes.port)} is not a port of this workload; allowed: "
+                f"{one_of(sorted(names))}")
+
+
+def _check_env_and_volumes(p: str, w: Workload, out: _Issues) -> None:
+    for key in w.env:
+        if SECRET_ENV.search(key):
+            out.add(f"{p}.env.{key}", "looks like a secret in plain text; allowed: move it to 'secretEnv' "
+                    "(a reference to a Kubernetes Secret)")
+    for key in set(w.env) & set(w.secret_env):
+        out.add(f"{p}.secretEnv.{key}", "is also set in 'env'; set each variable once")
+    vnames = set()
+    for j, vol in enumerate(w.volumes):
+        if (vol.nfs is None) == (vol.pvc is None):
+            out.add(f"{p}.volumes[{j}]", f"{fmt(vol.name)} needs exactly one source; allowed: nfs or pvc")
+        if vol.name in vnames or vol.name == "tmp":
+            out.add(f"{p}.volumes[{j}].name", f"{fmt(vol.name)} is used twice or reserved ('tmp')")
+        vnames.add(vol.name)
+
+
+def _check_gpu_request(p: str, w: Workload, f: PoolFacts, out: _Issues) -> None:
+    g = w.gpu
+    if f.mode in ("exclusive", "mig"):
+        unit = "whole GPUs" if f.mode == "exclusive" else f"MIG instances ({f.resource_name})"
+        if g.count is None:
+            out.add(f"{p}.gpu.count", f"required on pool {fmt(f.name)} (sharing {f.mode}): the number of {unit}")
+        if g.memory_gib is not None or g.core_percent is not None:
+            out.add(f"{p}.gpu", f"memoryGib/corePercent request cGPU, but pool {fmt(f.name)} uses sharing "
+                    f"{f.mode}; allowed: count ({f.resource_name})")
+    else:
+        if g.count is not None:
+            out.add(f"{p}.gpu.count", f"{g.count}: pool {fmt(f.name)} shares GPUs with cGPU; allowed: "
+                    f"memoryGib ({f.resource_name}, GiB per replica)")
+        if g.memory_gib is None:
+            out.add(f"{p}.gpu.memoryGib", f"required on cGPU pool {fmt(f.name)}: GiB of GPU memory per replica")
+        elif g.memory_gib > f.model.reported_gib:
+            out.add(f"{p}.gpu.memoryGib", f"{g.memory_gib} GiB is more than one {f.model.name} card offers "
+                    f"({f.model.reported_gib} GiB as the device plugin reports it); allowed: 1..{f.model.reported_gib}")
+        if f.cgpu_policy == "core_mem" and g.core_percent is None:
+            out.add(f"{p}.gpu.corePercent", f"required on pool {fmt(f.name)} (cGPU policy core_mem isolates compute)")
+        if f.cgpu_policy != "core_mem" and g.core_percent is not None:
+            out.add(f"{p}.gpu.corePercent", f"{g.core_percent}: only enforced with cGPU policy core_mem; pool "
+                    f"{fmt(f.name)} uses {f.cgpu_policy}")
+    if not any(issue.path.startswith(f"{p}.gpu") for issue in out) and f.replicas_per_node(g) < 1:
+        out.add(f"{p}.gpu", f"one replica needs more than a node of pool {fmt(f.name)} has "
+                f"({f.units_per_node} {f.unit} per node); the pod would stay Pending")
+
+
+def _check_autoscaling(cfg: PlatformConfig, p: str, w: Workload, f: PoolFacts | None, version, out: _Issues) -> None:
+    a = w.autoscaling
+    pa = f"{p}.autoscaling"
+    if a.min_replicas > a.max_replicas:
+        out.add(f"{pa}.minReplicas", f"'minReplicas' ({a.min_replicas}) must be <= 'maxReplicas' ({a.max_replicas})")
+    if a.min_replicas == 0 and a.autoscaler == "hpa":
+        out.add(f"{pa}.minReplicas", "0 needs scale to zero; allowed with autoscaler 'hpa': >= 1 "
+                "(use autoscaler: keda to scale GPU workloads to zero)")
+    if a.autoscaler == "keda" and cfg.monitoring.backend != "self-hosted":
+        out.add(f"{pa}.autoscaler", "'keda' queries Prometheus directly and needs the self-hosted backend; "
+                "allowed with backend 'arms': hpa")
+    if a.behavior is not None:
+        if version is not None and version < HPA_V2_MIN:
+            out.add(f"{pa}.behavior", f"needs autoscaling/v2 (Kubernetes >= 1.23); the cluster runs "
+                    f"{cfg.cluster.kubernetes_version}, whose autoscaling/v2beta1 has no behavior")
+        for side in ("scale_up", "scale_down"):
+            rules = getattr(a.behavior, side)
+            if rules is None:
+                continue
+            ps = f"{pa}.behavior.{'scaleUp' if side == 'scale_up' else 'scaleDown'}"
+            win = rules.stabilization_window_seconds
+            if win is not None and not 0 <= win <= 3600:
+                out.add(f"{ps}.stabilizationWindowSeconds", f"{win} is out of range; allowed: 0..3600")
+            for k, pol in enumerate(rules.policies):
+                if not 1 <= pol.period_seconds <= 1800:
+                    out.add(f"{ps}.policies[{k}].periodSeconds", f"{pol.period_seconds} is out of range; "
+                            "allowed: 1..1800")
+    if f is not None and not any(issue.path.startswith(f"{p}.gpu") for issue in out):
+        cap = f.max_replicas(w.gpu)
+        if a.max_replicas > cap:
+            out.add(f"{pa}.maxReplicas", f"{a.max_replicas} replicas never fit pool {fmt(f.name)}: at most {cap} "
+                    f"({f.replicas_per_node(w.gpu)} per node x {f.max_nodes} nodes); allowed: <= {cap}, or raise "
+                    "the pool's maxNodes")
+    seen = set()
+    for k, t in enumerate(a.metrics):
+        pm = f"{pa}.metrics[{k}]"
+        if t.target <= 0:
+            out.add(f"{pm}.target", f"{t.target} is not a positive target; allowed: > 0")
+        if t.metric in seen:
+            out.add(f"{pm}.metric", f"{fmt(t.metric)} is listed twice")
+        seen.add(t.metric)
+        metric = METRICS.get(t.metric)
+        if metric is None:
+            out.add(f"{pm}.metric", f"{fmt(t.metric)} is not a catalog metric; allowed: {one_of(METRICS)}."
+                    f"{_suggest(t.metric, METRICS)}")
+            continue
+        if f is not None and f.mode not in metric.sharing_modes:
+            valid = [m.name for m in METRICS.values() if f.mode in m.sharing_modes]
+            out.add(f"{pm}.metric", f"{fmt(t.metric)} is not meaningful on pool {fmt(f.name)} (sharing {f.mode}): "
+                    f"{_mode_reason(t.metric, f.mode)}; allowed there: {one_of(valid)}")
+            continue
+        provider = provider_for(cfg, w, metric)
+        if metric.category == "app" and provider is None:
+            out.add(f"{pm}.metric", f"{fmt(t.metric)} is an inference-server metric; set 'server' to one of "
+                    f"{one_of(metric.exporters)}")
+            continue
+        src = metric.source(provider)
+        if src is None:
+            out.add(f"{pm}.metric", f"{fmt(t.metric)} is not available from {fmt(provider)}; it comes from "
+                    f"{one_of(metric.exporters)}")
+            continue
+        if src.scope != "pod":
+            pod_metrics = [m.name for m in METRICS.values()
+                           if (s := m.source(provider)) and s.scope == "pod" and (f is None or f.mode in m.sharing_modes)]
+            out.add(f"{pm}.metric", f"{fmt(t.metric)} is served per node by the {provider} exporter "
+                    f"({src.api_name}), not per pod, so an HPA cannot average it over its pods; allowed: "
+                    f"{one_of(pod_metrics)}")
+        if metric.category == "app" and not any(port.protocol == "metrics" for port in w.ports):
+            out.add(f"{pm}.metric", f"{fmt(t.metric)} is scraped from the pods, but the workload has no port with "
+                    "protocol 'metrics' (e.g. Triton's 8002); allowed: add one")
+
+
+def _mode_reason(metric: str, mode: str) -> str:
+    if mode == "mig" and metric in ("gpu_util", "gpu_fb_used", "gpu_mem_used_ratio"):
+        return "DCGM does not report whole-GPU utilization/memory for MIG instances (use gpu_engine_active)"
+    if mode == "cgpu":
+        return "device-level values describe the whole shared card, not one pod"
+    return "the exporter reports no per-pod value in this mode"
+
+
+def _check_exposure(cfg: PlatformConfig, p: str, w: Workload, out: _Issues) -> None:
+    e = w.exposure
+    if e.service_type == "PublicLoadBalancer" and not cfg.settings.allow_public_endpoints:
+        allowed = "ClusterIP, InternalLoadBalancer" if cfg.is_ack else "ClusterIP"
+        out.add(f"{p}.exposure.serviceType", "'PublicLoadBalancer' exposes the service to the Internet, which this "
+                f"stack does not allow (settings.allowPublicEndpoints is false); allowed: {allowed}")
+    if e.service_type == "InternalLoadBalancer" and not cfg.is_ack:
+        out.add(f"{p}.exposure.serviceType", "'InternalLoadBalancer' uses the ACK intranet SLB annotation; allowed "
+                "on cluster kind 'kubeconfig': ClusterIP (with an ingress)")
+    if e.ingress is not None:
+        port = next((q for q in w.ports if q.name == e.ingress.port), None)
+        if port is None or port.protocol == "metrics":
+            serving = [q.name for q in w.ports if q.protocol in ("http", "grpc")]
+            out.add(f"{p}.exposure.ingress.port", f"{fmt(e.ingress.port)} is not a serving port; allowed: "
+                    f"{one_of(serving)}")
+
+
+def check_pool_totals(cfg: PlatformConfig, facts: dict[str, PoolFacts], out: _Issues) -> None:
+    """Workloads sharing a pool must fit together at their maxReplicas, or the last ones stay Pending."""
+    for i, pool in enumerate(cfg.node_pools):
+        f = facts.get(pool.name)
+        users = [w for w in cfg.workloads if w.node_pool == pool.name]
+        if f is None or len(users) < 2 or any(f.replicas_per_node(w.gpu) < 1 for w in users):
+            continue
+        # each workload at max occupies maxReplicas / (replicas per node) nodes' worth of the pool
+        nodes_needed = sum(w.autoscaling.max_replicas / f.replicas_per_node(w.gpu) for w in users)
+        if nodes_needed > f.max_nodes + 1e-9:
+            names = ", ".join(f"{w.name} ({w.autoscaling.max_replicas})" for w in users)
+            out.add(f"nodePools[{i}].maxNodes", f"{f.max_nodes} nodes cannot hold {names} at their maxReplicas "
+                    f"together (needs {nodes_needed:.1f} nodes); allowed: >= {int(-(-nodes_needed // 1))}, or "
+                    "lower the workloads' maxReplicas")
+
+
+RULES: tuple[Rule, ...] = (check_cluster, check_intervals, check_pools, check_workloads, check_pool_totals)
+
+
+def validate(cfg: PlatformConfig) -> list[ConfigIssue]:
+    out = _Issues()
+    facts = all_pool_facts(cfg)
+    for rule in RULES:
+        rule(cfg, facts, out)
+    return list(out)
+
+
+__all__ = ["parse", "validate", "load", "hpa_api_version", "kubernetes_version", "EXPORTERS"]

@@ -1,0 +1,315 @@
+"""Pure builders of the Kubernetes objects of one inference workload (camelCase dicts, as the API expects).
+
+The :class:`~components.inference_service.InferenceService` component registers exactly these objects, the
+tests validate them against the Kubernetes OpenAPI schemas and the policies read them: one definition each.
+"""
+from dataclasses import dataclass, field
+from typing import Optional
+
+from catalogs.metrics import METRICS
+from components.adapter_rules import render_metrics_query
+from components.config import Behavior, ScalingRules, Workload, duration_seconds
+from components.metric_sources import source_for
+from components.pools import PoolFacts
+
+PART_OF = "gpu-platform"
+ACK_INTRANET_LB = {"service.beta.kubernetes.io/alibaba-cloud-loadbalancer-address-type": "intranet"}
+MONITOR_LABELS = {"release": "kube-prometheus-stack"}
+
+# Scale up fast: GPU replicas take minutes (image pull, model load) before they serve, so a burst must start
+# them at once: double, or add 4, every 30 s with no stabilization. Scale down cautiously: a released GPU
+# replica costs the same minutes to get back, so wait 5 minutes of lower load and remove one replica a minute.
+DEFAULT_SCALE_UP = {"stabilizationWindowSeconds": 0, "selectPolicy": "Max",
+                    "policies": [{"type": "Percent", "value": 100, "periodSeconds": 30},
+                                 {"type": "Pods", "value": 4, "periodSeconds": 30}]}
+DEFAULT_SCALE_DOWN = {"stabilizationWindowSeconds": 300, "selectPolicy": "Max",
+                      "policies": [{"type": "Pods", "value": 1, "periodSeconds": 60}]}
+
+
+@dataclass(frozen=True)
+class WorkloadContext:
+    """Everything about the stack a workload's objects depend on."""
+
+    namespace: str
+    pool: PoolFacts
+    kubernetes_version: tuple[int, int]
+    hpa_api_version: str
+    on_ack: bool
+    scrape_interval: str = "15s"
+    rule_window: str = "30s"
+    prometheus_url: str = "http://kube-prometheus-stack-prometheus.monitoring.svc:9090"
+    monitor_labels: dict = field(default_factory=lambda: dict(MONITOR_LABELS))
+    metric_sources: dict = field(default_factory=dict)
+    """metric name -> MetricSource for this workload."""
+
+
+def labels(w: Workload) -> dict[str, str]:
+    return {"app.kubernetes.io/name": w.name, "app.kubernetes.io/part-of": PART_OF,
+            "app.kubernetes.io/managed-by": "pulumi"}
+
+
+def selector(w: Workload) -> dict[str, str]:
+    return {"app.kubernetes.io/name": w.name}
+
+
+def meta(name: str, ctx: WorkloadContext, w: Workload, **extra) -> dict:
+    return {"name": name, "namespace": ctx.namespace, "labels": labels(w), **extra}
+
+
+def quantity(value: float) -> str:
+    """A Kubernetes quantity: whole numbers as-is, fractions in milli-units (0.8 -> '800m')."""
+    return str(int(value)) if float(value).is_integer() else f"{int(round(value * 1000))}m"
+
+
+def serving_ports(w: Workload) -> list:
+    return [p for p in w.ports if p.protocol in ("http", "grpc")]
+
+
+def metrics_port(w: Workload):
+    return next((p for p in w.ports if p.protocol == "metrics"), None)
+
+
+def _probe(path: Optional[str], port: str, **timing) -> dict:
+    handler = {"httpGet": {"path": path, "port": port}} if path else {"tcpSocket": {"port": port}}
+    return {**handler, **timing}
+
+
+def probes(w: Workload) -> dict:
+    """Readiness gates traffic, startup covers model loading, liveness restarts a hung server."""
+    if w.probes is None:
+        port, ready, live, start, timeout = serving_ports(w)[0].name, None, None, None, 600
+    else:
+        pr = w.probes
+        port, ready, live = pr.port, pr.readiness_path, pr.liveness_path
+        start, timeout = pr.startup_path or pr.readiness_path, pr.startup_timeout_seconds
+    period = 10
+    return {
+        "startupProbe": _probe(start, port, periodSeconds=period, failureThreshold=max(1, timeout // period)),
+        "readinessProbe": _probe(ready, port, periodSeconds=5, failureThreshold=3),
+        "livenessProbe": _probe(live, port, periodSeconds=15, failureThreshold=4, timeoutSeconds=5),
+    }
+
+
+def volume_claim_name(w: Workload, volume_name: str) -> str:
+    return f"{w.name}-{volume_name}"
+
+
+def container(w: Workload, ctx: WorkloadContext) -> dict:
+    gpu = ctx.pool.gpu_resources(w.gpu)
+    resources = {"cpu": w.resources.cpu, "memory": w.resources.memory, **gpu}
+    env = [{"name": k, "value": v} for k, v in sorted(w.env.items())]
+    env += [{"name": k, "valueFrom": {"secretKeyRef": {"name": ref.secret_name, "key": ref.key}}}
+            for k, ref in sorted(w.secret_env.items())]
+    out = {
+        "name": w.name,
+        "image": w.image,
+        "imagePullPolicy": "IfNotPresent",
+        "ports": [{"name": p.name, "containerPort": p.container_port, "protocol": "TCP"} for p in w.ports],
+        "resources": {"requests": dict(resources), "limits": dict(resources)},
+        "securityContext": {
+            "allowPrivilegeEscalation": False, "readOnlyRootFilesystem": w.read_only_root_filesystem,
+            "runAsNonRoot": True, "runAsUser": w.run_as_user, "capabilities": {"drop": ["ALL"]},
+            "seccompProfile": {"type": "RuntimeDefault"},
+        },
+        "volumeMounts": [{"name": "tmp", "mountPath": "/tmp"}]
+        + [{"name": v.name, "mountPath": v.mount_path, "readOnly": v.read_only} for v in w.volumes],
+        **probes(w),
+    }
+    if w.command:
+        out["command"] = list(w.command)
+    if w.args:
+        out["args"] = list(w.args)
+    if env:
+        out["env"] = env
+    return out
+
+
+def deployment(w: Workload, ctx: WorkloadContext) -> dict:
+    """apps/v1 Deployment without ``spec.replicas``: the HPA (or KEDA) owns the replica count."""
+    volumes = [{"name": "tmp", "emptyDir": {"sizeLimit": "1Gi"}}]
+    volumes += [{"name": v.name, "persistentVolumeClaim": {"claimName": v.pvc or volume_claim_name(w, v.name),
+                                                            "readOnly": v.read_only}} for v in w.volumes]
+    spread = [{"maxSkew": 1, "topologyKey": key, "whenUnsatisfiable": "ScheduleAnyway",
+               "labelSelector": {"matchLabels": selector(w)}}
+              for key in ("kubernetes.io/hostname", "topology.kubernetes.io/zone")]
+    return {
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": meta(w.name, ctx, w),
+        "spec": {
+            "selector": {"matchLabels": selector(w)},
+            "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}},
+            "template": {
+                "metadata": {"labels": labels(w)},
+                "spec": {
+                    "automountServiceAccountToken": False,
+                    "securityContext": {"runAsNonRoot": True, "runAsUser": w.run_as_user,
+                                        "runAsGroup": w.run_as_user, "fsGroup": w.run_as_user,
+                                        "seccompProfile": {"type": "RuntimeDefault"}},
+                    "nodeSelector": dict(ctx.pool.node_selector),
+                    "tolerations": ctx.pool.tolerations,
+                    "topologySpreadConstraints": spread,
+                    "containers": [container(w, ctx)],
+                    "volumes": volumes,
+                },
+            },
+        },
+    }
+
+
+def nfs_volume_objects(w: Workload, ctx: WorkloadContext) -> list[dict]:
+    """An NFS model repository as a static PersistentVolume + claim, so the pod keeps restricted Pod Security
+    (which forbids inline ``nfs`` volumes)."""
+    out = []
+    for v in w.volumes:
+        if v.nfs is None:
+            continue
+        claim = volume_claim_name(w, v.name)
+        pv_name = f"{ctx.namespace}-{claim}"
+        mode = "ReadOnlyMany" if v.read_only else "ReadWriteMany"
+        out.append({"apiVersion": "v1", "kind": "PersistentVolume",
+                    "metadata": {"name": pv_name, "labels": labels(w)},
+                    "spec": {"capacity": {"storage": "1Gi"}, "accessModes": [mode],
+                             "persistentVolumeReclaimPolicy": "Retain", "storageClassName": "",
+                             "mountOptions": ["nfsvers=4.1"],
+                             "nfs": {"server": v.nfs.server, "path": v.nfs.path, "readOnly": v.nfs.read_only},
+                             "claimRef": {"namespace": ctx.namespace, "name": claim}}})
+        out.append({"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": meta(claim, ctx, w),
+                    "spec": {"accessModes": [mode], "storageClassName": "", "volumeName": pv_name,
+                             "resources": {"requests": {"storage": "1Gi"}}}})
+    return out
+
+
+def service(w: Workload, ctx: WorkloadContext) -> dict:
+    """ClusterIP by default; an ACK intranet SLB or (only when allowed) a public LoadBalancer. The metrics port is
+    never part of the Service: the PodMonitor scrapes pods directly."""
+    kind = w.exposure.service_type
+    annotations = dict(ACK_INTRANET_LB) if kind == "InternalLoadBalancer" else {}
+    ports = []
+    for p in serving_ports(w):
+        port = {"name": p.name, "port": p.container_port, "targetPort": p.name, "protocol": "TCP"}
+        port["appProtocol"] = "kubernetes.io/h2c" if p.protocol == "grpc" else "http"
+        ports.append(port)
+    m = meta(w.name, ctx, w)
+    if annotations:
+        m["annotations"] = annotations
+    return {"apiVersion": "v1", "kind": "Service", "metadata": m,
+            "spec": {"type": "ClusterIP" if kind == "ClusterIP" else "LoadBalancer",
+                     "selector": selector(w), "ports": ports}}
+
+
+def ingress(w: Workload, ctx: WorkloadContext) -> Optional[dict]:
+    """L7 routing per request (HTTP/2 for gRPC), so replicas the HPA adds take traffic at once; an L4 Service
+    keeps long-lived gRPC connections pinned to the old pods."""
+    ing = w.exposure.ingress
+    if ing is None:
+        return None
+    port = next(p for p in w.ports if p.name == ing.port)
+    grpc = port.protocol == "grpc"
+    if ing.class_name == "nginx":
+        annotations = {"nginx.ingress.kubernetes.io/backend-protocol": "GRPC" if grpc else "HTTP"}
+    else:
+        annotations = {"alb.ingress.kubernetes.io/backend-protocol": "grpc" if grpc else "http"}
+    spec = {"ingressClassName": ing.class_name,
+            "rules": [{"host": ing.host, "http": {"paths": [{
+                "path": "/", "pathType": "Prefix",
+                "backend": {"service": {"name": w.name, "port": {"name": port.name}}}}]}}]}
+    if ing.tls_secret:
+        spec["tls"] = [{"hosts": [ing.host], "secretName": ing.tls_secret}]
+    return {"apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+            "metadata": meta(w.name, ctx, w, annotations=annotations), "spec": spec}
+
+
+def pod_disruption_budget(w: Workload, ctx: WorkloadContext) -> Optional[dict]:
+    """With more than one replica possible, voluntary disruptions (node drains) take one replica at a time.
+    ``maxUnavailable: 1`` never blocks a drain, even at one replica."""
+    if w.autoscaling.max_replicas <= 1:
+        return None
+    spec = {"maxUnavailable": 1, "selector": {"matchLabels": selector(w)}}
+    if ctx.kubernetes_version >= (1, 27):
+        spec["unhealthyPodEvictionPolicy"] = "AlwaysAllow"
+    return {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": meta(w.name, ctx, w),
+            "spec": spec}
+
+
+def _rules(rules: Optional[ScalingRules], default: dict) -> dict:
+    if rules is None:
+        return dict(default)
+    out = dict(default)
+    if rules.stabilization_window_seconds is not None:
+        out["stabilizationWindowSeconds"] = rules.stabilization_window_seconds
+    out["selectPolicy"] = rules.select_policy
+    if rules.policies:
+        out["policies"] = [{"type": p.type, "value": p.value, "periodSeconds": p.period_seconds}
+                           for p in rules.policies]
+    return out
+
+
+def behavior(b: Optional[Behavior]) -> dict:
+    return {"scaleUp": _rules(b.scale_up if b else None, DEFAULT_SCALE_UP),
+            "scaleDown": _rules(b.scale_down if b else None, DEFAULT_SCALE_DOWN)}
+
+
+def hpa(w: Workload, ctx: WorkloadContext) -> Optional[dict]:
+    """HPA on per-pod custom metrics: ``Pods`` metrics with ``AverageValue`` targets, by the names the stack's
+    adapter rules serve."""
+    a = w.autoscaling
+    if a.autoscaler != "hpa":
+        return None
+    target_ref = {"apiVersion": "apps/v1", "kind": "Deployment", "name": w.name}
+    spec = {"scaleTargetRef": target_ref, "minReplicas": a.min_replicas, "maxReplicas": a.max_replicas}
+    if ctx.hpa_api_version == "autoscaling/v2":
+        spec["metrics"] = [{"type": "Pods", "pods": {
+            "metric": {"name": ctx.metric_sources[t.metric].api_name},
+            "target": {"type": "AverageValue", "averageValue": quantity(t.target)}}} for t in a.metrics]
+        spec["behavior"] = behavior(a.behavior)
+    else:
+        spec["metrics"] = [{"type": "Pods", "pods": {"metricName": ctx.metric_sources[t.metric].api_name,
+                                                     "targetAverageValue": quantity(t.target)}}
+                           for t in a.metrics]
+    return {"apiVersion": ctx.hpa_api_version, "kind": "HorizontalPodAutoscaler",
+            "metadata": meta(w.name, ctx, w), "spec": spec}
+
+
+def keda_query(w: Workload, ctx: WorkloadContext, metric_name: str) -> str:
+    """Sum over the workload's pods of the per-pod value; KEDA's AverageValue divides it by the replica count."""
+    src = ctx.metric_sources[metric_name]
+    matchers = f'{src.labels.namespace}="{ctx.namespace}",{src.labels.pod}=~"{w.name}-.*"'
+    per_pod = render_metrics_query(src, matchers, src.labels.pod, ctx.rule_window)
+    return f"sum({per_pod})"
+
+
+def scaled_object(w: Workload, ctx: WorkloadContext) -> Optional[dict]:
+    a = w.autoscaling
+    if a.autoscaler != "keda":
+        return None
+    triggers = [{"type": "prometheus", "metricType": "AverageValue",
+                 "metadata": {"serverAddress": ctx.prometheus_url, "query": keda_query(w, ctx, t.metric),
+                              "threshold": quantity(t.target), "ignoreNullValues": "true"}}
+                for t in a.metrics]
+    return {"apiVersion": "keda.sh/v1alpha1", "kind": "ScaledObject", "metadata": meta(w.name, ctx, w),
+            "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": w.name},
+                     "minReplicaCount": a.min_replicas, "maxReplicaCount": a.max_replicas,
+                     "pollingInterval": duration_seconds(ctx.scrape_interval), "cooldownPeriod": 300,
+                     "advanced": {"horizontalPodAutoscalerConfig": {"behavior": behavior(a.behavior)}},
+                     "triggers": triggers}}
+
+
+def pod_monitor(w: Workload, ctx: WorkloadContext) -> Optional[dict]:
+    """Scrape the inference server's own metrics (Triton: port 8002) when the workload has a metrics port."""
+    port = metrics_port(w)
+    if port is None:
+        return None
+    m = meta(w.name, ctx, w)
+    m["labels"] = {**m["labels"], **ctx.monitor_labels}
+    return {"apiVersion": "monitoring.coreos.com/v1", "kind": "PodMonitor", "metadata": m,
+            "spec": {"selector": {"matchLabels": selector(w)},
+                     "podMetricsEndpoints": [{"port": port.name, "path": "/metrics",
+                                              "interval": ctx.scrape_interval}]}}
+
+
+def uses_app_metrics(w: Workload) -> bool:
+    return any(METRICS[t.metric].category == "app" for t in w.autoscaling.metrics if t.metric in METRICS)
+
+
+def context_sources(cfg, w: Workload) -> dict:
+    return {t.metric: source_for(cfg, w, t.metric) for t in w.autoscaling.metrics}

@@ -1,0 +1,132 @@
+"""``gpuplatform``: offline plan, config schema, policy checks and post-deploy verification."""
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Optional
+
+from components.config import PROJECT
+from components.errors import ConfigError
+
+STACKS_DIR = Path(__file__).resolve().parent.parent / "stacks"
+DEFAULT_STACK = "dev"
+EXIT_CONFIG = 2
+
+
+def stack_file(args) -> tuple[Path, str]:
+    if args.config:
+        path = Path(args.config)
+        return path, path.stem.removeprefix("Pulumi.")
+    stack = args.stack or DEFAULT_STACK
+    return STACKS_DIR / f"Pulumi.{stack}.yaml", stack
+
+
+def _add_source(p: argparse.ArgumentParser) -> None:
+    group = p.add_mutually_exclusive_group()
+    group.add_argument("--stack", help=f"stack name: stacks/Pulumi.<NAME>.yaml (default {DEFAULT_STACK})")
+    group.add_argument("--config", help="any file in the stack-file format")
+
+
+def _load_raw(args) -> tuple[dict, str]:
+    from components.stack_config import namespace_from_stack_file
+
+    path, stack = stack_file(args)
+    if not path.exists():
+        known = sorted(p.stem.removeprefix("Pulumi.") for p in STACKS_DIR.glob("Pulumi.*.yaml"))
+        raise ConfigError([_issue("(stack)", f"{str(path)!r} does not exist; stacks: {', '.join(known)}")])
+    return namespace_from_stack_file(path), stack
+
+
+def _issue(path: str, message: str):
+    from components.errors import ConfigIssue
+
+    return ConfigIssue(path, message)
+
+
+def cmd_plan(args) -> int:
+    from gpuplatform.plan import run_plan
+
+    raw, stack = _load_raw(args)
+    return run_plan(raw, stack, args.out, args.format)
+
+
+def cmd_schema(args) -> int:
+    from gpuplatform.schema import stack_file_schema
+
+    text = json.dumps(stack_file_schema(), indent=2, sort_keys=True) + "\n"
+    if args.out:
+        Path(args.out).write_text(text)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def cmd_check(args) -> int:
+    from gpuplatform import check
+
+    if args.manifests:
+        resources = check.load_manifests(args.manifests)
+        policy_config = None
+    else:
+        from components.validation import load
+        from gpuplatform.synth import stack_config_from_namespace, synthesize
+
+        raw, stack = _load_raw(args)
+        cfg = load(raw)
+        resources = synthesize(stack_config_from_namespace(raw), stack=stack)
+        policy_config = {"environment": cfg.settings.environment,
+                         "allowPublicEndpoints": cfg.settings.allow_public_endpoints}
+    violations = check.run_policies(resources, policy_config)
+    sys.stdout.write(check.format_json(violations) if args.format == "json" else check.format_table(violations))
+    sys.stdout.write("\n")
+    return check.exit_code(violations)
+
+
+def cmd_verify(args) -> int:
+    from components.validation import load
+    from gpuplatform.verify import verify_main
+
+    raw, _stack = _load_raw(args)
+    return verify_main(load(raw), args.kubeconfig, args.context, args.format, args.wait)
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="gpuplatform", description="GPU inference platform on Kubernetes / ACK")
+    sub = p.add_subparsers(dest="command", required=True)
+    plan = sub.add_parser("plan", help="synthesize a stack offline (no cloud, no Pulumi CLI)")
+    _add_source(plan)
+    plan.add_argument("--out", help="write DIR/plan.json and DIR/manifests/")
+    plan.add_argument("--format", choices=["table", "json"], default="table")
+    plan.set_defaults(func=cmd_plan)
+    schema = sub.add_parser("schema", help="JSON Schema of the stack file, for editors")
+    schema.add_argument("--out", help="write to FILE instead of stdout")
+    schema.set_defaults(func=cmd_schema)
+    check = sub.add_parser("check", help="run the policy pack offline on a stack or on plain manifests")
+    _add_source(check)
+    check.add_argument("--manifests", nargs="+", metavar="PATH", help="YAML files or directories to check")
+    check.add_argument("--format", choices=["table", "json"], default="table")
+    check.set_defaults(func=cmd_check)
+    verify = sub.add_parser("verify", help="check a live cluster against what the stack declares")
+    _add_source(verify)
+    verify.add_argument("--kubeconfig", help="kubeconfig path (default: $KUBECONFIG or ~/.kube/config)")
+    verify.add_argument("--context", help="kubeconfig context (default: current)")
+    verify.add_argument("--format", choices=["table", "json"], default="table")
+    verify.add_argument("--wait", type=int, default=0, metavar="SECONDS", help="poll until all checks pass")
+    verify.set_defaults(func=cmd_verify)
+    return p
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except ConfigError as exc:
+        sys.stderr.write(exc.render() + "\n")
+        return EXIT_CONFIG
+
+
+def entrypoint() -> None:
+    sys.exit(main())
+
+
+__all__ = ["main", "entrypoint", "PROJECT"]

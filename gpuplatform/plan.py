@@ -1,0 +1,171 @@
+"""``gpuplatform plan``: synthesize a stack offline and show/write what ``pulumi up`` would register."""
+import json
+import sys
+from pathlib import Path
+from typing import Any, TextIO
+
+import yaml
+
+from catalogs.metrics import METRICS, is_windowed
+from components.config import SECRET_KEYS, PlatformConfig, duration_seconds
+from components.metric_sources import source_for
+from components.pools import all_pool_facts
+from components.validation import load
+from gpuplatform.records import RegisteredResource
+from gpuplatform.synth import stack_config_from_namespace, synthesize
+
+SECRET_MASK = "[secret]"
+
+
+def ordered(records: list[RegisteredResource]) -> list[tuple[int, RegisteredResource]]:
+    """Depth-first tree order (children sorted by type, then name), so output is stable run to run."""
+    children: dict[Any, list[RegisteredResource]] = {}
+    for r in records:
+        children.setdefault(r.parent, []).append(r)
+    out: list[tuple[int, RegisteredResource]] = []
+
+    def walk(parent, depth):
+        for r in sorted(children.get(parent, []), key=lambda x: (x.custom, x.type, x.name)):
+            out.append((depth, r))
+            walk(r.name, depth + 1)
+
+    walk(None, 0)
+    return out
+
+
+def tree_text(records: list[RegisteredResource]) -> str:
+    lines = []
+    for depth, r in ordered(records):
+        flags = " [protect]" if r.protect else ""
+        lines.append(f"{'  ' * depth}{'+' if not r.custom else '-'} {r.name}  ({r.type}){flags}")
+    return "\n".join(lines)
+
+
+def capacity_rows(cfg: PlatformConfig) -> list[dict]:
+    facts = all_pool_facts(cfg)
+    rows = []
+    for pool in cfg.node_pools:
+        f = facts[pool.name]
+        sharing = f.mode + (f" {f.mig_profile} ({f.mig_strategy})" if f.mode == "mig" else "") + \
+            (f" {f.cgpu_policy}/{f.cgpu_placement}" if f.mode == "cgpu" else "")
+        workloads = [w for w in cfg.workloads if w.node_pool == pool.name]
+        rows.append({
+            "pool": pool.name, "gpu": f"{f.gpus_per_node} x {f.model.name}", "sharing": sharing,
+            "resource": f.resource_name, "unitsPerNode": f.units_per_node, "unit": f.unit, "maxNodes": f.max_nodes,
+            "unitsAtMax": f.units_per_node * f.max_nodes,
+            "workloads": [{"name": w.name, "replicasPerNode": f.replicas_per_node(w.gpu),
+                           "replicasAtMax": f.max_replicas(w.gpu), "maxReplicas": w.autoscaling.max_replicas}
+                          for w in workloads],
+        })
+    return rows
+
+
+def latency_rows(cfg: PlatformConfig) -> list[dict]:
+    """Worst case from a change on the GPU (or in the server) to the HPA acting on it: the exporter's next
+    collection, the next scrape, a full rule window for windowed queries, and the next HPA sync. The adapter
+    queries Prometheus on every HPA request, so its relist interval only delays *new* metric names."""
+    iv = cfg.monitoring.intervals
+    rows = []
+    for w in cfg.workloads:
+        for t in w.autoscaling.metrics:
+            src, metric = source_for(cfg, w, t.metric), METRICS[t.metric]
+            collect = duration_seconds(iv.exporter_collect) if metric.category == "gpu" else 0
+            scrape = duration_seconds(iv.scrape)
+            window = duration_seconds(iv.rule_window) if is_windowed(src) else 0
+            poll = duration_seconds(iv.hpa_sync) if w.autoscaling.autoscaler == "hpa" else scrape
+            rows.append({"workload": w.name, "metric": t.metric, "apiName": src.api_name,
+                         "autoscaler": w.autoscaling.autoscaler, "collect": collect, "scrape": scrape,
+                         "window": window, "poll": poll, "worstCaseSeconds": collect + scrape + window + poll})
+    return rows
+
+
+def _table(rows: list[list[str]]) -> str:
+    widths = [max(len(str(r[i])) for r in rows) for i in range(len(rows[0]))]
+    return "\n".join("  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows)
+
+
+def capacity_text(rows: list[dict]) -> str:
+    table = [["POOL", "GPUS/NODE", "SHARING", "RESOURCE", "UNITS/NODE", "MAX NODES", "UNITS AT MAX"]]
+    for r in rows:
+        table.append([r["pool"], r["gpu"], r["sharing"], r["resource"], f"{r['unitsPerNode']} {r['unit']}",
+                      r["maxNodes"], r["unitsAtMax"]])
+    fits = [["WORKLOAD", "POOL", "REPLICAS/NODE", "REPLICAS AT MAX", "maxReplicas"]]
+    for r in rows:
+        fits += [[w["name"], r["pool"], w["replicasPerNode"], w["replicasAtMax"], w["maxReplicas"]]
+                 for w in r["workloads"]]
+    return _table(table) + ("\n\n" + _table(fits) if len(fits) > 1 else "")
+
+
+def latency_text(rows: list[dict]) -> str:
+    if not rows:
+        return "(no autoscaled workloads)"
+    table = [["WORKLOAD", "METRIC", "API NAME", "COLLECT", "SCRAPE", "WINDOW", "POLL", "WORST CASE"]]
+    for r in rows:
+        table.append([r["workload"], r["metric"], r["apiName"], f"{r['collect']}s", f"{r['scrape']}s",
+                      f"{r['window']}s", f"{r['poll']}s ({r['autoscaler']})", f"{r['worstCaseSeconds']}s"])
+    return _table(table)
+
+
+def _mask(value: Any, secrets: set[str]) -> Any:
+    if isinstance(value, str):
+        return SECRET_MASK if value in secrets else value
+    if isinstance(value, dict):
+        return {k: _mask(v, secrets) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_mask(v, secrets) for v in value]
+    return value
+
+
+def manifest_files(records: list[RegisteredResource]) -> dict[str, dict]:
+    """File name -> document: one per Kubernetes object we author, one per Helm release."""
+    files = {}
+    for r in records:
+        if r.is_kubernetes_object:
+            meta = r.inputs.get("metadata") or {}
+            ns = meta.get("namespace", "cluster")
+            files[f"{r.inputs['kind'].lower()}-{ns}-{meta.get('name', r.name)}.yaml"] = r.inputs
+        elif r.type == "kubernetes:helm.sh/v3:Release":
+            i = r.inputs
+            files[f"helmrelease-{i.get('namespace')}-{i.get('name')}.yaml"] = {
+                "chart": i.get("chart"), "version": i.get("version"),
+                "repository": (i.get("repositoryOpts") or {}).get("repo"), "namespace": i.get("namespace"),
+                "name": i.get("name"), "values": i.get("values") or {}}
+    return files
+
+
+def write_plan(out_dir: Path, stack: str, records: list[RegisteredResource], cfg: PlatformConfig,
+               secrets: set[str]) -> None:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    manifests = out_dir / "manifests"
+    manifests.mkdir(exist_ok=True)
+    for old in manifests.glob("*.yaml"):
+        old.unlink()
+    doc = {"stack": stack, "resourceCount": len(records),
+           "resources": [{"type": r.type, "name": r.name, "parent": r.parent, "protect": r.protect,
+                          "dependsOn": sorted(r.depends_on), "inputs": _mask(r.inputs, secrets)}
+                         for _, r in ordered(records)],
+           "capacity": capacity_rows(cfg), "metricLatency": latency_rows(cfg)}
+    (out_dir / "plan.json").write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n")
+    for name, body in sorted(manifest_files(records).items()):
+        (manifests / name).write_text(yaml.safe_dump(_mask(body, secrets), sort_keys=True))
+
+
+def run_plan(raw: dict[str, Any], stack: str, out_dir: str | None, fmt: str, out: TextIO = sys.stdout) -> int:
+    cfg = load(raw)  # ConfigError propagates to the CLI (exit 2) before anything is registered
+    records = synthesize(stack_config_from_namespace(raw), stack=stack)
+    secrets = {str(raw[k]) for k in SECRET_KEYS if raw.get(k)}
+    if out_dir:
+        write_plan(Path(out_dir), stack, records, cfg, secrets)
+    if fmt == "json":
+        json.dump({"stack": stack, "resourceCount": len(records),
+                   "tree": [{"depth": d, "type": r.type, "name": r.name, "protect": r.protect}
+                            for d, r in ordered(records)],
+                   "capacity": capacity_rows(cfg), "metricLatency": latency_rows(cfg)}, out, indent=2)
+        out.write("\n")
+    else:
+        out.write(f"Stack {stack}: {len(records)} resources\n\n{tree_text(records)}\n\n")
+        out.write(f"GPU capacity\n{capacity_text(capacity_rows(cfg))}\n\n")
+        out.write(f"Metric latency (change on the GPU -> HPA sees it)\n{latency_text(latency_rows(cfg))}\n")
+        if out_dir:
+            out.write(f"\nWrote {Path(out_dir) / 'plan.json'} and {Path(out_dir) / 'manifests'}/\n")
+    return 0

@@ -1,0 +1,29 @@
+"""The Pulumi program: stack config -> GpuPlatform -> stack outputs. ``__main__.py`` runs it under the CLI;
+``gpuplatform plan`` runs the same function in-process under the SDK's mock runtime."""
+import pulumi
+
+from components.errors import ConfigError
+from components.platform import GpuPlatform
+from components.stack_config import namespace_from_pulumi
+from components.validation import load
+
+PLATFORM_NAME = "gpu"
+
+
+def main() -> GpuPlatform:
+    raw, _secret_keys = namespace_from_pulumi()
+    try:
+        cfg = load(raw)
+    except ConfigError as exc:
+        # a clean failure before any resource is registered, without a Python traceback
+        raise pulumi.RunError(exc.render()) from None
+    platform = GpuPlatform(PLATFORM_NAME, {"config": cfg})
+    pulumi.export("clusterId", platform.cluster.cluster_id)
+    pulumi.export("kubeconfig", platform.cluster.kubeconfig)
+    pulumi.export("prometheusUrl", platform.prometheus_url)
+    pulumi.export("nodePools", {name: {"nodeSelector": pool.node_selector, "tolerations": pool.tolerations,
+                                       "gpuUnitsPerNode": pool.units_per_node}
+                                for name, pool in platform.pools.items()})
+    pulumi.export("services", {name: {"namespace": cfg.settings.namespace, "service": svc.service_name}
+                               for name, svc in platform.services.items()})
+    return platform

@@ -1,0 +1,26 @@
+"""JSON Schema of a stack file (``stacks/Pulumi.<stack>.yaml``), generated from the typed config."""
+from catalogs.metrics import METRICS
+from components.config import PROJECT, PlatformConfig
+
+
+def stack_file_schema() -> dict:
+    model = PlatformConfig.model_json_schema(by_alias=True)
+    defs = model.pop("$defs", {})
+    target = defs.get("MetricTarget", {}).get("properties", {}).get("metric")
+    if target is not None:
+        target["enum"] = sorted(METRICS)  # editors complete and check metric names from the catalog
+    config_props = {f"{PROJECT}:{key}": prop for key, prop in model["properties"].items()}
+    required = [f"{PROJECT}:{key}" for key in model.get("required", [])]
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "gpu-platform stack file",
+        "type": "object",
+        "properties": {
+            "config": {"type": "object", "properties": config_props, "required": required,
+                       "additionalProperties": True},
+            "secretsprovider": {"type": "string"}, "encryptionsalt": {"type": "string"},
+            "encryptedkey": {"type": "string"}, "environment": {},
+        },
+        "required": ["config"],
+        "$defs": defs,
+    }

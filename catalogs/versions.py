@@ -24,7 +24,7 @@ CHARTS: dict[str, Chart] = {
               "https://aliacs-app-catalog.oss-cn-hangzhou.aliyuncs.com/charts-incubator/",
               "kube-system", "ack-alibaba-cloud-metrics-adapter"),
         Chart("dcgm-exporter", "4.5.3-4.8.2", "https://nvidia.github.io/dcgm-exporter/helm-charts",
-              "gpu-monitoring", "dcgm-exporter"),
+              "monitoring", "dcgm-exporter"),
         Chart("gpu-operator", "v25.10.1", "https://helm.ngc.nvidia.com/nvidia", "gpu-operator", "gpu-operator"),
         Chart("fake-gpu-operator", "0.2.0", "oci://ghcr.io/run-ai/fake-gpu-operator", "gpu-operator",
               "fake-gpu-operator"),

@@ -110,7 +110,8 @@ class AckExistingCluster(Model):
     vswitch_ids: list[str] = Field(min_length=1)
     """vSwitch ids new GPU node pools are placed in."""
     professional: bool = True
-    """Whether the cluster is ACK Pro (false: a dedicated cluster; cGPU then uses the legacy ack-cgpu component)."""
+    """Whether the cluster is ACK Pro; false for a dedicated cluster, where cGPU uses the legacy ack-cgpu component
+    and the cgpu=true label. Default true."""
 
 
 class KubeconfigCluster(Model):
@@ -162,23 +163,28 @@ Sharing = Annotated[Union[ExclusiveSharing, CgpuSharing, MigSharing], Field(disc
 class Taint(Model):
     key: str
     value: Optional[str] = None
+    """Taint value. Default none."""
     effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] = "NoSchedule"
+    """Taint effect. Default ``NoSchedule``."""
 
 
 class Disk(Model):
     category: Literal["cloud_efficiency", "cloud_ssd", "cloud_essd", "cloud_auto", "cloud_essd_entry"] = "cloud_essd"
+    """Disk category. Default ``cloud_essd``."""
     size_gib: int = Field(120, ge=20, le=32768)
+    """Size in GiB. Default 120."""
 
 
 class NodePool(Model):
     name: str
     """Pool name (a Kubernetes label value and part of resource names)."""
     instance_types: list[str] = Field(default_factory=list)
-    """ECS GPU instance types, tried in order (ACK targets). All must carry the same GPU model."""
+    """ECS GPU instance types, tried in order (required on ACK). All must carry the same GPU model. Default none."""
     gpu_model: Optional[str] = None
-    """GPU model for pools of an existing non-ACK cluster (e.g. ``T4``); ignored when instance types are set."""
+    """GPU model for pools of an existing non-ACK cluster (e.g. ``T4``); ignored when instance types are set.
+    Default none."""
     gpus_per_node: Optional[int] = Field(None, ge=1, le=16)
-    """GPUs per node for pools of an existing non-ACK cluster."""
+    """GPUs per node for pools of an existing non-ACK cluster. Default none."""
     autoscaling: bool = True
     """Cluster-autoscaled pool (``scaling_config`` type ``gpu``). Default true."""
     min_nodes: int = Field(0, ge=0, le=1000)
@@ -186,11 +192,11 @@ class NodePool(Model):
     max_nodes: int = Field(1, ge=0, le=1000)
     """Autoscaling upper bound, and the size capacity checks assume. Default 1."""
     desired_nodes: Optional[int] = Field(None, ge=0, le=1000)
-    """Fixed size when ``autoscaling`` is false (required then)."""
+    """Fixed size when ``autoscaling`` is false (required then). Default none."""
     sharing: Sharing = Field(default_factory=lambda: ExclusiveSharing(mode="exclusive"))
     """GPU sharing mode. Default exclusive whole GPUs."""
     labels: dict[str, str] = Field(default_factory=dict)
-    """Extra node labels."""
+    """Extra node labels (not the sharing-mode labels, which ``sharing`` sets). Default none."""
     taints: list[Taint] = Field(default_factory=lambda: [Taint(**DEFAULT_GPU_TAINT)])
     """Node taints. Default the GPU taint ``nvidia.com/gpu=present:NoSchedule``."""
     system_disk: Disk = Field(default_factory=Disk)
@@ -223,11 +229,17 @@ class HelmValues(Model):
     """Escape hatch: values merged over ours for each release we install."""
 
     kube_prometheus_stack: dict = Field(default_factory=dict)
+    """Values merged over ours for kube-prometheus-stack. Default {}."""
     prometheus_adapter: dict = Field(default_factory=dict)
+    """Values merged over ours for prometheus-adapter. Default {}."""
     ack_metrics_adapter: dict = Field(default_factory=dict)
+    """Values merged over ours for ack-alibaba-cloud-metrics-adapter. Default {}."""
     dcgm_exporter: dict = Field(default_factory=dict)
+    """Values merged over ours for dcgm-exporter. Default {}."""
     gpu_operator: dict = Field(default_factory=dict)
+    """Values merged over ours for the NVIDIA GPU Operator. Default {}."""
     keda: dict = Field(default_factory=dict)
+    """Values merged over ours for KEDA. Default {}."""
 
 
 class Monitoring(Model):
@@ -241,7 +253,7 @@ class Monitoring(Model):
     prometheus_url: Optional[str] = None
     """Prometheus HTTP API the adapter queries. Default: the ARMS intranet URL, or the in-cluster service."""
     intervals: Intervals = Field(default_factory=Intervals)
-    """Collection, scrape, rule and relist intervals (validated to agree)."""
+    """Collection, scrape, rule and relist intervals (validated to agree). Default: 15s/15s/30s/1m."""
     alerts: bool = True
     """Install the PrometheusRule with autoscaling and GPU alerts. Default true."""
     dashboard: bool = True
@@ -249,7 +261,7 @@ class Monitoring(Model):
     adapter_replicas: Optional[int] = Field(None, ge=1, le=5)
     """Adapter replicas. Default 2 in prod (with a PodDisruptionBudget), 1 elsewhere."""
     helm_values: HelmValues = Field(default_factory=HelmValues)
-    """Per-release values overrides (escape hatch)."""
+    """Per-release values overrides (escape hatch). Default none."""
 
     @property
     def exporter(self) -> str:
@@ -267,22 +279,25 @@ class Port(Model):
     """Port name (IANA_SVC_NAME: lowercase, <= 15 chars)."""
     container_port: int = Field(ge=1, le=65535)
     protocol: Literal["http", "grpc", "metrics"] = "http"
-    """What the port speaks: ``http``/``grpc`` are exposed by the Service; ``metrics`` is scraped only."""
+    """What the port speaks: ``http``/``grpc`` are exposed by the Service; ``metrics`` is scraped only. Default
+    ``http``."""
 
 
 class GpuRequestSpec(Model):
     count: Optional[int] = Field(None, ge=1, le=16)
-    """Whole GPUs (exclusive pools) or MIG instances (MIG pools) per replica."""
+    """Whole GPUs (exclusive pools) or MIG instances (MIG pools) per replica. Default none (required on those
+    pools)."""
     memory_gib: Optional[int] = Field(None, ge=1)
-    """cGPU memory per replica in GiB (cGPU pools)."""
+    """cGPU memory per replica in GiB (cGPU pools). Default none (required on cGPU pools)."""
     core_percent: Optional[int] = Field(None, ge=1, le=100)
-    """cGPU compute share per replica (``core_mem`` pools only)."""
+    """cGPU compute share per replica (``core_mem`` pools only). Default none."""
 
 
 class NfsVolume(Model):
     server: str
     path: str
     read_only: bool = True
+    """Mount the export read-only. Default true."""
 
 
 class Volume(Model):
@@ -291,9 +306,9 @@ class Volume(Model):
     read_only: bool = True
     """Mount read-only. Default true (a model repository)."""
     nfs: Optional[NfsVolume] = None
-    """NFS export (as in the Triton article). Exactly one of ``nfs``/``pvc`` is required."""
+    """NFS export (as in the Triton article). Exactly one of ``nfs``/``pvc`` is required. Default none."""
     pvc: Optional[str] = None
-    """Existing PersistentVolumeClaim name."""
+    """Existing PersistentVolumeClaim name. Default none."""
 
 
 class SecretRef(Model):
@@ -305,7 +320,9 @@ class Probes(Model):
     port: str
     """Name of the container port the probes hit."""
     readiness_path: str = "/"
+    """HTTP path of the readiness probe. Default ``/``."""
     liveness_path: str = "/"
+    """HTTP path of the liveness probe. Default ``/``."""
     startup_path: Optional[str] = None
     """Startup probe path. Default: the readiness path."""
     startup_timeout_seconds: int = Field(600, ge=10, le=3600)
@@ -334,8 +351,11 @@ class ScalingPolicy(Model):
 
 class ScalingRules(Model):
     stabilization_window_seconds: Optional[int] = None
+    """Stabilization window (0..3600). Default: the platform default for the direction."""
     select_policy: Literal["Max", "Min", "Disabled"] = "Max"
+    """Which policy wins: ``Max``, ``Min`` or ``Disabled``. Default ``Max``."""
     policies: list[ScalingPolicy] = Field(default_factory=list)
+    """Rate limits (``Pods``/``Percent`` per ``periodSeconds`` 1..1800). Default: the platform default."""
 
 
 class Behavior(Model):
@@ -347,7 +367,8 @@ class Behavior(Model):
 
 class Autoscaling(Model):
     autoscaler: Literal["hpa", "keda"] = "hpa"
-    """``hpa``: a HorizontalPodAutoscaler on custom metrics; ``keda``: a KEDA ScaledObject (scale to zero)."""
+    """``hpa``: a HorizontalPodAutoscaler on custom metrics; ``keda``: a KEDA ScaledObject (scale to zero). Default
+    ``hpa``."""
     min_replicas: int = Field(1, ge=0)
     """Lower bound (0 only with KEDA). Default 1."""
     max_replicas: int = Field(1, ge=1)
@@ -355,7 +376,8 @@ class Autoscaling(Model):
     metrics: list[MetricTarget] = Field(min_length=1)
     """One or more metrics; the HPA follows the largest recommendation."""
     behavior: Optional[Behavior] = None
-    """Scaling behavior overrides (autoscaling/v2 only)."""
+    """Scaling behavior overrides (autoscaling/v2 only). Default: fast scale-up, cautious scale-down (see
+    workload_manifests)."""
 
 
 class Ingress(Model):
@@ -388,15 +410,19 @@ class Workload(Model):
     gpu: GpuRequestSpec
     """GPU per replica; its form must match the pool's sharing mode."""
     server: Optional[Literal["triton", "vllm"]] = None
-    """Inference server kind, which makes its app metrics (queue time, waiting requests) available."""
+    """Inference server kind, which makes its app metrics (queue time, waiting requests) available. Default none."""
     command: list[str] = Field(default_factory=list)
+    """Container command. Default: the image's entrypoint."""
     args: list[str] = Field(default_factory=list)
+    """Container arguments. Default: the image's."""
     env: dict[str, str] = Field(default_factory=dict)
-    """Plain environment variables (no secrets: use ``secretEnv``)."""
+    """Plain environment variables (no secrets: use ``secretEnv``). Default none."""
     secret_env: dict[str, SecretRef] = Field(default_factory=dict)
-    """Environment variables read from Kubernetes Secrets."""
+    """Environment variables read from Kubernetes Secrets. Default none."""
     volumes: list[Volume] = Field(default_factory=list)
+    """Volumes such as a model repository. Default none (only a writable /tmp)."""
     resources: Resources = Field(default_factory=Resources)
+    """CPU and memory per replica (requests = limits). Default 1 CPU, 4Gi."""
     probes: Optional[Probes] = None
     """Probes; default: TCP checks on the first serving port."""
     run_as_user: int = Field(1000, ge=1)
@@ -405,6 +431,7 @@ class Workload(Model):
     """Default true; a writable ``/tmp`` emptyDir is mounted."""
     autoscaling: Autoscaling
     exposure: Exposure = Field(default_factory=Exposure)
+    """How clients reach the service. Default a ClusterIP Service, no ingress."""
 
 
 # ---------------------------------------------------------------------------------------------- root
@@ -412,12 +439,16 @@ class PlatformConfig(Model):
     """The whole ``gpu-platform`` namespace of a stack file."""
 
     settings: Settings = Field(default_factory=Settings)
+    """Environment-wide settings. Default: a ``dev`` environment."""
     cluster: Cluster
     node_pools: list[NodePool] = Field(min_length=1)
     monitoring: Monitoring = Field(default_factory=Monitoring)
+    """Prometheus backend, exporter, adapter and intervals. Default: self-hosted."""
     workloads: list[Workload] = Field(default_factory=list)
+    """Inference workloads. Default none."""
     kubeconfig: Optional[str] = None
-    """Secret: kubeconfig contents for the ``kubeconfig`` cluster kind."""
+    """Secret: kubeconfig contents for the ``kubeconfig`` cluster kind. Default: ``kubeconfigPath`` or
+    ``$KUBECONFIG``."""
     grafana_admin_password: Optional[str] = None
     """Secret: Grafana admin password for the self-hosted backend. Default: generated by the chart."""
 

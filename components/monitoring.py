@@ -263,11 +263,12 @@ class GpuMonitoring(pulumi.ComponentResource):
         hpas = [w.name for w in cfg.workloads if w.autoscaling.autoscaler == "hpa"]
         return alerts(cfg.settings.namespace, hpas, used_sources(cfg), cfg.monitoring.exporter)
 
-    def prometheus_rule(self, cfg: PlatformConfig) -> dict:
+    @staticmethod
+    def prometheus_rule(cfg: PlatformConfig) -> dict:
         return {"apiVersion": "monitoring.coreos.com/v1", "kind": "PrometheusRule",
                 "metadata": {"name": "gpu-platform-autoscaling", "namespace": MONITORING_NS,
                              "labels": dict(MONITOR_LABELS)},
-                "spec": {"groups": prometheus_rule_groups(self.alert_list(cfg))}}
+                "spec": {"groups": prometheus_rule_groups(GpuMonitoring.alert_list(cfg))}}
 
     @staticmethod
     def dashboard_config_map(cfg: PlatformConfig) -> dict:

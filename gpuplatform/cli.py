@@ -64,18 +64,18 @@ def cmd_schema(args) -> int:
 def cmd_check(args) -> int:
     from gpuplatform import check
 
+    # the same format as `pulumi preview --policy-pack-config`; the environment and exposure settings of a stack
+    # are read from its GpuPlatform component, so stacks need none
+    policy_config = json.loads(Path(args.policy_config).read_text()) if args.policy_config else None
     if args.manifests:
         resources = check.load_manifests(args.manifests)
-        policy_config = None
     else:
         from components.validation import load
         from gpuplatform.synth import stack_config_from_namespace, synthesize
 
         raw, stack = _load_raw(args)
-        cfg = load(raw)
+        load(raw)
         resources = synthesize(stack_config_from_namespace(raw), stack=stack)
-        policy_config = {"environment": cfg.settings.environment,
-                         "allowPublicEndpoints": cfg.settings.allow_public_endpoints}
     violations = check.run_policies(resources, policy_config)
     sys.stdout.write(check.format_json(violations) if args.format == "json" else check.format_table(violations))
     sys.stdout.write("\n")
@@ -104,6 +104,7 @@ def parser() -> argparse.ArgumentParser:
     check = sub.add_parser("check", help="run the policy pack offline on a stack or on plain manifests")
     _add_source(check)
     check.add_argument("--manifests", nargs="+", metavar="PATH", help="YAML files or directories to check")
+    check.add_argument("--policy-config", metavar="FILE", help="policy config JSON (as --policy-pack-config)")
     check.add_argument("--format", choices=["table", "json"], default="table")
     check.set_defaults(func=cmd_check)
     verify = sub.add_parser("verify", help="check a live cluster against what the stack declares")

@@ -12,7 +12,7 @@ from components.metric_sources import source_for
 from components.pools import all_pool_facts
 from components.validation import load
 from gpuplatform.records import RegisteredResource
-from gpuplatform.synth import stack_config_from_namespace, synthesize
+from gpuplatform.synth import OFFLINE_SECRETS, stack_config_from_namespace, synthesize
 
 SECRET_MASK = "[secret]"
 
@@ -150,10 +150,11 @@ def write_plan(out_dir: Path, stack: str, records: list[RegisteredResource], cfg
         (manifests / name).write_text(yaml.safe_dump(_mask(body, secrets), sort_keys=True))
 
 
-def run_plan(raw: dict[str, Any], stack: str, out_dir: str | None, fmt: str, out: TextIO = sys.stdout) -> int:
+def run_plan(raw: dict[str, Any], stack: str, out_dir: str | None, fmt: str, out: TextIO | None = None) -> int:
+    out = out or sys.stdout
     cfg = load(raw)  # ConfigError propagates to the CLI (exit 2) before anything is registered
     records = synthesize(stack_config_from_namespace(raw), stack=stack)
-    secrets = {str(raw[k]) for k in SECRET_KEYS if raw.get(k)}
+    secrets = {str(raw[k]) for k in SECRET_KEYS if raw.get(k)} | OFFLINE_SECRETS
     if out_dir:
         write_plan(Path(out_dir), stack, records, cfg, secrets)
     if fmt == "json":

@@ -28,10 +28,17 @@ class RegisteredResource:
                 and self.type != "pulumi:providers:kubernetes" and "apiVersion" in self.inputs)
 
 
+SECRET_SIG = ("4dabf18193072939515e22adb298388d", "1b47061264138c4ac30d75fd1eb44270")
+"""Pulumi's wire marker of a secret value (``{<sig key>: <secret sig>, "value": ...}``)."""
+
+
 def normalize(value: Any) -> Any:
-    """Mocks hand numbers over as floats (``maxReplicas: 10.0``); restore the ints we wrote."""
+    """Mocks hand numbers over as floats (``maxReplicas: 10.0``); restore the ints we wrote. Secret markers are
+    unwrapped: the plan masks the secret strings themselves, so the rest of a secret input stays reviewable."""
     if isinstance(value, float) and value.is_integer():
         return int(value)
+    if isinstance(value, dict) and value.get(SECRET_SIG[0]) == SECRET_SIG[1]:
+        return normalize(value.get("value"))
     if isinstance(value, dict):
         return {k: normalize(v) for k, v in value.items()}
     if isinstance(value, list):

@@ -20,13 +20,18 @@ users: [{name: offline, user: {token: offline}}]
 """
 
 
+OFFLINE_TOKEN = "offline-token"
+OFFLINE_SECRETS = {OFFLINE_KUBECONFIG, OFFLINE_TOKEN}
+"""Values the invokes answer with that stand in for secrets; the plan masks them like real ones."""
+
+
 def _arms_prometheus(args) -> dict:
     cluster = (args.args.get("ids") or ["offline"])[0]
     return {"ids": [cluster], "enableDetails": True, "prometheis": [{
         "id": cluster, "clusterId": cluster, "clusterName": cluster, "clusterType": "aliyun-cs",
         "httpApiIntraUrl": f"http://offline-intranet.arms.aliyuncs.com:9090/api/v1/prometheus/offline/{cluster}",
         "httpApiInterUrl": f"https://offline.arms.aliyuncs.com:9443/api/v1/prometheus/offline/{cluster}",
-        "authToken": "offline-token"}]}
+        "authToken": OFFLINE_TOKEN}]}
 
 
 INVOKES: dict[str, Callable[[Any], dict]] = {
@@ -48,9 +53,10 @@ class OfflineMocks(pulumi.runtime.Mocks):
 
     def new_resource(self, args: pulumi.runtime.MockResourceArgs):
         self.inputs[(args.typ, args.name)] = args.inputs
-        state = dict(args.inputs)
         extra = COMPUTED.get(args.typ, lambda a: {})(args)
-        state.update({k: v for k, v in extra.items() if k != "id"})
+        # only provider-computed outputs go back: the program never reads inputs back from resources, and
+        # echoing every input doubles the serialization work per resource
+        state = {k: v for k, v in extra.items() if k != "id"}
         return extra.get("id", f"{args.name}-offline-id"), state
 
     def call(self, args: pulumi.runtime.MockCallArgs):

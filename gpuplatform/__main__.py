@@ -1,0 +1,3 @@
+from gpuplatform.cli import entrypoint
+
+entrypoint()

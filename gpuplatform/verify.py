@@ -1,0 +1,642 @@
+"""Post-deploy verification: does the running cluster do what the stack declared?
+
+``pulumi up`` succeeding only proves the objects were accepted. The autoscaling loop (GPU nodes -> device
+plugin -> exporter -> Prometheus -> adapter -> custom metrics API -> HPA) can still be broken at any link, and
+an HPA with a missing metric fails quietly: it shows ``<unknown>`` and never scales. These checks read the
+cluster through the Kubernetes API only and compare it with the stack config; every failure names what is
+wrong and the most likely cause.
+
+Check ids (stable; ``docs/verify.md`` describes each):
+
+* ``cluster.reachable``
+* ``nodes.present``, ``nodes.labels``, ``nodes.taints``, ``nodes.gpu-capacity`` (one result per GPU pool)
+* ``apiservice.available`` (custom metrics; external metrics too when a workload uses KEDA)
+* ``adapter.ready``, ``exporter.ready``
+* ``metrics.listed``, ``metrics.value`` (one per workload and HPA metric)
+* ``hpa.scaling-active``, ``hpa.current-metrics`` (one per workload)
+* ``podmonitor.present`` (workloads scaled on inference-server metrics)
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from dataclasses import asdict, dataclass
+from typing import Callable, Optional, TextIO
+from urllib.parse import quote
+
+from kubernetes import client as k8s
+from kubernetes.client.exceptions import ApiException
+from kubernetes.utils import parse_quantity
+
+from catalogs import sharing
+from catalogs.metrics import METRICS, MetricSource
+from catalogs.versions import chart
+from components.config import PlatformConfig, Workload
+from components.metric_sources import source_for
+from components.pools import PoolFacts, all_pool_facts
+from components.workload_manifests import MONITOR_LABELS, selector, uses_app_metrics
+
+CUSTOM_METRICS_APISERVICE = "v1beta1.custom.metrics.k8s.io"
+EXTERNAL_METRICS_APISERVICE = "v1beta1.external.metrics.k8s.io"
+CUSTOM_METRICS_ROOT = "/apis/custom.metrics.k8s.io/v1beta1"
+PODMONITOR = ("monitoring.coreos.com", "v1", "podmonitors")
+KEDA_HPA_PREFIX = "keda-hpa-"
+"""KEDA names the HPA it creates for a ScaledObject ``keda-hpa-<scaledobject>``."""
+
+# Where each GPU exporter's DaemonSet lives. Several candidates because the same exporter arrives by different
+# routes: the dcgm-exporter chart, the GPU Operator (MIG pools off ACK) or fake-gpu-operator (simulated GPUs);
+# ARMS runs its own exporter as arms-prom/ack-prometheus-gpu-exporter.
+EXPORTER_DAEMONSETS: dict[str, tuple[tuple[str, str], ...]] = {
+    "dcgm": ((chart("dcgm-exporter").namespace, chart("dcgm-exporter").release),
+             (chart("gpu-operator").namespace, "nvidia-dcgm-exporter"),
+             (chart("fake-gpu-operator").namespace, "nvidia-dcgm-exporter")),
+    "ack": (("arms-prom", "ack-prometheus-gpu-exporter"),),
+}
+
+REQUEST_TIMEOUT = 10
+"""Seconds per API request: a verify run must end even when the API server or an aggregated API hangs."""
+POLL_SECONDS = 5.0
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    check: str
+    """Stable check id, e.g. ``hpa.current-metrics``."""
+    subject: str
+    """What was checked, e.g. ``pool/a10`` or ``hpa/inference/flower``."""
+    ok: bool
+    message: str
+    """What was found (and, on failure, what is wrong)."""
+    cause: str = ""
+    """Likely cause of a failure; empty when the check passed."""
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _pass(check: str, subject: str, message: str) -> CheckResult:
+    return CheckResult(check, subject, True, message)
+
+
+def _fail(check: str, subject: str, message: str, cause: str) -> CheckResult:
+    return CheckResult(check, subject, False, message, cause)
+
+
+def _api_error(exc: Exception) -> str:
+    if isinstance(exc, ApiException):
+        reason = exc.reason or ""
+        try:
+            reason = json.loads(exc.body or "{}").get("message") or reason
+        except (ValueError, AttributeError):
+            pass
+        return f"HTTP {exc.status}: {reason}".strip()
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _not_found(exc: Exception) -> bool:
+    return isinstance(exc, ApiException) and exc.status == 404
+
+
+def get_raw(api_client: k8s.ApiClient, path: str, query: Optional[list[tuple[str, str]]] = None) -> dict:
+    """GET an API path the typed client has no method for (the aggregated custom metrics API) as JSON."""
+    method, url, headers, body, post = api_client.param_serialize(
+        "GET", path, query_params=query or [], header_params={"Accept": "application/json"},
+        auth_settings=["BearerToken"])
+    resp = api_client.call_api(method, url, header_params=headers, _request_timeout=REQUEST_TIMEOUT)
+    resp.read()
+    text = resp.data.decode("utf-8") if resp.data else ""
+    if not 200 <= resp.status <= 299:
+        raise ApiException(http_resp=resp)
+    return json.loads(text) if text else {}
+
+
+def _selector_string(labels: dict[str, str]) -> str:
+    return ",".join(f"{k}={v}" for k, v in sorted(labels.items()))
+
+
+# ================================================================================================ nodes
+def _capacity_cause(pool: PoolFacts, node: k8s.V1Node) -> str:
+    labels = node.metadata.labels or {}
+    if pool.simulated:
+        return (f"fake-gpu-operator is not running or its topology has no pool '{pool.name}' (node label "
+                f"{sharing.SIMULATED_POOL_LABEL}={pool.name} missing or the status-updater has not run)")
+    if pool.mode == "cgpu":
+        addon = sharing.ACK_SHARING_ADDON if pool.on_ack else "the GPU sharing device plugin"
+        return (f"GPU sharing component not installed or not running on the node ({addon}; dedicated clusters "
+                f"use {sharing.ACK_LEGACY_SHARING_ADDON}); it only serves nodes labelled "
+                f"{sharing.ACK_SCHEDULE_LABEL}={pool.cgpu_policy}")
+    if pool.mode == "mig":
+        state = labels.get(sharing.NVIDIA_MIG_STATE_LABEL, "(unset)")
+        return (f"MIG partitions not applied: {sharing.NVIDIA_MIG_STATE_LABEL}={state} (MIG manager not running, "
+                f"still reconfiguring, or failed), or the device plugin does not run the '{pool.mig_strategy}' "
+                f"MIG strategy that exposes {pool.resource_name}")
+    where = (f"ack-nvidia-device-plugin only selects {sharing.ACK_SCHEDULE_LABEL}={sharing.ACK_EXCLUSIVE}"
+             if pool.on_ack else "NVIDIA device plugin / GPU Operator not installed on the node")
+    return f"NVIDIA device plugin not running or the driver is not ready on the node ({where})"
+
+
+def check_pool(pool: PoolFacts, cfg: PlatformConfig, core: k8s.CoreV1Api) -> tuple[list[CheckResult], int]:
+    """Results for one pool, and how many of its nodes exist."""
+    subject = f"pool/{pool.name}"
+    sel = _selector_string(pool.node_selector)
+    try:
+        nodes = core.list_node(label_selector=sel, _request_timeout=REQUEST_TIMEOUT).items
+    except Exception as exc:  # noqa: BLE001 - every API failure becomes a failed check, never a traceback
+        return [_fail("nodes.present", subject, f"cannot list nodes ({_api_error(exc)})",
+                      "the credentials lack 'list nodes' or the API server is unhealthy")], 0
+    declared = cfg.pool(pool.name)
+    if not nodes:
+        if declared is not None and declared.autoscaling and declared.min_nodes == 0:
+            return [_pass("nodes.present", subject,
+                          f"no node with {sel} yet: the pool autoscales from 0 and adds nodes for pending pods")], 0
+        return [_fail("nodes.present", subject, f"no node carries {sel}",
+                      "the node pool has not created nodes (ECS quota, instance type out of stock in the zones, "
+                      "or the pool failed); on a kubeconfig cluster the nodes were not labelled")], 0
+    names = sorted(n.metadata.name for n in nodes)
+    out = [_pass("nodes.present", subject, f"{len(nodes)} node(s): {', '.join(names)}")]
+
+    wrong_labels = []
+    for n in nodes:
+        have = n.metadata.labels or {}
+        bad = [f"{k}={v} (has {have[k]!r})" if k in have else f"{k}={v} (missing)"
+               for k, v in sorted(pool.node_labels.items()) if have.get(k) != v]
+        if bad:
+            wrong_labels.append(f"{n.metadata.name}: {', '.join(bad)}")
+    if wrong_labels:
+        out.append(_fail("nodes.labels", subject, "labels differ from the declared ones: " + "; ".join(wrong_labels),
+                         "nodes were created outside this node pool or relabelled by hand; GPU components "
+                         f"select nodes by {sharing.ACK_SCHEDULE_LABEL} and workloads by {sharing.POOL_LABEL}"))
+    else:
+        out.append(_pass("nodes.labels", subject, f"all nodes carry the {len(pool.node_labels)} declared labels"))
+
+    wrong_taints = []
+    for n in nodes:
+        have = {(t.key, t.value or None, t.effect) for t in (n.spec.taints or [])}
+        missing = [f"{k}={v or ''}:{e}" for k, v, e in pool.taints if (k, v or None, e) not in have]
+        if missing:
+            wrong_taints.append(f"{n.metadata.name}: missing {', '.join(missing)}")
+    if wrong_taints:
+        out.append(_fail("nodes.taints", subject, "; ".join(wrong_taints),
+                         "taints removed by hand or the node pool's taints were changed outside the stack; "
+                         "without them non-GPU pods can occupy the GPU nodes"))
+    else:
+        out.append(_pass("nodes.taints", subject, f"all nodes carry the {len(pool.taints)} declared taint(s)"))
+
+    resource, expected = pool.resource_name, pool.units_per_node
+    short, causes = [], []
+    for n in nodes:
+        cap = (n.status.capacity or {}) if n.status else {}
+        if resource not in cap:
+            short.append(f"{n.metadata.name}: no {resource} (expected {expected})")
+            causes.append(_capacity_cause(pool, n))
+            continue
+        have = int(parse_quantity(cap[resource]))
+        if have < expected:
+            short.append(f"{n.metadata.name}: {resource}={have} (expected {expected})")
+            causes.append(_capacity_cause(pool, n) if have == 0 else
+                          f"fewer {pool.unit}s than {pool.gpus_per_node} x {pool.model.name} provide: a GPU failed its "
+                          "health check or fell off the bus, or the partitioning differs from the declared one")
+    if short:
+        out.append(_fail("nodes.gpu-capacity", subject, "; ".join(short), causes[0]))
+    else:
+        out.append(_pass("nodes.gpu-capacity", subject,
+                         f"every node exposes {resource} >= {expected} ({pool.unit} per node)"))
+    return out, len(nodes)
+
+
+# ================================================================================================ aggregated APIs
+def check_apiservice(name: str, expected_ns: str, installer: str,
+                     reg: k8s.ApiregistrationV1Api) -> tuple[CheckResult, Optional[k8s.V1APIService]]:
+    subject = f"apiservice/{name}"
+    try:
+        svc = reg.read_api_service(name, _request_timeout=REQUEST_TIMEOUT)
+    except Exception as exc:  # noqa: BLE001
+        if _not_found(exc):
+            return _fail("apiservice.available", subject, "not registered",
+                         f"{installer} is not installed (its release failed or was removed), so nothing "
+                         "serves the API and every HPA on it shows <unknown>"), None
+        return _fail("apiservice.available", subject, f"cannot read it ({_api_error(exc)})",
+                     "the credentials lack 'get apiservices' or the API server is unhealthy"), None
+    cond = next((c for c in (svc.status.conditions if svc.status else None) or [] if c.type == "Available"), None)
+    ref = svc.spec.service
+    backend = f"{ref.namespace}/{ref.name}" if ref else "(local)"
+    if cond is None or cond.status != "True":
+        detail = f"{cond.reason}: {cond.message}" if cond else "no Available condition yet"
+        return _fail("apiservice.available", subject, f"Available={cond.status if cond else 'Unknown'} "
+                     f"(backend service {backend}; {detail})",
+                     f"the adapter behind {backend} is down: no ready pods (MissingEndpoints), service missing "
+                     "(ServiceNotFound) or not answering discovery (FailedDiscoveryCheck: crash loop, TLS "
+                     "mismatch, unreachable Prometheus URL). While unavailable, HPAs show <unknown> and namespace "
+                     "deletion hangs on discovery"), svc
+    if ref is not None and ref.namespace != expected_ns:
+        return _fail("apiservice.available", subject,
+                     f"Available=True but served by {backend}, not by {installer} in namespace {expected_ns}",
+                     "another adapter registered this APIService first (only one may own it); the HPAs read "
+                     "that adapter's rules, not the ones this stack generated"), svc
+    return _pass("apiservice.available", subject, f"Available=True (backend service {backend})"), svc
+
+
+def _pod_ready(pod: k8s.V1Pod) -> bool:
+    conds = (pod.status.conditions if pod.status else None) or []
+    return any(c.type == "Ready" and c.status == "True" for c in conds)
+
+
+def check_adapter_pods(apiservice: k8s.V1APIService, core: k8s.CoreV1Api) -> Optional[CheckResult]:
+    ref = apiservice.spec.service
+    if ref is None:
+        return None
+    subject = f"service/{ref.namespace}/{ref.name}"
+    try:
+        svc = core.read_namespaced_service(ref.name, ref.namespace, _request_timeout=REQUEST_TIMEOUT)
+    except Exception as exc:  # noqa: BLE001
+        return _fail("adapter.ready", subject, f"adapter service not readable ({_api_error(exc)})",
+                     "the adapter release was removed but its APIService was left behind")
+    sel = svc.spec.selector or {}
+    try:
+        pods = core.list_namespaced_pod(ref.namespace, label_selector=_selector_string(sel),
+                                        _request_timeout=REQUEST_TIMEOUT).items
+    except Exception as exc:  # noqa: BLE001
+        return _fail("adapter.ready", subject, f"cannot list adapter pods ({_api_error(exc)})",
+                     "the credentials lack 'list pods' in the adapter namespace")
+    ready = [p.metadata.name for p in pods if _pod_ready(p)]
+    if not ready:
+        return _fail("adapter.ready", subject, f"0/{len(pods)} adapter pods ready",
+                     "adapter crash-looping (bad rule config, unreachable Prometheus URL, certificate not issued) "
+                     "or unschedulable")
+    return _pass("adapter.ready", subject, f"{len(ready)}/{len(pods)} adapter pods ready")
+
+
+def check_exporter(cfg: PlatformConfig, apps: k8s.AppsV1Api, gpu_nodes: int) -> Optional[CheckResult]:
+    exporter = cfg.monitoring.exporter
+    candidates = EXPORTER_DAEMONSETS.get(exporter)
+    if not candidates:
+        return None
+    for ns, name in candidates:
+        try:
+            ds = apps.read_namespaced_daemon_set(name, ns, _request_timeout=REQUEST_TIMEOUT)
+        except Exception as exc:  # noqa: BLE001
+            if _not_found(exc):
+                continue
+            return _fail("exporter.ready", f"daemonset/{ns}/{name}", f"cannot read it ({_api_error(exc)})",
+                         "the credentials lack 'get daemonsets'")
+        subject = f"daemonset/{ns}/{name}"
+        st = ds.status
+        desired, ready = (st.desired_number_scheduled or 0), (st.number_ready or 0)
+        if desired == 0 and gpu_nodes:
+            return _fail("exporter.ready", subject, f"scheduled on 0 nodes while the GPU pools have {gpu_nodes}",
+                         "the exporter does not tolerate the GPU pools' taints or its nodeSelector matches no GPU "
+                         "node (ARMS's exporter needs tolerations added for custom taints)")
+        if ready < desired:
+            return _fail("exporter.ready", subject, f"{ready}/{desired} exporter pods ready",
+                         "exporter pods crash-looping or pending (DCGM cannot reach the driver, host engine "
+                         "failed, image pull)")
+        return _pass("exporter.ready", subject, f"{ready}/{desired} exporter pods ready")
+    where = ", ".join(f"{ns}/{name}" for ns, name in candidates)
+    return _fail("exporter.ready", f"exporter/{exporter}", f"no GPU exporter DaemonSet found (looked for {where})",
+                 "the GPU exporter was not installed (monitoring release failed, or the ARMS GPU monitoring "
+                 "component is not enabled), so no GPU series reach Prometheus")
+
+
+# ================================================================================================ metrics
+def _missing_metric_cause(cfg: PlatformConfig, w: Workload, metric: str, src: MetricSource,
+                          pool: Optional[PoolFacts]) -> str:
+    mdef = METRICS[metric]
+    relist = cfg.monitoring.intervals.adapter_relist
+    base = (f"the adapter lists a metric only when a rule serves '{src.api_name}' and the series {src.series} "
+            f"exists in Prometheus (rediscovered every {relist})")
+    if pool is not None and pool.mode == "mig" and src.series == "DCGM_FI_DEV_GPU_UTIL":
+        return f"DCGM_FI_DEV_GPU_UTIL is never reported for MIG instances; {base}"
+    if mdef.category == "app":
+        return (f"{base}: the PodMonitor '{w.name}' is missing or not selected by Prometheus "
+                f"(kube-prometheus-stack selects only monitors labelled {_selector_string(MONITOR_LABELS)}), "
+                "or no rule for it is in the adapter config")
+    if src.exporter == "dcgm":
+        return (f"{base}: dcgm-exporter is not scraped (its ServiceMonitor lacks the "
+                f"{_selector_string(MONITOR_LABELS)} label) or the adapter rule is missing from its config")
+    if src.exporter == "ack":
+        return (f"{base}: the ARMS GPU exporter is not running on the GPU nodes (it does not tolerate custom "
+                f"taints) or the rule is missing from the {cfg.monitoring.adapter_kind} values")
+    return base
+
+
+def _empty_value_cause(src: MetricSource, w: Workload, ready_pods: int) -> str:
+    if ready_pods == 0:
+        return (f"no ready pod of {w.name}: pods Pending (Insufficient GPU resource, node pool at its maximum) "
+                "or not passing readiness (model still loading)")
+    lab = src.labels
+    if src.exporter == "dcgm":
+        return (f"series exist but none carries {lab.namespace}/{lab.pod} of these pods: scraped with "
+                "honorLabels: false they arrive as exported_namespace/exported_pod, which the rule does not map; "
+                "or the pods do not request the GPU in limits, so DCGM cannot attribute them")
+    if src.exporter in ("triton", "vllm"):
+        return ("Prometheus has no samples for these pods yet: the PodMonitor is not selected, the metrics port "
+                "is not served, or the first scrapes are younger than the rule window")
+    return (f"series exist but none carries {lab.namespace}/{lab.pod} of these pods: the exporter does not "
+            "attribute GPU use to pods (shared cards, pods without a GPU limit)")
+
+
+def check_metrics(cfg: PlatformConfig, api_client: k8s.ApiClient, core: k8s.CoreV1Api,
+                  pools: dict[str, PoolFacts]) -> list[CheckResult]:
+    ns = cfg.settings.namespace
+    hpa_workloads = [w for w in cfg.workloads if w.autoscaling.autoscaler == "hpa"]
+    if not hpa_workloads:
+        return []
+    out = []
+    try:
+        listed = {r.get("name") for r in get_raw(api_client, CUSTOM_METRICS_ROOT).get("resources") or []}
+        list_error = None
+    except Exception as exc:  # noqa: BLE001
+        listed, list_error = set(), _api_error(exc)
+    for w in hpa_workloads:
+        sel = _selector_string(selector(w))
+        ready_pods = None
+        for target in w.autoscaling.metrics:
+            src = source_for(cfg, w, target.metric)
+            subject = f"{w.name}/{target.metric}"
+            if src is None:
+                out.append(_fail("metrics.listed", subject, f"no source for metric '{target.metric}' on this stack",
+                                 "the stack's GPU exporter or the workload's server kind does not provide it"))
+                continue
+            resource = f"pods/{src.api_name}"
+            if list_error:
+                out.append(_fail("metrics.listed", subject, f"cannot read {CUSTOM_METRICS_ROOT} ({list_error})",
+                                 f"APIService {CUSTOM_METRICS_APISERVICE} unavailable: the adapter is down"))
+                continue
+            if resource not in listed:
+                out.append(_fail("metrics.listed", subject, f"{resource} is not in the custom metrics API "
+                                 f"({len(listed)} resources listed)",
+                                 _missing_metric_cause(cfg, w, target.metric, src, pools.get(w.node_pool))))
+                continue
+            out.append(_pass("metrics.listed", subject, f"{resource} is listed"))
+            path = f"{CUSTOM_METRICS_ROOT}/namespaces/{quote(ns, safe='')}/pods/*/{quote(src.api_name, safe='')}"
+            try:
+                items = get_raw(api_client, path, [("labelSelector", sel)]).get("items") or []
+                error = None
+            except Exception as exc:  # noqa: BLE001
+                items, error = [], _api_error(exc)
+            if items:
+                values = ", ".join(f"{i.get('describedObject', {}).get('name')}={i.get('value')}" for i in items[:5])
+                more = f" (+{len(items) - 5} more)" if len(items) > 5 else ""
+                out.append(_pass("metrics.value", subject, f"{len(items)} pod value(s): {values}{more}"))
+                continue
+            if ready_pods is None:
+                try:
+                    pods = core.list_namespaced_pod(ns, label_selector=sel, _request_timeout=REQUEST_TIMEOUT).items
+                    ready_pods = sum(1 for p in pods if _pod_ready(p))
+                except Exception:  # noqa: BLE001 - only used to pick the likely cause
+                    ready_pods = -1
+            what = f"reading {resource} for pods {sel} in {ns} failed ({error})" if error else \
+                f"{resource} returned no value for pods {sel} in {ns}"
+            out.append(_fail("metrics.value", subject, what, _empty_value_cause(src, w, ready_pods)))
+    return out
+
+
+# ================================================================================================ HPAs
+def _target_text(target) -> str:
+    if target is None:
+        return "?"
+    for attr in ("average_value", "value"):
+        if getattr(target, attr, None) is not None:
+            return str(getattr(target, attr))
+    if getattr(target, "average_utilization", None) is not None:
+        return f"{target.average_utilization}%"
+    return "?"
+
+
+def _metric_name(m) -> Optional[str]:
+    for kind in ("pods", "external", "object"):
+        body = getattr(m, kind, None)
+        if body is not None and body.metric is not None:
+            return body.metric.name
+    return None
+
+
+def check_hpa(cfg: PlatformConfig, w: Workload, auto: k8s.AutoscalingV2Api) -> list[CheckResult]:
+    ns = cfg.settings.namespace
+    keda = w.autoscaling.autoscaler == "keda"
+    name = f"{KEDA_HPA_PREFIX}{w.name}" if keda else w.name
+    subject = f"hpa/{ns}/{name}"
+    try:
+        hpa = auto.read_namespaced_horizontal_pod_autoscaler(name, ns, _request_timeout=REQUEST_TIMEOUT)
+    except Exception as exc:  # noqa: BLE001
+        if _not_found(exc):
+            cause = ("KEDA has not created it: the ScaledObject is missing or invalid, or the KEDA operator is not "
+                     "running" if keda else "the stack is not applied to this cluster (run pulumi up) or the "
+                     "HPA was deleted")
+            return [_fail("hpa.scaling-active", subject, "HPA not found", cause)]
+        return [_fail("hpa.scaling-active", subject, f"cannot read it ({_api_error(exc)})",
+                      "the credentials lack 'get horizontalpodautoscalers'")]
+    out = []
+    conds = (hpa.status.conditions if hpa.status else None) or []
+    active = next((c for c in conds if c.type == "ScalingActive"), None)
+    scaled_to_zero = (keda and active is not None and active.reason == "ScalingDisabled"
+                      and w.autoscaling.min_replicas == 0)
+    if active is None:
+        out.append(_fail("hpa.scaling-active", subject, "no ScalingActive condition yet",
+                         "the HPA controller has not processed it yet (sync period ~15 s) or the target "
+                         "Deployment is missing"))
+    elif active.status == "True":
+        out.append(_pass("hpa.scaling-active", subject, f"ScalingActive=True ({active.reason})"))
+    elif scaled_to_zero:
+        out.append(_pass("hpa.scaling-active", subject, "scaled to zero by KEDA (ScalingDisabled)"))
+    else:
+        if keda:
+            cause = (f"the external metrics API ({EXTERNAL_METRICS_APISERVICE}) cannot serve the ScaledObject's "
+                     "Prometheus query: KEDA metrics server down, or the query returns no series")
+        else:
+            cause = ("the custom metrics API does not serve the metric for these pods (see metrics.listed / "
+                     "metrics.value); while any metric is invalid the HPA also refuses to scale down")
+        out.append(_fail("hpa.scaling-active", subject,
+                         f"ScalingActive={active.status} ({active.reason}: {active.message})", cause))
+
+    current = {(_metric_name(m), m.type): m for m in (hpa.status.current_metrics if hpa.status else None) or []}
+    shown, unknown = [], []
+    for m in hpa.spec.metrics or []:
+        mname = _metric_name(m)
+        body = getattr(m, (m.type or "").lower(), None)
+        target = _target_text(body.target if body is not None else None)
+        cur = current.get((mname, m.type))
+        cur_body = getattr(cur, (m.type or "").lower(), None) if cur is not None else None
+        value = _target_text(cur_body.current) if cur_body is not None and cur_body.current is not None else None
+        if value is None or value == "?":
+            unknown.append(mname)
+            shown.append(f"{mname} <unknown>/{target}")
+        else:
+            shown.append(f"{mname} {value}/{target}")
+    if unknown and scaled_to_zero:
+        # at zero replicas the HPA computes nothing; KEDA itself polls the trigger to activate the workload
+        out.append(_pass("hpa.current-metrics", subject, "TARGETS " + "; ".join(shown) + " (scaled to zero)"))
+    elif unknown:
+        out.append(_fail("hpa.current-metrics", subject, "TARGETS " + "; ".join(shown),
+                         "the HPA could not read " + ", ".join(str(u) for u in unknown) +
+                         " (FailedGetPodsMetric / FailedGetExternalMetric): the metric is not listed or has no "
+                         "value for the workload's pods; the HPA will not scale on it"))
+    else:
+        out.append(_pass("hpa.current-metrics", subject, "TARGETS " + "; ".join(shown)))
+    return out
+
+
+def check_pod_monitor(cfg: PlatformConfig, w: Workload, custom: k8s.CustomObjectsApi) -> CheckResult:
+    ns = cfg.settings.namespace
+    group, version, plural = PODMONITOR
+    subject = f"podmonitor/{ns}/{w.name}"
+    try:
+        pm = custom.get_namespaced_custom_object(group, version, ns, plural, w.name,
+                                                 _request_timeout=REQUEST_TIMEOUT)
+    except Exception as exc:  # noqa: BLE001
+        if _not_found(exc):
+            return _fail("podmonitor.present", subject, "PodMonitor not found",
+                         f"without it Prometheus never scrapes {w.name}'s server metrics, so the adapter cannot "
+                         "serve them: the stack is not applied, the workload declares no 'metrics' port, or the "
+                         "PodMonitor CRD (prometheus-operator) is not installed")
+        return _fail("podmonitor.present", subject, f"cannot read it ({_api_error(exc)})",
+                     "the credentials lack 'get podmonitors'")
+    labels = (pm.get("metadata") or {}).get("labels") or {}
+    if cfg.monitoring.backend == "self-hosted":
+        missing = {k: v for k, v in MONITOR_LABELS.items() if labels.get(k) != v}
+        if missing:
+            return _fail("podmonitor.present", subject, f"present but lacks label {_selector_string(missing)}",
+                         "kube-prometheus-stack only selects PodMonitors labelled with its release, so this one "
+                         "is ignored and the server metrics never reach Prometheus")
+    return _pass("podmonitor.present", subject, "present")
+
+
+# ================================================================================================ driver
+def run_verify(cfg: PlatformConfig, api_client: k8s.ApiClient) -> list[CheckResult]:
+    """All checks against what ``cfg`` declares; never raises for API errors (they become failed checks)."""
+    core = k8s.CoreV1Api(api_client)
+    try:
+        version = k8s.VersionApi(api_client).get_code(_request_timeout=REQUEST_TIMEOUT)
+    except Exception as exc:  # noqa: BLE001
+        host = api_client.configuration.host
+        return [_fail("cluster.reachable", host, f"API server not reachable ({_api_error(exc)})",
+                      "wrong kubeconfig/context, expired credentials, or the API endpoint is not reachable from "
+                      "here (private endpoint without VPC access)")]
+    results = [_pass("cluster.reachable", api_client.configuration.host, f"Kubernetes {version.git_version}")]
+
+    pools = all_pool_facts(cfg)
+    gpu_nodes = 0
+    for pool in pools.values():
+        pool_results, count = check_pool(pool, cfg, core)
+        results += pool_results
+        gpu_nodes += count
+
+    reg = k8s.ApiregistrationV1Api(api_client)
+    adapter = chart(cfg.monitoring.adapter_kind)
+    apis = [(CUSTOM_METRICS_APISERVICE, adapter.namespace, f"{adapter.release} (namespace {adapter.namespace})")]
+    if any(w.autoscaling.autoscaler == "keda" for w in cfg.workloads):
+        keda = chart("keda")
+        apis.append((EXTERNAL_METRICS_APISERVICE, keda.namespace, f"KEDA (namespace {keda.namespace})"))
+    for name, ns, installer in apis:
+        result, svc = check_apiservice(name, ns, installer, reg)
+        results.append(result)
+        if svc is not None:
+            pods = check_adapter_pods(svc, core)
+            if pods is not None:
+                results.append(pods)
+
+    exporter = check_exporter(cfg, k8s.AppsV1Api(api_client), gpu_nodes)
+    if exporter is not None:
+        results.append(exporter)
+
+    results += check_metrics(cfg, api_client, core, pools)
+    auto = k8s.AutoscalingV2Api(api_client)
+    for w in cfg.workloads:
+        results += check_hpa(cfg, w, auto)
+    custom = k8s.CustomObjectsApi(api_client)
+    for w in cfg.workloads:
+        if uses_app_metrics(w):
+            results.append(check_pod_monitor(cfg, w, custom))
+    return results
+
+
+# ================================================================================================ output
+def format_table(results: list[CheckResult]) -> str:
+    rows = [("STATUS", "CHECK", "SUBJECT", "RESULT")] + [
+        ("ok" if r.ok else "FAIL", r.check, r.subject, r.message) for r in results]
+    w0, w1, w2 = (max(len(row[i]) for row in rows) for i in range(3))
+    lines = []
+    for i, row in enumerate(rows):
+        lines.append(f"{row[0]:<{w0}}  {row[1]:<{w1}}  {row[2]:<{w2}}  {row[3]}".rstrip())
+        if i and not results[i - 1].ok and results[i - 1].cause:
+            lines.append(f"{'':<{w0}}  {'':<{w1}}  {'':<{w2}}  likely cause: {results[i - 1].cause}")
+    failed = sum(1 for r in results if not r.ok)
+    lines.append("")
+    lines.append(f"{len(results)} checks, {len(results) - failed} passed, {failed} failed")
+    return "\n".join(lines)
+
+
+def format_json(results: list[CheckResult]) -> str:
+    failed = sum(1 for r in results if not r.ok)
+    doc = {"ok": failed == 0, "summary": {"checks": len(results), "passed": len(results) - failed,
+                                          "failed": failed},
+           "checks": [r.to_dict() for r in results]}
+    return json.dumps(doc, indent=2)
+
+
+def progress_line(round_no: int, elapsed: float, budget: int, results: list[CheckResult]) -> str:
+    failing = [f"{r.check} {r.subject}" for r in results if not r.ok]
+    passed = len(results) - len(failing)
+    line = f"verify round {round_no} ({int(elapsed)}s/{budget}s): {passed}/{len(results)} checks pass"
+    if failing:
+        line += "; waiting on " + ", ".join(failing[:3]) + (f" (+{len(failing) - 3} more)" if len(failing) > 3 else "")
+    return line
+
+
+# ================================================================================================ entry point
+def build_api_client(cfg: PlatformConfig, kubeconfig: Optional[str], context: Optional[str]) -> k8s.ApiClient:
+    """kubeconfig/context from the command line, else the stack's (kubeconfig clusters), else the default
+    kubeconfig; inside a pod without any kubeconfig, the pod's service account (CI jobs in the cluster)."""
+    from kubernetes import config as kconfig
+
+    kubeconfig = kubeconfig or getattr(cfg.cluster, "kubeconfig_path", None)
+    context = context or getattr(cfg.cluster, "context", None)
+    default_exists = os.path.exists(os.path.expanduser(kconfig.KUBE_CONFIG_DEFAULT_LOCATION))
+    if kubeconfig is None and not default_exists and os.environ.get("KUBERNETES_SERVICE_HOST"):
+        configuration = k8s.Configuration()
+        kconfig.load_incluster_config(client_configuration=configuration)
+        return k8s.ApiClient(configuration)
+    return kconfig.new_client_from_config(config_file=kubeconfig, context=context, persist_config=False)
+
+
+def verify_main(cfg: PlatformConfig, kubeconfig: Optional[str] = None, context: Optional[str] = None,
+                fmt: str = "table", wait_seconds: int = 0, out: TextIO = sys.stdout, *,
+                poll_seconds: float = POLL_SECONDS, sleep: Callable[[float], None] = time.sleep,
+                progress: Optional[TextIO] = None) -> int:
+    """Run the checks (polling up to ``wait_seconds`` until all pass) and print the report.
+
+    Exit code: 0 all checks pass, 1 a check failed, 2 the cluster client could not be set up. Progress lines go
+    to ``progress`` (default: ``out`` for tables, stderr for JSON so stdout stays one JSON document).
+    """
+    if fmt not in ("table", "json"):
+        print(f"unknown format {fmt!r}; use table or json", file=out)
+        return 2
+    try:
+        api_client = build_api_client(cfg, kubeconfig, context)
+    except Exception as exc:  # noqa: BLE001 - kubeconfig problems are user errors, not tracebacks
+        print(f"cannot build a Kubernetes client: {exc}", file=out)
+        return 2
+    progress = progress or (sys.stderr if fmt == "json" else out)
+    start = time.monotonic()
+    round_no = 0
+    # a round count bound as well as the clock: the loop ends even if a round returns instantly or sleep is stubbed
+    max_rounds = int(wait_seconds / max(poll_seconds, 0.01)) + 2 if wait_seconds > 0 else 1
+    try:
+        while True:
+            round_no += 1
+            results = run_verify(cfg, api_client)
+            ok = all(r.ok for r in results)
+            if wait_seconds <= 0:
+                break
+            elapsed = time.monotonic() - start
+            print(progress_line(round_no, elapsed, wait_seconds, results), file=progress, flush=True)
+            remaining = wait_seconds - elapsed
+            if ok or remaining <= 0 or round_no >= max_rounds:
+                break
+            sleep(min(poll_seconds, remaining))
+    finally:
+        api_client.close()
+    print(format_json(results) if fmt == "json" else format_table(results), file=out)
+    return 0 if ok else 1

@@ -1,0 +1,225 @@
+"""The autoscaling chain: exporter -> Prometheus scrape -> adapter rule -> custom metrics API -> HPA -> Deployment.
+
+Each link is a different resource, so most checks here are stack policies: an HPA is only correct if some other
+resource of the stack serves its metric, scrapes its pods and is the thing it scales. The failures these catch
+are silent at apply time (the HPA shows ``<unknown>`` and never scales).
+"""
+from __future__ import annotations
+
+from catalogs.gpus import close_matches
+from policies import k8s
+from policies.registry import ADVISORY, HIGH, LOW, MEDIUM, prop, resource_policy, stack_policy
+from policies.stack import hpa_metrics, lookup_metric
+
+CATEGORY = "autoscaling"
+CUSTOM_METRIC_TYPES = ("Pods", "Object")
+SCALABLE_KINDS = ("Deployment", "StatefulSet")
+
+
+@stack_policy(
+    "hpa-metric-served",
+    "Every Pods/Object metric an HPA asks for must be served by an adapter rule of the stack (prometheus-adapter "
+    "or ack-alibaba-cloud-metrics-adapter values, or an adapter config in a ConfigMap); otherwise the HPA reports "
+    "FailedGetPodsMetric and never scales (the NVIDIA article's HPA asked for avg_time_queue_ms while its adapter "
+    "served avg_time_queue_us).",
+    category=CATEGORY, severity=HIGH,
+    refs=("prometheus-adapter#644", "helm-charts#4574"),
+    config={"externalMetrics": prop("array", "Metric names served by an adapter outside the checked resources.",
+                                    [], items={"type": "string"})},
+    remediation="Name the metric as the rule's name.as renames it, or add a rule for it.")
+def hpa_metric_served(view, config, report):
+    served = view.served_metrics | set(config["externalMetrics"])
+    for s in view.scalers:
+        for m in s.metrics:
+            if m.type not in CUSTOM_METRIC_TYPES or m.name in served:
+                continue
+            if not view.adapter_rule_sets:
+                why = "no adapter configuration is among the checked resources"
+            else:
+                near = close_matches(m.name, served)
+                why = "no adapter rule serves it" + (f" (did you mean {', '.join(near)}?)" if near else
+                                                     f"; served: {', '.join(sorted(served)) or 'none'}")
+            report(f"{s.resource.label} asks for {m.type} metric '{m.name}', but {why}", s.resource)
+
+
+def _monitor_namespaces(monitor) -> tuple[bool, set[str]]:
+    sel = k8s.as_map(k8s.get(monitor.props, "spec", "namespaceSelector"))
+    if sel.get("any") is True:
+        return True, set()
+    names = {str(n) for n in k8s.as_list(sel.get("matchNames"))}
+    return False, names or {monitor.namespace}
+
+
+def _scrapes(view, monitor, workload, pod_labels, ports) -> bool:
+    any_ns, namespaces = _monitor_namespaces(monitor)
+    if not any_ns and workload.namespace not in namespaces:
+        return False
+    selector = k8s.get(monitor.props, "spec", "selector")
+    if monitor.kind == "PodMonitor":
+        if not k8s.selects(selector, pod_labels):
+            return False
+        endpoints = k8s.as_list(k8s.get(monitor.props, "spec", "podMetricsEndpoints"))
+        return any(k8s.get(e, "port") in ports or k8s.get(e, "targetPort") is not None for e in endpoints)
+    for svc in view.objects("Service"):
+        if svc.namespace != workload.namespace:
+            continue
+        if not k8s.selects(selector, k8s.as_map(k8s.get(svc.props, "metadata", "labels"))):
+            continue
+        if k8s.selects(k8s.get(svc.props, "spec", "selector"), pod_labels):
+            return True
+    return False
+
+
+@stack_policy(
+    "hpa-app-metric-scraped",
+    "An HPA on an inference-server metric (catalog category 'app') needs a PodMonitor or ServiceMonitor that "
+    "selects the target's pods, in their namespace, on a port the pods expose; without the scrape the adapter has "
+    "no series to serve.",
+    category=CATEGORY, severity=HIGH,
+    refs=("kube-linter dangling-servicemonitor",),
+    remediation="Give the workload a port with protocol 'metrics' so the component creates the PodMonitor.")
+def hpa_app_metric_scraped(view, config, report):
+    monitors = view.objects("PodMonitor", "ServiceMonitor")
+    for s in view.scalers:
+        target = view.target_of(s)
+        if target is None:
+            continue
+        app = [m for m in s.metrics if (found := lookup_metric(m.name)) and found[0].category == "app"]
+        if not app:
+            continue
+        labels = k8s.pod_labels(target.kind, target.props)
+        spec = k8s.pod_spec(target.kind, target.props)
+        ports = {k8s.get(p, "name") for c in k8s.containers(spec, init=False)
+                 for p in k8s.as_list(k8s.get(c, "ports"))}
+        if not any(_scrapes(view, mon, target, labels, ports) for mon in monitors):
+            report(f"{s.resource.label} scales on '{app[0].name}', scraped from the pods of {target.label}, but no "
+                   f"PodMonitor/ServiceMonitor selects those pods in namespace {target.namespace}", s.resource)
+
+
+@stack_policy(
+    "hpa-target-exists",
+    "An autoscaler's scaleTargetRef must name a Deployment/StatefulSet of the stack, in its namespace, by "
+    "apps/v1 (the NVIDIA article's HPA points at apps/v1beta1, which no current cluster serves).",
+    category=CATEGORY, severity=HIGH,
+    refs=("kube-score horizontalpodautoscaler-has-target", "kube-linter dangling-horizontalpodautoscaler",
+          "Gatekeeper K8sHorizontalPodAutoscaler"),
+    config={"allowExternalTargets": prop("boolean", "Accept targets that are not among the checked resources.",
+                                         False)},
+    remediation="Point scaleTargetRef at the workload's Deployment with apiVersion apps/v1.")
+def hpa_target_exists(view, config, report):
+    for s in view.scalers:
+        if s.target_api_version is not None and s.target_api_version != "apps/v1":
+            report(f"{s.resource.label} targets {s.target_kind} {s.target_name} by {s.target_api_version}; "
+                   f"use apps/v1", s.resource)
+        if s.target_kind not in SCALABLE_KINDS:
+            report(f"{s.resource.label} targets kind '{s.target_kind}'; allowed: {', '.join(SCALABLE_KINDS)}",
+                   s.resource)
+        elif view.target_of(s) is None and not config["allowExternalTargets"]:
+            report(f"{s.resource.label} targets {s.target_kind} {s.resource.namespace}/{s.target_name}, which is "
+                   f"not among the checked resources", s.resource)
+
+
+@stack_policy(
+    "hpa-api-version-served",
+    "The HPA apiVersion must be served by the cluster's Kubernetes version (autoscaling/v2 from 1.23; "
+    "v2beta1 removed in 1.25, v2beta2 in 1.26). The version comes from the GpuPlatform component or config.",
+    category=CATEGORY, severity=HIGH,
+    refs=("kube-score stable-version", "Gatekeeper verifydeprecatedapi"),
+    config={"kubernetesVersion": prop("string", "Cluster version (major.minor) when no GpuPlatform is checked.",
+                                      "")},
+    remediation="Use autoscaling/v2 on Kubernetes >= 1.23.")
+def hpa_api_version_served(view, config, report):
+    version = view.kubernetes_version(config)
+    if version is None:
+        return
+    for s in view.scalers:
+        r = s.resource
+        if r.kind != "HorizontalPodAutoscaler" or not r.api_version:
+            continue
+        if not k8s.served_by(r.api_version, version):
+            report(f"{r.label} uses {r.api_version}, which Kubernetes {version[0]}.{version[1]} does not serve", r)
+
+
+@resource_policy(
+    "hpa-pods-metric-average-value",
+    "Pods metrics are averaged over the pods, so their target must be type AverageValue; 'Utilization' is only "
+    "defined for Resource metrics (the ACK guide's HPA pairs type Utilization with averageValue).",
+    category=CATEGORY, severity=LOW, level=ADVISORY, kinds=("HorizontalPodAutoscaler",),
+    refs=("kubernetes validation.go (Pods metric requires averageValue)",),
+    remediation="target: {type: AverageValue, averageValue: <per-pod value>}.")
+def pods_metric_average_value(r, config, report):
+    for m in hpa_metrics(k8s.as_map(k8s.get(r.props, "spec"))):
+        if m.type != "Pods":
+            continue
+        ttype = m.target.get("type")
+        if ttype is not None and ttype != "AverageValue":
+            report(f"{r.label}: Pods metric '{m.name}' has target type {ttype}; use AverageValue")
+        elif ttype is None and m.target.get("averageValue") is None and m.target.get("targetAverageValue") is None:
+            report(f"{r.label}: Pods metric '{m.name}' has no average value target")
+
+
+@resource_policy(
+    "hpa-metric-per-pod",
+    "A Pods metric must be one the exporter reports per pod: node-level series (e.g. the ACK exporter's device "
+    "utilization) cannot be averaged over an HPA's pods.",
+    category=CATEGORY, severity=MEDIUM, kinds=("HorizontalPodAutoscaler",),
+    refs=("ACK GPU-metric HPA guide (node-only metrics)",),
+    remediation="Use a per-pod metric of the catalog (scope 'pod') for the stack's exporter.")
+def metric_per_pod(r, config, report):
+    for m in hpa_metrics(k8s.as_map(k8s.get(r.props, "spec"))):
+        found = lookup_metric(m.name)
+        if m.type == "Pods" and found and found[1].scope != "pod":
+            report(f"{r.label}: '{m.name}' is reported per node by the {found[1].exporter} exporter, not per pod")
+
+
+@resource_policy(
+    "hpa-metric-scales-down",
+    "Metrics that never fall when load falls (GPU memory: servers pre-allocate and keep it) keep an HPA at its "
+    "peak replica count.",
+    category=CATEGORY, severity=LOW, level=ADVISORY, kinds=("HorizontalPodAutoscaler",),
+    refs=("prometheus-adapter#644",),
+    remediation="Scale on utilization or queue metrics; keep memory metrics for alerts.")
+def metric_scales_down(r, config, report):
+    for m in hpa_metrics(k8s.as_map(k8s.get(r.props, "spec"))):
+        found = lookup_metric(m.name)
+        if found and not found[0].scale_down_reliable:
+            report(f"{r.label}: '{m.name}' ({found[0].name}) does not fall when load falls, so the HPA "
+                   f"will not scale down")
+
+
+@resource_policy(
+    "hpa-replica-bounds",
+    "An HPA must be able to scale: minReplicas >= the configured floor and maxReplicas > minReplicas.",
+    category=CATEGORY, severity=MEDIUM, kinds=("HorizontalPodAutoscaler",),
+    refs=("Polaris hpaMaxAvailability", "Polaris hpaMinAvailability", "kube-score horizontalpodautoscaler-replicas"),
+    config={"minReplicas": prop("integer", "Lowest allowed minReplicas.", 1, minimum=1)},
+    remediation="Raise maxReplicas above minReplicas.")
+def hpa_replica_bounds(r, config, report):
+    spec = k8s.as_map(k8s.get(r.props, "spec"))
+    mn = k8s.quantity(spec.get("minReplicas"))
+    mn = 1 if mn is None else mn
+    mx = k8s.quantity(spec.get("maxReplicas"))
+    if mn < config["minReplicas"]:
+        report(f"{r.label}: minReplicas {k8s.fmt_number(mn)} is below {config['minReplicas']}")
+    if mx is None:
+        report(f"{r.label}: maxReplicas is not set")
+    elif mx <= mn:
+        report(f"{r.label}: maxReplicas {k8s.fmt_number(mx)} is not above minReplicas {k8s.fmt_number(mn)}, so "
+               f"it never scales")
+
+
+@stack_policy(
+    "deployment-no-replicas-with-autoscaler",
+    "A workload scaled by an HPA or ScaledObject must not set spec.replicas: every update resets the replica "
+    "count the autoscaler chose (and server-side apply conflicts with the controller manager).",
+    category=CATEGORY, severity=MEDIUM,
+    refs=("kube-score deployment-targeted-by-hpa-does-not-have-replicas-configured", "pulumi-kubernetes#2491"),
+    remediation="Remove spec.replicas from the Deployment.")
+def no_replicas_with_autoscaler(view, config, report):
+    for s in view.scalers:
+        target = view.target_of(s)
+        if target is None:
+            continue
+        replicas = k8s.get(target.props, "spec", "replicas")
+        if replicas is not None:
+            report(f"{target.label} sets spec.replicas={replicas} but is scaled by {s.resource.label}", target)

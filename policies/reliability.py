@@ -1,0 +1,214 @@
+"""Reliability: probes, resources, pinned images and charts, disruption budgets, spread, an available metrics
+adapter, protected production infrastructure, and API versions the cluster still serves."""
+from __future__ import annotations
+
+import re
+
+from policies import k8s
+from policies.registry import HIGH, MEDIUM, prop, resource_policy, stack_policy
+from policies.stack import ACK_CLUSTER_TYPES, ACK_NODE_POOL_TYPE, PROMETHEUS_ADAPTER_CHART, RELEASE_TYPE
+
+CATEGORY = "reliability"
+PROD = prop("array", "Environments this policy applies to.", ["prod"], items={"type": "string"})
+ENVIRONMENT = prop("string", "Environment when no GpuPlatform is checked.", "")
+
+
+@resource_policy(
+    "container-probes",
+    "Long-running containers need readiness and liveness probes: readiness keeps a replica that is still loading "
+    "its model out of the Service (and out of the HPA's average), liveness restarts a hung server.",
+    category=CATEGORY, severity=MEDIUM, kinds=k8s.LONG_RUNNING_KINDS,
+    refs=("Kyverno require-probes", "Checkov CKV_K8S_8", "Checkov CKV_K8S_9", "Polaris readinessProbeMissing",
+          "Polaris livenessProbeMissing", "kube-score pod-probes"),
+    remediation="Set the workload's probes (Triton: /v2/health/ready and /v2/health/live).")
+def container_probes(r, config, report):
+    for c in k8s.containers(k8s.pod_spec(r.kind, r.props), init=False):
+        missing = [p for p in ("readinessProbe", "livenessProbe") if k8s.get(c, p) is None]
+        if missing:
+            report(f"{r.label} container {k8s.container_name(c)} has no {' / '.join(missing)}")
+
+
+@resource_policy(
+    "container-resources",
+    "Containers must request and limit CPU and memory, so GPU nodes are not overcommitted by their neighbours "
+    "and the scheduler places replicas where they fit.",
+    category=CATEGORY, severity=MEDIUM, kinds=k8s.WORKLOAD_KINDS,
+    refs=("Kyverno require-pod-requests-limits", "Checkov CKV_K8S_10", "Checkov CKV_K8S_11", "Checkov CKV_K8S_12",
+          "Checkov CKV_K8S_13", "kube-score container-resources", "Polaris cpuRequestsMissing"),
+    config={"requireCpuLimit": prop("boolean", "Also require a CPU limit.", True)},
+    remediation="Set the workload's resources (cpu, memory); the component uses them as requests and limits.")
+def container_resources(r, config, report):
+    for c in k8s.containers(k8s.pod_spec(r.kind, r.props)):
+        missing = []
+        for kind in ("requests", "limits"):
+            for res in ("cpu", "memory"):
+                if kind == "limits" and res == "cpu" and not config["requireCpuLimit"]:
+                    continue
+                if k8s.get(c, "resources", kind, res) is None:
+                    missing.append(f"{kind}.{res}")
+        if missing:
+            report(f"{r.label} container {k8s.container_name(c)} has no {', '.join(missing)}")
+
+
+def image_tag(image: str) -> str | None:
+    """The tag of an image reference (None if untagged; digests count as pinned)."""
+    if "@" in image:
+        return image.rsplit("@", 1)[1]
+    last = image.rsplit("/", 1)[-1]
+    return last.rsplit(":", 1)[1] if ":" in last else None
+
+
+@resource_policy(
+    "image-pinned",
+    "Images must carry an explicit tag other than 'latest' (or a digest): a moving tag changes the model server "
+    "under a running HPA without a deployment.",
+    category=CATEGORY, severity=HIGH, kinds=k8s.WORKLOAD_KINDS,
+    refs=("Kyverno disallow-latest-tag", "Checkov CKV_K8S_14", "Polaris tagNotSpecified",
+          "kube-score container-image-tag", "kube-linter latest-tag"),
+    remediation="Use an explicit version tag, e.g. tritonserver:24.08-py3.")
+def image_pinned(r, config, report):
+    for c in k8s.containers(k8s.pod_spec(r.kind, r.props)):
+        image = k8s.get(c, "image")
+        if not isinstance(image, str):
+            report(f"{r.label} container {k8s.container_name(c)} has no image")
+            continue
+        tag = image_tag(image)
+        if tag is None or tag == "latest":
+            report(f"{r.label} container {k8s.container_name(c)} uses {image} ({'latest' if tag else 'no tag'})")
+
+
+@resource_policy(
+    "helm-chart-pinned",
+    "Helm releases must pin an exact chart version; without one every preview may install a newer chart (the "
+    "prometheus-adapter chart changed its TLS and RBAC defaults between majors).",
+    category=CATEGORY, severity=HIGH, types=(RELEASE_TYPE,),
+    refs=("pulumi.md 5.3: Release must pin version",),
+    remediation="Set version from catalogs/versions.py.")
+def helm_chart_pinned(r, config, report):
+    version = k8s.get(r.props, "version")
+    if not version:
+        report(f"Release {r.name} (chart {k8s.get(r.props, 'chart')}) has no version")
+    elif not re.fullmatch(r"v?\d+\.\d+\.\d+([-+][0-9A-Za-z.\-+]*)?", str(version)):
+        report(f"Release {r.name} (chart {k8s.get(r.props, 'chart')}) version '{version}' is not an exact version")
+
+
+@resource_policy(
+    "pdb-allows-disruption",
+    "A PodDisruptionBudget must allow at least one voluntary disruption: maxUnavailable 0 or minAvailable 100% "
+    "blocks every node drain, including GPU driver upgrades and MIG reconfiguration.",
+    category=CATEGORY, severity=HIGH, kinds=("PodDisruptionBudget",),
+    refs=("Polaris pdbDisruptionsIsZero", "kube-linter pdb-max-unavailable", "Gatekeeper K8sPodDisruptionBudget",
+          "Kyverno pdb-maxunavailable", "pulumi disallow-zero-voluntary-disruption"),
+    remediation="Use maxUnavailable: 1.")
+def pdb_allows_disruption(r, config, report):
+    spec = k8s.as_map(k8s.get(r.props, "spec"))
+    max_u, min_a = spec.get("maxUnavailable"), spec.get("minAvailable")
+    if max_u is None and min_a is None:
+        report(f"{r.label} sets neither minAvailable nor maxUnavailable")
+    if max_u is not None and str(max_u).strip() in ("0", "0%"):
+        report(f"{r.label} sets maxUnavailable {max_u}: no voluntary disruption is ever allowed")
+    if min_a is not None and str(min_a).strip() == "100%":
+        report(f"{r.label} sets minAvailable 100%: no voluntary disruption is ever allowed")
+
+
+@stack_policy(
+    "pdb-below-autoscaler-min",
+    "A PDB's integer minAvailable must stay below the minReplicas of the autoscaler (or the replicas) of the "
+    "workload it covers; otherwise at minimum scale no pod may be evicted and drains hang.",
+    category=CATEGORY, severity=MEDIUM,
+    refs=("Polaris pdbMinAvailableGreaterThanHPAMinReplicas", "Kyverno deployment-replicas-higher-than-pdb",
+          "kube-linter pdb-min-available"),
+    remediation="Use maxUnavailable: 1 instead of minAvailable.")
+def pdb_below_min(view, config, report):
+    for pdb in view.objects("PodDisruptionBudget"):
+        min_a = k8s.get(pdb.props, "spec", "minAvailable")
+        if not isinstance(min_a, (int, float)) or isinstance(min_a, bool):
+            continue
+        selector = k8s.get(pdb.props, "spec", "selector")
+        for w in view.objects(*k8s.LONG_RUNNING_KINDS):
+            if w.namespace != pdb.namespace or not k8s.selects(selector, k8s.pod_labels(w.kind, w.props)):
+                continue
+            scalers = view.scalers_of(w)
+            floor = min((s.min_replicas for s in scalers), default=None)
+            if floor is None:
+                replicas = k8s.quantity(k8s.get(w.props, "spec", "replicas"))
+                floor = int(replicas) if replicas is not None else 1
+            if min_a >= floor:
+                report(f"{pdb.label} requires {k8s.fmt_number(min_a)} available pods of {w.label}, which runs as "
+                       f"few as {floor}", pdb)
+
+
+@stack_policy(
+    "gpu-deployment-topology-spread",
+    "GPU workloads that can run more than one replica must spread them (topologySpreadConstraints or pod "
+    "anti-affinity), so one node or zone failure does not take all replicas.",
+    category=CATEGORY, severity=MEDIUM,
+    refs=("Polaris topologySpreadConstraint", "kube-score pod-topology-spread-constraints",
+          "kube-linter no-anti-affinity", "Kyverno topologyspreadconstraints-policy"),
+    remediation="Add topologySpreadConstraints on kubernetes.io/hostname and topology.kubernetes.io/zone.")
+def gpu_topology_spread(view, config, report):
+    for w in view.objects("Deployment", "StatefulSet"):
+        spec = k8s.pod_spec(w.kind, w.props)
+        if not k8s.uses_gpu(spec):
+            continue
+        most = max((s.max_replicas or 1 for s in view.scalers_of(w)), default=None)
+        if most is None:
+            most = int(k8s.quantity(k8s.get(w.props, "spec", "replicas")) or 1)
+        spread = k8s.as_list(k8s.get(spec, "topologySpreadConstraints"))
+        anti = k8s.get(spec, "affinity", "podAntiAffinity")
+        if most > 1 and not spread and not anti:
+            report(f"{w.label} runs up to {most} GPU replicas without topology spread or anti-affinity", w)
+
+
+@stack_policy(
+    "adapter-high-availability",
+    "In production the custom metrics adapter must run at least two replicas with a PodDisruptionBudget: when "
+    "its APIService is unavailable every HPA on custom metrics stops and namespace deletion hangs.",
+    category=CATEGORY, severity=HIGH,
+    refs=("kube-prometheus PR #1095", "kubernetes#75788"),
+    config={"environments": PROD, "environment": ENVIRONMENT,
+            "minReplicas": prop("integer", "Fewest adapter replicas.", 2, minimum=1)},
+    remediation="monitoring.adapterReplicas >= 2 (the prod default) enables the chart's PDB too.")
+def adapter_ha(view, config, report):
+    if view.environment(config) not in config["environments"]:
+        return
+    for rel in view.releases(PROMETHEUS_ADAPTER_CHART):
+        replicas = k8s.quantity(k8s.get(rel.props, "values", "replicas"))
+        if (replicas or 1) < config["minReplicas"]:
+            report(f"{rel.label}: {int(replicas or 1)} adapter replica(s); at least {config['minReplicas']} needed",
+                   rel)
+        if k8s.get(rel.props, "values", "podDisruptionBudget", "enabled") is not True:
+            report(f"{rel.label}: podDisruptionBudget.enabled is not true", rel)
+
+
+@stack_policy(
+    "protect-prod-infrastructure",
+    "In production the ACK cluster and its node pools must carry the protect option: a replacement (many node "
+    "pool fields force one) would drop or double GPU capacity.",
+    category=CATEGORY, severity=HIGH,
+    refs=("Pulumi protect option", "terraform-provider-alicloud node pool ForceNew fields"),
+    config={"environments": PROD, "environment": ENVIRONMENT},
+    remediation="settings.protect (default true in prod).")
+def protect_prod(view, config, report):
+    if view.environment(config) not in config["environments"]:
+        return
+    for r in view.of_type(*ACK_CLUSTER_TYPES, ACK_NODE_POOL_TYPE):
+        if not r.protect:
+            report(f"{r.label} is not protected", r)
+
+
+@resource_policy(
+    "no-removed-api-versions",
+    "Objects must not use API versions that current clusters no longer serve (extensions/v1beta1, apps/v1beta1, "
+    "autoscaling/v2beta1, apiregistration.k8s.io/v1beta1, …): the copy-pasted guides use them.",
+    category=CATEGORY, severity=HIGH, skip_patches=False,
+    refs=("kube-score stable-version", "Kyverno check-deprecated-apis", "Gatekeeper verifydeprecatedapi",
+          "pulumi disallowBetaResource"),
+    remediation="Use the replacement apiVersion named in the message.")
+def no_removed_apis(r, config, report):
+    if not r.type.startswith("kubernetes:") or "helm.sh" in r.type or not r.api_version:
+        return
+    removed = k8s.REMOVED_APIS.get(r.api_version)
+    if removed:
+        (major, minor), replacement = removed
+        report(f"{r.label} uses {r.api_version}, removed in Kubernetes {major}.{minor}; use {replacement}")

@@ -1,0 +1,356 @@
+"""Security: RBAC anti-patterns, secrets in plain env, unverified aggregated APIs, public endpoints, and the
+restricted Pod Security Standard for inference pods.
+
+GPU system components legitimately need some privileges (device plugin: the kubelet socket directory;
+dcgm-exporter: the pod-resources socket and SYS_ADMIN for profiling metrics; MIG manager: host PID/IPC to
+restart GPU clients). They are exempted narrowly, by (namespace, object name, policy id), never by namespace.
+"""
+from __future__ import annotations
+
+import re
+
+from catalogs.versions import CHARTS
+from components.workload_manifests import ACK_INTRANET_LB
+from policies import k8s
+from policies.registry import CRITICAL, HIGH, MEDIUM, prop, resource_policy, stack_policy
+from policies.stack import PROMETHEUS_ADAPTER_CHART
+
+CATEGORY = "security"
+POD_SECURITY = "pod-security"
+
+RUN_AS_NON_ROOT = "pod-run-as-non-root"
+NO_PRIVILEGE_ESCALATION = "pod-no-privilege-escalation"
+DROP_ALL = "pod-drop-all-capabilities"
+SECCOMP = "pod-seccomp-profile"
+NO_PRIVILEGED = "pod-no-privileged"
+NO_HOST_NAMESPACES = "pod-no-host-namespaces"
+RESTRICTED_VOLUMES = "pod-restricted-volumes"
+_ROOT_RULES = (RUN_AS_NON_ROOT, NO_PRIVILEGE_ESCALATION, DROP_ALL, SECCOMP)
+
+_OPERATOR_NS = CHARTS["gpu-operator"].namespace
+_DCGM = CHARTS["dcgm-exporter"]
+GPU_SYSTEM_EXEMPTIONS: frozenset[tuple[str, str, str]] = frozenset(
+    # GPU Operator operands run privileged with host mounts (assets/state-*/…_daemonset.yaml)
+    [(_OPERATOR_NS, "nvidia-device-plugin-daemonset", r) for r in (NO_PRIVILEGED, RESTRICTED_VOLUMES, *_ROOT_RULES)]
+    + [(_OPERATOR_NS, "nvidia-dcgm-exporter", r) for r in (NO_PRIVILEGED, RESTRICTED_VOLUMES, *_ROOT_RULES)]
+    + [(_OPERATOR_NS, "nvidia-mig-manager", r)
+       for r in (NO_PRIVILEGED, NO_HOST_NAMESPACES, RESTRICTED_VOLUMES, *_ROOT_RULES)]
+    # dcgm-exporter chart: root + SYS_ADMIN for DCGM_FI_PROF_* metrics, read-only pod-resources hostPath
+    + [(_DCGM.namespace, _DCGM.release, r) for r in (RUN_AS_NON_ROOT, DROP_ALL, RESTRICTED_VOLUMES)]
+    # Alibaba gpushare device plugin: host network and the kubelet device-plugin directory
+    + [("kube-system", "gpushare-device-plugin-ds", r) for r in (NO_HOST_NAMESPACES, RESTRICTED_VOLUMES)]
+)
+"""(namespace, object name, policy id) the restricted pod policies skip."""
+
+EXEMPTIONS_CONFIG = {"exemptions": prop(
+    "array", "Extra exemptions: objects by namespace and name, for this policy only.", [],
+    items={"type": "object", "properties": {"namespace": {"type": "string"}, "name": {"type": "string"}},
+           "required": ["namespace", "name"]})}
+
+RESTRICTED_VOLUME_TYPES = ("configMap", "downwardAPI", "emptyDir", "projected", "secret", "csi",
+                           "persistentVolumeClaim", "ephemeral", "image")
+SECURE_SECCOMP = ("RuntimeDefault", "Localhost")
+BROAD_GROUPS = ("system:serviceaccounts", "system:authenticated", "system:unauthenticated", "system:masters")
+SECRET_ENV_PATTERN = r"(?i)(PASSWORD|PASSWD|SECRET|TOKEN|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY|CREDENTIAL)"
+CERT_MANAGER_CA_ANNOTATION = "cert-manager.io/inject-ca-from"
+
+
+def exempt(r, policy_id: str, config) -> bool:
+    if (r.namespace, r.obj_name, policy_id) in GPU_SYSTEM_EXEMPTIONS:
+        return True
+    return any(k8s.get(e, "namespace") == r.namespace and k8s.get(e, "name") == r.obj_name
+               for e in config.get("exemptions") or [])
+
+
+def _pod(r):
+    return k8s.pod_spec(r.kind, r.props)
+
+
+def _csc(c, key, default=None):
+    return k8s.get(c, "securityContext", key, default=default)
+
+
+# ------------------------------------------------------------------------------------------------ RBAC
+@resource_policy(
+    "rbac-no-cluster-admin-binding",
+    "No binding may grant cluster-admin: the Triton article's 'permissive-binding' makes every service account a "
+    "cluster administrator.",
+    category=CATEGORY, severity=CRITICAL, kinds=("ClusterRoleBinding", "RoleBinding"),
+    refs=("Kyverno restrict-binding-clusteradmin", "Polaris clusterrolebindingClusterAdmin",
+          "kube-linter cluster-admin-role-binding", "CIS 5.1.1"),
+    remediation="Bind a role with exactly the verbs and resources needed.")
+def no_cluster_admin(r, config, report):
+    if k8s.get(r.props, "roleRef", "name") == "cluster-admin":
+        report(f"{r.label} binds cluster-admin")
+
+
+@resource_policy(
+    "rbac-no-system-group-binding",
+    "No binding may name the built-in groups that contain every service account or user (system:serviceaccounts, "
+    "system:authenticated, system:unauthenticated, system:masters) or system:anonymous.",
+    category=CATEGORY, severity=CRITICAL, kinds=("ClusterRoleBinding", "RoleBinding"),
+    refs=("Kyverno restrict-binding-system-groups (extended)", "Kubernetes RBAC docs: permissive bindings"),
+    remediation="Bind specific service accounts.")
+def no_system_groups(r, config, report):
+    for s in k8s.as_list(k8s.get(r.props, "subjects")):
+        kind, name = k8s.get(s, "kind"), str(k8s.get(s, "name", default=""))
+        broad = kind == "Group" and (name in BROAD_GROUPS or (
+            r.kind == "ClusterRoleBinding" and name.startswith(BROAD_GROUPS[0] + ":")))
+        if broad or (kind == "User" and name == "system:anonymous"):
+            report(f"{r.label} binds {kind} {name}")
+
+
+@resource_policy(
+    "rbac-no-wildcards",
+    "Roles must not use '*' verbs or resources (the prometheus-adapter chart's server-resources role does; the "
+    "HPA controller already reads custom metrics through its bootstrap role).",
+    category=CATEGORY, severity=HIGH, kinds=("ClusterRole", "Role"),
+    refs=("Kyverno restrict-wildcard-verbs", "Kyverno restrict-wildcard-resources", "Checkov CKV_K8S_49",
+          "kube-linter wildcard-in-rules"),
+    config={"allowedRoles": prop("array", "Role names allowed to use wildcards.", [], items={"type": "string"})},
+    remediation="List the verbs (get, list, watch) and resources explicitly.")
+def no_wildcards(r, config, report):
+    if r.obj_name in config["allowedRoles"]:
+        return
+    for i, rule in enumerate(k8s.as_list(k8s.get(r.props, "rules"))):
+        for key in ("verbs", "resources", "apiGroups"):
+            if "*" in [str(v) for v in k8s.as_list(k8s.get(rule, key))] and key != "apiGroups":
+                report(f"{r.label} rules[{i}] grants '*' {key}")
+
+
+# ------------------------------------------------------------------------------------------------ secrets / TLS
+@resource_policy(
+    "container-no-plaintext-secrets",
+    "Secret-looking environment variables (password, token, key) must come from a Secret, not a literal value "
+    "in the manifest (and so in the stack state and Git).",
+    category=CATEGORY, severity=HIGH, kinds=k8s.WORKLOAD_KINDS,
+    refs=("Checkov CKV_K8S_35", "Polaris sensitiveContainerEnvVar"),
+    config={"pattern": prop("string", "Regex of secret-looking variable names.", SECRET_ENV_PATTERN)},
+    remediation="Use valueFrom.secretKeyRef (the workload's secretEnv).")
+def no_plaintext_secrets(r, config, report):
+    pattern = re.compile(config["pattern"])
+    for c in k8s.containers(_pod(r)):
+        for e in k8s.as_list(k8s.get(c, "env")):
+            name, value = str(k8s.get(e, "name", default="")), k8s.get(e, "value")
+            if pattern.search(name) and value not in (None, ""):
+                report(f"{r.label} container {k8s.container_name(c)}: env {name} holds a literal value")
+
+
+@resource_policy(
+    "apiservice-tls-verified",
+    "An aggregated APIService must verify its backend's certificate: insecureSkipTLSVerify must be unset and a "
+    "caBundle (or cert-manager CA injection) given. The custom metrics API decides scaling; a spoofed backend "
+    "scales the GPU fleet.",
+    category=CATEGORY, severity=HIGH, kinds=("APIService",),
+    refs=("APIService API doc: insecureSkipTLSVerify strongly discouraged",),
+    remediation="Enable TLS (prometheus-adapter tls.enable or certManager.enabled) so the chart sets caBundle.")
+def apiservice_tls(r, config, report):
+    spec = k8s.as_map(k8s.get(r.props, "spec"))
+    if spec.get("service") is None:
+        return
+    if spec.get("insecureSkipTLSVerify") is True:
+        report(f"{r.label} sets insecureSkipTLSVerify: true")
+    elif not spec.get("caBundle") and not k8s.get(r.props, "metadata", "annotations", CERT_MANAGER_CA_ANNOTATION):
+        report(f"{r.label} has no caBundle and no {CERT_MANAGER_CA_ANNOTATION} annotation")
+
+
+@stack_policy(
+    "adapter-release-tls",
+    "In production the prometheus-adapter release must enable TLS (tls.enable or certManager.enabled); otherwise "
+    "the chart renders its APIService with insecureSkipTLSVerify: true.",
+    category=CATEGORY, severity=HIGH,
+    refs=("prometheus-adapter chart custom-metrics-apiservice.yaml",),
+    config={"environments": prop("array", "Environments that require TLS.", ["prod"], items={"type": "string"}),
+            "environment": prop("string", "Environment when no GpuPlatform is checked.", "")},
+    remediation="Set certManager.enabled: true (the prod stack does).")
+def adapter_release_tls(view, config, report):
+    if view.environment(config) not in config["environments"]:
+        return
+    for rel in view.releases(PROMETHEUS_ADAPTER_CHART):
+        values = k8s.as_map(k8s.get(rel.props, "values"))
+        if not (k8s.get(values, "tls", "enable") is True or k8s.get(values, "certManager", "enabled") is True):
+            report(f"{rel.label}: prometheus-adapter without tls.enable or certManager.enabled renders an "
+                   f"APIService with insecureSkipTLSVerify", rel)
+
+
+# ------------------------------------------------------------------------------------------------ exposure
+def _is_internal(svc, config) -> bool:
+    annotations = k8s.as_map(k8s.get(svc.props, "metadata", "annotations"))
+    wanted = {**ACK_INTRANET_LB, **(config.get("internalAnnotations") or {})}
+    return any(annotations.get(k) == v for k, v in wanted.items())
+
+
+@stack_policy(
+    "service-no-public-loadbalancer",
+    "LoadBalancer Services must be internal unless public endpoints are allowed (GpuPlatform "
+    "allowPublicEndpoints or this policy's allowPublic): on ACK a LoadBalancer without the intranet "
+    "address-type annotation gets an Internet-facing SLB.",
+    category=CATEGORY, severity=HIGH,
+    refs=("Kyverno restrict-loadbalancer", "Gatekeeper K8sBlockLoadBalancer", "pulumi no-public-services",
+          "kube-linter exposed-services"),
+    config={"allowPublic": prop("boolean", "Allow Internet-facing LoadBalancers.", False),
+            "internalAnnotations": prop("object", "Further annotations that make a LoadBalancer internal.", {})},
+    remediation="Use exposure.serviceType InternalLoadBalancer or ClusterIP plus an ingress.")
+def no_public_lb(view, config, report):
+    if config["allowPublic"] or k8s.get(view.platform, "allowPublicEndpoints") is True:
+        return
+    for svc in view.objects("Service"):
+        if k8s.get(svc.props, "spec", "type") == "LoadBalancer" and not _is_internal(svc, config):
+            report(f"{svc.label} is an Internet-facing LoadBalancer (no intranet annotation)", svc)
+
+
+@resource_policy(
+    "service-metrics-port-not-exposed",
+    "Services reachable from outside the cluster (LoadBalancer, NodePort) must not expose metrics ports: the "
+    "Triton article publishes port 8002 to the Internet. Prometheus scrapes pods directly.",
+    category=CATEGORY, severity=MEDIUM, kinds=("Service",),
+    refs=("checks.md A3",),
+    config={"ports": prop("array", "Port numbers that are metrics ports whatever their name.", [],
+                          items={"type": "integer"})},
+    remediation="Drop the metrics port from the Service; scrape it with a PodMonitor.")
+def metrics_port_not_exposed(r, config, report):
+    if k8s.get(r.props, "spec", "type") not in ("LoadBalancer", "NodePort"):
+        return
+    for p in k8s.as_list(k8s.get(r.props, "spec", "ports")):
+        names = [str(k8s.get(p, "name", default="")), str(k8s.get(p, "targetPort", default=""))]
+        number = k8s.quantity(k8s.get(p, "port"))
+        if any("metrics" in n for n in names) or (number is not None and number in config["ports"]):
+            report(f"{r.label} exposes metrics port {k8s.get(p, 'name') or k8s.get(p, 'port')} outside the cluster")
+
+
+# ------------------------------------------------------------------------------------------------ pod security
+def _pod_policy(id, description, refs, remediation, severity=HIGH, remediate=None):
+    return resource_policy(id, description, category=POD_SECURITY, severity=severity, kinds=k8s.WORKLOAD_KINDS,
+                           refs=refs, config=dict(EXEMPTIONS_CONFIG), remediation=remediation, remediate=remediate)
+
+
+@_pod_policy(RUN_AS_NON_ROOT, "Containers must run as non-root: runAsNonRoot true (pod or container) and "
+             "runAsUser never 0 (restricted Pod Security).",
+             ("PSS restricted runAsNonRoot", "Kyverno require-run-as-nonroot", "Checkov CKV_K8S_23",
+              "Polaris runAsRootAllowed", "kube-linter run-as-non-root"),
+             "Set securityContext.runAsNonRoot: true and a non-zero runAsUser.")
+def run_as_non_root(r, config, report):
+    spec = _pod(r)
+    if spec is None or exempt(r, RUN_AS_NON_ROOT, config) or spec.get("hostUsers") is False:
+        return
+    pod_nonroot = k8s.get(spec, "securityContext", "runAsNonRoot") is True
+    if k8s.get(spec, "securityContext", "runAsUser") == 0:
+        report(f"{r.label}: pod runAsUser is 0")
+    for c in k8s.containers(spec):
+        nonroot = _csc(c, "runAsNonRoot")
+        if nonroot is False or (nonroot is None and not pod_nonroot):
+            report(f"{r.label} container {k8s.container_name(c)}: runAsNonRoot is not true")
+        if _csc(c, "runAsUser") == 0:
+            report(f"{r.label} container {k8s.container_name(c)}: runAsUser is 0")
+
+
+def _deny_escalation(r, config):
+    spec = _pod(r)
+    if spec is None or exempt(r, NO_PRIVILEGE_ESCALATION, config):
+        return None
+    props = k8s.plain(r.props)
+    changed = False
+    for c in k8s.containers(k8s.pod_spec(r.kind, props)):
+        sc = c.setdefault("securityContext", {})
+        if "allowPrivilegeEscalation" not in sc and not sc.get("privileged"):
+            sc["allowPrivilegeEscalation"] = False
+            changed = True
+    return props if changed else None
+
+
+@_pod_policy(NO_PRIVILEGE_ESCALATION, "Every container must set allowPrivilegeEscalation: false.",
+             ("PSS restricted allowPrivilegeEscalation", "Kyverno disallow-privilege-escalation",
+              "Checkov CKV_K8S_20", "Polaris privilegeEscalationAllowed", "kube-linter privilege-escalation-container"),
+             "Set securityContext.allowPrivilegeEscalation: false (remediation fills it in where unset).",
+             remediate=_deny_escalation)
+def no_privilege_escalation(r, config, report):
+    spec = _pod(r)
+    if spec is None or exempt(r, NO_PRIVILEGE_ESCALATION, config):
+        return
+    for c in k8s.containers(spec):
+        if _csc(c, "allowPrivilegeEscalation") is not False:
+            report(f"{r.label} container {k8s.container_name(c)}: allowPrivilegeEscalation is not false")
+
+
+@_pod_policy(DROP_ALL, "Containers must drop ALL capabilities and add none but NET_BIND_SERVICE.",
+             ("PSS restricted capabilities", "Kyverno require-drop-all", "Polaris insecureCapabilities",
+              "Checkov CKV_K8S_37"),
+             "Set securityContext.capabilities.drop: [ALL].")
+def drop_all(r, config, report):
+    spec = _pod(r)
+    if spec is None or exempt(r, DROP_ALL, config):
+        return
+    for c in k8s.containers(spec):
+        caps = k8s.as_map(_csc(c, "capabilities"))
+        if "ALL" not in [str(x) for x in k8s.as_list(caps.get("drop"))]:
+            report(f"{r.label} container {k8s.container_name(c)}: capabilities do not drop ALL")
+        added = [str(x) for x in k8s.as_list(caps.get("add")) if str(x) != "NET_BIND_SERVICE"]
+        if added:
+            report(f"{r.label} container {k8s.container_name(c)}: adds capabilities {', '.join(added)}")
+
+
+@_pod_policy(SECCOMP, "A RuntimeDefault or Localhost seccomp profile must apply to every container (pod or "
+             "container level); Unconfined is never allowed.",
+             ("PSS restricted seccompProfile", "Kyverno restrict-seccomp-strict", "Checkov CKV_K8S_31",
+              "kube-score container-seccomp-profile"),
+             "Set the pod's securityContext.seccompProfile.type: RuntimeDefault.")
+def seccomp(r, config, report):
+    spec = _pod(r)
+    if spec is None or exempt(r, SECCOMP, config):
+        return
+    pod_type = k8s.get(spec, "securityContext", "seccompProfile", "type")
+    if pod_type is not None and pod_type not in SECURE_SECCOMP:
+        report(f"{r.label}: pod seccompProfile is {pod_type}")
+    for c in k8s.containers(spec):
+        ctype = k8s.get(c, "securityContext", "seccompProfile", "type")
+        if ctype is not None and ctype not in SECURE_SECCOMP:
+            report(f"{r.label} container {k8s.container_name(c)}: seccompProfile is {ctype}")
+        elif ctype is None and pod_type not in SECURE_SECCOMP:
+            report(f"{r.label} container {k8s.container_name(c)}: no RuntimeDefault/Localhost seccomp profile")
+
+
+@_pod_policy(NO_PRIVILEGED, "Containers must not run privileged.",
+             ("PSS baseline privileged", "Kyverno disallow-privileged-containers", "Checkov CKV_K8S_16",
+              "Polaris runAsPrivileged", "kube-linter privileged-container"),
+             "Remove securityContext.privileged.", severity=CRITICAL)
+def no_privileged(r, config, report):
+    spec = _pod(r)
+    if spec is None or exempt(r, NO_PRIVILEGED, config):
+        return
+    for c in k8s.containers(spec):
+        if _csc(c, "privileged") is True:
+            report(f"{r.label} container {k8s.container_name(c)} is privileged")
+
+
+@_pod_policy(NO_HOST_NAMESPACES, "Pods must not share the host's network, PID or IPC namespace, nor bind "
+             "host ports.",
+             ("PSS baseline hostNamespaces/hostPorts", "Kyverno disallow-host-namespaces", "Checkov CKV_K8S_17",
+              "Checkov CKV_K8S_18", "Checkov CKV_K8S_19", "kube-linter host-network"),
+             "Remove hostNetwork/hostPID/hostIPC and hostPort.", severity=CRITICAL)
+def no_host_namespaces(r, config, report):
+    spec = _pod(r)
+    if spec is None or exempt(r, NO_HOST_NAMESPACES, config):
+        return
+    for key in ("hostNetwork", "hostPID", "hostIPC"):
+        if spec.get(key) is True:
+            report(f"{r.label} sets {key}: true")
+    for c in k8s.containers(spec):
+        for p in k8s.as_list(k8s.get(c, "ports")):
+            if k8s.get(p, "hostPort") not in (None, 0):
+                report(f"{r.label} container {k8s.container_name(c)} binds hostPort {k8s.get(p, 'hostPort')}")
+
+
+@_pod_policy(RESTRICTED_VOLUMES, "Pods may only use the volume types restricted Pod Security allows: no "
+             "hostPath (model caches on the node), no inline nfs (use a PersistentVolume and claim).",
+             ("PSS restricted volumes", "Kyverno restrict-volume-types", "Kyverno disallow-host-path",
+              "Polaris hostPathSet", "kube-linter sensitive-host-mounts"),
+             "Use a PersistentVolumeClaim (the component turns nfs volumes into a static PV + claim).")
+def restricted_volumes(r, config, report):
+    spec = _pod(r)
+    if spec is None or exempt(r, RESTRICTED_VOLUMES, config):
+        return
+    for v in k8s.as_list(k8s.get(spec, "volumes")):
+        kinds = [k for k in k8s.as_map(v) if k != "name"]
+        bad = [k for k in kinds if k not in RESTRICTED_VOLUME_TYPES]
+        if bad:
+            report(f"{r.label} volume {k8s.get(v, 'name')} is of type {', '.join(bad)}")

@@ -1,0 +1,251 @@
+"""Each policy, through its real pulumi_policy object: quiet on what our stacks register, loud on one mutation."""
+import pytest
+
+from catalogs import sharing
+from catalogs.metrics import METRICS
+from policies.pack import ALL_POLICIES, POLICY_DEFS
+from policies.registry import REGISTRY
+from policy_helpers import STACKS, find, only, pod_spec, stack_resources
+
+from pulumi_policy import ResourceValidationPolicy, StackValidationPolicy
+
+
+def container(rs):
+    return pod_spec(find(rs, "Deployment"))["containers"][0]
+
+
+def hpa_metric(rs):
+    return find(rs, "HorizontalPodAutoscaler").inputs["spec"]["metrics"][0]["pods"]["metric"]
+
+
+def api_name(metric: str, exporter: str) -> str:
+    return METRICS[metric].source(exporter).api_name
+
+
+def set_pool_label(rs, key, value):
+    labels = find(rs, "alicloud:cs/nodePool:NodePool").inputs["labels"]
+    labels[:] = [lab for lab in labels if lab["key"] != key] + [{"key": key, "value": value}]
+
+
+def extra(*objs):
+    """Plain Kubernetes objects appended to a stack."""
+    from gpuplatform.records import RegisteredResource
+    from policies.k8s import type_token
+    return [RegisteredResource(type_token(o["apiVersion"], o["kind"]), o["metadata"]["name"], o) for o in objs]
+
+
+def binding(role="view", subjects=None):
+    return {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+            "metadata": {"name": "b"}, "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                                                   "name": role},
+            "subjects": subjects or [{"kind": "ServiceAccount", "name": "reader", "namespace": "inference"}]}
+
+
+def role(verbs=("get", "list", "watch"), resources=("pods",)):
+    return {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "r"},
+            "rules": [{"apiGroups": [""], "resources": list(resources), "verbs": list(verbs)}]}
+
+
+def apiservice(**spec):
+    return {"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
+            "metadata": {"name": "v1beta1.custom.metrics.k8s.io"},
+            "spec": {"group": "custom.metrics.k8s.io", "version": "v1beta1", "groupPriorityMinimum": 100,
+                     "versionPriority": 100, "service": {"name": "prometheus-adapter", "namespace": "monitoring"},
+                     **spec}}
+
+
+def mig_manager(namespace):
+    return {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "nvidia-mig-manager",
+                                                                      "namespace": namespace},
+            "spec": {"template": {"spec": {"hostPID": True, "containers": [
+                {"name": "m", "image": "nvcr.io/nvidia/cloud-native/k8s-mig-manager:v0.12.1",
+                 "securityContext": {"privileged": True}}]}}}}
+
+
+def _mutate(stack, fn):
+    def build():
+        rs = stack_resources(stack)
+        fn(rs)
+        return rs
+    return build
+
+
+def _plain(*objs):
+    return lambda: extra(*objs)
+
+
+# policy id -> (compliant resources, violating resources), each a zero-argument builder
+CASES = {
+    "gpu-metric-matches-sharing-mode": (
+        _mutate("prod", lambda rs: None),
+        _mutate("prod", lambda rs: hpa_metric(rs).update(name=api_name("gpu_util", "dcgm")))),
+    "gpu-mig-profile-valid": (
+        _mutate("prod", lambda rs: None),
+        _mutate("prod", lambda rs: find(rs, "gpuplatform:index:GpuNodePool").inputs.update(migProfile="1g.6gb"))),
+    "gpu-node-pool-sharing-label": (
+        _mutate("dev", lambda rs: None),
+        _mutate("prod", lambda rs: set_pool_label(rs, sharing.ACK_SCHEDULE_LABEL, sharing.CGPU_POLICIES[0]))),
+    "gpu-cgpu-memory-fits-card": (
+        _mutate("dev", lambda rs: None),
+        _mutate("dev", lambda rs: [container(rs)["resources"][k].update({sharing.RESOURCE_GPU_MEM: "20"})
+                                   for k in ("requests", "limits")])),
+    "gpu-resource-matches-pool": (
+        _mutate("dev", lambda rs: None),
+        _mutate("dev", lambda rs: [container(rs)["resources"].update(
+            {k: {"cpu": "1", "memory": "4Gi", sharing.RESOURCE_GPU: "1"}}) for k in ("requests", "limits")])),
+    "gpu-limit-equals-request": (
+        _mutate("prod", lambda rs: None),
+        _mutate("prod", lambda rs: container(rs)["resources"]["requests"].update(
+            {sharing.mig_resource("1g.5gb", "mixed"): "2"}))),
+    "gpu-pod-placement": (
+        _mutate("prod", lambda rs: None),
+        _mutate("prod", lambda rs: pod_spec(find(rs, "Deployment")).pop("tolerations"))),
+    "gpu-hpa-within-pool-capacity": (
+        _mutate("prod", lambda rs: None),
+        _mutate("prod", lambda rs: find(rs, "HorizontalPodAutoscaler").inputs["spec"].update(maxReplicas=200))),
+    "hpa-metric-served": (
+        _mutate("prod", lambda rs: None),
+        _mutate("prod", lambda rs: hpa_metric(rs).update(name="avg_time_queue_ms"))),
+    "hpa-app-metric-scraped": (
+        _mutate("prod", lambda rs: None),
+        _mutate("prod", lambda rs: rs.remove(find(rs, "PodMonitor")))),
+    "hpa-target-exists": (
+        _mutate("prod", lambda rs: None),
+        _mutate("prod", lambda rs: find(rs, "HorizontalPodAutoscaler").inputs["spec"]["scaleTargetRef"].update(
+            apiVersion="apps/v1beta1"))),
+    "hpa-api-version-served": (
+        _mutate("prod", lambda rs: None),
+        _mutate("prod", lambda rs: find(rs, "gpuplatform:index:GpuPlatform").inputs.update(
+            kubernetesVersion="1.22"))),
+    "hpa-pods-metric-average-value": (
+        _mutate("prod", lambda rs: None),
+        _mutate("prod", lambda rs: find(rs, "HorizontalPodAutoscaler").inputs["spec"]["metrics"][0]["pods"][
+            "target"].update(type="Utilization"))),
+    "hpa-metric-per-pod": (
+        _mutate("staging", lambda rs: None),
+        _mutate("staging", lambda rs: hpa_metric(rs).update(name=api_name("gpu_util", "ack")))),
+    "hpa-metric-scales-down": (
+        _mutate("dev", lambda rs: None),
+        _mutate("dev", lambda rs: hpa_metric(rs).update(name=api_name("gpu_mem_used", "ack")))),
+    "hpa-replica-bounds": (
+        _mutate("prod", lambda rs: None),
+        _mutate("prod", lambda rs: find(rs, "HorizontalPodAutoscaler").inputs["spec"].update(maxReplicas=1))),
+    "deployment-no-replicas-with-autoscaler": (
+        _mutate("prod", lambda rs: None),
+        _mutate("prod", lambda rs: find(rs, "Deployment").inputs["spec"].update(replicas=3))),
+    "rbac-no-cluster-admin-binding": (_plain(binding()), _plain(binding("cluster-admin"))),
+    "rbac-no-system-group-binding": (
+        _plain(binding()), _plain(binding(subjects=[{"kind": "Group", "name": "system:authenticated"}]))),
+    "rbac-no-wildcards": (_plain(role()), _plain(role(verbs=["*"]))),
+    "container-no-plaintext-secrets": (
+        _mutate("prod", lambda rs: None),
+        _mutate("prod", lambda rs: container(rs).setdefault("env", []).append({"name": "HF_TOKEN",
+                                                                                 "value": "hf_abc"}))),
+    "apiservice-tls-verified": (_plain(apiservice(caBundle="LS0t")), _plain(apiservice(insecureSkipTLSVerify=True))),
+    "adapter-release-tls": (
+        _mutate("prod", lambda rs: None),
+        _mutate("prod", lambda rs: find(rs, "Release").inputs["values"].pop("certManager"))),
+    "service-no-public-loadbalancer": (
+        _mutate("staging", lambda rs: None),
+        _mutate("staging", lambda rs: find(rs, "Service").inputs["metadata"].pop("annotations"))),
+    "service-metrics-port-not-exposed": (
+        _mutate("staging", lambda rs: None),
+        _mutate("staging", lambda rs: find(rs, "Service").inputs["spec"]["ports"].append(
+            {"name": "metrics", "port": 8002, "targetPort": 8002}))),
+    "pod-run-as-non-root": (
+        _mutate("prod", lambda rs: None),
+        _mutate("prod", lambda rs: container(rs)["securityContext"].update(runAsNonRoot=False))),
+    "pod-no-privilege-escalation": (
+        _mutate("prod", lambda rs: None),
+        _mutate("prod", lambda rs: container(rs)["securityContext"].pop("allowPrivilegeEscalation"))),
+    "pod-drop-all-capabilities": (
+        _mutate("prod", lambda rs: None),
+        _mutate("prod", lambda rs: container(rs)["securityContext"].update(capabilities={"add": ["SYS_ADMIN"]}))),
+    "pod-seccomp-profile": (
+        _mutate("prod", lambda rs: None),
+        _mutate("prod", lambda rs: container(rs)["securityContext"].update(seccompProfile={"type": "Unconfined"}))),
+    "pod-no-privileged": (_plain(mig_manager("gpu-operator")), _plain(mig_manager("inference"))),
+    "pod-no-host-namespaces": (
+        _mutate("prod", lambda rs: None),
+        _mutate("prod", lambda rs: pod_spec(find(rs, "Deployment")).update(hostNetwork=True))),
+    "pod-restricted-volumes": (
+        _mutate("prod", lambda rs: None),
+        _mutate("prod", lambda rs: pod_spec(find(rs, "Deployment"))["volumes"].append(
+            {"name": "cache", "hostPath": {"path": "/data/engines", "type": "DirectoryOrCreate"}}))),
+    "container-probes": (
+        _mutate("prod", lambda rs: None),
+        _mutate("prod", lambda rs: container(rs).pop("readinessProbe"))),
+    "container-resources": (
+        _mutate("prod", lambda rs: None),
+        _mutate("prod", lambda rs: container(rs)["resources"]["limits"].pop("memory"))),
+    "image-pinned": (
+        _mutate("prod", lambda rs: None),
+        _mutate("prod", lambda rs: container(rs).update(image="nvcr.io/nvidia/tritonserver:latest"))),
+    "helm-chart-pinned": (
+        _mutate("prod", lambda rs: None),
+        _mutate("prod", lambda rs: find(rs, "Release").inputs.pop("version"))),
+    "pdb-allows-disruption": (
+        _mutate("prod", lambda rs: None),
+        _mutate("prod", lambda rs: find(rs, "PodDisruptionBudget").inputs["spec"].update(maxUnavailable=0))),
+    "pdb-below-autoscaler-min": (
+        _mutate("prod", lambda rs: None),
+        _mutate("prod", lambda rs: find(rs, "PodDisruptionBudget").inputs["spec"].update(
+            minAvailable=1, maxUnavailable=None))),
+    "gpu-deployment-topology-spread": (
+        _mutate("prod", lambda rs: None),
+        _mutate("prod", lambda rs: pod_spec(find(rs, "Deployment")).pop("topologySpreadConstraints"))),
+    "adapter-high-availability": (
+        _mutate("prod", lambda rs: None),
+        _mutate("prod", lambda rs: find(rs, "Release").inputs["values"].update(replicas=1))),
+    "protect-prod-infrastructure": (
+        _mutate("prod", lambda rs: None),
+        _mutate("prod", lambda rs: setattr(find(rs, "alicloud:cs/nodePool:NodePool"), "protect", False))),
+    "no-removed-api-versions": (
+        _mutate("prod", lambda rs: None),
+        _mutate("prod", lambda rs: find(rs, "HorizontalPodAutoscaler").inputs.update(
+            apiVersion="autoscaling/v2beta2"))),
+}
+
+
+def test_every_policy_has_a_compliant_and_a_violating_case():
+    assert sorted(CASES) == sorted(p.id for p in REGISTRY)
+    assert len(REGISTRY) >= 30
+
+
+def test_pack_holds_real_policy_objects():
+    assert len(ALL_POLICIES) == len(POLICY_DEFS)
+    assert all(isinstance(p, (ResourceValidationPolicy, StackValidationPolicy)) for p in ALL_POLICIES)
+    assert len({p.name for p in ALL_POLICIES}) == len(ALL_POLICIES)
+
+
+@pytest.mark.parametrize("policy_id", sorted(CASES))
+def test_compliant(policy_id):
+    compliant, _ = CASES[policy_id]
+    assert only(policy_id, compliant()) == []
+
+
+@pytest.mark.parametrize("policy_id", sorted(CASES))
+def test_violating(policy_id):
+    _, violating = CASES[policy_id]
+    assert only(policy_id, violating()), f"{policy_id} did not flag its violating fixture"
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_our_stacks_pass_every_policy(stack):
+    from gpuplatform.check import format_table, run_policies
+    violations = run_policies(stack_resources(stack))
+    assert violations == [], format_table(violations)
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_synthesized_stacks_pass_every_policy(stack):
+    """The real program under mocks: what `pulumi preview --policy-pack policies` would see."""
+    synth = pytest.importorskip("gpuplatform.synth")
+    from components.stack_config import namespace_from_stack_file
+    from gpuplatform.check import format_table, run_policies
+    from policy_helpers import REPO
+    resources = synth.synthesize(synth.stack_config_from_namespace(
+        namespace_from_stack_file(REPO / "stacks" / f"Pulumi.{stack}.yaml")), stack=stack)
+    assert any(r.type.endswith("HorizontalPodAutoscaler") or r.type.endswith("ScaledObject") for r in resources)
+    violations = run_policies(resources)
+    assert violations == [], format_table(violations)

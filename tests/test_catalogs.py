@@ -1,0 +1,101 @@
+"""Catalog lookups and the capacity model, with the numbers from the source documents."""
+import pytest
+
+from catalogs import capacity, sharing
+from catalogs.gpus import GPU_MODELS, INSTANCE_TYPES, close_matches, instance_type, mig_instance_families
+from catalogs.metrics import EXPORTERS, METRICS, series_query
+from catalogs.mig import MIG_PROFILES, max_instances, mig_config_label_value
+from catalogs.versions import CHARTS
+
+
+def test_instance_types_from_the_ack_reference():
+    t4 = instance_type("ecs.gn6i-c4g1.xlarge")
+    assert (t4.gpu_model, t4.gpus, t4.family) == ("T4", 1, "ecs.gn6i")
+    a100 = instance_type("ecs.ebmgn7.26xlarge")
+    assert (a100.gpu_model, a100.gpus, a100.bare_metal, a100.mig_supported) == ("A100-40GB", 8, True, True)
+    passthrough = instance_type("ecs.gn7-c13g1.26xlarge")
+    assert passthrough.gpu.mig_capable and not passthrough.mig_supported
+    assert instance_type("ecs.gn7i-4x.16xlarge").gpus == 4
+    assert mig_instance_families() == ["ecs.ebmgn7", "ecs.gn7s"]
+
+
+def test_close_matches_suggest_the_intended_type():
+    assert close_matches("ecs.gn6i-c4g1.xlarg", INSTANCE_TYPES)[0] == "ecs.gn6i-c4g1.xlarge"
+
+
+def test_no_mig_on_t4_v100_a10_l20():
+    assert {m for m, g in GPU_MODELS.items() if not g.mig_capable} == {"T4", "V100-16GB", "V100-32GB", "A10", "L20"}
+
+
+@pytest.mark.parametrize("model,profile,count", [
+    ("A100-40GB", "1g.5gb", 7), ("A100-40GB", "3g.20gb", 2), ("A100-80GB", "1g.10gb", 7),
+    ("H100-80GB", "2g.20gb", 3), ("A30", "1g.6gb", 4), ("H200", "1g.18gb", 7), ("A100-40GB", "1g.10gb+me", 0)])
+def test_mig_profiles(model, profile, count):
+    assert max_instances(model, profile) == count
+
+
+def test_every_mig_capable_model_has_profiles():
+    assert {m for m, g in GPU_MODELS.items() if g.mig_capable} == set(MIG_PROFILES)
+    assert mig_config_label_value("1g.5gb") == "all-1g.5gb"
+
+
+def test_t4_reports_14_gib_so_three_4_gib_pods_share_a_card():
+    # the cGPU article: a T4 node shows 14 GiB of aliyun.com/gpu-mem; three 4 GiB notebooks use 12 of them
+    t4 = GPU_MODELS["T4"]
+    assert t4.reported_gib == 14
+    request = capacity.GpuRequest(memory_gib=4)
+    assert capacity.replicas_per_gpu("cgpu", t4, request) == 3
+    assert capacity.replicas_per_node("cgpu", t4, 1, request) == 3
+    assert capacity.pool_replicas("cgpu", t4, 1, 3, request) == 9
+
+
+def test_cgpu_core_percent_and_pod_cap_limit_packing():
+    a10 = GPU_MODELS["A10"]
+    assert capacity.replicas_per_gpu("cgpu", a10, capacity.GpuRequest(memory_gib=2, core_percent=30)) == 3
+    assert capacity.replicas_per_gpu("cgpu", GPU_MODELS["H200"], capacity.GpuRequest(memory_gib=1)) == 20
+
+
+def test_a100_1g5gb_is_seven_per_gpu_and_56_per_machine():
+    a100 = GPU_MODELS["A100-40GB"]
+    one = capacity.GpuRequest(count=1)
+    assert capacity.units_per_gpu("mig", a100, "1g.5gb") == 7
+    assert capacity.units_per_node("mig", a100, 8, "1g.5gb") == 56
+    assert capacity.replicas_per_node("mig", a100, 8, one, "1g.5gb") == 56
+
+
+def test_exclusive_is_gpus_per_node():
+    a10 = GPU_MODELS["A10"]
+    assert capacity.replicas_per_node("exclusive", a10, 4, capacity.GpuRequest(count=1)) == 4
+    assert capacity.replicas_per_node("exclusive", a10, 4, capacity.GpuRequest(count=2)) == 2
+    assert capacity.replicas_per_node("exclusive", a10, 1, capacity.GpuRequest(count=2)) == 0
+
+
+def test_metric_catalog_validity_by_sharing_mode():
+    assert METRICS["gpu_util"].sharing_modes == {"exclusive"}
+    assert "mig" not in METRICS["gpu_util"].sharing_modes
+    assert "mig" in METRICS["gpu_engine_active"].sharing_modes
+    sm = METRICS["gpu_sm_util"].source("ack")
+    assert (sm.series, sm.scope, sm.labels.pod) == ("DCGM_CUSTOM_PROCESS_SM_UTIL", "pod", "PodName")
+    assert METRICS["triton_queue_time_us"].source("triton").api_name == "avg_time_queue_us"
+    assert METRICS["gpu_util"].source("ack-legacy").api_name == "duty_cycle_current"
+    assert METRICS["gpu_fb_used"].source("ack-legacy").api_name == "memory_used_bytes_current"
+
+
+def test_every_source_names_a_known_exporter_and_lowercase_api_names_off_ack():
+    for metric in METRICS.values():
+        for src in metric.sources:
+            assert src.exporter in EXPORTERS
+            assert src.scope in ("pod", "node")
+            if src.exporter not in ("ack",):
+                assert src.api_name == src.api_name.lower() and ":" not in src.api_name, src.api_name
+            assert series_query(src).startswith(src.series + "{")
+
+
+def test_sharing_resources():
+    assert sharing.mig_resource("1g.5gb", "mixed") == "nvidia.com/mig-1g.5gb"
+    assert sharing.mig_resource("1g.5gb", "single") == sharing.RESOURCE_GPU
+
+
+def test_every_chart_is_pinned():
+    for c in CHARTS.values():
+        assert c.version and c.version != "latest" and c.repository

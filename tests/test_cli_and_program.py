@@ -1,0 +1,130 @@
+"""The CLI end to end: plan every stack, reject bad configs with exit 2 and no traceback, schema, reuse example."""
+import json
+import runpy
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from support import REPO, STACKS, of_type, stack_raw
+from gpuplatform.cli import main
+from gpuplatform.synth import synthesize
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_plan_every_stack_writes_plan_and_manifests(stack, tmp_path, capsys):
+    assert main(["plan", "--stack", stack, "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "GPU capacity" in out and "Metric latency" in out
+    plan = json.loads((tmp_path / "plan.json").read_text())
+    assert plan["resourceCount"] == len(plan["resources"]) > 10
+    files = sorted(p.name for p in (tmp_path / "manifests").glob("*.yaml"))
+    assert any(f.startswith("deployment-") for f in files)
+    assert any(f.startswith("helmrelease-") for f in files)
+    for f in files:
+        assert yaml.safe_load((tmp_path / "manifests" / f).read_text())
+
+
+def test_plan_json_format(capsys):
+    assert main(["plan", "--stack", "prod", "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["capacity"][0]["unitsPerNode"] == 56
+    assert doc["metricLatency"][0] == {"workload": "flower", "metric": "triton_queue_time_us",
+                                       "apiName": "avg_time_queue_us", "autoscaler": "hpa", "collect": 0,
+                                       "scrape": 10, "window": 30, "poll": 15, "worstCaseSeconds": 55}
+
+
+def test_plan_masks_secrets_and_shows_adapter_rules(tmp_path, capsys):
+    assert main(["plan", "--stack", "staging", "--out", str(tmp_path)]) == 0
+    text = (tmp_path / "plan.json").read_text()
+    assert "offline-token" not in text and "[secret]" in text
+    values = yaml.safe_load((tmp_path / "manifests" / "helmrelease-kube-system-ack-alibaba-cloud-metrics-adapter.yaml")
+                            .read_text())["values"]
+    rules = values["AlibabaCloudMetricsAdapter"]["prometheus"]["adapter"]["rules"]["custom"]
+    assert rules[0]["name"]["as"] == "DCGM_CUSTOM_PROCESS_SM_UTIL"
+
+
+def test_bad_config_exits_2_naming_every_path_without_traceback(tmp_path):
+    bad = {"config": {
+        "gpu-platform:cluster": {"kind": "kubeconfig", "kubernetesVersion": "1.30"},
+        "gpu-platform:nodePools": [{"name": "p", "gpuModel": "T4", "gpusPerNode": 1, "minNodes": 3, "maxNodes": 1,
+                                    "sharing": {"mode": "mig", "profile": "1g.5gb"}}],
+        "gpu-platform:workloads": [{"name": "w", "image": "x:1", "nodePool": "q", "gpu": {"count": 1},
+                                    "ports": [{"name": "http", "containerPort": 80}],
+                                    "autoscaling": {"maxReplicas": 2, "metrics": [{"metric": "gpu_utl", "target": 5}]}}],
+    }}
+    path = tmp_path / "Pulumi.bad.yaml"
+    path.write_text(yaml.safe_dump(bad))
+    proc = subprocess.run([sys.executable, "-m", "gpuplatform", "plan", "--config", str(path)], cwd=REPO,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr + proc.stdout
+    for fragment in ["gpu-platform:nodePools[0].minNodes", "gpu-platform:nodePools[0].sharing.mode",
+                     "gpu-platform:workloads[0].nodePool", "gpu-platform:workloads[0].autoscaling.metrics[0].metric"]:
+        assert fragment in proc.stderr
+
+
+def test_unknown_stack_exits_2(capsys):
+    assert main(["plan", "--stack", "nope"]) == 2
+    assert "stacks: dev, local, prod, staging" in capsys.readouterr().err
+
+
+def test_program_raises_a_clean_run_error_before_registering_anything():
+    import pulumi
+
+    raw = stack_raw("staging")
+    raw["nodePools"][0]["minNodes"] = 99
+    with pytest.raises(Exception) as info:
+        synthesize({f"gpu-platform:{k}": v for k, v in raw.items()})
+    err = info.value
+    while not isinstance(err, pulumi.RunError) and err.__cause__ is not None:
+        err = err.__cause__
+    assert isinstance(err, pulumi.RunError), repr(info.value)
+    assert "gpu-platform:nodePools[0].minNodes" in str(err)
+
+
+def test_schema_covers_stack_keys_and_metric_names(capsys):
+    assert main(["schema"]) == 0
+    schema = json.loads(capsys.readouterr().out)
+    props = schema["properties"]["config"]["properties"]
+    assert {"gpu-platform:cluster", "gpu-platform:nodePools", "gpu-platform:workloads"} <= set(props)
+    assert "gpu_sm_util" in schema["$defs"]["MetricTarget"]["properties"]["metric"]["enum"]
+
+
+def test_stack_files_validate_against_the_exported_schema(tmp_path):
+    import jsonschema
+
+    from gpuplatform.schema import stack_file_schema
+
+    schema = stack_file_schema()
+    for stack in STACKS:
+        doc = yaml.safe_load((REPO / "stacks" / f"Pulumi.{stack}.yaml").read_text())
+        jsonschema.validate(doc, schema)
+
+
+def test_reuse_example_synthesizes_offline():
+    program = REPO / "examples" / "reuse" / "__main__.py"
+    records = synthesize({}, lambda: runpy.run_path(str(program)), project="gpu-reuse-example")
+    types = {r.type for r in records}
+    assert "kubernetes:autoscaling/v2:HorizontalPodAutoscaler" in types
+    hpa = of_type(records, "kubernetes:autoscaling/v2:HorizontalPodAutoscaler")[0]
+    assert hpa.inputs["spec"]["metrics"][0]["pods"]["metric"]["name"] == "gpu_utilization"
+    assert not [t for t in types if t.startswith("alicloud:")]
+
+
+def test_reuse_with_bad_args_fails_cleanly():
+    import pulumi
+
+    from components import InferenceService
+
+    def program():
+        InferenceService("bad", {"workload": {"name": "w", "image": "x:1", "nodePool": "p", "gpu": {"memoryGib": 4},
+                                              "ports": [{"name": "http", "containerPort": 80}],
+                                              "autoscaling": {"maxReplicas": 2,
+                                                              "metrics": [{"metric": "gpu_util", "target": 5}]}},
+                                 "node_pool": {"name": "p", "gpuModel": "T4", "gpusPerNode": 1,
+                                               "sharing": {"mode": "exclusive"}}})
+    with pytest.raises(Exception) as info:
+        synthesize({}, program)
+    assert "gpu-platform:workloads[0].gpu" in str(info.value) and "memoryGib" in str(info.value)

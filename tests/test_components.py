@@ -1,0 +1,331 @@
+"""Mock-runtime tests: exact inputs of what each component registers, per sharing mode and cluster target."""
+import copy
+
+import pytest
+
+from catalogs import sharing
+from catalogs.metrics import METRICS
+from catalogs.versions import chart
+from components.adapter_rules import served_names
+from support import of_type, one, stack_raw, synth
+
+NODE_POOL = "alicloud:cs/nodePool:NodePool"
+RELEASE = "kubernetes:helm.sh/v3:Release"
+HPA_V2 = "kubernetes:autoscaling/v2:HorizontalPodAutoscaler"
+DEPLOYMENT = "kubernetes:apps/v1:Deployment"
+
+
+def labels_of(pool) -> dict:
+    return {item["key"]: item["value"] for item in pool.inputs["labels"]}
+
+
+# ------------------------------------------------------------------------------------------------ node pools
+def test_cgpu_pool_inputs(stack_records):
+    pool = one(stack_records("dev"), NODE_POOL)
+    assert pool.inputs["instanceTypes"] == ["ecs.gn6i-c4g1.xlarge"]
+    assert labels_of(pool) == {"ack.node.gpu.schedule": "cgpu", "ack.node.gpu.placement": "binpack",
+                               "gpuplatform.io/pool": "t4-cgpu"}
+    assert pool.inputs["taints"] == [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}]
+    assert pool.inputs["scalingConfig"] == {"enable": True, "minSize": 0, "maxSize": 3, "type": "gpu"}
+    assert "desiredSize" not in pool.inputs
+    assert pool.protect is False
+    assert pool.inputs["management"] == {"enable": True, "autoRepair": True, "maxUnavailable": 1}
+
+
+def test_exclusive_pool_inputs_on_adopted_cluster(stack_records):
+    records = stack_records("staging")
+    pool = one(records, NODE_POOL)
+    assert labels_of(pool) == {"ack.node.gpu.schedule": "default", "gpuplatform.io/pool": "a10"}
+    assert pool.inputs["clusterId"] == "c0123456789abcdef0123456789abcdef"
+    assert pool.inputs["vswitchIds"] == ["vsw-2ze0example0a", "vsw-2ze0example0b"]
+    assert pool.inputs["dataDisks"] == [{"category": "cloud_essd", "size": 200}]
+    assert not of_type(records, "alicloud:cs/managedKubernetes:ManagedKubernetes")
+    addons = {r.inputs["name"] for r in of_type(records, "alicloud:cs/kubernetesAddon:KubernetesAddon")}
+    assert addons == {"arms-prometheus", "ack-node-problem-detector", "node-lifecycle-controller"}
+
+
+def test_mig_pool_inputs_and_protection_in_prod(stack_records):
+    records = stack_records("prod")
+    pool = one(records, NODE_POOL)
+    assert labels_of(pool) == {"ack.node.gpu.schedule": "mig", "nvidia.com/mig.config": "all-1g.5gb",
+                               "gpuplatform.io/pool": "a100-mig"}
+    assert pool.protect is True
+    cluster = one(records, "alicloud:cs/managedKubernetes:ManagedKubernetes")
+    assert cluster.protect is True and cluster.inputs["deletionProtection"] is True
+    assert cluster.inputs["clusterSpec"] == "ack.pro.small" and cluster.inputs["version"] == "1.31.1-aliyun.1"
+    assert len(of_type(records, "alicloud:vpc/switch:Switch")) == 2
+
+
+def test_fixed_size_pool_uses_string_desired_size():
+    raw = stack_raw("staging")
+    raw["nodePools"][0].update({"autoscaling": False, "desiredNodes": 2, "minNodes": 0, "maxNodes": 10})
+    raw["workloads"][0]["autoscaling"]["maxReplicas"] = 2
+    pool = one(synth(raw), NODE_POOL)
+    assert pool.inputs["desiredSize"] == "2"
+    assert "scalingConfig" not in pool.inputs
+
+
+def test_legacy_cgpu_label_and_ack_cgpu_on_dedicated_cluster():
+    raw = stack_raw("dev")
+    raw["cluster"] = {"kind": "ack-existing", "region": "cn-hangzhou", "kubernetesVersion": "1.22",
+                      "clusterId": "c-dedicated", "vswitchIds": ["vsw-1"], "professional": False}
+    raw["nodePools"][0]["sharing"]["legacyLabel"] = True
+    records = synth(raw)
+    assert labels_of(one(records, NODE_POOL))["cgpu"] == "true"
+    addons = {r.inputs["name"] for r in of_type(records, "alicloud:cs/kubernetesAddon:KubernetesAddon")}
+    assert sharing.ACK_LEGACY_SHARING_ADDON in addons and sharing.ACK_SHARING_ADDON not in addons
+    assert one(records, "kubernetes:autoscaling/v2beta1:HorizontalPodAutoscaler")
+
+
+def test_kubeconfig_target_registers_no_alibaba_resource(stack_records):
+    records = stack_records("local")
+    assert not [r for r in records if r.type.startswith("alicloud:")]
+    provider = one(records, "pulumi:providers:kubernetes")
+    assert provider.inputs["context"] == "kind-gpu"
+    fake = one(records, RELEASE, "gpu-fake-gpu-operator")
+    assert fake.inputs["values"]["topology"]["nodePools"] == {
+        "sim-t4": {"gpuProduct": "Tesla-T4", "gpuCount": 2, "gpuMemory": 15079}}
+    assert fake.inputs["values"]["topology"]["nodePoolLabelKey"] == sharing.SIMULATED_POOL_LABEL
+    pool = one(records, "gpuplatform:index:GpuNodePool")
+    assert pool.inputs["nodeLabels"][sharing.SIMULATED_POOL_LABEL] == "sim-t4"
+
+
+def test_mig_on_plain_cluster_installs_the_gpu_operator():
+    raw = stack_raw("local")
+    raw["cluster"]["simulateGpus"] = False
+    raw["nodePools"][0] = {"name": "a100", "gpuModel": "A100-40GB", "gpusPerNode": 8, "maxNodes": 1,
+                           "sharing": {"mode": "mig", "profile": "3g.20gb", "strategy": "single"}}
+    raw["workloads"] = [raw["workloads"][0]]
+    raw["workloads"][0]["nodePool"] = "a100"
+    raw["workloads"][0]["autoscaling"]["metrics"] = [{"metric": "gpu_engine_active", "target": 0.6}]
+    records = synth(raw)
+    op = one(records, RELEASE, "gpu-gpu-operator")
+    assert op.inputs["chart"] == "gpu-operator" and op.inputs["version"] == chart("gpu-operator").version
+    assert op.inputs["values"]["mig"] == {"strategy": "single"}
+    sm = op.inputs["values"]["dcgmExporter"]["serviceMonitor"]
+    assert sm["honorLabels"] is True and sm["additionalLabels"] == {"release": "kube-prometheus-stack"}
+    assert not [r for r in of_type(records, RELEASE) if r.inputs["name"] == "dcgm-exporter"]
+    container = one(records, DEPLOYMENT).inputs["spec"]["template"]["spec"]["containers"][0]
+    assert container["resources"]["limits"]["nvidia.com/gpu"] == "1"  # single strategy: MIG devices as GPUs
+    hpa = one(records, HPA_V2)
+    assert hpa.inputs["spec"]["metrics"][0]["pods"]["target"] == {"type": "AverageValue", "averageValue": "600m"}
+
+
+# ------------------------------------------------------------------------------------------------ workloads
+@pytest.mark.parametrize("stack,expected", [
+    ("dev", {"aliyun.com/gpu-mem": "4"}),
+    ("staging", {"nvidia.com/gpu": "1"}),
+    ("prod", {"nvidia.com/mig-1g.5gb": "1"}),
+    ("local", {"nvidia.com/gpu": "1"}),
+])
+def test_gpu_resource_matches_sharing_mode(stack_records, stack, expected):
+    for dep in of_type(stack_records(stack), DEPLOYMENT):
+        spec = dep.inputs["spec"]
+        res = spec["template"]["spec"]["containers"][0]["resources"]
+        for key, value in expected.items():
+            assert res["limits"][key] == value and res["requests"][key] == value
+        assert "replicas" not in spec, "the HPA owns the replica count"
+
+
+def test_core_mem_adds_core_percentage():
+    raw = stack_raw("dev")
+    raw["nodePools"][0]["sharing"]["policy"] = "core_mem"
+    raw["workloads"][0]["gpu"]["corePercent"] = 30
+    dep = one(synth(raw), DEPLOYMENT)
+    limits = dep.inputs["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]
+    assert limits[sharing.RESOURCE_GPU_MEM] == "4" and limits[sharing.RESOURCE_GPU_CORE] == "30"
+
+
+def test_pods_are_scheduled_on_their_pool_with_restricted_security(stack_records):
+    dep = one(stack_records("staging"), DEPLOYMENT)
+    pod = dep.inputs["spec"]["template"]["spec"]
+    assert pod["nodeSelector"] == {"gpuplatform.io/pool": "a10"}
+    assert pod["tolerations"] == [{"key": "nvidia.com/gpu", "operator": "Equal", "value": "present",
+                                   "effect": "NoSchedule"}]
+    sc = pod["containers"][0]["securityContext"]
+    assert sc["allowPrivilegeEscalation"] is False and sc["capabilities"] == {"drop": ["ALL"]}
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+    assert {p for p in pod["containers"][0] if p.endswith("Probe")} == {"startupProbe", "readinessProbe",
+                                                                       "livenessProbe"}
+
+
+@pytest.mark.parametrize("version,api", [("1.22", "autoscaling/v2beta1"), ("1.23", "autoscaling/v2"),
+                                         ("1.30", "autoscaling/v2")])
+def test_hpa_api_version_follows_cluster_version(version, api):
+    raw = stack_raw("staging")
+    raw["cluster"]["kubernetesVersion"] = version
+    hpa = one(synth(raw), f"kubernetes:{api}:HorizontalPodAutoscaler")
+    metric = hpa.inputs["spec"]["metrics"][0]["pods"]
+    if api == "autoscaling/v2":
+        assert metric == {"metric": {"name": "DCGM_CUSTOM_PROCESS_SM_UTIL"},
+                          "target": {"type": "AverageValue", "averageValue": "20"}}
+        assert hpa.inputs["spec"]["behavior"]["scaleDown"]["stabilizationWindowSeconds"] == 300
+    else:
+        assert metric == {"metricName": "DCGM_CUSTOM_PROCESS_SM_UTIL", "targetAverageValue": "20"}
+        assert "behavior" not in hpa.inputs["spec"]
+
+
+def test_staging_hpa_is_the_ack_guide_hpa_in_the_correct_form(stack_records):
+    spec = one(stack_records("staging"), HPA_V2).inputs["spec"]
+    assert spec["scaleTargetRef"] == {"apiVersion": "apps/v1", "kind": "Deployment", "name": "bert-intent-detection"}
+    assert (spec["minReplicas"], spec["maxReplicas"]) == (1, 10)
+    assert spec["metrics"][0]["pods"]["target"]["type"] == "AverageValue"  # the guide wrote Utilization
+
+
+def test_default_behavior_scales_up_fast_and_down_cautiously(stack_records):
+    behavior = one(stack_records("prod"), HPA_V2).inputs["spec"]["behavior"]
+    assert behavior["scaleUp"]["stabilizationWindowSeconds"] == 0
+    assert {"type": "Percent", "value": 100, "periodSeconds": 30} in behavior["scaleUp"]["policies"]
+    assert behavior["scaleDown"] == {"stabilizationWindowSeconds": 300, "selectPolicy": "Max",
+                                     "policies": [{"type": "Pods", "value": 1, "periodSeconds": 60}]}
+
+
+def test_behavior_override_from_the_stack():
+    raw = stack_raw("staging")
+    raw["workloads"][0]["autoscaling"]["behavior"] = {"scaleDown": {
+        "stabilizationWindowSeconds": 900, "policies": [{"type": "Percent", "value": 10, "periodSeconds": 120}]}}
+    down = one(synth(raw), HPA_V2).inputs["spec"]["behavior"]["scaleDown"]
+    assert down["stabilizationWindowSeconds"] == 900
+    assert down["policies"] == [{"type": "Percent", "value": 10, "periodSeconds": 120}]
+
+
+def _adapter_rules(records):
+    for rel in of_type(records, RELEASE):
+        values = rel.inputs.get("values") or {}
+        if rel.inputs["name"] == "prometheus-adapter":
+            return values["rules"]["custom"]
+        if rel.inputs["name"] == "ack-alibaba-cloud-metrics-adapter":
+            return values["AlibabaCloudMetricsAdapter"]["prometheus"]["adapter"]["rules"]["custom"]
+    raise AssertionError("no adapter release")
+
+
+@pytest.mark.parametrize("stack", ["dev", "staging", "prod", "local"])
+def test_hpa_metric_names_are_served_by_the_generated_rules(stack_records, stack):
+    records = stack_records(stack)
+    served = served_names(_adapter_rules(records))
+    asked = {m["pods"]["metric"]["name"] for h in of_type(records, HPA_V2) for m in h.inputs["spec"]["metrics"]}
+    assert asked and asked <= served
+
+
+def test_prod_triton_service_has_monitor_ingress_and_claims(stack_records):
+    records = stack_records("prod")
+    mon = one(records, "kubernetes:monitoring.coreos.com/v1:PodMonitor")
+    assert mon.inputs["spec"]["podMetricsEndpoints"] == [{"port": "metrics", "path": "/metrics", "interval": "10s"}]
+    assert "gpu-monitoring-kube-prometheus-stack" in mon.depends_on
+    ingress = one(records, "kubernetes:networking.k8s.io/v1:Ingress")
+    assert ingress.inputs["metadata"]["annotations"] == {"nginx.ingress.kubernetes.io/backend-protocol": "GRPC"}
+    svc = one(records, "kubernetes:core/v1:Service")
+    assert svc.inputs["spec"]["type"] == "ClusterIP"
+    assert [p["name"] for p in svc.inputs["spec"]["ports"]] == ["http", "grpc"]  # metrics port not exposed
+    pv = one(records, "kubernetes:core/v1:PersistentVolume")
+    assert pv.inputs["spec"]["nfs"] == {"server": "192.168.10.20", "path": "/exports/flowerdemo", "readOnly": True}
+    pod = one(records, DEPLOYMENT).inputs["spec"]["template"]["spec"]
+    assert {"name": "models", "persistentVolumeClaim": {"claimName": "flower-models", "readOnly": True}} in pod["volumes"]
+
+
+def test_internal_and_public_load_balancers():
+    raw = stack_raw("staging")
+    svc = one(synth(raw), "kubernetes:core/v1:Service")
+    assert svc.inputs["spec"]["type"] == "LoadBalancer"
+    assert svc.inputs["metadata"]["annotations"] == {
+        "service.beta.kubernetes.io/alibaba-cloud-loadbalancer-address-type": "intranet"}
+    raw["settings"]["allowPublicEndpoints"] = True
+    raw["workloads"][0]["exposure"]["serviceType"] = "PublicLoadBalancer"
+    svc = one(synth(raw), "kubernetes:core/v1:Service")
+    assert svc.inputs["spec"]["type"] == "LoadBalancer" and "annotations" not in svc.inputs["metadata"]
+
+
+def test_keda_workload_gets_a_scaled_object_and_no_hpa(stack_records):
+    records = stack_records("local")
+    so = one(records, "kubernetes:keda.sh/v1alpha1:ScaledObject")
+    assert so.inputs["spec"]["minReplicaCount"] == 0 and so.inputs["spec"]["maxReplicaCount"] == 2
+    trigger = so.inputs["spec"]["triggers"][0]
+    assert trigger["type"] == "prometheus" and trigger["metricType"] == "AverageValue"
+    assert trigger["metadata"]["query"] == (
+        'sum(avg(DCGM_FI_DEV_GPU_UTIL{namespace="inference",pod=~"batch-embedder-.*"}) by (pod))')
+    assert [h.inputs["metadata"]["name"] for h in of_type(records, HPA_V2)] == ["echo-gpu"]
+    keda = one(records, RELEASE, "gpu-monitoring-keda")
+    assert keda.inputs["version"] == chart("keda").version
+    adapter = one(records, RELEASE, "gpu-monitoring-prometheus-adapter")
+    assert adapter.inputs["values"]["rules"]["external"] == []  # external.metrics.k8s.io is KEDA's
+
+
+# ------------------------------------------------------------------------------------------------ monitoring
+def test_arms_backend_reads_the_intranet_endpoint_and_installs_the_ack_adapter(stack_records):
+    records = stack_records("staging")
+    adapter = one(records, RELEASE, "gpu-monitoring-ack-metrics-adapter")
+    assert adapter.inputs["chart"] == "ack-alibaba-cloud-metrics-adapter"
+    assert adapter.inputs["namespace"] == "kube-system"
+    prom = adapter.inputs["values"]["AlibabaCloudMetricsAdapter"]["prometheus"]
+    assert prom["url"].startswith("http://offline-intranet.arms.aliyuncs.com:9090/api/v1/prometheus/")
+    assert prom["prometheusHeader"] == {"Authorization": "offline-token"}
+    assert prom["metricsRelistInterval"] == "1m"
+    assert prom["adapter"]["rules"] == {"default": False, "custom": [{
+        "seriesQuery": 'DCGM_CUSTOM_PROCESS_SM_UTIL{NamespaceName!="",PodName!=""}',
+        "resources": {"overrides": {"NamespaceName": {"resource": "namespace"}, "PodName": {"resource": "pod"}}},
+        "name": {"matches": "^DCGM_CUSTOM_PROCESS_SM_UTIL$", "as": "DCGM_CUSTOM_PROCESS_SM_UTIL"},
+        "metricsQuery": "avg(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)"}]}
+    patch = one(records, "kubernetes:apps/v1:DaemonSetPatch")
+    assert patch.inputs["metadata"]["namespace"] == "arms-prom"
+    assert patch.inputs["spec"]["template"]["spec"]["tolerations"] == [
+        {"key": "nvidia.com/gpu", "operator": "Equal", "value": "present", "effect": "NoSchedule"}]
+    names = {r.inputs["prometheusAlertRuleName"] for r in of_type(records, "alicloud:arms/prometheusAlertRule:PrometheusAlertRule")}
+    assert {"GpuHpaMetricUnavailable", "GpuHpaAtMaxReplicas", "CustomMetricsApiUnavailable", "GpuXidError",
+            "GpuMemoryNearlyFull"} <= names
+
+
+def test_self_hosted_backend_in_prod(stack_records):
+    records = stack_records("prod")
+    kps = one(records, RELEASE, "gpu-monitoring-kube-prometheus-stack")
+    spec = kps.inputs["values"]["prometheus"]["prometheusSpec"]
+    assert spec["scrapeInterval"] == "10s"
+    assert spec["podMonitorSelectorNilUsesHelmValues"] is False
+    assert spec["serviceMonitorSelectorNilUsesHelmValues"] is False
+    adapter = one(records, RELEASE, "gpu-monitoring-prometheus-adapter").inputs["values"]
+    assert adapter["prometheus"] == {"url": "http://kube-prometheus-stack-prometheus.monitoring.svc", "port": 9090}
+    assert adapter["replicas"] == 2 and adapter["podDisruptionBudget"]["enabled"] is True
+    assert adapter["certManager"] == {"enabled": True}
+    assert adapter["rbac"] == {"create": False}
+    assert adapter["metricsRelistInterval"] == "30s"
+    assert adapter["rules"]["custom"][0]["metricsQuery"] == (
+        "avg(delta(nv_inference_queue_duration_us{<<.LabelMatchers>>}[30s]) / "
+        "(1 + delta(nv_inference_request_success{<<.LabelMatchers>>}[30s]))) by (<<.GroupBy>>)")
+    dcgm = one(records, RELEASE, "gpu-monitoring-dcgm-exporter").inputs["values"]
+    assert dcgm["serviceMonitor"]["honorLabels"] is True
+    assert dcgm["extraEnv"] == [{"name": "DCGM_EXPORTER_INTERVAL", "value": "10000"}]
+    roles = of_type(records, "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole")
+    for role in roles:
+        for rule in role.inputs["rules"]:
+            assert "*" not in rule["verbs"] and "*" not in rule["resources"]
+    bindings = of_type(records, "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding")
+    assert "cluster-admin" not in {b.inputs["roleRef"]["name"] for b in bindings}
+    rule = one(records, "kubernetes:monitoring.coreos.com/v1:PrometheusRule")
+    assert "gpu-monitoring-kube-prometheus-stack" in rule.depends_on
+    dash = one(records, "kubernetes:core/v1:ConfigMap", "gpu-monitoring-dashboard")
+    assert dash.inputs["metadata"]["labels"] == {"grafana_dashboard": "1"}
+
+
+def test_dev_adapter_is_single_replica_without_cert_manager():
+    raw = stack_raw("local")
+    values = one(synth(raw), RELEASE, "gpu-monitoring-prometheus-adapter").inputs["values"]
+    assert values["replicas"] == 1 and "certManager" not in values
+
+
+def test_helm_values_escape_hatch_is_merged_over_ours():
+    raw = stack_raw("prod")
+    raw["monitoring"]["helmValues"] = {"kubePrometheusStack": {"prometheus": {"prometheusSpec": {"retention": "30d"}}}}
+    spec = one(synth(raw), RELEASE, "gpu-monitoring-kube-prometheus-stack").inputs["values"]["prometheus"]["prometheusSpec"]
+    assert spec["retention"] == "30d" and spec["scrapeInterval"] == "10s"
+
+
+def test_no_duplicate_urns_with_many_workloads():
+    raw = stack_raw("prod")
+    base = raw["workloads"][0]
+    raw["workloads"] = []
+    for i in range(3):
+        w = copy.deepcopy(base)
+        w["name"] = f"flower-{i}"
+        raw["workloads"].append(w)
+    records = synth(raw)  # synthesize raises on duplicate URNs
+    assert len(of_type(records, HPA_V2)) == 3

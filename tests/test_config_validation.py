@@ -1,0 +1,198 @@
+"""The bad-input corpus: each case breaks one thing in a valid stack and must be rejected with a message that
+names the config path, the bad value and what is allowed, before any resource is registered."""
+import copy
+
+import pytest
+
+from components.errors import ConfigError
+from components.stack_config import namespace_from_stack_file
+from components.validation import load
+from support import REPO, stack_raw
+
+
+def _pool(raw, i=0):
+    return raw["nodePools"][i]
+
+
+def _wl(raw, i=0):
+    return raw["workloads"][i]
+
+
+def set_in(path, value):
+    """Mutation setting raw[path...] = value."""
+    def mutate(raw):
+        node = raw
+        for key in path[:-1]:
+            node = node[key]
+        node[path[-1]] = value
+    return mutate
+
+
+def compose(*fns):
+    def mutate(raw):
+        for fn in fns:
+            fn(raw)
+    return mutate
+
+
+def dup_pool(raw):
+    raw["nodePools"].append(copy.deepcopy(raw["nodePools"][0]))
+
+
+def dup_workload(raw):
+    raw["workloads"].append(copy.deepcopy(raw["workloads"][0]))
+
+
+def second_workload_on_pool(raw):
+    w = copy.deepcopy(raw["workloads"][0])
+    w["name"] = "bert-canary"
+    raw["workloads"].append(w)
+
+
+def add_metric(metric, target=1):
+    def mutate(raw):
+        _wl(raw)["autoscaling"]["metrics"].append({"metric": metric, "target": target})
+    return mutate
+
+
+# (case id, base stack, mutation, expected path, fragments the message must contain)
+CASES = [
+    ("unknown-top-level-key", "staging", set_in(["nodepools"], []), "nodepools", ["unknown key"]),
+    ("wrong-type", "staging", set_in(["nodePools", 0, "maxNodes"], "many"), "nodePools[0].maxNodes",
+     ["'many'", "integer"]),
+    ("unknown-instance-type", "staging", set_in(["nodePools", 0, "instanceTypes"], ["ecs.gn7i-c8g1.2xlarg"]),
+     "nodePools[0].instanceTypes[0]", ["'ecs.gn7i-c8g1.2xlarg'", "Did you mean", "ecs.gn7i-c8g1.2xlarge"]),
+    ("mixed-gpu-models", "staging", set_in(["nodePools", 0, "instanceTypes"], ["ecs.gn7i-c8g1.2xlarge",
+                                                                               "ecs.gn6i-c4g1.xlarge"]),
+     "nodePools[0].instanceTypes", ["A10", "T4", "same GPU model"]),
+    ("mig-on-gpu-without-mig", "staging", set_in(["nodePools", 0, "sharing"], {"mode": "mig", "profile": "1g.5gb"}),
+     "nodePools[0].sharing.mode", ["A10", "no MIG", "A100-40GB"]),
+    ("mig-on-passthrough-family", "prod", set_in(["nodePools", 0, "instanceTypes"], ["ecs.gn7-c13g1.26xlarge"]),
+     "nodePools[0].sharing.mode", ["ecs.gn7-c13g1.26xlarge", "passthrough", "ecs.ebmgn7"]),
+    ("mig-profile-not-for-model", "prod", set_in(["nodePools", 0, "sharing", "profile"], "1g.10gb+me"),
+     "nodePools[0].sharing.profile", ["'1g.10gb+me'", "A100-40GB", "1g.5gb"]),
+    ("cgpu-memory-above-card", "dev", set_in(["workloads", 0, "gpu", "memoryGib"], 16),
+     "workloads[0].gpu.memoryGib", ["16 GiB", "T4", "14 GiB", "1..14"]),
+    ("pool-min-above-max", "staging", set_in(["nodePools", 0, "minNodes"], 12), "nodePools[0].minNodes",
+     ["'minNodes' (12) must be <= 'maxNodes' (10)"]),
+    ("hpa-min-above-max", "staging", set_in(["workloads", 0, "autoscaling", "minReplicas"], 11),
+     "workloads[0].autoscaling.minReplicas", ["'minReplicas' (11) must be <= 'maxReplicas' (10)"]),
+    ("target-not-positive", "staging", set_in(["workloads", 0, "autoscaling", "metrics", 0, "target"], 0),
+     "workloads[0].autoscaling.metrics[0].target", ["0", "positive"]),
+    ("unknown-metric", "staging", set_in(["workloads", 0, "autoscaling", "metrics", 0, "metric"], "gpu_sm_utl"),
+     "workloads[0].autoscaling.metrics[0].metric", ["'gpu_sm_utl'", "Did you mean", "gpu_sm_util"]),
+    ("gpu-util-on-mig", "prod", add_metric("gpu_util", 80), "workloads[0].autoscaling.metrics[1].metric",
+     ["'gpu_util'", "sharing mig", "gpu_engine_active"]),
+    ("device-metric-on-cgpu", "dev", add_metric("gpu_fb_used", 4000), "workloads[0].autoscaling.metrics[1].metric",
+     ["'gpu_fb_used'", "sharing cgpu", "whole shared card"]),
+    ("node-scoped-metric-for-hpa", "staging", set_in(["workloads", 0, "autoscaling", "metrics", 0, "metric"],
+                                                     "gpu_util"),
+     "workloads[0].autoscaling.metrics[0].metric", ["per node", "DCGM_FI_DEV_GPU_UTIL", "gpu_sm_util"]),
+    ("metric-not-from-exporter", "local", set_in(["workloads", 0, "autoscaling", "metrics", 0, "metric"],
+                                                 "gpu_sm_util"),
+     "workloads[0].autoscaling.metrics[0].metric", ["'gpu_sm_util'", "'dcgm'", "ack"]),
+    ("missing-pool", "staging", set_in(["workloads", 0, "nodePool"], "a100"), "workloads[0].nodePool",
+     ["'a100'", "allowed: a10"]),
+    ("duplicate-pool", "staging", dup_pool, "nodePools[1].name", ["'a10'", "already used"]),
+    ("duplicate-workload", "staging", dup_workload, "workloads[1].name", ["already used"]),
+    ("bad-pool-name", "staging", compose(set_in(["nodePools", 0, "name"], "A10_Pool"),
+                                         set_in(["workloads", 0, "nodePool"], "A10_Pool")),
+     "nodePools[0].name", ["'A10_Pool'", "lowercase"]),
+    ("bad-workload-name", "staging", set_in(["workloads", 0, "name"], "1bert"), "workloads[0].name",
+     ["'1bert'", "starting with a letter"]),
+    ("behavior-before-1.23", "staging", compose(
+        set_in(["cluster", "kubernetesVersion"], "1.22"),
+        set_in(["workloads", 0, "autoscaling", "behavior"], {"scaleDown": {"stabilizationWindowSeconds": 600}})),
+     "workloads[0].autoscaling.behavior", ["autoscaling/v2", "1.23", "1.22"]),
+    ("max-replicas-beyond-capacity", "staging", set_in(["workloads", 0, "autoscaling", "maxReplicas"], 11),
+     "workloads[0].autoscaling.maxReplicas", ["11", "at most 10", "1 per node x 10 nodes"]),
+    ("replica-never-fits", "staging", set_in(["workloads", 0, "gpu", "count"], 2), "workloads[0].gpu",
+     ["more than a node", "1 GPU per node", "Pending"]),
+    ("gpu-request-wrong-mode", "staging", set_in(["workloads", 0, "gpu"], {"memoryGib": 4}), "workloads[0].gpu",
+     ["memoryGib", "sharing exclusive", "nvidia.com/gpu"]),
+    ("count-on-cgpu", "dev", set_in(["workloads", 0, "gpu"], {"count": 1}), "workloads[0].gpu.count",
+     ["cGPU", "memoryGib", "aliyun.com/gpu-mem"]),
+    ("public-lb-not-allowed", "staging", set_in(["workloads", 0, "exposure", "serviceType"], "PublicLoadBalancer"),
+     "workloads[0].exposure.serviceType", ["Internet", "allowPublicEndpoints", "InternalLoadBalancer"]),
+    ("app-metric-without-scrape-port", "prod", set_in(["workloads", 0, "ports"], [
+        {"name": "http", "containerPort": 8000, "protocol": "http"}]),
+     "workloads[0].autoscaling.metrics[0].metric", ["no port with protocol 'metrics'", "8002"]),
+    ("app-metric-without-server", "prod", set_in(["workloads", 0, "server"], None),
+     "workloads[0].autoscaling.metrics[0].metric", ["inference-server metric", "triton"]),
+    ("relist-shorter-than-scrape", "prod", set_in(["monitoring", "intervals", "adapterRelist"], "5s"),
+     "monitoring.intervals.adapterRelist", ["'5s'", "scrape interval", ">= 10s"]),
+    ("window-shorter-than-two-scrapes", "prod", set_in(["monitoring", "intervals", "ruleWindow"], "15s"),
+     "monitoring.intervals.ruleWindow", ["'15s'", "two scrapes", ">= 20s"]),
+    ("bad-duration", "prod", set_in(["monitoring", "intervals", "scrape"], "10 seconds"),
+     "monitoring.intervals.scrape", ["'10 seconds'", "not a duration"]),
+    ("bad-kubernetes-version", "staging", set_in(["cluster", "kubernetesVersion"], "v1.30"),
+     "cluster.kubernetesVersion", ["'v1.30'", "not a Kubernetes version"]),
+    ("ack-managed-needs-full-version", "dev", set_in(["cluster", "kubernetesVersion"], "1.31"),
+     "cluster.kubernetesVersion", ["'1.31'", "full ACK version", "1.31.1-aliyun.1"]),
+    ("arms-on-plain-cluster", "local", set_in(["monitoring", "backend"], "arms"), "monitoring.backend",
+     ["'arms'", "needs an ACK cluster"]),
+    ("cgpu-on-plain-cluster", "local", compose(
+        set_in(["nodePools", 0, "sharing"], {"mode": "cgpu"}),
+        set_in(["workloads", 0, "gpu"], {"memoryGib": 4})),
+     "nodePools[0].sharing.mode", ["'cgpu'", "needs an ACK cluster"]),
+    ("unknown-cluster-kind", "staging", set_in(["cluster", "kind"], "eks"), "cluster", ["'eks'", "ack-managed"]),
+    ("unknown-sharing-mode", "staging", set_in(["nodePools", 0, "sharing"], {"mode": "timeslice"}),
+     "nodePools[0].sharing", ["'timeslice'", "exclusive", "cgpu", "mig"]),
+    ("secret-in-plain-env", "staging", set_in(["workloads", 0, "env"], {"PASSWORD": "mypassw0rd"}),
+     "workloads[0].env.PASSWORD", ["secret in plain text", "secretEnv"]),
+    ("latest-image", "staging", set_in(["workloads", 0, "image"], "registry.example.com/bert:latest"),
+     "workloads[0].image", ["'latest'", "explicit version tag"]),
+    ("probe-on-unknown-port", "staging", set_in(["workloads", 0, "probes", "port"], "web"), "workloads[0].probes.port",
+     ["'web'", "allowed: http"]),
+    ("hand-set-sharing-label", "staging", set_in(["nodePools", 0, "labels"], {"ack.node.gpu.schedule": "cgpu"}),
+     "nodePools[0].labels.ack.node.gpu.schedule", ["'cgpu'", "one GPU scheduling mode"]),
+    ("hpa-min-zero", "staging", set_in(["workloads", 0, "autoscaling", "minReplicas"], 0),
+     "workloads[0].autoscaling.minReplicas", ["0", "keda"]),
+    ("core-percent-without-core-mem", "dev", set_in(["workloads", 0, "gpu", "corePercent"], 30),
+     "workloads[0].gpu.corePercent", ["core_mem", "cgpu"]),
+    ("pool-shared-beyond-capacity", "staging", compose(
+        second_workload_on_pool, set_in(["workloads", 0, "autoscaling", "maxReplicas"], 6),
+        set_in(["workloads", 1, "autoscaling", "maxReplicas"], 6)),
+     "nodePools[0].maxNodes", ["bert-intent-detection (6)", "bert-canary (6)", "12.0 nodes"]),
+    ("behavior-window-out-of-range", "staging", set_in(
+        ["workloads", 0, "autoscaling", "behavior"], {"scaleDown": {"stabilizationWindowSeconds": 7200}}),
+     "workloads[0].autoscaling.behavior.scaleDown.stabilizationWindowSeconds", ["7200", "0..3600"]),
+    ("fixed-pool-without-size", "staging", set_in(["nodePools", 0, "autoscaling"], False),
+     "nodePools[0].desiredNodes", ["required when 'autoscaling' is false"]),
+    ("keda-on-arms", "staging", set_in(["workloads", 0, "autoscaling", "autoscaler"], "keda"),
+     "workloads[0].autoscaling.autoscaler", ["'keda'", "self-hosted"]),
+]
+
+
+def test_corpus_has_at_least_25_kinds():
+    assert len({c[0] for c in CASES}) >= 25
+
+
+@pytest.mark.parametrize("case,stack,mutate,path,fragments", CASES, ids=[c[0] for c in CASES])
+def test_bad_input_is_rejected_with_path_value_and_allowed(case, stack, mutate, path, fragments):
+    raw = stack_raw(stack)
+    mutate(raw)
+    with pytest.raises(ConfigError) as info:
+        load(raw)
+    issues = [i for i in info.value.issues if i.path == path]
+    assert issues, f"no issue at {path}; got:\n{info.value.render()}"
+    message = " ".join(i.message for i in issues)
+    for fragment in fragments:
+        assert fragment in message, f"{fragment!r} not in {message!r}"
+    assert f"gpu-platform:{path}:" in info.value.render()
+
+
+def test_all_problems_are_reported_at_once():
+    raw = stack_raw("staging")
+    raw["nodePools"][0]["minNodes"] = 12
+    raw["workloads"][0]["image"] = "bert:latest"
+    raw["workloads"][0]["autoscaling"]["metrics"][0]["target"] = -1
+    with pytest.raises(ConfigError) as info:
+        load(raw)
+    paths = {i.path for i in info.value.issues}
+    assert {"nodePools[0].minNodes", "workloads[0].image", "workloads[0].autoscaling.metrics[0].target"} <= paths
+
+
+def test_every_shipped_stack_is_valid():
+    for path in sorted((REPO / "stacks").glob("Pulumi.*.yaml")):
+        load(namespace_from_stack_file(path))

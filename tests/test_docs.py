@@ -1,0 +1,42 @@
+"""Every public args field and config field is documented with its default (terraform-aws-eks style)."""
+import ast
+import inspect
+
+import pytest
+
+import components
+from components import config as config_module
+
+ARGS = [components.GpuClusterArgs, components.GpuNodePoolArgs, components.GpuMonitoringArgs,
+        components.InferenceServiceArgs, components.GpuPlatformArgs]
+
+
+def _field_docs(cls) -> dict[str, str]:
+    """Attribute docstrings: a string literal right after an annotated assignment."""
+    tree = ast.parse(inspect.getsource(cls))
+    body = tree.body[0].body
+    docs = {}
+    for node, nxt in zip(body, body[1:] + [None]):
+        if isinstance(node, ast.AnnAssign) and isinstance(nxt, ast.Expr) and isinstance(nxt.value, ast.Constant):
+            docs[node.target.id] = nxt.value.value
+    return docs
+
+
+@pytest.mark.parametrize("cls", ARGS, ids=lambda c: c.__name__)
+def test_every_args_field_has_a_docstring_with_its_default(cls):
+    docs = _field_docs(cls)
+    for field in cls.__annotations__:
+        assert field in docs, f"{cls.__name__}.{field} has no docstring"
+        assert "Default" in docs[field] or "Required" in docs[field], f"{cls.__name__}.{field}: state the default"
+
+
+def test_optional_config_fields_state_their_default():
+    missing = []
+    for name, cls in inspect.getmembers(config_module, inspect.isclass):
+        if not issubclass(cls, config_module.Model) or cls is config_module.Model:
+            continue
+        docs = _field_docs(cls)
+        for field, info in cls.model_fields.items():
+            if not info.is_required() and "efault" not in docs.get(field, ""):
+                missing.append(f"{name}.{field}")
+    assert not missing, missing

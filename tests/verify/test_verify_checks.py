@@ -59,7 +59,7 @@ def test_prod_healthy_all_checks_pass(fake_api, prod_cfg):
         "every node exposes nvidia.com/mig-1g.5gb >= 56 (MIG instance per node)"
     assert results[("nodes.labels", "pool/a100-mig")].message == "all nodes carry the 3 declared labels"
     assert results[("adapter.ready", "service/monitoring/prometheus-adapter")].message == "2/2 adapter pods ready"
-    assert results[("exporter.ready", "daemonset/gpu-monitoring/dcgm-exporter")].ok
+    assert results[("exporter.ready", "daemonset/monitoring/dcgm-exporter")].ok
     assert results[("metrics.value", "flower/triton_queue_time_us")].message == \
         "2 pod value(s): flower-5cf8b78894-jng2g=0, flower-5cf8b78894-x7q9d=12500m"
     assert results[("hpa.current-metrics", PROD_HPA)].message == "TARGETS avg_time_queue_us 6250m/50"

@@ -41,6 +41,19 @@ ACK_ADDONS: dict[str, str | None] = {
     "node-lifecycle-controller": None,
 }
 
+_KPS = CHARTS["kube-prometheus-stack"]
+PROMETHEUS_HOST = f"{_KPS.release}-prometheus.{_KPS.namespace}.svc"
+"""The chart names its Prometheus Service ``<fullname>-prometheus``; fullname is the release name here."""
+PROMETHEUS_PORT = 9090
+MONITOR_LABELS = {"release": _KPS.release}
+"""The label kube-prometheus-stack's default selectors look for; our monitors carry it even though our values
+open the selectors, so they also work with a Prometheus installed elsewhere."""
+
+
+def in_cluster_prometheus_url() -> str:
+    return f"http://{PROMETHEUS_HOST}:{PROMETHEUS_PORT}"
+
+
 ARMS_GPU_EXPORTER = ("arms-prom", "ack-prometheus-gpu-exporter")
 """Namespace and DaemonSet of the GPU exporter ACK managed Prometheus runs; it needs tolerations for tainted
 GPU pools (ACK FAQ "Why can't I deploy GPU monitoring?")."""

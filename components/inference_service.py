@@ -24,7 +24,7 @@ from typing_extensions import NotRequired
 
 from components import workload_manifests as wm
 from components.k8s_objects import register
-from components.config import KubeconfigCluster, Monitoring, NodePool, PlatformConfig, Settings, Workload
+from components.config import PlatformConfig, Workload
 from components.errors import ConfigError
 from components.pools import PoolFacts, pool_facts
 from components.validation import hpa_api_version, kubernetes_version, validate
@@ -100,7 +100,7 @@ def workload_context(cfg: PlatformConfig, workload: Workload, facts: PoolFacts,
         namespace=cfg.settings.namespace, pool=facts, kubernetes_version=kubernetes_version(cfg) or (1, 31),
         hpa_api_version=hpa_api_version(cfg), on_ack=cfg.is_ack, scrape_interval=mon.intervals.scrape,
         rule_window=mon.intervals.rule_window,
-        prometheus_url=prometheus_url or wm.WorkloadContext.__dataclass_fields__["prometheus_url"].default,
+        **({"prometheus_url": prometheus_url} if prometheus_url else {}),
         metric_sources=wm.context_sources(cfg, workload))
 
 
@@ -133,5 +133,4 @@ def _standalone_context(args: InferenceServiceArgs) -> tuple[Workload, wm.Worklo
     return workload, workload_context(cfg, workload, facts, args.get("prometheus_url"))
 
 
-__all__ = ["InferenceService", "InferenceServiceArgs", "workload_context", "KubeconfigCluster", "Monitoring",
-           "NodePool", "Settings"]
+__all__ = ["InferenceService", "InferenceServiceArgs", "workload_context"]

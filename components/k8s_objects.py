@@ -4,6 +4,8 @@ import re
 import pulumi
 import pulumi_kubernetes as k8s
 
+from catalogs.kubernetes import POD_SECURITY_ENFORCE, POD_SECURITY_WARN
+
 TYPED = {
     ("apps/v1", "Deployment"): k8s.apps.v1.Deployment,
     ("v1", "Service"): k8s.core.v1.Service,
@@ -19,6 +21,15 @@ TYPED = {
     ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"): k8s.rbac.v1.ClusterRoleBinding,
     ("rbac.authorization.k8s.io/v1", "RoleBinding"): k8s.rbac.v1.RoleBinding,
 }
+
+
+def namespace(name: str, pod_security: str, *, warn: bool = False) -> dict:
+    """A Namespace with its Pod Security Standard level (``restricted`` for workloads, ``privileged`` only for
+    GPU and monitoring system components that need host access)."""
+    labels = {POD_SECURITY_ENFORCE: pod_security}
+    if warn:
+        labels[POD_SECURITY_WARN] = pod_security
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}}
 
 
 def _snake(key: str) -> str:

@@ -17,23 +17,18 @@ import pulumi_kubernetes as k8s
 from typing_extensions import NotRequired
 
 from catalogs.sharing import POOL_LABEL
-from catalogs.versions import ARMS_GPU_EXPORTER, chart
+from catalogs.versions import ARMS_GPU_EXPORTER, MONITOR_LABELS, PROMETHEUS_HOST, PROMETHEUS_PORT, chart
+from catalogs.versions import in_cluster_prometheus_url
 from components import adapter_rules
 from components.alerts import alerts, dashboard_json, prometheus_rule_groups
 from components.config import PlatformConfig, duration_seconds
-from components.gpu_software import deep_merge, release
-from components.k8s_objects import register
+from components.gpu_software import release
+from components.k8s_objects import namespace, register
 from components.metric_sources import source_for, used_sources
 from components.pools import all_pool_facts
-from components.workload_manifests import MONITOR_LABELS
 
-MONITORING_NS = "monitoring"
-PROMETHEUS_SERVICE = "kube-prometheus-stack-prometheus"
-ADAPTER_SA = "prometheus-adapter"
-
-
-def in_cluster_prometheus_url() -> str:
-    return f"http://{PROMETHEUS_SERVICE}.{MONITORING_NS}.svc:9090"
+MONITORING_NS = chart("kube-prometheus-stack").namespace
+ADAPTER_SA = chart("prometheus-adapter").release
 
 
 def adapter_replicas(cfg: PlatformConfig) -> int:
@@ -58,14 +53,18 @@ def kube_prometheus_stack_values(cfg: PlatformConfig) -> dict:
     return {"prometheus": {"prometheusSpec": spec}, "grafana": grafana}
 
 
+def gpu_pool_tolerations(cfg: PlatformConfig) -> list[dict]:
+    """Tolerations of every GPU pool's taints, for exporters that must run on all GPU nodes."""
+    return _unique([t for f in all_pool_facts(cfg).values() for t in f.tolerations])
+
+
 def dcgm_exporter_values(cfg: PlatformConfig) -> dict:
     iv = cfg.monitoring.intervals
-    tolerations = [t for f in all_pool_facts(cfg).values() for t in f.tolerations]
     return {
         "serviceMonitor": {"enabled": True, "interval": iv.scrape, "honorLabels": True,
                            "additionalLabels": dict(MONITOR_LABELS)},
         "extraEnv": [{"name": "DCGM_EXPORTER_INTERVAL", "value": str(duration_seconds(iv.exporter_collect) * 1000)}],
-        "tolerations": _unique(tolerations),
+        "tolerations": gpu_pool_tolerations(cfg),
         "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
             {"matchExpressions": [{"key": POOL_LABEL, "operator": "Exists"}]}]}}},
         "priorityClassName": "system-node-critical",
@@ -75,7 +74,7 @@ def dcgm_exporter_values(cfg: PlatformConfig) -> dict:
 def prometheus_adapter_values(cfg: PlatformConfig, prometheus_url: pulumi.Input[str]) -> dict:
     prod = cfg.settings.is_prod
     values = {
-        "prometheus": {"url": prometheus_url, "port": "" if cfg.monitoring.backend == "arms" else 9090},
+        "prometheus": {"url": prometheus_url, "port": "" if cfg.monitoring.backend == "arms" else PROMETHEUS_PORT},
         "metricsRelistInterval": cfg.monitoring.intervals.adapter_relist,
         # rules.external stays empty: external.metrics.k8s.io belongs to KEDA when a workload uses it
         "rules": {"default": False, "custom": generated_rules(cfg), "external": []},
@@ -178,13 +177,19 @@ class GpuMonitoring(pulumi.ComponentResource):
     def _opts(self, *depends: pulumi.Resource) -> pulumi.ResourceOptions:
         return pulumi.ResourceOptions.merge(self.child, pulumi.ResourceOptions(depends_on=list(depends)))
 
+    def _namespace(self, key: str, name: str, pod_security: str) -> pulumi.Resource:
+        return register(f"{self.name}-{key}", namespace(name, pod_security), self.child)
+
+    def _adapter_rbac(self, opts: pulumi.ResourceOptions) -> None:
+        for obj in adapter_rbac_objects():
+            register(f"{self.name}-{obj['kind'].lower()}-{obj['metadata']['name'].replace(':', '-')}", obj, opts)
+
     # ------------------------------------------------------------------ self-hosted
     def _self_hosted(self, cfg: PlatformConfig, gpu_operator_installed: bool) -> None:
         mon, n = cfg.monitoring, self.name
         # node-exporter (host network/PID/paths) and dcgm-exporter (SYS_ADMIN, pod-resources hostPath) need a
         # privileged namespace; inference workloads stay in their restricted namespace
-        ns = register(f"{n}-namespace", {"apiVersion": "v1", "kind": "Namespace", "metadata": {
-            "name": MONITORING_NS, "labels": {"pod-security.kubernetes.io/enforce": "privileged"}}}, self.child)
+        ns = self._namespace("namespace", MONITORING_NS, "privileged")
         kps = release(f"{n}-kube-prometheus-stack", "kube-prometheus-stack", kube_prometheus_stack_values(cfg),
                       mon.helm_values.kube_prometheus_stack, self._opts(ns), namespace=MONITORING_NS)
         self.crd_owners = [kps]
@@ -198,21 +203,17 @@ class GpuMonitoring(pulumi.ComponentResource):
         adapter_deps: list[pulumi.Resource] = [ns]
         if cfg.settings.is_prod:
             cm_chart = chart("cert-manager")
-            cm_ns = register(f"{n}-cert-manager-namespace", {"apiVersion": "v1", "kind": "Namespace", "metadata": {
-                "name": cm_chart.namespace, "labels": {"pod-security.kubernetes.io/enforce": "restricted"}}}, self.child)
+            cm_ns = self._namespace("cert-manager-namespace", cm_chart.namespace, "restricted")
             adapter_deps.append(release(f"{n}-cert-manager", "cert-manager", {"crds": {"enabled": True}}, {},
                                         self._opts(cm_ns), namespace=cm_chart.namespace))
-        for obj in adapter_rbac_objects():
-            register(f"{n}-{obj['kind'].lower()}-{obj['metadata']['name'].replace(':', '-')}", obj, self._opts(ns))
+        self._adapter_rbac(self._opts(ns))
         self.adapter = release(f"{n}-prometheus-adapter", "prometheus-adapter",
-                               prometheus_adapter_values(cfg, in_cluster_prometheus_url().rsplit(":", 1)[0]),
+                               prometheus_adapter_values(cfg, f"http://{PROMETHEUS_HOST}"),
                                mon.helm_values.prometheus_adapter, self._opts(*adapter_deps),
                                namespace=MONITORING_NS)
         if any(w.autoscaling.autoscaler == "keda" for w in cfg.workloads):
             keda_chart = chart("keda")
-            keda_ns = register(f"{n}-keda-namespace", {"apiVersion": "v1", "kind": "Namespace", "metadata": {
-                "name": keda_chart.namespace, "labels": {"pod-security.kubernetes.io/enforce": "restricted"}}},
-                self.child)
+            keda_ns = self._namespace("keda-namespace", keda_chart.namespace, "restricted")
             self.keda = release(f"{n}-keda", "keda", {}, mon.helm_values.keda, self._opts(keda_ns),
                                 namespace=keda_chart.namespace)
             self.crd_owners.append(self.keda)
@@ -233,7 +234,7 @@ class GpuMonitoring(pulumi.ComponentResource):
         url = mon.prometheus_url or details.apply(lambda d: d.http_api_intra_url if d else "")
         token = pulumi.Output.secret(details.apply(lambda d: (d.auth_token or "") if d else ""))
         self.prometheus_url = pulumi.Output.from_input(url)
-        tolerations = _unique([t for f in all_pool_facts(cfg).values() for t in f.tolerations])
+        tolerations = gpu_pool_tolerations(cfg)
         if tolerations and mon.exporter == "ack":
             ns_name, ds_name = ARMS_GPU_EXPORTER
             k8s.apps.v1.DaemonSetPatch(
@@ -245,10 +246,8 @@ class GpuMonitoring(pulumi.ComponentResource):
                                    ack_adapter_values(cfg, url, token), mon.helm_values.ack_metrics_adapter,
                                    self.child, namespace=chart("ack-alibaba-cloud-metrics-adapter").namespace)
         else:
-            for obj in adapter_rbac_objects():
-                register(f"{n}-{obj['kind'].lower()}-{obj['metadata']['name'].replace(':', '-')}", obj, self.child)
-            self.adapter = release(f"{n}-prometheus-adapter", "prometheus-adapter",
-                                   deep_merge(prometheus_adapter_values(cfg, url), {}),
+            self._adapter_rbac(self.child)
+            self.adapter = release(f"{n}-prometheus-adapter", "prometheus-adapter", prometheus_adapter_values(cfg, url),
                                    mon.helm_values.prometheus_adapter, self.child, namespace=MONITORING_NS)
         if mon.alerts:
             for a in self.alert_list(cfg):

@@ -6,19 +6,17 @@ objects that use them; GPU software is installed before workloads ask for GPU re
 from typing import Optional, TypedDict
 
 import pulumi
-import pulumi_kubernetes as k8s
 
-from catalogs.versions import chart
+from catalogs.sharing import ACK_LEGACY_SHARING_ADDON, ACK_SHARING_ADDON
+from catalogs.versions import MONITOR_LABELS, chart
 from components.cluster import GpuCluster
-from components.config import PlatformConfig
+from components.config import PlatformConfig, duration_seconds
 from components.gpu_software import fake_gpu_operator_values, gpu_operator_values, release
 from components.inference_service import InferenceService, workload_context
+from components.k8s_objects import namespace, register
 from components.monitoring import GpuMonitoring
 from components.node_pool import GpuNodePool
 from components.pools import all_pool_facts
-from components.workload_manifests import MONITOR_LABELS
-from catalogs.sharing import ACK_LEGACY_SHARING_ADDON, ACK_SHARING_ADDON
-from components.config import duration_seconds
 
 
 class GpuPlatformArgs(TypedDict):
@@ -73,10 +71,8 @@ class GpuPlatform(pulumi.ComponentResource):
         self.monitoring = GpuMonitoring(f"{name}-monitoring", {
             "config": cfg, "cluster_id": self.cluster.cluster_id,
             "gpu_operator_installed": uses_gpu_operator(cfg)}, opts=in_cluster)
-        self.namespace = k8s.core.v1.Namespace(f"{name}-workloads-namespace", metadata={
-            "name": s.namespace, "labels": {"pod-security.kubernetes.io/enforce": "restricted",
-                                            "pod-security.kubernetes.io/warn": "restricted"}},
-            opts=in_cluster) if s.create_namespace else None
+        self.namespace = register(f"{name}-workloads-namespace", namespace(s.namespace, "restricted", warn=True),
+                                  in_cluster) if s.create_namespace else None
         self.services = {}
         prometheus_url = self.monitoring.prometheus_url
         for w in cfg.workloads:
@@ -98,15 +94,13 @@ class GpuPlatform(pulumi.ComponentResource):
         iv = cfg.monitoring.intervals
         if getattr(cfg.cluster, "simulate_gpus", False):
             c = chart("fake-gpu-operator")
-            ns = k8s.core.v1.Namespace(f"{name}-fake-gpu-operator-namespace", metadata={
-                "name": c.namespace, "labels": {"pod-security.kubernetes.io/enforce": "privileged"}}, opts=opts)
+            ns = register(f"{name}-fake-gpu-operator-namespace", namespace(c.namespace, "privileged"), opts)
             out.append(release(f"{name}-fake-gpu-operator", "fake-gpu-operator",
                                fake_gpu_operator_values(list(facts.values())), {},
                                pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[ns]))))
         elif uses_gpu_operator(cfg):
             c = chart("gpu-operator")
-            ns = k8s.core.v1.Namespace(f"{name}-gpu-operator-namespace", metadata={
-                "name": c.namespace, "labels": {"pod-security.kubernetes.io/enforce": "privileged"}}, opts=opts)
+            ns = register(f"{name}-gpu-operator-namespace", namespace(c.namespace, "privileged"), opts)
             out.append(release(f"{name}-gpu-operator", "gpu-operator",
                                gpu_operator_values([f for f in facts.values()], MONITOR_LABELS, iv.scrape,
                                                    duration_seconds(iv.exporter_collect) * 1000),

@@ -10,8 +10,9 @@ from typing import Any, Callable
 from pydantic import ValidationError
 
 from catalogs import sharing
+from catalogs.kubernetes import INTRODUCED_APIS, SECRET_ENV_PATTERN
 from catalogs.gpus import GPU_MODELS, INSTANCE_TYPES, close_matches, instance_type, mig_instance_families
-from catalogs.metrics import METRICS, EXPORTERS
+from catalogs.metrics import METRICS
 from catalogs.mig import profiles_for
 from components.config import PlatformConfig, Workload, duration_seconds
 from components.errors import ConfigError, ConfigIssue, fmt, one_of
@@ -24,9 +25,9 @@ PORT_NAME = re.compile(r"^(?=.*[a-z])[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 LABEL_KEY = re.compile(r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
 LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$")
 K8S_VERSION = re.compile(r"^(\d+)\.(\d+)(?:\.(\d+))?(?:-aliyun\.\d+)?$")
-SECRET_ENV = re.compile(r"(PASSWORD|PASSWD|SECRET|TOKEN|API_?KEY|ACCESS_?KEY|CREDENTIAL)", re.IGNORECASE)
+SECRET_ENV = re.compile(SECRET_ENV_PATTERN)
 MIN_KUBERNETES = (1, 20)
-HPA_V2_MIN = (1, 23)
+HPA_V2_MIN = INTRODUCED_APIS["autoscaling/v2"]
 MAX_POOL_NAME = 40
 MAX_WORKLOAD_NAME = 50
 
@@ -448,4 +449,4 @@ def validate(cfg: PlatformConfig) -> list[ConfigIssue]:
     return list(out)
 
 
-__all__ = ["parse", "validate", "load", "hpa_api_version", "kubernetes_version", "EXPORTERS"]
+__all__ = ["parse", "validate", "load", "hpa_api_version", "kubernetes_version"]

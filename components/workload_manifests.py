@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from catalogs.metrics import METRICS
+from catalogs.versions import MONITOR_LABELS, in_cluster_prometheus_url
 from components.adapter_rules import render_metrics_query
 from components.config import Behavior, ScalingRules, Workload, duration_seconds
 from components.metric_sources import source_for
@@ -14,7 +15,6 @@ from components.pools import PoolFacts
 
 PART_OF = "gpu-platform"
 ACK_INTRANET_LB = {"service.beta.kubernetes.io/alibaba-cloud-loadbalancer-address-type": "intranet"}
-MONITOR_LABELS = {"release": "kube-prometheus-stack"}
 
 # Scale up fast: GPU replicas take minutes (image pull, model load) before they serve, so a burst must start
 # them at once: double, or add 4, every 30 s with no stabilization. Scale down cautiously: a released GPU
@@ -37,7 +37,7 @@ class WorkloadContext:
     on_ack: bool
     scrape_interval: str = "15s"
     rule_window: str = "30s"
-    prometheus_url: str = "http://kube-prometheus-stack-prometheus.monitoring.svc:9090"
+    prometheus_url: str = field(default_factory=in_cluster_prometheus_url)
     monitor_labels: dict = field(default_factory=lambda: dict(MONITOR_LABELS))
     metric_sources: dict = field(default_factory=dict)
     """metric name -> MetricSource for this workload."""

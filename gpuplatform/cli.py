@@ -5,8 +5,7 @@ import sys
 from pathlib import Path
 from typing import Optional
 
-from components.config import PROJECT
-from components.errors import ConfigError
+from components.errors import ConfigError, ConfigIssue
 
 STACKS_DIR = Path(__file__).resolve().parent.parent / "stacks"
 DEFAULT_STACK = "dev"
@@ -33,14 +32,8 @@ def _load_raw(args) -> tuple[dict, str]:
     path, stack = stack_file(args)
     if not path.exists():
         known = sorted(p.stem.removeprefix("Pulumi.") for p in STACKS_DIR.glob("Pulumi.*.yaml"))
-        raise ConfigError([_issue("(stack)", f"{str(path)!r} does not exist; stacks: {', '.join(known)}")])
+        raise ConfigError([ConfigIssue("(stack)", f"{str(path)!r} does not exist; stacks: {', '.join(known)}")])
     return namespace_from_stack_file(path), stack
-
-
-def _issue(path: str, message: str):
-    from components.errors import ConfigIssue
-
-    return ConfigIssue(path, message)
 
 
 def cmd_plan(args) -> int:
@@ -130,4 +123,4 @@ def entrypoint() -> None:
     sys.exit(main())
 
 
-__all__ = ["main", "entrypoint", "PROJECT"]
+__all__ = ["main", "entrypoint"]

@@ -36,7 +36,8 @@ from catalogs.versions import chart
 from components.config import PlatformConfig, Workload
 from components.metric_sources import source_for
 from components.pools import PoolFacts, all_pool_facts
-from components.workload_manifests import MONITOR_LABELS, selector, uses_app_metrics
+from catalogs.versions import MONITOR_LABELS
+from components.workload_manifests import selector, uses_app_metrics
 
 CUSTOM_METRICS_APISERVICE = "v1beta1.custom.metrics.k8s.io"
 EXTERNAL_METRICS_APISERVICE = "v1beta1.external.metrics.k8s.io"

@@ -7,6 +7,7 @@ are silent at apply time (the HPA shows ``<unknown>`` and never scales).
 from __future__ import annotations
 
 from catalogs.gpus import close_matches
+from catalogs.kubernetes import served_by
 from policies import k8s
 from policies.registry import ADVISORY, HIGH, LOW, MEDIUM, prop, resource_policy, stack_policy
 from policies.stack import hpa_metrics, lookup_metric
@@ -136,7 +137,7 @@ def hpa_api_version_served(view, config, report):
         r = s.resource
         if r.kind != "HorizontalPodAutoscaler" or not r.api_version:
             continue
-        if not k8s.served_by(r.api_version, version):
+        if not served_by(r.api_version, version):
             report(f"{r.label} uses {r.api_version}, which Kubernetes {version[0]}.{version[1]} does not serve", r)
 
 

@@ -244,32 +244,3 @@ def tolerates(tolerations: Sequence, taint: Mapping) -> bool:
         if op == "Exists" or (t.get("value") or "") == (taint.get("value") or ""):
             return True
     return False
-
-
-# ------------------------------------------------------------------------------------------------ API versions
-REMOVED_APIS: dict[str, tuple[tuple[int, int], str]] = {
-    # group/version -> (first Kubernetes minor that no longer serves it, replacement)
-    "extensions/v1beta1": ((1, 16), "apps/v1 (workloads) or networking.k8s.io/v1 (Ingress)"),
-    "apps/v1beta1": ((1, 16), "apps/v1"),
-    "apps/v1beta2": ((1, 16), "apps/v1"),
-    "autoscaling/v2beta1": ((1, 25), "autoscaling/v2"),
-    "autoscaling/v2beta2": ((1, 26), "autoscaling/v2"),
-    "apiregistration.k8s.io/v1beta1": ((1, 22), "apiregistration.k8s.io/v1"),
-    "rbac.authorization.k8s.io/v1beta1": ((1, 22), "rbac.authorization.k8s.io/v1"),
-    "networking.k8s.io/v1beta1": ((1, 22), "networking.k8s.io/v1"),
-    "admissionregistration.k8s.io/v1beta1": ((1, 22), "admissionregistration.k8s.io/v1"),
-    "apiextensions.k8s.io/v1beta1": ((1, 22), "apiextensions.k8s.io/v1"),
-    "policy/v1beta1": ((1, 25), "policy/v1"),
-    "batch/v1beta1": ((1, 25), "batch/v1"),
-}
-INTRODUCED_APIS: dict[str, tuple[int, int]] = {
-    "autoscaling/v2": (1, 23),
-    "policy/v1": (1, 21),
-}
-
-
-def served_by(api_version: str, version: tuple[int, int]) -> bool:
-    removed = REMOVED_APIS.get(api_version)
-    if removed and version >= removed[0]:
-        return False
-    return version >= INTRODUCED_APIS.get(api_version, (0, 0))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from catalogs.kubernetes import REMOVED_APIS
 from policies import k8s
 from policies.registry import HIGH, MEDIUM, prop, resource_policy, stack_policy
 from policies.stack import ACK_CLUSTER_TYPES, ACK_NODE_POOL_TYPE, PROMETHEUS_ADAPTER_CHART, RELEASE_TYPE
@@ -208,7 +209,7 @@ def protect_prod(view, config, report):
 def no_removed_apis(r, config, report):
     if not r.type.startswith("kubernetes:") or "helm.sh" in r.type or not r.api_version:
         return
-    removed = k8s.REMOVED_APIS.get(r.api_version)
+    removed = REMOVED_APIS.get(r.api_version)
     if removed:
         (major, minor), replacement = removed
         report(f"{r.label} uses {r.api_version}, removed in Kubernetes {major}.{minor}; use {replacement}")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 
+from catalogs.kubernetes import SECRET_ENV_PATTERN
 from catalogs.versions import CHARTS
 from components.workload_manifests import ACK_INTRANET_LB
 from policies import k8s
@@ -51,7 +52,6 @@ RESTRICTED_VOLUME_TYPES = ("configMap", "downwardAPI", "emptyDir", "projected", 
                            "persistentVolumeClaim", "ephemeral", "image")
 SECURE_SECCOMP = ("RuntimeDefault", "Localhost")
 BROAD_GROUPS = ("system:serviceaccounts", "system:authenticated", "system:unauthenticated", "system:masters")
-SECRET_ENV_PATTERN = r"(?i)(PASSWORD|PASSWD|SECRET|TOKEN|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY|CREDENTIAL)"
 CERT_MANAGER_CA_ANNOTATION = "cert-manager.io/inject-ca-from"
 
 

@@ -1,0 +1,38 @@
+"""Kubernetes facts the config validation, the components and the policies share: which API versions a
+cluster version serves, Pod Security labels, and what a secret-looking variable name is."""
+from __future__ import annotations
+
+REMOVED_APIS: dict[str, tuple[tuple[int, int], str]] = {
+    # group/version -> (first Kubernetes minor that no longer serves it, replacement)
+    "extensions/v1beta1": ((1, 16), "apps/v1 (workloads) or networking.k8s.io/v1 (Ingress)"),
+    "apps/v1beta1": ((1, 16), "apps/v1"),
+    "apps/v1beta2": ((1, 16), "apps/v1"),
+    "autoscaling/v2beta1": ((1, 25), "autoscaling/v2"),
+    "autoscaling/v2beta2": ((1, 26), "autoscaling/v2"),
+    "apiregistration.k8s.io/v1beta1": ((1, 22), "apiregistration.k8s.io/v1"),
+    "rbac.authorization.k8s.io/v1beta1": ((1, 22), "rbac.authorization.k8s.io/v1"),
+    "networking.k8s.io/v1beta1": ((1, 22), "networking.k8s.io/v1"),
+    "admissionregistration.k8s.io/v1beta1": ((1, 22), "admissionregistration.k8s.io/v1"),
+    "apiextensions.k8s.io/v1beta1": ((1, 22), "apiextensions.k8s.io/v1"),
+    "policy/v1beta1": ((1, 25), "policy/v1"),
+    "batch/v1beta1": ((1, 25), "batch/v1"),
+}
+INTRODUCED_APIS: dict[str, tuple[int, int]] = {
+    "autoscaling/v2": (1, 23),
+    "policy/v1": (1, 21),
+}
+
+
+def served_by(api_version: str, version: tuple[int, int]) -> bool:
+    """Whether a cluster of ``version`` (major, minor) serves ``api_version``."""
+    removed = REMOVED_APIS.get(api_version)
+    if removed and version >= removed[0]:
+        return False
+    return version >= INTRODUCED_APIS.get(api_version, (0, 0))
+
+
+POD_SECURITY_ENFORCE = "pod-security.kubernetes.io/enforce"
+POD_SECURITY_WARN = "pod-security.kubernetes.io/warn"
+
+SECRET_ENV_PATTERN = r"(?i)(PASSWORD|PASSWD|SECRET|TOKEN|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY|CREDENTIAL)"
+"""Environment variable names whose values must come from a Secret, never a literal."""

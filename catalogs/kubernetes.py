@@ -31,6 +31,17 @@ def served_by(api_version: str, version: tuple[int, int]) -> bool:
     return version >= INTRODUCED_APIS.get(api_version, (0, 0))
 
 
+PROMETHEUS_OPERATOR_API = "monitoring.coreos.com/v1"
+"""ServiceMonitor, PodMonitor, PrometheusRule: CRDs the kube-prometheus-stack chart (or ARMS) installs."""
+KEDA_API = "keda.sh/v1alpha1"
+"""ScaledObject: a CRD the KEDA chart installs."""
+
+
+def api_group(api_version: str) -> str:
+    """The API group of an ``apiVersion`` (``apps/v1`` -> ``apps``; the core group ``v1`` -> ``""``)."""
+    return api_version.rpartition("/")[0]
+
+
 POD_SECURITY_ENFORCE = "pod-security.kubernetes.io/enforce"
 POD_SECURITY_WARN = "pod-security.kubernetes.io/warn"
 

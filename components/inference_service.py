@@ -17,11 +17,14 @@ Reuse from another Pulumi project::
 The args are validated with the same rules as a stack file; a bad spec raises ``pulumi.RunError`` listing every
 problem before anything is registered.
 """
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Optional, TypedDict
 
 import pulumi
 from typing_extensions import NotRequired
 
+from catalogs.kubernetes import api_group
 from components import workload_manifests as wm
 from components.k8s_objects import register
 from components.config import PlatformConfig, Workload
@@ -52,6 +55,31 @@ class InferenceServiceArgs(TypedDict):
     """Window of windowed metric queries (KEDA triggers). Default ``30s``."""
 
 
+@dataclass(frozen=True)
+class ChildDependencies:
+    """What each child of an InferenceService waits for besides its parent.
+
+    The platform knows which resource plays which part, so a Service or a PodDisruptionBudget waits only for its
+    namespace, not for a GPU node pool or a Helm release that can take many minutes. A reusing project passes
+    plain ``opts.depends_on``; every child then waits for all of it."""
+
+    every_child: tuple = ()
+    namespace: tuple = ()
+    """The workload namespace: every namespaced child."""
+    gpu_nodes: tuple = ()
+    """Node pools and GPU software (device plugin, operator): the Deployment, whose pods need GPU nodes."""
+    crd_owners: Mapping[str, tuple] = field(default_factory=dict)
+    """API group -> resources that install its CRDs: children of that group."""
+
+    def of(self, obj: dict) -> list:
+        deps = list(self.every_child)
+        if obj["metadata"].get("namespace"):
+            deps += self.namespace
+        if obj["kind"] == "Deployment":
+            deps += self.gpu_nodes
+        return deps + list(self.crd_owners.get(api_group(obj["apiVersion"]), ()))
+
+
 class InferenceService(pulumi.ComponentResource):
     """A GPU inference Deployment with Service, ingress, PDB, HPA/ScaledObject and PodMonitor."""
 
@@ -59,36 +87,36 @@ class InferenceService(pulumi.ComponentResource):
     service_name: pulumi.Output[str]
 
     def __init__(self, name: str, args: InferenceServiceArgs, opts: Optional[pulumi.ResourceOptions] = None,
-                 *, _context: Optional[tuple[Workload, wm.WorkloadContext]] = None):
+                 *, _context: Optional[tuple[Workload, wm.WorkloadContext, ChildDependencies]] = None):
         if _context is None:
             workload, ctx = _standalone_context(args)
+            # a component's depends_on does not hold back its children: pass it on to each of them
+            deps = ChildDependencies(every_child=tuple(_depends_on(opts)))
         else:
-            workload, ctx = _context
+            workload, ctx, deps = _context
         super().__init__("gpuplatform:index:InferenceService", name,
                          {"workload": workload.name, "namespace": ctx.namespace, "pool": ctx.pool.name}, opts)
         self.workload, self.context = workload, ctx
-        # children wait for what the component waits for (namespace, CRD-installing releases, GPU software):
-        # a component's depends_on does not hold back its children
-        child = pulumi.ResourceOptions(parent=self, depends_on=list(ctx_crd_owners(opts)))
-        crd_deps = child
-        claims = [register(f"{name}-{obj['kind'].lower()}-{obj['metadata']['name']}", obj, child)
+
+        def add(resource_name: str, obj: dict, *extra: pulumi.Resource) -> pulumi.CustomResource:
+            return register(resource_name, obj, pulumi.ResourceOptions(parent=self,
+                                                                       depends_on=deps.of(obj) + list(extra)))
+
+        claims = [add(f"{name}-{obj['kind'].lower()}-{obj['metadata']['name']}", obj)
                   for obj in wm.nfs_volume_objects(workload, ctx)]
-        deploy_opts = pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=claims))
-        self.deployment = register(f"{name}-deployment", wm.deployment(workload, ctx), deploy_opts)
-        self.service = register(f"{name}-service", wm.service(workload, ctx), child)
-        for suffix, builder, o in (("ingress", wm.ingress, child), ("pdb", wm.pod_disruption_budget, child),
-                                   ("hpa", wm.hpa, child), ("scaledobject", wm.scaled_object, crd_deps),
-                                   ("podmonitor", wm.pod_monitor, crd_deps)):
+        self.deployment = add(f"{name}-deployment", wm.deployment(workload, ctx), *claims)
+        self.service = add(f"{name}-service", wm.service(workload, ctx))
+        for suffix, builder in (("ingress", wm.ingress), ("pdb", wm.pod_disruption_budget), ("hpa", wm.hpa),
+                                ("scaledobject", wm.scaled_object), ("podmonitor", wm.pod_monitor)):
             obj = builder(workload, ctx)
             if obj is not None:
-                setattr(self, suffix, register(f"{name}-{suffix}", obj, o))
+                setattr(self, suffix, add(f"{name}-{suffix}", obj))
         self.deployment_name = pulumi.Output.from_input(workload.name)
         self.service_name = pulumi.Output.from_input(workload.name)
         self.register_outputs({"deployment_name": self.deployment_name, "service_name": self.service_name})
 
 
-def ctx_crd_owners(opts: Optional[pulumi.ResourceOptions]) -> list:
-    """CRD-installing releases passed in ``opts.depends_on`` by the platform (monitors need their CRDs)."""
+def _depends_on(opts: Optional[pulumi.ResourceOptions]) -> list:
     deps = (opts.depends_on if opts is not None else None) or []
     return deps if isinstance(deps, list) else [deps]
 
@@ -133,4 +161,4 @@ def _standalone_context(args: InferenceServiceArgs) -> tuple[Workload, wm.Worklo
     return workload, workload_context(cfg, workload, facts, args.get("prometheus_url"))
 
 
-__all__ = ["InferenceService", "InferenceServiceArgs", "workload_context"]
+__all__ = ["ChildDependencies", "InferenceService", "InferenceServiceArgs", "workload_context"]

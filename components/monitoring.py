@@ -16,6 +16,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 from typing_extensions import NotRequired
 
+from catalogs.kubernetes import KEDA_API, PROMETHEUS_OPERATOR_API, api_group
 from catalogs.sharing import POOL_LABEL
 from catalogs.versions import ARMS_GPU_EXPORTER, MONITOR_LABELS, PROMETHEUS_HOST, PROMETHEUS_PORT, chart
 from catalogs.versions import in_cluster_prometheus_url
@@ -131,7 +132,7 @@ def adapter_rbac_objects() -> list[dict]:
 def simulated_exporter_service_monitor(cfg: PlatformConfig) -> dict:
     """fake-gpu-operator ships the exporter Service but no ServiceMonitor."""
     fake = chart("fake-gpu-operator")
-    return {"apiVersion": "monitoring.coreos.com/v1", "kind": "ServiceMonitor",
+    return {"apiVersion": PROMETHEUS_OPERATOR_API, "kind": "ServiceMonitor",
             "metadata": {"name": "nvidia-dcgm-exporter", "namespace": fake.namespace, "labels": dict(MONITOR_LABELS)},
             "spec": {"selector": {"matchLabels": {"app": "nvidia-dcgm-exporter"}},
                      "endpoints": [{"port": "gpu-metrics", "interval": cfg.monitoring.intervals.scrape,
@@ -165,8 +166,8 @@ class GpuMonitoring(pulumi.ComponentResource):
         cfg = args["config"]
         self.child = pulumi.ResourceOptions(parent=self)
         self.name = name
-        self.crd_owners: list[pulumi.Resource] = []
-        """Resources that install the monitoring.coreos.com CRDs; monitors and rules depend on them."""
+        self.crd_owners: dict[str, pulumi.Resource] = {}
+        """API group -> the release that installs its CRDs (monitors and rules, ScaledObjects wait for it)."""
         mon = cfg.monitoring
         if mon.backend == "self-hosted":
             self._self_hosted(cfg, args.get("gpu_operator_installed", False))
@@ -192,7 +193,7 @@ class GpuMonitoring(pulumi.ComponentResource):
         ns = self._namespace("namespace", MONITORING_NS, "privileged")
         kps = release(f"{n}-kube-prometheus-stack", "kube-prometheus-stack", kube_prometheus_stack_values(cfg),
                       mon.helm_values.kube_prometheus_stack, self._opts(ns), namespace=MONITORING_NS)
-        self.crd_owners = [kps]
+        self.crd_owners = {api_group(PROMETHEUS_OPERATOR_API): kps}
         self.prometheus_url = pulumi.Output.from_input(in_cluster_prometheus_url())
         simulated = getattr(cfg.cluster, "simulate_gpus", False)
         if mon.exporter == "dcgm" and simulated:
@@ -216,7 +217,7 @@ class GpuMonitoring(pulumi.ComponentResource):
             keda_ns = self._namespace("keda-namespace", keda_chart.namespace, "restricted")
             self.keda = release(f"{n}-keda", "keda", {}, mon.helm_values.keda, self._opts(keda_ns),
                                 namespace=keda_chart.namespace)
-            self.crd_owners.append(self.keda)
+            self.crd_owners[api_group(KEDA_API)] = self.keda
         if mon.alerts:
             register(f"{n}-alerts", self.prometheus_rule(cfg), self._opts(kps))
         if mon.dashboard:
@@ -264,7 +265,7 @@ class GpuMonitoring(pulumi.ComponentResource):
 
     @staticmethod
     def prometheus_rule(cfg: PlatformConfig) -> dict:
-        return {"apiVersion": "monitoring.coreos.com/v1", "kind": "PrometheusRule",
+        return {"apiVersion": PROMETHEUS_OPERATOR_API, "kind": "PrometheusRule",
                 "metadata": {"name": "gpu-platform-autoscaling", "namespace": MONITORING_NS,
                              "labels": dict(MONITOR_LABELS)},
                 "spec": {"groups": prometheus_rule_groups(GpuMonitoring.alert_list(cfg))}}

@@ -1,7 +1,8 @@
 """GpuPlatform: the whole environment a stack config describes, composed from the other components.
 
 Order matters only where Kubernetes needs it: the workload namespace and the monitoring CRDs exist before the
-objects that use them; GPU software is installed before workloads ask for GPU resources.
+objects that use them; node pools and GPU software exist before the Deployments whose pods ask for GPUs. Nothing
+else waits: a Service does not sit behind a node pool or a Helm release (see ``ChildDependencies``).
 """
 from typing import Optional, TypedDict
 
@@ -12,7 +13,7 @@ from catalogs.versions import MONITOR_LABELS, chart
 from components.cluster import GpuCluster
 from components.config import PlatformConfig, duration_seconds
 from components.gpu_software import fake_gpu_operator_values, gpu_operator_values, release
-from components.inference_service import InferenceService, workload_context
+from components.inference_service import ChildDependencies, InferenceService, workload_context
 from components.k8s_objects import namespace, register
 from components.monitoring import GpuMonitoring
 from components.node_pool import GpuNodePool
@@ -71,17 +72,23 @@ class GpuPlatform(pulumi.ComponentResource):
         self.monitoring = GpuMonitoring(f"{name}-monitoring", {
             "config": cfg, "cluster_id": self.cluster.cluster_id,
             "gpu_operator_installed": uses_gpu_operator(cfg)}, opts=in_cluster)
+        # the namespace needs the cluster (through the provider), not its GPU nodes
         self.namespace = register(f"{name}-workloads-namespace", namespace(s.namespace, "restricted", warn=True),
-                                  in_cluster) if s.create_namespace else None
+                                  pulumi.ResourceOptions(parent=self, provider=self.cluster.provider)
+                                  ) if s.create_namespace else None
+        child_deps = ChildDependencies(
+            namespace=(self.namespace,) if self.namespace else (),
+            gpu_nodes=(*in_cluster.depends_on, *gpu_software),
+            crd_owners={group: (owner,) for group, owner in self.monitoring.crd_owners.items()})
+        service_opts = pulumi.ResourceOptions(parent=self, provider=self.cluster.provider, depends_on=[
+            *child_deps.namespace, *child_deps.gpu_nodes, *self.monitoring.crd_owners.values()])
         self.services = {}
         prometheus_url = self.monitoring.prometheus_url
         for w in cfg.workloads:
             ctx = workload_context(cfg, w, facts[w.node_pool])
-            deps = [d for d in [self.namespace, *gpu_software, *self.monitoring.crd_owners] if d is not None]
             self.services[w.name] = InferenceService(
-                f"{name}-{w.name}", {"workload": w.model_dump(by_alias=True), "node_pool": {}},
-                opts=pulumi.ResourceOptions.merge(in_cluster, pulumi.ResourceOptions(depends_on=deps)),
-                _context=(w, ctx))
+                f"{name}-{w.name}", {"workload": w.model_dump(by_alias=True), "node_pool": {}}, opts=service_opts,
+                _context=(w, ctx, child_deps))
         self.prometheus_url = prometheus_url
         self.register_outputs({"cluster_id": self.cluster.cluster_id, "prometheus_url": prometheus_url})
 

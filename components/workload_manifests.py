@@ -6,6 +6,7 @@ tests validate them against the Kubernetes OpenAPI schemas and the policies read
 from dataclasses import dataclass, field
 from typing import Optional
 
+from catalogs.kubernetes import KEDA_API, PROMETHEUS_OPERATOR_API
 from catalogs.metrics import METRICS
 from catalogs.versions import MONITOR_LABELS, in_cluster_prometheus_url
 from components.adapter_rules import render_metrics_query
@@ -286,7 +287,7 @@ def scaled_object(w: Workload, ctx: WorkloadContext) -> Optional[dict]:
                  "metadata": {"serverAddress": ctx.prometheus_url, "query": keda_query(w, ctx, t.metric),
                               "threshold": quantity(t.target), "ignoreNullValues": "true"}}
                 for t in a.metrics]
-    return {"apiVersion": "keda.sh/v1alpha1", "kind": "ScaledObject", "metadata": meta(w.name, ctx, w),
+    return {"apiVersion": KEDA_API, "kind": "ScaledObject", "metadata": meta(w.name, ctx, w),
             "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": w.name},
                      "minReplicaCount": a.min_replicas, "maxReplicaCount": a.max_replicas,
                      "pollingInterval": duration_seconds(ctx.scrape_interval), "cooldownPeriod": 300,
@@ -301,7 +302,7 @@ def pod_monitor(w: Workload, ctx: WorkloadContext) -> Optional[dict]:
         return None
     m = meta(w.name, ctx, w)
     m["labels"] = {**m["labels"], **ctx.monitor_labels}
-    return {"apiVersion": "monitoring.coreos.com/v1", "kind": "PodMonitor", "metadata": m,
+    return {"apiVersion": PROMETHEUS_OPERATOR_API, "kind": "PodMonitor", "metadata": m,
             "spec": {"selector": {"matchLabels": selector(w)},
                      "podMetricsEndpoints": [{"port": port.name, "path": "/metrics",
                                               "interval": ctx.scrape_interval}]}}

@@ -99,3 +99,11 @@ def test_sharing_resources():
 def test_every_chart_is_pinned():
     for c in CHARTS.values():
         assert c.version and c.version != "latest" and c.repository
+
+
+@pytest.mark.parametrize("api_version, group", [("apps/v1", "apps"), ("v1", ""), ("monitoring.coreos.com/v1",
+                                                 "monitoring.coreos.com"), ("keda.sh/v1alpha1", "keda.sh")])
+def test_api_group(api_version, group):
+    from catalogs.kubernetes import api_group
+
+    assert api_group(api_version) == group

@@ -4,7 +4,6 @@ import copy
 import pytest
 
 from catalogs import sharing
-from catalogs.metrics import METRICS
 from catalogs.versions import chart
 from components.adapter_rules import served_names
 from support import of_type, one, stack_raw, synth
@@ -222,6 +221,42 @@ def test_prod_triton_service_has_monitor_ingress_and_claims(stack_records):
     assert pv.inputs["spec"]["nfs"] == {"server": "192.168.10.20", "path": "/exports/flowerdemo", "readOnly": True}
     pod = one(records, DEPLOYMENT).inputs["spec"]["template"]["spec"]
     assert {"name": "models", "persistentVolumeClaim": {"claimName": "flower-models", "readOnly": True}} in pod["volumes"]
+
+
+def test_each_workload_object_waits_only_for_what_it_needs(stack_records):
+    deps = {r.type.rsplit(":", 1)[1]: set(r.depends_on) for r in stack_records("prod") if r.parent == "gpu-flower"}
+    namespace, pool, prometheus = "gpu-workloads-namespace", "gpu-a100-mig-pool", "gpu-monitoring-kube-prometheus-stack"
+    for kind in ("Service", "Ingress", "PodDisruptionBudget", "HorizontalPodAutoscaler", "PersistentVolumeClaim"):
+        assert deps[kind] == {namespace}, kind  # not minutes behind a node pool or a Helm release
+    assert deps["PersistentVolume"] == set()  # cluster-scoped
+    assert deps["PodMonitor"] == {namespace, prometheus}  # its CRD comes with kube-prometheus-stack
+    assert {namespace, pool} < deps["Deployment"] and prometheus not in deps["Deployment"]
+    assert any(d.startswith("gpu-flower-persistentvolumeclaim-") for d in deps["Deployment"])
+    local = {r.type.rsplit(":", 1)[1]: set(r.depends_on) for r in stack_records("local")
+             if r.parent == "gpu-batch-embedder"}
+    assert local["ScaledObject"] == {"gpu-workloads-namespace", "gpu-monitoring-keda"}
+    assert "gpu-fake-gpu-operator" in local["Deployment"]  # simulated GPUs before pods that request them
+
+
+def test_reused_service_passes_its_dependencies_to_every_child():
+    import pulumi
+    import pulumi_kubernetes as k8s
+
+    from components import InferenceService
+    from gpuplatform.synth import synthesize
+
+    def program():
+        ns = k8s.core.v1.Namespace("team-ns", metadata={"name": "ml"})
+        InferenceService("svc", {
+            "workload": {"name": "svc", "image": "x:1", "nodePool": "p", "gpu": {"count": 1},
+                         "ports": [{"name": "http", "containerPort": 80, "protocol": "http"}],
+                         "autoscaling": {"maxReplicas": 2, "metrics": [{"metric": "gpu_util", "target": 50}]}},
+            "node_pool": {"name": "p", "gpuModel": "T4", "gpusPerNode": 1, "maxNodes": 2,
+                          "sharing": {"mode": "exclusive"}},
+            "namespace": "ml"}, opts=pulumi.ResourceOptions(depends_on=[ns]))
+
+    children = [r for r in synthesize({}, program) if r.parent == "svc"]
+    assert children and all(r.depends_on[:1] == ["team-ns"] for r in children)
 
 
 def test_internal_and_public_load_balancers():

@@ -1,5 +1,6 @@
 """``gpuplatform``: offline plan, config schema, policy checks and post-deploy verification."""
 import argparse
+import gc
 import json
 import sys
 from pathlib import Path
@@ -119,8 +120,23 @@ def main(argv: Optional[list[str]] = None) -> int:
         return EXIT_CONFIG
 
 
+ONE_SHOT_COMMANDS = ("plan", "check")
+
+
 def entrypoint() -> None:
-    sys.exit(main())
+    argv = sys.argv[1:]
+    if argv[:1] and argv[0] in ONE_SHOT_COMMANDS:
+        from gpuplatform.synth import collector_paused
+
+        # one synthesis and the process ends: keep the collector paused throughout (see
+        # gpuplatform.synth.collector_paused) and freeze what is left, so that exiting does not scan a million
+        # objects the operating system reclaims anyway
+        with collector_paused():
+            code = main(argv)
+            gc.freeze()
+    else:
+        code = main(argv)
+    sys.exit(code)
 
 
 __all__ = ["main", "entrypoint"]

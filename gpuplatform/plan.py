@@ -15,6 +15,9 @@ from gpuplatform.records import RegisteredResource
 from gpuplatform.synth import OFFLINE_SECRETS, stack_config_from_namespace, synthesize
 
 SECRET_MASK = "[secret]"
+YAML_DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+"""libyaml's emitter when PyYAML has it (its wheels do): a 500-workload plan writes 4500 files, six times faster.
+Long strings may fold at other places than with the pure-Python emitter; the documents are the same."""
 
 
 def ordered(records: list[RegisteredResource]) -> list[tuple[int, RegisteredResource]]:
@@ -147,7 +150,7 @@ def write_plan(out_dir: Path, stack: str, records: list[RegisteredResource], cfg
            "capacity": capacity_rows(cfg), "metricLatency": latency_rows(cfg)}
     (out_dir / "plan.json").write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n")
     for name, body in sorted(manifest_files(records).items()):
-        (manifests / name).write_text(yaml.safe_dump(_mask(body, secrets), sort_keys=True))
+        (manifests / name).write_text(yaml.dump(_mask(body, secrets), Dumper=YAML_DUMPER, sort_keys=True))
 
 
 def run_plan(raw: dict[str, Any], stack: str, out_dir: str | None, fmt: str, out: TextIO | None = None) -> int:

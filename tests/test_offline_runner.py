@@ -1,0 +1,67 @@
+"""The offline runner itself: what it records, and that it leaves the process as it found it."""
+import gc
+import json
+import subprocess
+import sys
+
+import pulumi
+from pulumi.runtime import resource as sdk_resource
+from pulumi.runtime.mocks import MockMonitor
+
+from gpuplatform import synth as offline
+from gpuplatform.records import normalize
+from support import REPO, stack_raw, synth
+
+
+def test_recorded_inputs_are_what_the_sdks_own_mock_monitor_decodes(monkeypatch):
+    """The recording monitor decodes inputs after the run; decoding them inside each registration, as the SDK's
+    monitor does, must give the same plan."""
+    decoded = {}
+
+    def decode_during_registration(self, request):
+        response = MockMonitor.RegisterResource(self, request)
+        if request.type != "pulumi:pulumi:Stack":
+            self.requests.append((response.urn, request))
+        return response
+
+    def capture(self, args):
+        decoded[(args.typ, args.name)] = normalize(args.inputs)
+        return offline.provider_outputs(args.typ, args.name)
+
+    expected = synth(stack_raw("prod"))
+    monkeypatch.setattr(offline.RecordingMonitor, "RegisterResource", decode_during_registration)
+    monkeypatch.setattr(offline.OfflineMocks, "new_resource", capture)
+    synth(stack_raw("prod"))
+    assert len(decoded) == len(expected) > 20
+    for r in expected:
+        assert r.inputs == decoded[(r.type, r.name)], r.name
+
+
+def test_run_is_a_preview_and_leaves_the_process_as_it_found_it():
+    seen = {}
+
+    def program():
+        seen["dry_run"] = pulumi.runtime.is_dry_run()
+        seen["collector"] = gc.isenabled()
+        seen["stack_trace_hook"] = sdk_resource._get_stack_trace
+
+    hook = sdk_resource._get_stack_trace
+    assert hook.__module__ == "pulumi.runtime.resource"  # the pinned SDK still has what the runner swaps out
+    offline.synthesize({}, program)
+    assert seen["dry_run"] is True and seen["collector"] is False and seen["stack_trace_hook"] is not hook
+    assert gc.isenabled() and sdk_resource._get_stack_trace is hook
+
+
+def test_collector_pause_nests():
+    with offline.collector_paused():
+        with offline.collector_paused():
+            pass
+        assert not gc.isenabled()
+    assert gc.isenabled()
+
+
+def test_console_plan_runs_as_a_one_shot_process():
+    proc = subprocess.run([sys.executable, "-m", "gpuplatform", "plan", "--stack", "local", "--format", "json"],
+                          cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["resourceCount"] > 10

@@ -81,10 +81,7 @@ def _scrapes(view, monitor, workload, pod_labels, ports) -> bool:
     remediation="Give the workload a port with protocol 'metrics' so the component creates the PodMonitor.")
 def hpa_app_metric_scraped(view, config, report):
     monitors = view.objects("PodMonitor", "ServiceMonitor")
-    for s in view.scalers:
-        target = view.target_of(s)
-        if target is None:
-            continue
+    for s, target in view.scaled_targets():
         app = [m for m in s.metrics if (found := lookup_metric(m.name)) and found[0].category == "app"]
         if not app:
             continue
@@ -217,10 +214,7 @@ def hpa_replica_bounds(r, config, report):
     refs=("kube-score deployment-targeted-by-hpa-does-not-have-replicas-configured", "pulumi-kubernetes#2491"),
     remediation="Remove spec.replicas from the Deployment.")
 def no_replicas_with_autoscaler(view, config, report):
-    for s in view.scalers:
-        target = view.target_of(s)
-        if target is None:
-            continue
+    for s, target in view.scaled_targets():
         replicas = k8s.get(target.props, "spec", "replicas")
         if replicas is not None:
             report(f"{target.label} sets spec.replicas={replicas} but is scaled by {s.resource.label}", target)

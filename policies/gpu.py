@@ -47,10 +47,7 @@ def _mode_from_selector(spec) -> str | None:
     remediation="Scale on a per-process or per-instance metric of the catalog (e.g. gpu_sm_util on cGPU, "
                 "gpu_engine_active on MIG) or on an inference-server metric such as queue time.")
 def metric_matches_sharing_mode(view, config, report):
-    for s in view.scalers:
-        target = view.target_of(s)
-        if target is None:
-            continue
+    for s, target in view.scaled_targets():
         mode = view.pool_mode(target) or _mode_from_selector(k8s.pod_spec(target.kind, target.props))
         if mode is None:
             continue
@@ -275,9 +272,8 @@ def gpu_pod_placement(view, config, report):
     refs=("k8s-device-plugin#430", "autoscaler#3869"),
     remediation="Lower maxReplicas or raise the pool's maxNodes.")
 def hpa_within_capacity(view, config, report):
-    for s in view.scalers:
-        target = view.target_of(s)
-        if target is None or s.max_replicas is None:
+    for s, target in view.scaled_targets():
+        if s.max_replicas is None:
             continue
         pool = view.pool_of(target)
         if pool is None:

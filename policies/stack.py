@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, Iterable, Mapping, Optional
+from typing import Any, Iterable, Iterator, Mapping, Optional
 
 import yaml
 
@@ -210,6 +210,13 @@ class StackView:
 
     def target_of(self, scaler: Scaler) -> Optional[Resource]:
         return self.object(scaler.target_kind, scaler.resource.namespace, scaler.target_name)
+
+    def scaled_targets(self) -> Iterator[tuple[Scaler, Resource]]:
+        """Each autoscaler with the workload it scales; those whose target is not in the stack are left out."""
+        for scaler in self.scalers:
+            target = self.target_of(scaler)
+            if target is not None:
+                yield scaler, target
 
     def scalers_of(self, workload: Resource) -> list[Scaler]:
         return [s for s in self.scalers if s.target_kind == workload.kind and s.target_name == workload.obj_name

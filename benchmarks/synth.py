@@ -13,12 +13,12 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT))  # a checkout: gpuplatform resolves its subpackages from here
 
 
 def generated_config(n: int) -> dict:
     """A prod-like stack: one MIG pool large enough for n Triton services of up to 4 replicas each."""
-    from components.stack_config import namespace_from_stack_file
+    from gpuplatform.components.stack_config import namespace_from_stack_file
 
     raw = namespace_from_stack_file(ROOT / "stacks" / "Pulumi.prod.yaml")
     base = raw["workloads"][0]
@@ -30,7 +30,7 @@ def generated_config(n: int) -> dict:
 
 
 def run_once(n: int) -> dict:
-    from components.validation import load
+    from gpuplatform.components.validation import load
     from gpuplatform.plan import manifest_files
     from gpuplatform.synth import collector_paused, stack_config_from_namespace, synthesize
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from catalogs.gpus import GpuModel
-from catalogs.mig import max_instances
+from gpuplatform.catalogs.gpus import GpuModel
+from gpuplatform.catalogs.mig import max_instances
 
 CGPU_MAX_PODS_PER_GPU = 20
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from catalogs.gpus import close_matches
+from gpuplatform.catalogs.gpus import close_matches
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ Rendering (prometheus-adapter ``pkg/naming/metrics_query.go`` ``Build``), for a 
 Node-scoped rules (cluster-scoped resource) get no namespace matcher. :func:`render_metrics_query` does exactly
 this, and the test suite evaluates every rendered query with ``promtool`` on exporter-shaped series.
 """
-from catalogs.metrics import MetricSource, WINDOW, series_query
+from gpuplatform.catalogs.metrics import MetricSource, WINDOW, series_query
 
 
 def rule(source: MetricSource, window: str) -> dict:

@@ -7,9 +7,9 @@ aggregated API state from the API server's ``aggregator_unavailable_apiservice``
 import json
 from dataclasses import dataclass
 
-from catalogs.metrics import DCGM_FB_FREE, DCGM_FB_USED, DCGM_XID_ERRORS, EXPORTERS, MetricSource
-from components.adapter_rules import render_metrics_query
-from components.config import Workload
+from gpuplatform.catalogs.metrics import DCGM_FB_FREE, DCGM_FB_USED, DCGM_XID_ERRORS, EXPORTERS, MetricSource
+from gpuplatform.components.adapter_rules import render_metrics_query
+from gpuplatform.components.config import Workload
 
 CUSTOM_METRICS_APISERVICE = "v1beta1.custom.metrics.k8s.io"
 GPU_MEMORY_FULL_RATIO = 0.95

@@ -16,9 +16,9 @@ import pulumi
 import pulumi_kubernetes as k8s
 from typing_extensions import NotRequired
 
-from catalogs.versions import ACK_ADDONS
-from components.config import AckExistingCluster, AckManagedCluster, KubeconfigCluster, Model
-from components.config import Cluster as ClusterSpec
+from gpuplatform.catalogs.versions import ACK_ADDONS
+from gpuplatform.components.config import AckExistingCluster, AckManagedCluster, KubeconfigCluster, Model
+from gpuplatform.components.config import Cluster as ClusterSpec
 
 CREATE_TIME_ADDONS = ("arms-prometheus", "ack-node-problem-detector", "node-lifecycle-controller")
 CREDENTIAL_MINUTES = 4320  # the longest-lived ACK credential (3 days); rotated on every `pulumi up`

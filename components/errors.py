@@ -1,7 +1,7 @@
 """Config errors: every problem names the config path, the bad value and what is allowed."""
 from dataclasses import dataclass
 
-from components.config import PROJECT
+from gpuplatform.components.config import PROJECT
 
 
 @dataclass(frozen=True)

@@ -11,9 +11,9 @@ from typing import Optional
 import pulumi
 import pulumi_kubernetes as k8s
 
-from catalogs.sharing import SIMULATED_POOL_LABEL
-from catalogs.versions import chart
-from components.pools import PoolFacts
+from gpuplatform.catalogs.sharing import SIMULATED_POOL_LABEL
+from gpuplatform.catalogs.versions import chart
+from gpuplatform.components.pools import PoolFacts
 
 # fake-gpu-operator reports GPUs by NVIDIA product name
 SIMULATED_PRODUCTS = {"T4": "Tesla-T4", "A10": "NVIDIA-A10", "A100-40GB": "NVIDIA-A100-SXM4-40GB",

@@ -7,7 +7,7 @@ KEDA ScaledObject) and a PodMonitor for the server's own metrics.
 
 Reuse from another Pulumi project::
 
-    from components import InferenceService
+    from gpuplatform.components import InferenceService
     InferenceService("llm", {
         "workload": {...},        # an item of gpu-platform:workloads (camelCase, stack-file format)
         "node_pool": {...},       # the item of gpu-platform:nodePools it runs on
@@ -24,13 +24,13 @@ from typing import Optional, TypedDict
 import pulumi
 from typing_extensions import NotRequired
 
-from catalogs.kubernetes import api_group
-from components import workload_manifests as wm
-from components.k8s_objects import register
-from components.config import PlatformConfig, Workload
-from components.errors import ConfigError
-from components.pools import PoolFacts, pool_facts
-from components.validation import hpa_api_version, kubernetes_version, validate
+from gpuplatform.catalogs.kubernetes import api_group
+from gpuplatform.components import workload_manifests as wm
+from gpuplatform.components.k8s_objects import register
+from gpuplatform.components.config import PlatformConfig, Workload
+from gpuplatform.components.errors import ConfigError
+from gpuplatform.components.pools import PoolFacts, pool_facts
+from gpuplatform.components.validation import hpa_api_version, kubernetes_version, validate
 
 class InferenceServiceArgs(TypedDict):
     workload: dict
@@ -134,7 +134,7 @@ def workload_context(cfg: PlatformConfig, workload: Workload, facts: PoolFacts,
 
 def _standalone_context(args: InferenceServiceArgs) -> tuple[Workload, wm.WorkloadContext]:
     """Validate the reuse args exactly like a one-workload stack file, then derive the context."""
-    from components.validation import parse
+    from gpuplatform.components.validation import parse
 
     exporter = args.get("gpu_exporter", "dcgm")
     raw = {

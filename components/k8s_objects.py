@@ -4,7 +4,7 @@ import re
 import pulumi
 import pulumi_kubernetes as k8s
 
-from catalogs.kubernetes import POD_SECURITY_ENFORCE, POD_SECURITY_WARN
+from gpuplatform.catalogs.kubernetes import POD_SECURITY_ENFORCE, POD_SECURITY_WARN
 
 TYPED = {
     ("apps/v1", "Deployment"): k8s.apps.v1.Deployment,

@@ -1,8 +1,8 @@
 """Which catalog source serves a workload's metric on this stack (GPU exporter or inference server)."""
 from typing import Optional
 
-from catalogs.metrics import METRICS, MetricDef, MetricSource
-from components.config import PlatformConfig, Workload
+from gpuplatform.catalogs.metrics import METRICS, MetricDef, MetricSource
+from gpuplatform.components.config import PlatformConfig, Workload
 
 
 def provider_for(cfg: PlatformConfig, workload: Workload, metric: MetricDef) -> Optional[str]:

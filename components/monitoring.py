@@ -16,17 +16,17 @@ import pulumi
 import pulumi_kubernetes as k8s
 from typing_extensions import NotRequired
 
-from catalogs.kubernetes import KEDA_API, PROMETHEUS_OPERATOR_API, api_group
-from catalogs.sharing import POOL_LABEL
-from catalogs.versions import ARMS_GPU_EXPORTER, MONITOR_LABELS, PROMETHEUS_HOST, PROMETHEUS_PORT, chart
-from catalogs.versions import in_cluster_prometheus_url
-from components import adapter_rules
-from components.alerts import alerts, dashboard_json, prometheus_rule_groups
-from components.config import PlatformConfig, duration_seconds
-from components.gpu_software import release
-from components.k8s_objects import namespace, register
-from components.metric_sources import source_for, used_sources
-from components.pools import all_pool_facts
+from gpuplatform.catalogs.kubernetes import KEDA_API, PROMETHEUS_OPERATOR_API, api_group
+from gpuplatform.catalogs.sharing import POOL_LABEL
+from gpuplatform.catalogs.versions import ARMS_GPU_EXPORTER, MONITOR_LABELS, PROMETHEUS_HOST, PROMETHEUS_PORT, chart
+from gpuplatform.catalogs.versions import in_cluster_prometheus_url
+from gpuplatform.components import adapter_rules
+from gpuplatform.components.alerts import alerts, dashboard_json, prometheus_rule_groups
+from gpuplatform.components.config import PlatformConfig, duration_seconds
+from gpuplatform.components.gpu_software import release
+from gpuplatform.components.k8s_objects import namespace, register
+from gpuplatform.components.metric_sources import source_for, used_sources
+from gpuplatform.components.pools import all_pool_facts
 
 MONITORING_NS = chart("kube-prometheus-stack").namespace
 ADAPTER_SA = chart("prometheus-adapter").release

@@ -11,8 +11,8 @@ from typing import Optional, TypedDict
 import pulumi
 from typing_extensions import NotRequired
 
-from components.config import Model, NodePool
-from components.pools import PoolFacts
+from gpuplatform.components.config import Model, NodePool
+from gpuplatform.components.pools import PoolFacts
 
 
 class GpuNodePoolArgs(TypedDict):

@@ -8,16 +8,16 @@ from typing import Optional, TypedDict
 
 import pulumi
 
-from catalogs.sharing import ACK_LEGACY_SHARING_ADDON, ACK_SHARING_ADDON
-from catalogs.versions import MONITOR_LABELS, chart
-from components.cluster import GpuCluster
-from components.config import PlatformConfig, duration_seconds
-from components.gpu_software import fake_gpu_operator_values, gpu_operator_values, release
-from components.inference_service import ChildDependencies, InferenceService, workload_context
-from components.k8s_objects import namespace, register
-from components.monitoring import GpuMonitoring
-from components.node_pool import GpuNodePool
-from components.pools import all_pool_facts
+from gpuplatform.catalogs.sharing import ACK_LEGACY_SHARING_ADDON, ACK_SHARING_ADDON
+from gpuplatform.catalogs.versions import MONITOR_LABELS, chart
+from gpuplatform.components.cluster import GpuCluster
+from gpuplatform.components.config import PlatformConfig, duration_seconds
+from gpuplatform.components.gpu_software import fake_gpu_operator_values, gpu_operator_values, release
+from gpuplatform.components.inference_service import ChildDependencies, InferenceService, workload_context
+from gpuplatform.components.k8s_objects import namespace, register
+from gpuplatform.components.monitoring import GpuMonitoring
+from gpuplatform.components.node_pool import GpuNodePool
+from gpuplatform.components.pools import all_pool_facts
 
 
 class GpuPlatformArgs(TypedDict):

@@ -5,10 +5,10 @@ Pure functions over the catalogs, shared by validation, the node pool component,
 from dataclasses import dataclass
 from typing import Optional
 
-from catalogs import capacity, sharing
-from catalogs.gpus import GpuModel, gpu_model, instance_type
-from catalogs.mig import mig_config_label_value
-from components.config import GpuRequestSpec, NodePool, PlatformConfig
+from gpuplatform.catalogs import capacity, sharing
+from gpuplatform.catalogs.gpus import GpuModel, gpu_model, instance_type
+from gpuplatform.catalogs.mig import mig_config_label_value
+from gpuplatform.components.config import GpuRequestSpec, NodePool, PlatformConfig
 
 
 @dataclass(frozen=True)

@@ -5,9 +5,9 @@ from typing import Any
 
 import yaml
 
-from components.config import PROJECT, PlatformConfig
-from components.errors import ConfigError, ConfigIssue
-from components.validation import load
+from gpuplatform.components.config import PROJECT, PlatformConfig
+from gpuplatform.components.errors import ConfigError, ConfigIssue
+from gpuplatform.components.validation import load
 
 SECRET_PLACEHOLDER = "offline-placeholder-secret"
 

@@ -9,15 +9,15 @@ from typing import Any, Callable
 
 from pydantic import ValidationError
 
-from catalogs import sharing
-from catalogs.kubernetes import INTRODUCED_APIS, SECRET_ENV_PATTERN
-from catalogs.gpus import GPU_MODELS, INSTANCE_TYPES, close_matches, instance_type, mig_instance_families
-from catalogs.metrics import METRICS
-from catalogs.mig import profiles_for
-from components.config import PlatformConfig, Workload, duration_seconds
-from components.errors import ConfigError, ConfigIssue, fmt, one_of
-from components.metric_sources import provider_for
-from components.pools import PoolFacts, all_pool_facts
+from gpuplatform.catalogs import sharing
+from gpuplatform.catalogs.kubernetes import INTRODUCED_APIS, SECRET_ENV_PATTERN
+from gpuplatform.catalogs.gpus import GPU_MODELS, INSTANCE_TYPES, close_matches, instance_type, mig_instance_families
+from gpuplatform.catalogs.metrics import METRICS
+from gpuplatform.catalogs.mig import profiles_for
+from gpuplatform.components.config import PlatformConfig, Workload, duration_seconds
+from gpuplatform.components.errors import ConfigError, ConfigIssue, fmt, one_of
+from gpuplatform.components.metric_sources import provider_for
+from gpuplatform.components.pools import PoolFacts, all_pool_facts
 
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 DNS_1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")

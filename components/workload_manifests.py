@@ -6,13 +6,13 @@ tests validate them against the Kubernetes OpenAPI schemas and the policies read
 from dataclasses import dataclass, field
 from typing import Optional
 
-from catalogs.kubernetes import KEDA_API, PROMETHEUS_OPERATOR_API
-from catalogs.metrics import METRICS
-from catalogs.versions import MONITOR_LABELS, in_cluster_prometheus_url
-from components.adapter_rules import render_metrics_query
-from components.config import Behavior, ScalingRules, Workload, duration_seconds
-from components.metric_sources import source_for
-from components.pools import PoolFacts
+from gpuplatform.catalogs.kubernetes import KEDA_API, PROMETHEUS_OPERATOR_API
+from gpuplatform.catalogs.metrics import METRICS
+from gpuplatform.catalogs.versions import MONITOR_LABELS, in_cluster_prometheus_url
+from gpuplatform.components.adapter_rules import render_metrics_query
+from gpuplatform.components.config import Behavior, ScalingRules, Workload, duration_seconds
+from gpuplatform.components.metric_sources import source_for
+from gpuplatform.components.pools import PoolFacts
 
 PART_OF = "gpu-platform"
 ACK_INTRANET_LB = {"service.beta.kubernetes.io/alibaba-cloud-loadbalancer-address-type": "intranet"}

@@ -19,9 +19,9 @@ from pulumi_policy import (EnforcementLevel, PolicyCustomTimeouts, PolicyResourc
 from pulumi_policy.proxy import UnknownValueError, unknown_checking_proxy
 
 from gpuplatform.records import RegisteredResource
-from policies import k8s
-from policies.pack import POLICY_DEFS
-from policies.registry import PolicyDef
+from gpuplatform.policies import k8s
+from gpuplatform.policies.pack import POLICY_DEFS
+from gpuplatform.policies.registry import PolicyDef
 
 LEVELS = {level.value: level for level in EnforcementLevel}
 

@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 from typing import Optional
 
-from components.errors import ConfigError, ConfigIssue
+from gpuplatform.components.errors import ConfigError, ConfigIssue
 
 STACKS_DIR = Path(__file__).resolve().parent.parent / "stacks"
 DEFAULT_STACK = "dev"
@@ -28,7 +28,7 @@ def _add_source(p: argparse.ArgumentParser) -> None:
 
 
 def _load_raw(args) -> tuple[dict, str]:
-    from components.stack_config import namespace_from_stack_file
+    from gpuplatform.components.stack_config import namespace_from_stack_file
 
     path, stack = stack_file(args)
     if not path.exists():
@@ -64,7 +64,7 @@ def cmd_check(args) -> int:
     if args.manifests:
         resources = check.load_manifests(args.manifests)
     else:
-        from components.validation import load
+        from gpuplatform.components.validation import load
         from gpuplatform.synth import stack_config_from_namespace, synthesize
 
         raw, stack = _load_raw(args)
@@ -77,7 +77,7 @@ def cmd_check(args) -> int:
 
 
 def cmd_verify(args) -> int:
-    from components.validation import load
+    from gpuplatform.components.validation import load
     from gpuplatform.verify import verify_main
 
     raw, _stack = _load_raw(args)

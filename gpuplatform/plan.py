@@ -6,11 +6,11 @@ from typing import Any, TextIO
 
 import yaml
 
-from catalogs.metrics import METRICS, is_windowed
-from components.config import SECRET_KEYS, PlatformConfig, duration_seconds
-from components.metric_sources import source_for
-from components.pools import all_pool_facts
-from components.validation import load
+from gpuplatform.catalogs.metrics import METRICS, is_windowed
+from gpuplatform.components.config import SECRET_KEYS, PlatformConfig, duration_seconds
+from gpuplatform.components.metric_sources import source_for
+from gpuplatform.components.pools import all_pool_facts
+from gpuplatform.components.validation import load
 from gpuplatform.records import RegisteredResource
 from gpuplatform.synth import OFFLINE_SECRETS, stack_config_from_namespace, synthesize
 

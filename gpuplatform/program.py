@@ -2,10 +2,10 @@
 ``gpuplatform plan`` runs the same function in-process under the SDK's mock runtime."""
 import pulumi
 
-from components.errors import ConfigError
-from components.platform import GpuPlatform
-from components.stack_config import namespace_from_pulumi
-from components.validation import load
+from gpuplatform.components.errors import ConfigError
+from gpuplatform.components.platform import GpuPlatform
+from gpuplatform.components.stack_config import namespace_from_pulumi
+from gpuplatform.components.validation import load
 
 PLATFORM_NAME = "gpu"
 

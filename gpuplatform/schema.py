@@ -1,6 +1,6 @@
 """JSON Schema of a stack file (``stacks/Pulumi.<stack>.yaml``), generated from the typed config."""
-from catalogs.metrics import METRICS
-from components.config import PROJECT, PlatformConfig
+from gpuplatform.catalogs.metrics import METRICS
+from gpuplatform.components.config import PROJECT, PlatformConfig
 
 
 def stack_file_schema() -> dict:

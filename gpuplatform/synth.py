@@ -166,6 +166,6 @@ def synthesize(config: dict[str, Any], program: Optional[Callable[[], Any]] = No
 
 
 def stack_config_from_namespace(raw: dict[str, Any]) -> dict[str, Any]:
-    from components.config import PROJECT
+    from gpuplatform.components.config import PROJECT
 
     return {f"{PROJECT}:{k}": v for k, v in raw.items()}

@@ -30,14 +30,14 @@ from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 from kubernetes.utils import parse_quantity
 
-from catalogs import sharing
-from catalogs.metrics import METRICS, MetricSource
-from catalogs.versions import chart
-from components.config import PlatformConfig, Workload
-from components.metric_sources import source_for
-from components.pools import PoolFacts, all_pool_facts
-from catalogs.versions import MONITOR_LABELS
-from components.workload_manifests import selector, uses_app_metrics
+from gpuplatform.catalogs import sharing
+from gpuplatform.catalogs.metrics import METRICS, MetricSource
+from gpuplatform.catalogs.versions import chart
+from gpuplatform.components.config import PlatformConfig, Workload
+from gpuplatform.components.metric_sources import source_for
+from gpuplatform.components.pools import PoolFacts, all_pool_facts
+from gpuplatform.catalogs.versions import MONITOR_LABELS
+from gpuplatform.components.workload_manifests import selector, uses_app_metrics
 
 CUSTOM_METRICS_APISERVICE = "v1beta1.custom.metrics.k8s.io"
 EXTERNAL_METRICS_APISERVICE = "v1beta1.external.metrics.k8s.io"

@@ -2,9 +2,10 @@
 import pathlib
 import sys
 
-# the CLI runs this directory as a script; the pack imports catalogs/ and components/ from the repository root
+# The CLI runs this folder as a program, with no install of the package: the checkout root makes
+# ``gpuplatform.policies`` and ``gpuplatform.catalogs`` importable (see gpuplatform/__init__.py).
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
-from policies.pack import build_pack  # noqa: E402
+from gpuplatform.policies.pack import build_pack  # noqa: E402
 
 build_pack()

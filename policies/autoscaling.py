@@ -6,11 +6,11 @@ are silent at apply time (the HPA shows ``<unknown>`` and never scales).
 """
 from __future__ import annotations
 
-from catalogs.gpus import close_matches
-from catalogs.kubernetes import served_by
-from policies import k8s
-from policies.registry import ADVISORY, HIGH, LOW, MEDIUM, prop, resource_policy, stack_policy
-from policies.stack import hpa_metrics, lookup_metric
+from gpuplatform.catalogs.gpus import close_matches
+from gpuplatform.catalogs.kubernetes import served_by
+from gpuplatform.policies import k8s
+from gpuplatform.policies.registry import ADVISORY, HIGH, LOW, MEDIUM, prop, resource_policy, stack_policy
+from gpuplatform.policies.stack import hpa_metrics, lookup_metric
 
 CATEGORY = "autoscaling"
 CUSTOM_METRIC_TYPES = ("Pods", "Object")

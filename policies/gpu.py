@@ -5,13 +5,13 @@ pod's own resources and node selector when checking plain YAML.
 """
 from __future__ import annotations
 
-from catalogs import capacity, sharing
-from catalogs.gpus import GPU_MODELS, gpu_model, instance_type
-from catalogs.metrics import METRICS
-from catalogs.mig import mig_config_label_value, profiles_for
-from policies import k8s
-from policies.registry import CRITICAL, HIGH, MEDIUM, prop, resource_policy, stack_policy
-from policies.stack import ACK_NODE_POOL_TYPE, POOL_TYPE, lookup_metric
+from gpuplatform.catalogs import capacity, sharing
+from gpuplatform.catalogs.gpus import GPU_MODELS, gpu_model, instance_type
+from gpuplatform.catalogs.metrics import METRICS
+from gpuplatform.catalogs.mig import mig_config_label_value, profiles_for
+from gpuplatform.policies import k8s
+from gpuplatform.policies.registry import CRITICAL, HIGH, MEDIUM, prop, resource_policy, stack_policy
+from gpuplatform.policies.stack import ACK_NODE_POOL_TYPE, POOL_TYPE, lookup_metric
 
 CATEGORY = "gpu"
 

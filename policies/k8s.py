@@ -10,7 +10,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Iterator, Optional
 
-from catalogs import sharing
+from gpuplatform.catalogs import sharing
 
 WORKLOAD_KINDS = ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "ReplicationController", "Job",
                   "CronJob", "Pod")

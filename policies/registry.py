@@ -13,7 +13,7 @@ from typing import Any, Callable, Mapping, Optional, Sequence, Union
 from pulumi_policy import (EnforcementLevel, PolicyConfigSchema, ResourceValidationArgs, ResourceValidationPolicy,
                            Severity, StackValidationArgs, StackValidationPolicy)
 
-from policies import k8s
+from gpuplatform.policies import k8s
 
 ADVISORY = EnforcementLevel.ADVISORY
 MANDATORY = EnforcementLevel.MANDATORY
@@ -143,7 +143,7 @@ def stack_policy(id: str, description: str, *, category: str, severity: Severity
                  level: EnforcementLevel = MANDATORY, refs: Sequence[str] = (),
                  config: Optional[dict[str, dict]] = None, remediation: str = ""):
     """Declare a stack policy. ``fn(view, config, report)``; ``report(message, resource)`` names the resource."""
-    from policies.stack import StackView
+    from gpuplatform.policies.stack import StackView
 
     config = dict(config or {})
 

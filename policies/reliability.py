@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import re
 
-from catalogs.kubernetes import REMOVED_APIS
-from policies import k8s
-from policies.registry import HIGH, MEDIUM, prop, resource_policy, stack_policy
-from policies.stack import ACK_CLUSTER_TYPES, ACK_NODE_POOL_TYPE, PROMETHEUS_ADAPTER_CHART, RELEASE_TYPE
+from gpuplatform.catalogs.kubernetes import REMOVED_APIS
+from gpuplatform.policies import k8s
+from gpuplatform.policies.registry import HIGH, MEDIUM, prop, resource_policy, stack_policy
+from gpuplatform.policies.stack import ACK_CLUSTER_TYPES, ACK_NODE_POOL_TYPE, PROMETHEUS_ADAPTER_CHART, RELEASE_TYPE
 
 CATEGORY = "reliability"
 PROD = prop("array", "Environments this policy applies to.", ["prod"], items={"type": "string"})

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import re
 
-from catalogs.kubernetes import SECRET_ENV_PATTERN
-from catalogs.versions import CHARTS
-from components.workload_manifests import ACK_INTRANET_LB
-from policies import k8s
-from policies.registry import CRITICAL, HIGH, MEDIUM, prop, resource_policy, stack_policy
-from policies.stack import PROMETHEUS_ADAPTER_CHART
+from gpuplatform.catalogs.kubernetes import SECRET_ENV_PATTERN
+from gpuplatform.catalogs.versions import CHARTS
+from gpuplatform.components.workload_manifests import ACK_INTRANET_LB
+from gpuplatform.policies import k8s
+from gpuplatform.policies.registry import CRITICAL, HIGH, MEDIUM, prop, resource_policy, stack_policy
+from gpuplatform.policies.stack import PROMETHEUS_ADAPTER_CHART
 
 CATEGORY = "security"
 POD_SECURITY = "pod-security"

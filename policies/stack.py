@@ -14,12 +14,12 @@ from typing import Any, Iterable, Iterator, Mapping, Optional
 
 import yaml
 
-from catalogs import sharing
-from catalogs.metrics import METRICS, MetricDef, MetricSource
-from catalogs.versions import CHARTS
-from components.adapter_rules import served_names
-from policies import k8s
-from policies.registry import Resource, resource_from
+from gpuplatform.catalogs import sharing
+from gpuplatform.catalogs.metrics import METRICS, MetricDef, MetricSource
+from gpuplatform.catalogs.versions import CHARTS
+from gpuplatform.components.adapter_rules import served_names
+from gpuplatform.policies import k8s
+from gpuplatform.policies.registry import Resource, resource_from
 
 PLATFORM_TYPE = "gpuplatform:index:GpuPlatform"
 POOL_TYPE = "gpuplatform:index:GpuNodePool"

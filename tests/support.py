@@ -2,7 +2,7 @@
 import copy
 from pathlib import Path
 
-from components.stack_config import namespace_from_stack_file
+from gpuplatform.components.stack_config import namespace_from_stack_file
 from gpuplatform.synth import stack_config_from_namespace, synthesize
 
 REPO = Path(__file__).resolve().parent.parent

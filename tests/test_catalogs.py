@@ -1,11 +1,11 @@
 """Catalog lookups and the capacity model, with the numbers from the source documents."""
 import pytest
 
-from catalogs import capacity, sharing
-from catalogs.gpus import GPU_MODELS, INSTANCE_TYPES, close_matches, instance_type, mig_instance_families
-from catalogs.metrics import EXPORTERS, METRICS, series_query
-from catalogs.mig import MIG_PROFILES, max_instances, mig_config_label_value
-from catalogs.versions import CHARTS
+from gpuplatform.catalogs import capacity, sharing
+from gpuplatform.catalogs.gpus import GPU_MODELS, INSTANCE_TYPES, close_matches, instance_type, mig_instance_families
+from gpuplatform.catalogs.metrics import EXPORTERS, METRICS, series_query
+from gpuplatform.catalogs.mig import MIG_PROFILES, max_instances, mig_config_label_value
+from gpuplatform.catalogs.versions import CHARTS
 
 
 def test_instance_types_from_the_ack_reference():
@@ -104,6 +104,6 @@ def test_every_chart_is_pinned():
 @pytest.mark.parametrize("api_version, group", [("apps/v1", "apps"), ("v1", ""), ("monitoring.coreos.com/v1",
                                                  "monitoring.coreos.com"), ("keda.sh/v1alpha1", "keda.sh")])
 def test_api_group(api_version, group):
-    from catalogs.kubernetes import api_group
+    from gpuplatform.catalogs.kubernetes import api_group
 
     assert api_group(api_version) == group

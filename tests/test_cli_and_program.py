@@ -116,7 +116,7 @@ def test_reuse_example_synthesizes_offline():
 def test_reuse_with_bad_args_fails_cleanly():
     import pulumi
 
-    from components import InferenceService
+    from gpuplatform.components import InferenceService
 
     def program():
         InferenceService("bad", {"workload": {"name": "w", "image": "x:1", "nodePool": "p", "gpu": {"memoryGib": 4},

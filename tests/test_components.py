@@ -3,9 +3,9 @@ import copy
 
 import pytest
 
-from catalogs import sharing
-from catalogs.versions import chart
-from components.adapter_rules import served_names
+from gpuplatform.catalogs import sharing
+from gpuplatform.catalogs.versions import chart
+from gpuplatform.components.adapter_rules import served_names
 from support import of_type, one, stack_raw, synth
 
 NODE_POOL = "alicloud:cs/nodePool:NodePool"
@@ -242,7 +242,7 @@ def test_reused_service_passes_its_dependencies_to_every_child():
     import pulumi
     import pulumi_kubernetes as k8s
 
-    from components import InferenceService
+    from gpuplatform.components import InferenceService
     from gpuplatform.synth import synthesize
 
     def program():

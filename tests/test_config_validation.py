@@ -4,9 +4,9 @@ import copy
 
 import pytest
 
-from components.errors import ConfigError
-from components.stack_config import namespace_from_stack_file
-from components.validation import load
+from gpuplatform.components.errors import ConfigError
+from gpuplatform.components.stack_config import namespace_from_stack_file
+from gpuplatform.components.validation import load
 from support import REPO, stack_raw
 
 

@@ -4,8 +4,8 @@ import inspect
 
 import pytest
 
-import components
-from components import config as config_module
+from gpuplatform import components
+from gpuplatform.components import config as config_module
 
 ARGS = [components.GpuClusterArgs, components.GpuNodePoolArgs, components.GpuMonitoringArgs,
         components.InferenceServiceArgs, components.GpuPlatformArgs]

@@ -6,7 +6,7 @@ reuse our InferenceService for a validated Deployment + Service + PDB + HPA with
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components import InferenceService
+from gpuplatform.components import InferenceService
 
 config = pulumi.Config()
 provider = k8s.Provider("existing-cluster", context=config.get("context"))

@@ -2,16 +2,16 @@
 components use, and helpers that run one policy object over them."""
 from pathlib import Path
 
-from catalogs.versions import CHARTS
-from components import adapter_rules
-from components import workload_manifests as wm
-from components.metric_sources import used_sources
-from components.pools import all_pool_facts
-from components.stack_config import load_stack_file
-from components.validation import hpa_api_version, kubernetes_version
+from gpuplatform.catalogs.versions import CHARTS
+from gpuplatform.components import adapter_rules
+from gpuplatform.components import workload_manifests as wm
+from gpuplatform.components.metric_sources import used_sources
+from gpuplatform.components.pools import all_pool_facts
+from gpuplatform.components.stack_config import load_stack_file
+from gpuplatform.components.validation import hpa_api_version, kubernetes_version
 from gpuplatform.check import run_policies
 from gpuplatform.records import RegisteredResource
-from policies.registry import by_id
+from gpuplatform.policies.registry import by_id
 
 REPO = Path(__file__).resolve().parents[2]
 STACKS = ("dev", "staging", "prod", "local")

@@ -1,10 +1,10 @@
 """Each policy, through its real pulumi_policy object: quiet on what our stacks register, loud on one mutation."""
 import pytest
 
-from catalogs import sharing
-from catalogs.metrics import METRICS
-from policies.pack import ALL_POLICIES, POLICY_DEFS
-from policies.registry import REGISTRY
+from gpuplatform.catalogs import sharing
+from gpuplatform.catalogs.metrics import METRICS
+from gpuplatform.policies.pack import ALL_POLICIES, POLICY_DEFS
+from gpuplatform.policies.registry import REGISTRY
 from policy_helpers import STACKS, find, only, pod_spec, stack_resources
 
 from pulumi_policy import ResourceValidationPolicy, StackValidationPolicy
@@ -30,7 +30,7 @@ def set_pool_label(rs, key, value):
 def extra(*objs):
     """Plain Kubernetes objects appended to a stack."""
     from gpuplatform.records import RegisteredResource
-    from policies.k8s import type_token
+    from gpuplatform.policies.k8s import type_token
     return [RegisteredResource(type_token(o["apiVersion"], o["kind"]), o["metadata"]["name"], o) for o in objs]
 
 
@@ -241,7 +241,7 @@ def test_our_stacks_pass_every_policy(stack):
 def test_synthesized_stacks_pass_every_policy(stack):
     """The real program under mocks: what `pulumi preview --policy-pack policies` would see."""
     synth = pytest.importorskip("gpuplatform.synth")
-    from components.stack_config import namespace_from_stack_file
+    from gpuplatform.components.stack_config import namespace_from_stack_file
     from gpuplatform.check import format_table, run_policies
     from policy_helpers import REPO
     resources = synth.synthesize(synth.stack_config_from_namespace(

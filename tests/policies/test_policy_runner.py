@@ -6,7 +6,7 @@ from pulumi_policy.proxy import UNKNOWN_NUMBER_VALUE
 
 from gpuplatform.check import exit_code, format_json, format_table, load_manifests, run_policies
 from gpuplatform.records import RegisteredResource
-from policies.registry import by_id
+from gpuplatform.policies.registry import by_id
 from policy_helpers import find, pod_spec, stack_resources
 
 LB = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web", "namespace": "inference"},
@@ -104,7 +104,7 @@ def test_output_formats_and_exit_code():
 def test_docs_table_lists_every_policy_with_its_level():
     from pathlib import Path
 
-    from policies.pack import POLICY_DEFS
+    from gpuplatform.policies.pack import POLICY_DEFS
     doc = (Path(__file__).resolve().parents[2] / "docs" / "policies.md").read_text()
     for p in POLICY_DEFS:
         row = next((line for line in doc.splitlines() if line.startswith(f"| `{p.id}` |")), None)
@@ -117,7 +117,7 @@ def test_sdk_servicer_accepts_the_pack():
     from pulumi_policy import EnforcementLevel
     from pulumi_policy.policy import _PolicyAnalyzerServicer
 
-    from policies.pack import ALL_POLICIES, PACK_NAME
+    from gpuplatform.policies.pack import ALL_POLICIES, PACK_NAME
     servicer = _PolicyAnalyzerServicer(PACK_NAME, "0.0.1", ALL_POLICIES, EnforcementLevel.ADVISORY)
     info = servicer.GetAnalyzerInfo(None, None)
     assert len(info.policies) == len(ALL_POLICIES)

@@ -26,8 +26,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from catalogs.metrics import METRICS, MetricSource
-from components.adapter_rules import go_quote, render_for_nodes, render_for_pods, rule
+from gpuplatform.catalogs.metrics import METRICS, MetricSource
+from gpuplatform.components.adapter_rules import go_quote, render_for_nodes, render_for_pods, rule
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "series"
 WINDOW = "30s"

@@ -1,6 +1,6 @@
 """The PrometheusRule we generate passes `promtool check rules`, and its alerts fire on the failures they name."""
-from components.monitoring import GpuMonitoring
-from components.stack_config import load_stack_file
+from gpuplatform.components.monitoring import GpuMonitoring
+from gpuplatform.components.stack_config import load_stack_file
 from support import REPO
 
 

@@ -24,8 +24,8 @@ from kubernetes_validate import utils as kv_utils
 
 from cloudcoil.models.keda import v1alpha1 as keda_v1alpha1
 from cloudcoil.models.prometheus_operator import v1 as monitoring_v1
-from components.stack_config import namespace_from_stack_file
-from components.validation import kubernetes_version, load
+from gpuplatform.components.stack_config import namespace_from_stack_file
+from gpuplatform.components.validation import kubernetes_version, load
 from gpuplatform.plan import manifest_files
 from gpuplatform.synth import stack_config_from_namespace, synthesize
 

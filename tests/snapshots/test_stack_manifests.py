@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from syrupy.extensions.json import JSONSnapshotExtension
 
-from components.stack_config import namespace_from_stack_file
+from gpuplatform.components.stack_config import namespace_from_stack_file
 from gpuplatform.plan import manifest_files
 from gpuplatform.synth import stack_config_from_namespace, synthesize
 

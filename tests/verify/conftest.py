@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 from k8s_fixture_server import STACKS, FakeApiServer
 
-from components.stack_config import load_stack_file
+from gpuplatform.components.stack_config import load_stack_file
 
 
 @pytest.fixture

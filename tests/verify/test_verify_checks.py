@@ -198,7 +198,7 @@ def test_keda_hpa_scaled_to_zero_passes_and_missing_one_names_keda():
     from kubernetes import client as k8s
     from kubernetes.client.exceptions import ApiException
 
-    from components.stack_config import load_stack_file
+    from gpuplatform.components.stack_config import load_stack_file
     from k8s_fixture_server import STACKS
     from gpuplatform.verify import check_hpa
 

@@ -32,6 +32,27 @@ from gpuplatform.components.errors import ConfigError
 from gpuplatform.components.pools import PoolFacts, pool_facts
 from gpuplatform.components.validation import hpa_api_version, kubernetes_version, validate
 
+class WaitFor(TypedDict, total=False):
+    """What each child of an InferenceService waits for, by the part the child plays.
+
+    A component's own ``opts.depends_on`` would hold back every child: the engine registers a child only after
+    its parent, and the Python SDK sends a registration only once the URNs of the resource's dependencies and
+    of its parent have resolved (pulumi/pulumi ``sdk/python/lib/pulumi/runtime/resource.py``,
+    ``prepare_resource``); a custom resource's URN resolves when the engine has created it. So the platform, and
+    a reusing project that wants the same precision, says which child needs what."""
+
+    every_child: list
+    """Resources every child waits for (what ``opts.depends_on`` of the component means). Default none."""
+    namespace: list
+    """The workload namespace: every namespaced child. Default none."""
+    gpu_nodes: list
+    """Node pools and GPU software (device plugin, operator): the Deployment, whose pods need GPU nodes.
+    Default none."""
+    crd_owners: dict
+    """API group -> resources that install its CRDs (``monitoring.coreos.com``, ``keda.sh``): children of that
+    group. Default none."""
+
+
 class InferenceServiceArgs(TypedDict):
     workload: dict
     """The workload in the stack-file format (an item of ``gpu-platform:workloads``). Required."""
@@ -43,33 +64,34 @@ class InferenceServiceArgs(TypedDict):
     """Cluster version; picks the HPA API (autoscaling/v2 from 1.23). Default ``1.31``."""
     on_ack: NotRequired[bool]
     """The cluster is ACK (ACK sharing labels, intranet LoadBalancer annotation). Default false."""
-    gpu_exporter: NotRequired[str]
-    """GPU metrics source: ``dcgm``, ``ack`` or ``ack-legacy``; fixes the HPA metric names. Default ``dcgm``."""
+    monitoring: NotRequired[dict]
+    """The stack's monitoring in the stack-file format (``gpu-platform:monitoring``): its exporter fixes the HPA
+    metric names, its intervals the PodMonitor and KEDA queries. Default: self-hosted Prometheus with
+    dcgm-exporter and the default intervals."""
     allow_public_endpoints: NotRequired[bool]
     """Allow ``PublicLoadBalancer`` exposure. Default false."""
     prometheus_url: NotRequired[str]
     """Prometheus the KEDA trigger queries. Default the in-cluster kube-prometheus-stack service."""
-    scrape_interval: NotRequired[str]
-    """PodMonitor scrape interval. Default ``15s``."""
-    rule_window: NotRequired[str]
-    """Window of windowed metric queries (KEDA triggers). Default ``30s``."""
+    wait_for: NotRequired[WaitFor]
+    """What each child waits for besides its parent (see :class:`WaitFor`). Default: every child waits for
+    ``opts.depends_on`` of the component, which is then not applied to the component itself."""
 
 
 @dataclass(frozen=True)
 class ChildDependencies:
-    """What each child of an InferenceService waits for besides its parent.
-
-    The platform knows which resource plays which part, so a Service or a PodDisruptionBudget waits only for its
-    namespace, not for a GPU node pool or a Helm release that can take many minutes. A reusing project passes
-    plain ``opts.depends_on``; every child then waits for all of it."""
+    """:class:`WaitFor`, resolved: which resources one child object waits for."""
 
     every_child: tuple = ()
     namespace: tuple = ()
-    """The workload namespace: every namespaced child."""
     gpu_nodes: tuple = ()
-    """Node pools and GPU software (device plugin, operator): the Deployment, whose pods need GPU nodes."""
     crd_owners: Mapping[str, tuple] = field(default_factory=dict)
-    """API group -> resources that install its CRDs: children of that group."""
+
+    @classmethod
+    def of_args(cls, wait_for: Optional[WaitFor], component_depends_on: list) -> "ChildDependencies":
+        w = wait_for or {}
+        return cls(every_child=(*component_depends_on, *w.get("every_child", ())),
+                   namespace=tuple(w.get("namespace", ())), gpu_nodes=tuple(w.get("gpu_nodes", ())),
+                   crd_owners={group: tuple(owners) for group, owners in (w.get("crd_owners") or {}).items()})
 
     def of(self, obj: dict) -> list:
         deps = list(self.every_child)
@@ -86,14 +108,13 @@ class InferenceService(pulumi.ComponentResource):
     deployment_name: pulumi.Output[str]
     service_name: pulumi.Output[str]
 
-    def __init__(self, name: str, args: InferenceServiceArgs, opts: Optional[pulumi.ResourceOptions] = None,
-                 *, _context: Optional[tuple[Workload, wm.WorkloadContext, ChildDependencies]] = None):
-        if _context is None:
-            workload, ctx = _standalone_context(args)
-            # a component's depends_on does not hold back its children: pass it on to each of them
-            deps = ChildDependencies(every_child=tuple(_depends_on(opts)))
-        else:
-            workload, ctx, deps = _context
+    def __init__(self, name: str, args: InferenceServiceArgs, opts: Optional[pulumi.ResourceOptions] = None):
+        workload, ctx = _context(args)
+        # the component's depends_on is handed to its children instead, so that it holds back nothing else
+        deps = ChildDependencies.of_args(args.get("wait_for"), _depends_on(opts))
+        if opts is not None and opts.depends_on:
+            opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions())
+            opts.depends_on = None
         super().__init__("gpuplatform:index:InferenceService", name,
                          {"workload": workload.name, "namespace": ctx.namespace, "pool": ctx.pool.name}, opts)
         self.workload, self.context = workload, ctx
@@ -132,33 +153,40 @@ def workload_context(cfg: PlatformConfig, workload: Workload, facts: PoolFacts,
         metric_sources=wm.context_sources(cfg, workload))
 
 
-def _standalone_context(args: InferenceServiceArgs) -> tuple[Workload, wm.WorkloadContext]:
-    """Validate the reuse args exactly like a one-workload stack file, then derive the context."""
+# An adopted ACK cluster stands in for "some ACK cluster": the workload rules read only that the cluster is ACK
+# and its version, never its id, region or vSwitches.
+_SOME_ACK_CLUSTER = {"kind": "ack-existing", "region": "cn-hangzhou", "clusterId": "c-reused",
+                     "vswitchIds": ["vsw-reused"]}
+
+
+def service_config(args: InferenceServiceArgs) -> PlatformConfig:
+    """The args as a one-workload stack config, validated with the stack-file rules (ConfigError if bad)."""
     from gpuplatform.components.validation import parse
 
-    exporter = args.get("gpu_exporter", "dcgm")
+    version = args.get("kubernetes_version", "1.31")
     raw = {
         "settings": {"environment": "dev", "namespace": args.get("namespace", "inference"),
-                     "allowPublicEndpoints": args.get("allow_public_endpoints", False)},
-        "cluster": ({"kind": "ack-existing", "region": "unknown", "clusterId": "external", "vswitchIds": ["external"],
-                     "kubernetesVersion": args.get("kubernetes_version", "1.31")} if args.get("on_ack")
-                    else {"kind": "kubeconfig", "kubernetesVersion": args.get("kubernetes_version", "1.31")}),
+                     "allowPublicEndpoints": args.get("allow_public_endpoints", False), "createNamespace": False},
+        "cluster": ({**_SOME_ACK_CLUSTER, "kubernetesVersion": version} if args.get("on_ack")
+                    else {"kind": "kubeconfig", "kubernetesVersion": version}),
         "nodePools": [args["node_pool"]],
-        "monitoring": {"backend": "arms" if exporter == "ack" else "self-hosted", "gpuExporter": exporter,
-                       "intervals": {"scrape": args.get("scrape_interval", "15s"),
-                                     "ruleWindow": args.get("rule_window", "30s")}},
+        "monitoring": args.get("monitoring") or {},
         "workloads": [args["workload"]],
     }
+    cfg = parse(raw)
+    issues = validate(cfg)
+    if issues:
+        raise ConfigError(issues)
+    return cfg
+
+
+def _context(args: InferenceServiceArgs) -> tuple[Workload, wm.WorkloadContext]:
     try:
-        cfg = parse(raw)
-        issues = validate(cfg)
-        if issues:
-            raise ConfigError(issues)
+        cfg = service_config(args)
     except ConfigError as exc:
         raise pulumi.RunError(exc.render()) from None
     workload = cfg.workloads[0]
-    facts = pool_facts(cfg, cfg.node_pools[0])
-    return workload, workload_context(cfg, workload, facts, args.get("prometheus_url"))
+    return workload, workload_context(cfg, workload, pool_facts(cfg, cfg.node_pools[0]), args.get("prometheus_url"))
 
 
-__all__ = ["ChildDependencies", "InferenceService", "InferenceServiceArgs", "workload_context"]
+__all__ = ["InferenceService", "InferenceServiceArgs", "WaitFor", "service_config", "workload_context"]

@@ -2,7 +2,7 @@
 
 Order matters only where Kubernetes needs it: the workload namespace and the monitoring CRDs exist before the
 objects that use them; node pools and GPU software exist before the Deployments whose pods ask for GPUs. Nothing
-else waits: a Service does not sit behind a node pool or a Helm release (see ``ChildDependencies``).
+else waits: a Service does not sit behind a node pool or a Helm release (see ``InferenceServiceArgs.wait_for``).
 """
 from typing import Optional, TypedDict
 
@@ -13,7 +13,7 @@ from gpuplatform.catalogs.versions import MONITOR_LABELS, chart
 from gpuplatform.components.cluster import GpuCluster
 from gpuplatform.components.config import PlatformConfig, duration_seconds
 from gpuplatform.components.gpu_software import fake_gpu_operator_values, gpu_operator_values, release
-from gpuplatform.components.inference_service import ChildDependencies, InferenceService, workload_context
+from gpuplatform.components.inference_service import InferenceService
 from gpuplatform.components.k8s_objects import namespace, register
 from gpuplatform.components.monitoring import GpuMonitoring
 from gpuplatform.components.node_pool import GpuNodePool
@@ -76,19 +76,22 @@ class GpuPlatform(pulumi.ComponentResource):
         self.namespace = register(f"{name}-workloads-namespace", namespace(s.namespace, "restricted", warn=True),
                                   pulumi.ResourceOptions(parent=self, provider=self.cluster.provider)
                                   ) if s.create_namespace else None
-        child_deps = ChildDependencies(
-            namespace=(self.namespace,) if self.namespace else (),
-            gpu_nodes=(*in_cluster.depends_on, *gpu_software),
-            crd_owners={group: (owner,) for group, owner in self.monitoring.crd_owners.items()})
-        service_opts = pulumi.ResourceOptions(parent=self, provider=self.cluster.provider, depends_on=[
-            *child_deps.namespace, *child_deps.gpu_nodes, *self.monitoring.crd_owners.values()])
+        wait_for = {
+            "namespace": [self.namespace] if self.namespace else [],
+            "gpu_nodes": [*in_cluster.depends_on, *gpu_software],
+            "crd_owners": {group: [owner] for group, owner in self.monitoring.crd_owners.items()}}
+        # the same public args a reusing project passes: one way to build a service, validated the same way
+        shared_args = {"namespace": s.namespace, "kubernetes_version": cfg.cluster.kubernetes_version,
+                       "on_ack": cfg.is_ack, "monitoring": cfg.monitoring.model_dump(by_alias=True, exclude_none=True),
+                       "allow_public_endpoints": s.allow_public_endpoints, "wait_for": wait_for}
+        pools = {p.name: p.model_dump(by_alias=True, exclude_none=True) for p in cfg.node_pools}
+        service_opts = pulumi.ResourceOptions(parent=self, provider=self.cluster.provider)
         self.services = {}
         prometheus_url = self.monitoring.prometheus_url
         for w in cfg.workloads:
-            ctx = workload_context(cfg, w, facts[w.node_pool])
-            self.services[w.name] = InferenceService(
-                f"{name}-{w.name}", {"workload": w.model_dump(by_alias=True), "node_pool": {}}, opts=service_opts,
-                _context=(w, ctx, child_deps))
+            self.services[w.name] = InferenceService(f"{name}-{w.name}", {
+                "workload": w.model_dump(by_alias=True, exclude_none=True), "node_pool": pools[w.node_pool],
+                **shared_args}, opts=service_opts)
         self.prometheus_url = prometheus_url
         self.register_outputs({"cluster_id": self.cluster.cluster_id, "prometheus_url": prometheus_url})
 

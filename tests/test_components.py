@@ -255,8 +255,39 @@ def test_reused_service_passes_its_dependencies_to_every_child():
                           "sharing": {"mode": "exclusive"}},
             "namespace": "ml"}, opts=pulumi.ResourceOptions(depends_on=[ns]))
 
-    children = [r for r in synthesize({}, program) if r.parent == "svc"]
+    records = synthesize({}, program)
+    children = [r for r in records if r.parent == "svc"]
     assert children and all(r.depends_on[:1] == ["team-ns"] for r in children)
+    # the component itself waits for nothing: a dependency on it would hold back every child's registration
+    assert one(records, "gpuplatform:index:InferenceService").depends_on == []
+
+
+def test_platform_builds_services_through_the_public_args(stack_records):
+    """One way to build a service: a reusing project passing the stack's facts gets exactly the platform's objects."""
+    import inspect
+
+    import pulumi
+
+    from gpuplatform.components import InferenceService
+    from gpuplatform.components.validation import load
+    from gpuplatform.synth import synthesize
+
+    assert list(inspect.signature(InferenceService.__init__).parameters) == ["self", "name", "args", "opts"]
+    for stack in ("prod", "local"):
+        cfg = load(stack_raw(stack))
+        for w in cfg.workloads:
+            args = {"workload": w.model_dump(by_alias=True, exclude_none=True),
+                    "node_pool": cfg.pool(w.node_pool).model_dump(by_alias=True, exclude_none=True),
+                    "namespace": cfg.settings.namespace, "kubernetes_version": cfg.cluster.kubernetes_version,
+                    "on_ack": cfg.is_ack, "monitoring": cfg.monitoring.model_dump(by_alias=True, exclude_none=True)}
+            component = f"gpu-{w.name}"
+
+            def program():
+                InferenceService(component, args, opts=pulumi.ResourceOptions())
+
+            reused = {r.name: r.inputs for r in synthesize({}, program) if r.parent == component}
+            platform = {r.name: r.inputs for r in stack_records(stack) if r.parent == component}
+            assert reused and reused == platform, (stack, w.name)
 
 
 def test_internal_and_public_load_balancers():

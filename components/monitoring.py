@@ -50,7 +50,7 @@ def kube_prometheus_stack_values(cfg: PlatformConfig) -> dict:
     grafana = {"sidecar": {"dashboards": {"enabled": True, "label": "grafana_dashboard", "labelValue": "1",
                                           "searchNamespace": "ALL"}}}
     if cfg.grafana_admin_password:
-        grafana["adminPassword"] = pulumi.Output.secret(cfg.grafana_admin_password)
+        grafana["adminPassword"] = pulumi.Output.secret(cfg.grafana_admin_password.get_secret_value())
     return {"prometheus": {"prometheusSpec": spec}, "grafana": grafana}
 
 

@@ -58,7 +58,9 @@ class GpuPlatform(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self)
         self.cluster = GpuCluster(f"{name}-cluster", {
             "cluster": cfg.cluster.model_dump(by_alias=True), "addons": required_addons(cfg),
-            "protect": s.protect_resources, **({"kubeconfig": cfg.kubeconfig} if cfg.kubeconfig else {})}, opts=child)
+            "protect": s.protect_resources,
+            **({"kubeconfig": pulumi.Output.secret(cfg.kubeconfig.get_secret_value())} if cfg.kubeconfig else {})},
+            opts=child)
         facts = all_pool_facts(cfg)
         self.pools = {
             p.name: GpuNodePool(f"{name}-{p.name}", {

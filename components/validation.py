@@ -14,7 +14,7 @@ from gpuplatform.catalogs.kubernetes import INTRODUCED_APIS, SECRET_ENV_PATTERN
 from gpuplatform.catalogs.gpus import GPU_MODELS, INSTANCE_TYPES, close_matches, instance_type, mig_instance_families
 from gpuplatform.catalogs.metrics import METRICS
 from gpuplatform.catalogs.mig import profiles_for
-from gpuplatform.components.config import PlatformConfig, Workload, duration_seconds
+from gpuplatform.components.config import SECRET_KEYS, PlatformConfig, Workload, duration_seconds
 from gpuplatform.components.errors import ConfigError, ConfigIssue, fmt, one_of
 from gpuplatform.components.metric_sources import provider_for
 from gpuplatform.components.pools import PoolFacts, all_pool_facts
@@ -49,6 +49,8 @@ def _path(loc: tuple) -> str:
 
 def _pydantic_message(err: dict) -> str:
     msg = err["msg"].removeprefix("Value error, ")
+    if err["loc"][:1] and err["loc"][0] in SECRET_KEYS:
+        return f"{msg} (value not shown: it is a secret)"
     if err["type"] == "extra_forbidden":
         return "unknown key (not a gpu-platform setting; check the spelling against `gpuplatform schema`)"
     if err["type"] == "missing":

@@ -111,7 +111,10 @@ def latency_text(rows: list[dict]) -> str:
 
 def _mask(value: Any, secrets: set[str]) -> Any:
     if isinstance(value, str):
-        return SECRET_MASK if value in secrets else value
+        for secret in secrets:
+            if secret in value:
+                value = value.replace(secret, SECRET_MASK)
+        return value
     if isinstance(value, dict):
         return {k: _mask(v, secrets) for k, v in value.items()}
     if isinstance(value, list):

@@ -11,9 +11,8 @@ PLATFORM_NAME = "gpu"
 
 
 def main() -> GpuPlatform:
-    raw, _secret_keys = namespace_from_pulumi()
     try:
-        cfg = load(raw)
+        cfg = load(namespace_from_pulumi())
     except ConfigError as exc:
         # a clean failure before any resource is registered, without a Python traceback
         raise pulumi.RunError(exc.render()) from None

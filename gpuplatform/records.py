@@ -20,6 +20,10 @@ class RegisteredResource:
     depends_on: list[str] = field(default_factory=list)
     """Logical names of explicit ``depends_on`` resources."""
     urn: str = ""
+    secret_strings: frozenset = frozenset()
+    """Every string registered inside a secret. The SDK marks a whole top-level input secret when any value in
+    it is, so this is a superset of the secret values themselves: tests use it to prove a secret was registered
+    as one; the plan masks the known secret values only, so the rest stays reviewable."""
 
     @property
     def is_kubernetes_object(self) -> bool:
@@ -32,15 +36,28 @@ SECRET_SIG = ("4dabf18193072939515e22adb298388d", "1b47061264138c4ac30d75fd1eb44
 """Pulumi's wire marker of a secret value (``{<sig key>: <secret sig>, "value": ...}``)."""
 
 
-def normalize(value: Any) -> Any:
+def normalize(value: Any, secrets: Optional[set] = None) -> Any:
     """Mocks hand numbers over as floats (``maxReplicas: 10.0``); restore the ints we wrote. Secret markers are
-    unwrapped: the plan masks the secret strings themselves, so the rest of a secret input stays reviewable."""
+    unwrapped, and the strings inside them added to ``secrets``."""
     if isinstance(value, float) and value.is_integer():
         return int(value)
     if isinstance(value, dict) and value.get(SECRET_SIG[0]) == SECRET_SIG[1]:
-        return normalize(value.get("value"))
+        inner = normalize(value.get("value"), secrets)
+        if secrets is not None:
+            secrets.update(_strings(inner))
+        return inner
     if isinstance(value, dict):
-        return {k: normalize(v) for k, v in value.items()}
+        return {k: normalize(v, secrets) for k, v in value.items()}
     if isinstance(value, list):
-        return [normalize(v) for v in value]
+        return [normalize(v, secrets) for v in value]
     return value
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value] if value else []
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _strings(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    return [str(value)] if isinstance(value, (int, float)) and not isinstance(value, bool) else []

@@ -135,9 +135,14 @@ def _name_of(urn: str) -> Optional[str]:
 
 
 def synthesize(config: dict[str, Any], program: Optional[Callable[[], Any]] = None, *, stack: str = "offline",
-               project: str = "gpu-platform", secret_keys: tuple = ()) -> list[RegisteredResource]:
+               project: str = "gpu-platform", secret_keys: Optional[tuple] = None) -> list[RegisteredResource]:
     """Run ``program`` (default: the gpu-platform program) with ``config`` (full keys, e.g.
-    ``gpu-platform:nodePools``) and return every registered resource in registration order."""
+    ``gpu-platform:nodePools``) and return every registered resource in registration order.
+
+    ``secret_keys`` are the keys the CLI would mark secret; default: the package's secret keys present in
+    ``config`` (offline they come from a stack file, whose reader accepts them only encrypted)."""
+    if secret_keys is None:
+        secret_keys = secret_config_keys(config)
     if program is None:
         from gpuplatform.program import main as program
     mocks = OfflineMocks()
@@ -158,11 +163,20 @@ def synthesize(config: dict[str, Any], program: Optional[Callable[[], Any]] = No
         raise RuntimeError("two resources share a URN; the engine would reject this program")
     out = []
     for urn, req in monitor.requests:
-        inputs = normalize(rpc.deserialize_properties(req.object))
+        secrets: set[str] = set()
+        inputs = normalize(rpc.deserialize_properties(req.object), secrets)
         out.append(RegisteredResource(
             type=req.type, name=req.name, inputs=inputs, parent=_name_of(req.parent), custom=bool(req.custom),
-            protect=bool(req.protect), depends_on=[_name_of(d) for d in req.dependencies], urn=urn))
+            protect=bool(req.protect), depends_on=[_name_of(d) for d in req.dependencies], urn=urn,
+            secret_strings=frozenset(secrets)))
     return out
+
+
+def secret_config_keys(config: dict[str, Any]) -> tuple[str, ...]:
+    """The full keys of ``config`` that hold the package's secrets."""
+    from gpuplatform.components.config import PROJECT, SECRET_KEYS
+
+    return tuple(k for k in (f"{PROJECT}:{name}" for name in SECRET_KEYS) if config.get(k) is not None)
 
 
 def stack_config_from_namespace(raw: dict[str, Any]) -> dict[str, Any]:

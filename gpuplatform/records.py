@@ -2,6 +2,8 @@
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from google.protobuf import struct_pb2
+
 
 @dataclass
 class RegisteredResource:
@@ -51,6 +53,36 @@ def normalize(value: Any, secrets: Optional[set] = None) -> Any:
     if isinstance(value, list):
         return [normalize(v, secrets) for v in value]
     return value
+
+
+def restore_nulls(raw: Any, decoded: Any) -> Any:
+    """Put back the ``null`` s the SDK's ``deserialize_properties`` drops from a registration request.
+
+    The engine receives them (the SDK serializes ``None`` inside a map or list as a protobuf null), and Helm
+    coalesces a ``null`` value by deleting the chart's default for that key, so a plan without them would not show
+    what ``pulumi up`` sends. ``raw`` is the request's Struct (or one of its values); ``decoded`` the SDK's
+    decoding of it, which may have moved a secret marker up a level."""
+    if isinstance(raw, struct_pb2.Value):
+        kind = raw.WhichOneof("kind")
+        raw = raw.struct_value if kind == "struct_value" else raw.list_value if kind == "list_value" else None
+        if raw is None:
+            return decoded
+    if isinstance(decoded, dict) and decoded.get(SECRET_SIG[0]) == SECRET_SIG[1]:
+        fields = raw.fields if isinstance(raw, struct_pb2.Struct) else {}
+        inner = fields["value"] if SECRET_SIG[0] in fields else raw
+        return {**decoded, "value": restore_nulls(inner, decoded.get("value"))}
+    if isinstance(raw, struct_pb2.Struct) and isinstance(decoded, dict):
+        out = dict(decoded)
+        for key, value in raw.fields.items():
+            if value.WhichOneof("kind") == "null_value" and key not in out and not key.startswith("__"):
+                out[key] = None
+            elif key in out:
+                out[key] = restore_nulls(value, out[key])
+        return out
+    if isinstance(raw, struct_pb2.ListValue) and isinstance(decoded, list) and len(raw.values) == len(decoded):
+        return [None if v.WhichOneof("kind") == "null_value" else restore_nulls(v, d)
+                for v, d in zip(raw.values, decoded)]
+    return decoded
 
 
 def _strings(value: Any) -> list[str]:

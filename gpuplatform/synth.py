@@ -15,7 +15,7 @@ from pulumi.runtime import rpc
 from pulumi.runtime.mocks import MockMonitor
 from pulumi.runtime.proto import resource_pb2, source_pb2
 
-from gpuplatform.records import RegisteredResource, normalize
+from gpuplatform.records import RegisteredResource, normalize, restore_nulls
 
 OFFLINE_KUBECONFIG = """apiVersion: v1
 kind: Config
@@ -164,7 +164,7 @@ def synthesize(config: dict[str, Any], program: Optional[Callable[[], Any]] = No
     out = []
     for urn, req in monitor.requests:
         secrets: set[str] = set()
-        inputs = normalize(rpc.deserialize_properties(req.object), secrets)
+        inputs = normalize(restore_nulls(req.object, rpc.deserialize_properties(req.object)), secrets)
         out.append(RegisteredResource(
             type=req.type, name=req.name, inputs=inputs, parent=_name_of(req.parent), custom=bool(req.custom),
             protect=bool(req.protect), depends_on=[_name_of(d) for d in req.dependencies], urn=urn,

@@ -12,8 +12,9 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from gpuplatform.catalogs.sharing import SIMULATED_POOL_LABEL
-from gpuplatform.catalogs.versions import chart
+from gpuplatform.catalogs.versions import KubeMinor, chart
 from gpuplatform.components.pools import PoolFacts
+from gpuplatform.components.releases import chart_version
 
 # fake-gpu-operator reports GPUs by NVIDIA product name
 SIMULATED_PRODUCTS = {"T4": "Tesla-T4", "A10": "NVIDIA-A10", "A100-40GB": "NVIDIA-A100-SXM4-40GB",
@@ -24,8 +25,11 @@ SIMULATED_PRODUCTS = {"T4": "Tesla-T4", "A10": "NVIDIA-A10", "A100-40GB": "NVIDI
 
 def fake_gpu_operator_values(pools: list[PoolFacts]) -> dict:
     """Topology derived from the pool specs: product, GPUs per node and memory per GPU, keyed by pool name."""
-    node_pools = {p.name: {"gpuProduct": SIMULATED_PRODUCTS.get(p.model.name, p.model.name),
-                           "gpuCount": p.gpus_per_node, "gpuMemory": p.model.reported_mib} for p in pools}
+    # Helm merges our map into the chart's, whose topology has a ``default`` pool; a null deletes a chart default
+    # (helm.sh/docs/chart_template_guide/values_files, "Deleting a default key"), so only our pools remain
+    node_pools: dict = {"default": None}
+    node_pools.update({p.name: {"gpuProduct": SIMULATED_PRODUCTS.get(p.model.name, p.model.name),
+                                "gpuCount": p.gpus_per_node, "gpuMemory": p.model.reported_mib} for p in pools})
     mig = any(p.mode == "mig" for p in pools)
     return {"topology": {"nodePools": node_pools, "nodePoolLabelKey": SIMULATED_POOL_LABEL,
                          **({"migStrategy": "mixed"} if mig else {})}}
@@ -49,16 +53,18 @@ def gpu_operator_values(pools: list[PoolFacts], monitor_labels: dict, scrape_int
 
 
 def release(name: str, release_key: str, values: dict, overrides: dict, opts: pulumi.ResourceOptions,
-            namespace: Optional[str] = None) -> k8s.helm.v3.Release:
-    """A pinned Helm release from the versions catalog, with the user's ``helmValues`` merged over ours.
-    Namespaces are created by the caller (with their Pod Security labels), never by Helm."""
+            namespace: Optional[str] = None, *, kubernetes: KubeMinor) -> k8s.helm.v3.Release:
+    """A pinned Helm release from the versions catalog, at the newest pinned version that supports the cluster's
+    Kubernetes minor, with the user's ``helmValues`` merged over ours. Namespaces are created by the caller (with
+    their Pod Security labels), never by Helm."""
     c = chart(release_key)
     if c.repository.startswith("oci://"):
         source = {"chart": f"{c.repository}/{c.name}"}
     else:
         source = {"chart": c.name, "repository_opts": {"repo": c.repository}}
-    return k8s.helm.v3.Release(name, name=c.release, version=c.version, namespace=namespace or c.namespace,
-                               values=deep_merge(values, overrides), opts=opts, **source)
+    return k8s.helm.v3.Release(name, name=c.release, version=chart_version(release_key, kubernetes),
+                               namespace=namespace or c.namespace, values=deep_merge(values, overrides), opts=opts,
+                               **source)
 
 
 def deep_merge(base: dict, override: dict) -> dict:

@@ -27,6 +27,8 @@ from gpuplatform.components.gpu_software import release
 from gpuplatform.components.k8s_objects import namespace, register
 from gpuplatform.components.metric_sources import source_for, used_sources
 from gpuplatform.components.pools import all_pool_facts
+from gpuplatform.components.releases import uses_cert_manager
+from gpuplatform.components.validation import kubernetes_version
 
 MONITORING_NS = chart("kube-prometheus-stack").namespace
 ADAPTER_SA = chart("prometheus-adapter").release
@@ -166,6 +168,7 @@ class GpuMonitoring(pulumi.ComponentResource):
         cfg = args["config"]
         self.child = pulumi.ResourceOptions(parent=self)
         self.name = name
+        self.kube = kubernetes_version(cfg)
         self.crd_owners: dict[str, pulumi.Resource] = {}
         """API group -> the release that installs its CRDs (monitors and rules, ScaledObjects wait for it)."""
         mon = cfg.monitoring
@@ -192,7 +195,8 @@ class GpuMonitoring(pulumi.ComponentResource):
         # privileged namespace; inference workloads stay in their restricted namespace
         ns = self._namespace("namespace", MONITORING_NS, "privileged")
         kps = release(f"{n}-kube-prometheus-stack", "kube-prometheus-stack", kube_prometheus_stack_values(cfg),
-                      mon.helm_values.kube_prometheus_stack, self._opts(ns), namespace=MONITORING_NS)
+                      mon.helm_values.kube_prometheus_stack, self._opts(ns), namespace=MONITORING_NS,
+                      kubernetes=self.kube)
         self.crd_owners = {api_group(PROMETHEUS_OPERATOR_API): kps}
         self.prometheus_url = pulumi.Output.from_input(in_cluster_prometheus_url())
         simulated = getattr(cfg.cluster, "simulate_gpus", False)
@@ -200,23 +204,24 @@ class GpuMonitoring(pulumi.ComponentResource):
             register(f"{n}-simulated-exporter-monitor", simulated_exporter_service_monitor(cfg), self._opts(kps))
         elif mon.exporter == "dcgm" and not gpu_operator_installed:
             release(f"{n}-dcgm-exporter", "dcgm-exporter", dcgm_exporter_values(cfg), mon.helm_values.dcgm_exporter,
-                    self._opts(kps), namespace=MONITORING_NS)
+                    self._opts(kps), namespace=MONITORING_NS, kubernetes=self.kube)
         adapter_deps: list[pulumi.Resource] = [ns]
-        if cfg.settings.is_prod:
+        if uses_cert_manager(cfg):
             cm_chart = chart("cert-manager")
             cm_ns = self._namespace("cert-manager-namespace", cm_chart.namespace, "restricted")
             adapter_deps.append(release(f"{n}-cert-manager", "cert-manager", {"crds": {"enabled": True}}, {},
-                                        self._opts(cm_ns), namespace=cm_chart.namespace))
+                                        self._opts(cm_ns), namespace=cm_chart.namespace,
+                                        kubernetes=self.kube))
         self._adapter_rbac(self._opts(ns))
         self.adapter = release(f"{n}-prometheus-adapter", "prometheus-adapter",
                                prometheus_adapter_values(cfg, f"http://{PROMETHEUS_HOST}"),
                                mon.helm_values.prometheus_adapter, self._opts(*adapter_deps),
-                               namespace=MONITORING_NS)
+                               namespace=MONITORING_NS, kubernetes=self.kube)
         if any(w.autoscaling.autoscaler == "keda" for w in cfg.workloads):
             keda_chart = chart("keda")
             keda_ns = self._namespace("keda-namespace", keda_chart.namespace, "restricted")
             self.keda = release(f"{n}-keda", "keda", {}, mon.helm_values.keda, self._opts(keda_ns),
-                                namespace=keda_chart.namespace)
+                                namespace=keda_chart.namespace, kubernetes=self.kube)
             self.crd_owners[api_group(KEDA_API)] = self.keda
         if mon.alerts:
             register(f"{n}-alerts", self.prometheus_rule(cfg), self._opts(kps))
@@ -245,11 +250,13 @@ class GpuMonitoring(pulumi.ComponentResource):
         if mon.adapter_kind == "ack-alibaba-cloud-metrics-adapter":
             self.adapter = release(f"{n}-ack-metrics-adapter", "ack-alibaba-cloud-metrics-adapter",
                                    ack_adapter_values(cfg, url, token), mon.helm_values.ack_metrics_adapter,
-                                   self.child, namespace=chart("ack-alibaba-cloud-metrics-adapter").namespace)
+                                   self.child, namespace=chart("ack-alibaba-cloud-metrics-adapter").namespace,
+                                   kubernetes=self.kube)
         else:
             self._adapter_rbac(self.child)
             self.adapter = release(f"{n}-prometheus-adapter", "prometheus-adapter", prometheus_adapter_values(cfg, url),
-                                   mon.helm_values.prometheus_adapter, self.child, namespace=MONITORING_NS)
+                                   mon.helm_values.prometheus_adapter, self.child, namespace=MONITORING_NS,
+                                   kubernetes=self.kube)
         if mon.alerts:
             for a in self.alert_list(cfg):
                 alicloud.arms.PrometheusAlertRule(

@@ -18,6 +18,8 @@ from gpuplatform.components.k8s_objects import namespace, register
 from gpuplatform.components.monitoring import GpuMonitoring
 from gpuplatform.components.node_pool import GpuNodePool
 from gpuplatform.components.pools import all_pool_facts
+from gpuplatform.components.releases import uses_gpu_operator
+from gpuplatform.components.validation import kubernetes_version
 
 
 class GpuPlatformArgs(TypedDict):
@@ -37,12 +39,6 @@ def required_addons(cfg: PlatformConfig) -> list[str]:
         dedicated = cfg.cluster.kind == "ack-existing" and not cfg.cluster.professional
         addons.append(ACK_LEGACY_SHARING_ADDON if dedicated else ACK_SHARING_ADDON)
     return addons
-
-
-def uses_gpu_operator(cfg: PlatformConfig) -> bool:
-    """MIG pools on a non-ACK cluster with real GPUs get the NVIDIA GPU Operator (mig-manager, dcgm-exporter)."""
-    return (not cfg.is_ack and not getattr(cfg.cluster, "simulate_gpus", False)
-            and any(p.sharing.mode == "mig" for p in cfg.node_pools))
 
 
 class GpuPlatform(pulumi.ComponentResource):
@@ -109,7 +105,8 @@ class GpuPlatform(pulumi.ComponentResource):
             ns = register(f"{name}-fake-gpu-operator-namespace", namespace(c.namespace, "privileged"), opts)
             out.append(release(f"{name}-fake-gpu-operator", "fake-gpu-operator",
                                fake_gpu_operator_values(list(facts.values())), {},
-                               pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[ns]))))
+                               pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[ns])),
+                               kubernetes=kubernetes_version(cfg)))
         elif uses_gpu_operator(cfg):
             c = chart("gpu-operator")
             ns = register(f"{name}-gpu-operator-namespace", namespace(c.namespace, "privileged"), opts)
@@ -117,5 +114,6 @@ class GpuPlatform(pulumi.ComponentResource):
                                gpu_operator_values([f for f in facts.values()], MONITOR_LABELS, iv.scrape,
                                                    duration_seconds(iv.exporter_collect) * 1000),
                                cfg.monitoring.helm_values.gpu_operator,
-                               pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[ns]))))
+                               pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[ns])),
+                               kubernetes=kubernetes_version(cfg)))
         return out

@@ -14,17 +14,18 @@ from gpuplatform.catalogs.kubernetes import INTRODUCED_APIS, SECRET_ENV_PATTERN
 from gpuplatform.catalogs.gpus import GPU_MODELS, INSTANCE_TYPES, close_matches, instance_type, mig_instance_families
 from gpuplatform.catalogs.metrics import METRICS
 from gpuplatform.catalogs.mig import profiles_for
+from gpuplatform.catalogs.versions import KUBERNETES_SUPPORTED, chart, minor_text
 from gpuplatform.components.config import SECRET_KEYS, PlatformConfig, Workload, duration_seconds
 from gpuplatform.components.errors import ConfigError, ConfigIssue, fmt, one_of
 from gpuplatform.components.k8s_validity import DNS_LABEL, check_kubernetes_validity
 from gpuplatform.components.metric_sources import provider_for
 from gpuplatform.components.pools import PoolFacts, all_pool_facts
+from gpuplatform.components.releases import WHY, allowed_minors, chart_releases, spans_text
 
 DNS_1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 PORT_NAME = re.compile(r"^(?=.*[a-z])[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 K8S_VERSION = re.compile(r"^(\d+)\.(\d+)(?:\.(\d+))?(?:-aliyun\.\d+)?$")
 SECRET_ENV = re.compile(SECRET_ENV_PATTERN)
-MIN_KUBERNETES = (1, 20)
 HPA_V2_MIN = INTRODUCED_APIS["autoscaling/v2"]
 MAX_POOL_NAME = 40
 MAX_WORKLOAD_NAME = 50
@@ -104,14 +105,30 @@ Rule = Callable[[PlatformConfig, dict[str, PoolFacts], _Issues], None]
 
 
 # ---------------------------------------------------------------------------------------------- rules
+def _check_chart_versions(cfg: PlatformConfig, version: tuple[int, int], out: _Issues) -> None:
+    """Every chart the stack installs needs a pinned version whose upstream supports the cluster's minor."""
+    unsupported = [key for key in chart_releases(cfg) if chart(key).for_kubernetes(version) is None]
+    if not unsupported:
+        return
+    allowed = spans_text(allowed_minors(cfg))
+    for key in unsupported:
+        c = chart(key)
+        out.add("cluster.kubernetesVersion", f"{fmt(cfg.cluster.kubernetes_version)} is not supported by any pinned "
+                f"{c.name} chart (installed for {WHY[key]}): pinned {c.supported_text()}; allowed for this stack: "
+                f"{allowed}")
+
+
 def check_cluster(cfg: PlatformConfig, facts: dict[str, PoolFacts], out: _Issues) -> None:
     version = kubernetes_version(cfg)
     if version is None:
         out.add("cluster.kubernetesVersion", f"{fmt(cfg.cluster.kubernetes_version)} is not a Kubernetes version; "
                 "use major.minor such as '1.31' or an ACK version such as '1.31.1-aliyun.1'")
-    elif version < MIN_KUBERNETES:
+    elif not KUBERNETES_SUPPORTED[0] <= version <= KUBERNETES_SUPPORTED[1]:
+        lo, hi = KUBERNETES_SUPPORTED
         out.add("cluster.kubernetesVersion", f"{fmt(cfg.cluster.kubernetes_version)} is not supported; "
-                f"allowed: {MIN_KUBERNETES[0]}.{MIN_KUBERNETES[1]} or newer")
+                f"allowed: {minor_text(lo)}-{minor_text(hi)}")
+    else:
+        _check_chart_versions(cfg, version, out)
     if cfg.cluster.kind == "ack-managed" and version is not None and cfg.cluster.kubernetes_version.count(".") < 2:
         out.add("cluster.kubernetesVersion", f"{fmt(cfg.cluster.kubernetes_version)} is not a full ACK version; "
                 "ACK creates clusters at an exact version, e.g. '1.31.1-aliyun.1'")

@@ -42,6 +42,16 @@ def api_group(api_version: str) -> str:
     return api_version.rpartition("/")[0]
 
 
+MANAGED_CONTROL_PLANE_COMPONENTS: dict[str, str] = {
+    # kube-prometheus-stack values key -> the Prometheus job its ServiceMonitor and alert rules use
+    "kubeControllerManager": "kube-controller-manager",
+    "kubeScheduler": "kube-scheduler",
+    "kubeEtcd": "kube-etcd",
+    "kubeProxy": "kube-proxy",
+}
+"""Components a managed control plane (ACK managed and ACK Pro clusters) runs out of the cluster's reach: scraping
+them finds no target, so kube-prometheus-stack's ``absent(up{job=...})`` alerts for them would fire for ever."""
+
 POD_SECURITY_ENFORCE = "pod-security.kubernetes.io/enforce"
 POD_SECURITY_WARN = "pod-security.kubernetes.io/warn"
 

@@ -127,6 +127,12 @@ def in_cluster_prometheus_url() -> str:
     return f"http://{PROMETHEUS_HOST}:{PROMETHEUS_PORT}"
 
 
+IMAGES: dict[str, str] = {
+    # kube-prometheus-stack's CRD upgrade Job unpacks the CRDs with busybox, whose chart default tag is "latest"
+    "crd-upgrade-busybox": "1.37.0",
+}
+"""Image tags we set where a chart's default is a moving tag; every other image is the chart's own pin."""
+
 ARMS_GPU_EXPORTER = ("arms-prom", "ack-prometheus-gpu-exporter")
 """Namespace and DaemonSet of the GPU exporter ACK managed Prometheus runs; it needs tolerations for tainted
 GPU pools (ACK FAQ "Why can't I deploy GPU monitoring?")."""

@@ -174,7 +174,7 @@ def service_config(args: InferenceServiceArgs) -> PlatformConfig:
         "workloads": [args["workload"]],
     }
     cfg = parse(raw)
-    issues = validate(cfg)
+    issues = validate(cfg, installs_charts=False)
     if issues:
         raise ConfigError(issues)
     return cfg

@@ -16,9 +16,10 @@ import pulumi
 import pulumi_kubernetes as k8s
 from typing_extensions import NotRequired
 
-from gpuplatform.catalogs.kubernetes import KEDA_API, PROMETHEUS_OPERATOR_API, api_group
+from gpuplatform.catalogs.kubernetes import KEDA_API, MANAGED_CONTROL_PLANE_COMPONENTS, PROMETHEUS_OPERATOR_API
+from gpuplatform.catalogs.kubernetes import api_group
 from gpuplatform.catalogs.sharing import POOL_LABEL
-from gpuplatform.catalogs.versions import ARMS_GPU_EXPORTER, MONITOR_LABELS, PROMETHEUS_HOST, PROMETHEUS_PORT, chart
+from gpuplatform.catalogs.versions import ARMS_GPU_EXPORTER, IMAGES, MONITOR_LABELS, PROMETHEUS_HOST, PROMETHEUS_PORT, chart
 from gpuplatform.catalogs.versions import in_cluster_prometheus_url
 from gpuplatform.components import adapter_rules
 from gpuplatform.components.alerts import alerts, dashboard_json, prometheus_rule_groups
@@ -53,7 +54,23 @@ def kube_prometheus_stack_values(cfg: PlatformConfig) -> dict:
                                           "searchNamespace": "ALL"}}}
     if cfg.grafana_admin_password:
         grafana["adminPassword"] = pulumi.Output.secret(cfg.grafana_admin_password.get_secret_value())
-    return {"prometheus": {"prometheusSpec": spec}, "grafana": grafana}
+    values = {"prometheus": {"prometheusSpec": spec}, "grafana": grafana,
+              # Helm installs a chart's crds/ once and never upgrades them; the chart's pre-install/pre-upgrade
+              # hook Job applies the CRDs of the chart version being installed (server-side), so a chart bump
+              # upgrades ServiceMonitor, PrometheusRule, ... with it (docs/helm.md)
+              "crds": {"enabled": True, "upgradeJob": {"enabled": True, "image": {"busybox": {
+                  "tag": IMAGES["crd-upgrade-busybox"]}}}}}
+    if managed_control_plane(cfg):
+        # a managed control plane exposes no controller-manager, scheduler or etcd to scrape, and ACK's kube-proxy
+        # serves no metrics endpoint Prometheus can reach: their monitors find no target and their alerts
+        # (absent(up{job=...})) would fire for ever. Turning a component off drops its monitor and its rules.
+        values.update({key: {"enabled": False} for key in MANAGED_CONTROL_PLANE_COMPONENTS})
+    return values
+
+
+def managed_control_plane(cfg: PlatformConfig) -> bool:
+    """ACK managed (and adopted ACK Pro) clusters: Alibaba runs the control plane outside the cluster."""
+    return cfg.cluster.kind == "ack-managed" or (cfg.cluster.kind == "ack-existing" and cfg.cluster.professional)
 
 
 def gpu_pool_tolerations(cfg: PlatformConfig) -> list[dict]:
@@ -75,7 +92,6 @@ def dcgm_exporter_values(cfg: PlatformConfig) -> dict:
 
 
 def prometheus_adapter_values(cfg: PlatformConfig, prometheus_url: pulumi.Input[str]) -> dict:
-    prod = cfg.settings.is_prod
     values = {
         "prometheus": {"url": prometheus_url, "port": "" if cfg.monitoring.backend == "arms" else PROMETHEUS_PORT},
         "metricsRelistInterval": cfg.monitoring.intervals.adapter_relist,
@@ -90,10 +106,10 @@ def prometheus_adapter_values(cfg: PlatformConfig, prometheus_url: pulumi.Input[
             "weight": 100, "podAffinityTerm": {"topologyKey": "kubernetes.io/hostname",
                                                "labelSelector": {"matchLabels": {
                                                    "app.kubernetes.io/name": "prometheus-adapter"}}}}]}},
+        # in every environment, a certificate the API server verifies (cert-manager injects its CA into the
+        # APIService) instead of the chart default insecureSkipTLSVerify: the aggregated API is what the HPA trusts
+        "certManager": {"enabled": True},
     }
-    if prod:
-        # a certificate the API server verifies instead of insecureSkipTLSVerify
-        values["certManager"] = {"enabled": True}
     return values
 
 
@@ -184,6 +200,16 @@ class GpuMonitoring(pulumi.ComponentResource):
     def _namespace(self, key: str, name: str, pod_security: str) -> pulumi.Resource:
         return register(f"{self.name}-{key}", namespace(name, pod_security), self.child)
 
+    def _cert_manager(self, cfg: PlatformConfig) -> list[pulumi.Resource]:
+        """cert-manager, which issues the adapter's serving certificate (its Certificate and Issuers come with the
+        adapter chart, so the adapter release waits for this one)."""
+        if not uses_cert_manager(cfg):
+            return []
+        cm_chart = chart("cert-manager")
+        cm_ns = self._namespace("cert-manager-namespace", cm_chart.namespace, "restricted")
+        return [release(f"{self.name}-cert-manager", "cert-manager", {"crds": {"enabled": True}}, {},
+                        self._opts(cm_ns), namespace=cm_chart.namespace, kubernetes=self.kube)]
+
     def _adapter_rbac(self, opts: pulumi.ResourceOptions) -> None:
         for obj in adapter_rbac_objects():
             register(f"{self.name}-{obj['kind'].lower()}-{obj['metadata']['name'].replace(':', '-')}", obj, opts)
@@ -205,13 +231,7 @@ class GpuMonitoring(pulumi.ComponentResource):
         elif mon.exporter == "dcgm" and not gpu_operator_installed:
             release(f"{n}-dcgm-exporter", "dcgm-exporter", dcgm_exporter_values(cfg), mon.helm_values.dcgm_exporter,
                     self._opts(kps), namespace=MONITORING_NS, kubernetes=self.kube)
-        adapter_deps: list[pulumi.Resource] = [ns]
-        if uses_cert_manager(cfg):
-            cm_chart = chart("cert-manager")
-            cm_ns = self._namespace("cert-manager-namespace", cm_chart.namespace, "restricted")
-            adapter_deps.append(release(f"{n}-cert-manager", "cert-manager", {"crds": {"enabled": True}}, {},
-                                        self._opts(cm_ns), namespace=cm_chart.namespace,
-                                        kubernetes=self.kube))
+        adapter_deps: list[pulumi.Resource] = [ns, *self._cert_manager(cfg)]
         self._adapter_rbac(self._opts(ns))
         self.adapter = release(f"{n}-prometheus-adapter", "prometheus-adapter",
                                prometheus_adapter_values(cfg, f"http://{PROMETHEUS_HOST}"),
@@ -253,10 +273,11 @@ class GpuMonitoring(pulumi.ComponentResource):
                                    self.child, namespace=chart("ack-alibaba-cloud-metrics-adapter").namespace,
                                    kubernetes=self.kube)
         else:
-            self._adapter_rbac(self.child)
+            ns = self._namespace("namespace", MONITORING_NS, "restricted")
+            self._adapter_rbac(self._opts(ns))
             self.adapter = release(f"{n}-prometheus-adapter", "prometheus-adapter", prometheus_adapter_values(cfg, url),
-                                   mon.helm_values.prometheus_adapter, self.child, namespace=MONITORING_NS,
-                                   kubernetes=self.kube)
+                                   mon.helm_values.prometheus_adapter, self._opts(ns, *self._cert_manager(cfg)),
+                                   namespace=MONITORING_NS, kubernetes=self.kube)
         if mon.alerts:
             for a in self.alert_list(cfg):
                 alicloud.arms.PrometheusAlertRule(

@@ -12,8 +12,13 @@ def uses_gpu_operator(cfg: PlatformConfig) -> bool:
 
 
 def uses_cert_manager(cfg: PlatformConfig) -> bool:
-    """cert-manager issues the serving certificate prometheus-adapter's APIService is verified with."""
-    return cfg.monitoring.backend == "self-hosted" and cfg.settings.is_prod
+    """cert-manager issues the serving certificate prometheus-adapter's APIService is verified with, in every
+    environment (the chart's default is an unverified APIService)."""
+    return uses_prometheus_adapter(cfg)
+
+
+def uses_prometheus_adapter(cfg: PlatformConfig) -> bool:
+    return cfg.monitoring.backend == "self-hosted" or cfg.monitoring.adapter_kind == "prometheus-adapter"
 
 
 def chart_releases(cfg: PlatformConfig) -> list[str]:
@@ -28,13 +33,11 @@ def chart_releases(cfg: PlatformConfig) -> list[str]:
         out.append("kube-prometheus-stack")
         if mon.exporter == "dcgm" and not simulated and not uses_gpu_operator(cfg):
             out.append("dcgm-exporter")
-        if uses_cert_manager(cfg):
-            out.append("cert-manager")
-        out.append("prometheus-adapter")
         if any(w.autoscaling.autoscaler == "keda" for w in cfg.workloads):
             out.append("keda")
-    else:
-        out.append(mon.adapter_kind)
+    if uses_cert_manager(cfg):
+        out.append("cert-manager")
+    out.append("prometheus-adapter" if uses_prometheus_adapter(cfg) else mon.adapter_kind)
     return out
 
 

@@ -105,8 +105,11 @@ Rule = Callable[[PlatformConfig, dict[str, PoolFacts], _Issues], None]
 
 
 # ---------------------------------------------------------------------------------------------- rules
-def _check_chart_versions(cfg: PlatformConfig, version: tuple[int, int], out: _Issues) -> None:
+def check_chart_versions(cfg: PlatformConfig, facts: dict[str, PoolFacts], out: _Issues) -> None:
     """Every chart the stack installs needs a pinned version whose upstream supports the cluster's minor."""
+    version = kubernetes_version(cfg)
+    if version is None or not KUBERNETES_SUPPORTED[0] <= version <= KUBERNETES_SUPPORTED[1]:
+        return  # check_cluster reports it
     unsupported = [key for key in chart_releases(cfg) if chart(key).for_kubernetes(version) is None]
     if not unsupported:
         return
@@ -127,8 +130,6 @@ def check_cluster(cfg: PlatformConfig, facts: dict[str, PoolFacts], out: _Issues
         lo, hi = KUBERNETES_SUPPORTED
         out.add("cluster.kubernetesVersion", f"{fmt(cfg.cluster.kubernetes_version)} is not supported; "
                 f"allowed: {minor_text(lo)}-{minor_text(hi)}")
-    else:
-        _check_chart_versions(cfg, version, out)
     if cfg.cluster.kind == "ack-managed" and version is not None and cfg.cluster.kubernetes_version.count(".") < 2:
         out.add("cluster.kubernetesVersion", f"{fmt(cfg.cluster.kubernetes_version)} is not a full ACK version; "
                 "ACK creates clusters at an exact version, e.g. '1.31.1-aliyun.1'")
@@ -460,14 +461,18 @@ def check_pool_totals(cfg: PlatformConfig, facts: dict[str, PoolFacts], out: _Is
                     "lower the workloads' maxReplicas")
 
 
-RULES: tuple[Rule, ...] = (check_cluster, check_intervals, check_pools, check_workloads, check_pool_totals,
-                           check_kubernetes_validity)
+RULES: tuple[Rule, ...] = (check_cluster, check_chart_versions, check_intervals, check_pools, check_workloads,
+                           check_pool_totals, check_kubernetes_validity)
 
 
-def validate(cfg: PlatformConfig) -> list[ConfigIssue]:
+def validate(cfg: PlatformConfig, *, installs_charts: bool = True) -> list[ConfigIssue]:
+    """Every issue of ``cfg``. ``installs_charts=False`` for a config that stands for a single reused service,
+    which installs none of the platform's charts, so their Kubernetes ranges do not limit it."""
     out = _Issues()
     facts = all_pool_facts(cfg)
     for rule in RULES:
+        if rule is check_chart_versions and not installs_charts:
+            continue
         rule(cfg, facts, out)
     return list(out)
 

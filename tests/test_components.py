@@ -51,7 +51,7 @@ def test_mig_pool_inputs_and_protection_in_prod(stack_records):
     assert pool.protect is True
     cluster = one(records, "alicloud:cs/managedKubernetes:ManagedKubernetes")
     assert cluster.protect is True and cluster.inputs["deletionProtection"] is True
-    assert cluster.inputs["clusterSpec"] == "ack.pro.small" and cluster.inputs["version"] == "1.31.1-aliyun.1"
+    assert cluster.inputs["clusterSpec"] == "ack.pro.small" and cluster.inputs["version"] == "1.35.2-aliyun.1"
     assert len(of_type(records, "alicloud:vpc/switch:Switch")) == 2
 
 
@@ -373,10 +373,12 @@ def test_self_hosted_backend_in_prod(stack_records):
     assert dash.inputs["metadata"]["labels"] == {"grafana_dashboard": "1"}
 
 
-def test_dev_adapter_is_single_replica_without_cert_manager():
-    raw = stack_raw("local")
-    values = one(synth(raw), RELEASE, "gpu-monitoring-prometheus-adapter").inputs["values"]
-    assert values["replicas"] == 1 and "certManager" not in values
+def test_dev_adapter_is_single_replica_with_a_verified_apiservice():
+    """Outside prod too, the APIService gets a cert-manager certificate, not the chart's insecureSkipTLSVerify."""
+    records = synth(stack_raw("local"))
+    values = one(records, RELEASE, "gpu-monitoring-prometheus-adapter").inputs["values"]
+    assert values["replicas"] == 1 and values["certManager"] == {"enabled": True}
+    assert one(records, RELEASE, "gpu-monitoring-cert-manager").inputs["chart"] == "cert-manager"
 
 
 def test_helm_values_escape_hatch_is_merged_over_ours():

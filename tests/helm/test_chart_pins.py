@@ -102,12 +102,21 @@ def test_chart_without_a_supporting_pin_is_rejected_naming_chart_versions_and_al
 
 
 def test_every_unsupported_chart_is_reported_at_once():
-    raw = stack_raw("local")  # fake-gpu-operator, kube-prometheus-stack, prometheus-adapter, keda
+    raw = stack_raw("local")  # fake-gpu-operator, kube-prometheus-stack, keda, cert-manager, prometheus-adapter
     raw["cluster"]["kubernetesVersion"] = "1.24"
     errors = _errors(raw)
     assert [e.split(" is not supported by any pinned ")[1].split(" ")[0] for e in errors] == \
-        ["kube-prometheus-stack", "keda"], errors
-    assert all(e.endswith("allowed for this stack: 1.31-1.35") for e in errors), errors
+        ["kube-prometheus-stack", "keda", "cert-manager"], errors
+    assert all(e.endswith("allowed for this stack: 1.33-1.35") for e in errors), errors
+
+
+def test_a_reused_inference_service_installs_no_chart_so_no_chart_limits_it():
+    from gpuplatform.components.inference_service import service_config
+
+    raw = stack_raw("local")
+    cfg = service_config({"workload": raw["workloads"][0], "node_pool": raw["nodePools"][0],
+                          "kubernetes_version": "1.30", "monitoring": {"backend": "self-hosted"}})
+    assert kubernetes_version(cfg) == (1, 30)
 
 
 def test_arms_stack_installs_no_ranged_chart_and_keeps_old_versions():

@@ -382,9 +382,10 @@ def test_self_hosted_backend_in_prod(stack_records):
     assert adapter["certManager"] == {"enabled": True}
     assert adapter["rbac"] == {"create": False}
     assert adapter["metricsRelistInterval"] == "30s"
-    assert adapter["rules"]["custom"][0]["metricsQuery"] == (
-        "avg(delta(nv_inference_queue_duration_us{<<.LabelMatchers>>}[30s]) / "
-        "(1 + delta(nv_inference_request_success{<<.LabelMatchers>>}[30s]))) by (<<.GroupBy>>)")
+    # the catalog's rule with the stack's 30s window (its values: tests/promtool/test_triton_queue_time.py)
+    queued = "sum by (<<.GroupBy>>) (increase(nv_inference_queue_duration_us{<<.LabelMatchers>>}[30s]))"
+    served = "sum by (<<.GroupBy>>) (increase(nv_inference_request_success{<<.LabelMatchers>>}[30s]))"
+    assert adapter["rules"]["custom"][0]["metricsQuery"] == f"({queued} / ({served} > 0)) or ({served} == 0)"
     dcgm = one(records, RELEASE, "gpu-monitoring-dcgm-exporter").inputs["values"]
     assert dcgm["serviceMonitor"]["honorLabels"] is True
     assert dcgm["extraEnv"] == [{"name": "DCGM_EXPORTER_INTERVAL", "value": "10000"}]

@@ -107,9 +107,17 @@ to the newest that the pinned charts' upstreams state support for (GPU Operator 
 whose schemas the tests validate against. Each chart a stack installs narrows this further (``CHARTS``)."""
 
 ACK_ADDONS: dict[str, str | None] = {
-    # ACK add-on name -> pinned version (None: let ACK pick the version it supports for the cluster)
+    # ACK add-on name -> pinned version (None: let ACK pick the version it supports for the cluster).
+    # What each add-on is for and whether it is installed at creation: catalogs/ack.py.
+    "flannel": None,
+    "terway-eniip": None,
+    "csi-plugin": None,
+    "managed-csiprovisioner": None,
+    "csi-provisioner": None,
+    "nginx-ingress-controller": None,
     "arms-prometheus": None,
     "ack-ai-installer": None,
+    "ack-cgpu": None,
     "ack-node-problem-detector": None,
     "node-lifecycle-controller": None,
 }

@@ -84,6 +84,9 @@ class RenderedRelease:
         """Objects an install creates, hooks included."""
         return [doc for _, doc in self.objects]
 
+    def hook(self, doc: dict) -> str:
+        return ((doc.get("metadata") or {}).get("annotations") or {}).get("helm.sh/hook", "")
+
 
 @dataclass
 class RenderedStack:
@@ -119,7 +122,8 @@ def _chart_of(record: RegisteredResource) -> Chart:
     return CHARTS[record.inputs["name"]]
 
 
-def _render_release(rel: RenderedRelease, charts: helm_engine.ChartsDir, minor: tuple[int, int], api_versions: frozenset[str]) -> None:
+def _render_release(rel: RenderedRelease, charts: helm_engine.ChartsDir, minor: tuple[int, int],
+                    api_versions: frozenset[str]) -> None:
     path = charts.archive(rel.chart.name, rel.version)
     if not path.exists():
         pytest.fail(f"{path.name} is not in {charts.path}; fetch it with:\n"

@@ -1,0 +1,247 @@
+"""What the rendered releases do once installed: the checks a reviewer would make on `helm template` output,
+made on every stack and extra configuration."""
+import base64
+import bz2
+import re
+
+import pytest
+import yaml
+
+import helm_engine
+from gpuplatform.catalogs.kubernetes import MANAGED_CONTROL_PLANE_COMPONENTS
+from gpuplatform.catalogs.versions import CHARTS, IMAGES
+from gpuplatform.components.monitoring import managed_control_plane
+from gpuplatform.components.pools import all_pool_facts
+from gpuplatform.components.releases import chart_releases
+from gpuplatform.components.validation import load
+from rendered import CONFIGS
+
+BUILTIN_CLUSTER_SCOPED = {
+    "Namespace", "Node", "PersistentVolume", "ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition",
+    "APIService", "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration", "ValidatingAdmissionPolicy",
+    "ValidatingAdmissionPolicyBinding", "PriorityClass", "StorageClass", "CSIDriver", "RuntimeClass",
+    "IngressClass", "VolumeAttachment", "DeviceClass", "CertificateSigningRequest", "FlowSchema",
+    "PriorityLevelConfiguration"}
+
+
+def _configs_with(*release_keys: str) -> list[str]:
+    """Configurations that install all of ``release_keys`` (decided from the config, before rendering)."""
+    return [n for n, make in CONFIGS.items() if set(release_keys) <= set(chart_releases(load(make())))]
+
+
+def _meta(doc: dict) -> dict:
+    return doc.get("metadata") or {}
+
+
+def _of_kind(stack, kind: str) -> list[tuple[str, dict]]:
+    return [(o, d) for o, d in stack.all_objects() if d.get("kind") == kind]
+
+
+def _matches(selector: dict | None, labels: dict) -> bool:
+    """A Kubernetes label selector (matchLabels and matchExpressions); an empty selector matches everything."""
+    if selector is None:
+        return False
+    for key, value in (selector.get("matchLabels") or {}).items():
+        if labels.get(key) != value:
+            return False
+    for expr in selector.get("matchExpressions") or []:
+        key, op, values = expr["key"], expr["operator"], expr.get("values") or []
+        if (op == "In" and labels.get(key) not in values) or (op == "NotIn" and labels.get(key) in values) or \
+                (op == "Exists" and key not in labels) or (op == "DoesNotExist" and key in labels):
+            return False
+    return True
+
+
+# ---------------------------------------------------------------------------------------------- adapter rules
+def served_custom_metrics(config_yaml: str) -> set[str]:
+    """Metric names prometheus-adapter serves under custom.metrics.k8s.io for its rules: ``name.as`` with the
+    ``name.matches`` groups substituted into the series name (prometheus-adapter docs/config.md, "Naming")."""
+    served = set()
+    for rule in yaml.safe_load(config_yaml).get("rules") or []:
+        series = re.match(r"[A-Za-z_:][A-Za-z0-9_:]*", rule["seriesQuery"]).group(0)
+        name = rule.get("name") or {}
+        pattern, template = name.get("matches", "(.*)"), name.get("as", "")
+        served.add(re.sub(pattern, template.replace("$", "\\"), series) if template else series)
+    return served
+
+
+@pytest.mark.parametrize("name", _configs_with("prometheus-adapter"))
+def test_adapter_rules_serve_every_hpa_metric(rendered, name):
+    stack = rendered(name)
+    config_maps = [d for _, d in stack.releases["prometheus-adapter"].objects
+                   if d["kind"] == "ConfigMap" and "config.yaml" in (d.get("data") or {})]
+    assert len(config_maps) == 1
+    served = served_custom_metrics(config_maps[0]["data"]["config.yaml"])
+    wanted = {(d["metadata"]["name"], m[m["type"].lower()]["metric"]["name"])
+              for _, d in _of_kind(stack, "HorizontalPodAutoscaler")
+              for m in d["spec"]["metrics"] if m["type"] in ("Pods", "Object")}
+    assert wanted, "the configuration has no HPA on a custom metric"
+    assert not {w for w in wanted if w[1] not in served}, (sorted(wanted), sorted(served))
+
+
+# ---------------------------------------------------------------------------------------------- API services
+@pytest.mark.parametrize("name", list(CONFIGS))
+def test_every_apiservice_is_tls_verified(rendered, name):
+    """An aggregated API the HPA controller trusts must be verified: no insecureSkipTLSVerify, and a CA the API
+    server checks the serving certificate against (inline, or injected by cert-manager from a Certificate the
+    stack installs; KEDA's operator writes its generated CA into its own APIService)."""
+    stack = rendered(name)
+    certificates = {f"{_meta(d).get('namespace') or rel.namespace}/{_meta(d)['name']}"
+                    for rel in stack.releases.values() for _, d in rel.objects if d["kind"] == "Certificate"}
+    services = _of_kind(stack, "APIService")
+    if "prometheus-adapter" in stack.releases:
+        assert any(d["spec"]["group"] == "custom.metrics.k8s.io" for _, d in services)
+    for origin, doc in services:
+        spec, annotations = doc["spec"], _meta(doc).get("annotations") or {}
+        assert not spec.get("insecureSkipTLSVerify"), f"{origin}: {_meta(doc)['name']} skips TLS verification"
+        inject = annotations.get("cert-manager.io/inject-ca-from")
+        keda = origin.startswith(f"{CHARTS['keda'].release}:")
+        assert spec.get("caBundle") or (inject in certificates and "cert-manager" in stack.releases) or keda, \
+            f"{origin}: {_meta(doc)['name']} has no CA to verify its server with ({inject!r})"
+        if keda:
+            values = stack.releases[CHARTS["keda"].release].values
+            assert (values.get("certificates") or {}).get("autoGenerated", True)
+
+
+# ---------------------------------------------------------------------------------------------- Prometheus
+@pytest.mark.parametrize("name", _configs_with("kube-prometheus-stack"))
+def test_prometheus_selects_our_monitors_and_rules(rendered, name):
+    """prometheus-operator: a nil selector selects nothing, an empty one everything; a nil namespace selector
+    means the Prometheus object's own namespace only (prometheus-operator API reference, PrometheusSpec)."""
+    stack = rendered(name)
+    (_, prom), = _of_kind(stack, "Prometheus")
+    prom_ns = _meta(prom).get("namespace") or stack.releases["kube-prometheus-stack"].namespace
+    spec = prom["spec"]
+    kinds = {"ServiceMonitor": "serviceMonitor", "PodMonitor": "podMonitor", "PrometheusRule": "rule"}
+    ours = [d for d in stack.authored() if d["kind"] in kinds]
+    ours += [d for r in stack.releases.values() if r.chart.name != "kube-prometheus-stack"
+             for d in r.installed() if d["kind"] in kinds]
+    assert ours
+    for doc in ours:
+        field = kinds[doc["kind"]]
+        ns = _meta(doc).get("namespace")
+        ns_selector = spec.get(f"{field}NamespaceSelector")
+        assert _matches(spec.get(f"{field}Selector"), _meta(doc).get("labels") or {}), (doc["kind"], _meta(doc))
+        assert (ns_selector is not None and _matches(ns_selector, {})) or ns == prom_ns, (doc["kind"], _meta(doc))
+
+
+def exporter_monitors(stack) -> list[tuple[str, dict]]:
+    """(origin, endpoint settings) of every GPU exporter monitor the stack declares."""
+    out = []
+    for origin, doc in _of_kind(stack, "ServiceMonitor"):
+        if "dcgm" in _meta(doc)["name"]:
+            out += [(origin, ep) for ep in doc["spec"]["endpoints"]]
+    for origin, doc in _of_kind(stack, "ClusterPolicy"):  # the GPU Operator creates its ServiceMonitor itself
+        out.append((origin, doc["spec"]["dcgmExporter"]["serviceMonitor"]))
+    return out
+
+
+@pytest.mark.parametrize("name", [n for n in _configs_with("kube-prometheus-stack") if n != "legacy-exporter"])
+def test_exporter_monitor_honours_labels_at_the_interval_the_latency_model_assumes(rendered, name):
+    stack = rendered(name)
+    found = exporter_monitors(stack)
+    assert found, "no GPU exporter monitor"
+    for origin, ep in found:
+        assert ep.get("honorLabels") is True, origin
+        assert ep.get("interval") == stack.cfg.monitoring.intervals.scrape, origin
+
+
+# ---------------------------------------------------------------------------------------------- GPU software
+@pytest.mark.parametrize("name", _configs_with("gpu-operator"))
+def test_gpu_operator_mig_config_is_what_the_pools_ask(rendered, name):
+    stack = rendered(name)
+    (_, policy), = _of_kind(stack, "ClusterPolicy")
+    mig_pools = [f for f in all_pool_facts(stack.cfg).values() if f.mode == "mig"]
+    assert mig_pools
+    assert policy["spec"]["mig"]["strategy"] == ({f.mig_strategy for f in mig_pools}.pop()
+                                                 if len({f.mig_strategy for f in mig_pools}) == 1 else "mixed")
+    assert policy["spec"]["migManager"]["enabled"] is True
+    for f in mig_pools:
+        # mig-manager applies the named config of the node's nvidia.com/mig.config label
+        assert f.node_labels.get("nvidia.com/mig.config") == f"all-{f.mig_profile}", f.node_labels
+
+
+@pytest.mark.parametrize("name", _configs_with("fake-gpu-operator"))
+def test_simulated_topology_has_exactly_the_stacks_pools(rendered, name):
+    stack = rendered(name)
+    topologies = [yaml.safe_load(d["data"]["topology.yml"]) for _, d in stack.releases["fake-gpu-operator"].objects
+                  if d["kind"] == "ConfigMap" and "topology.yml" in (d.get("data") or {})]
+    assert len(topologies) == 1
+    assert set(topologies[0]["nodePools"]) == {p.name for p in stack.cfg.node_pools}
+
+
+# ---------------------------------------------------------------------------------------------- whole stack
+def _identity(stack, rel_namespace: str | None, doc: dict) -> tuple:
+    group = doc["apiVersion"].rpartition("/")[0]
+    cluster_scoped = doc["kind"] in BUILTIN_CLUSTER_SCOPED or any(
+        c["spec"]["names"]["kind"] == doc["kind"] and c["spec"].get("scope") == "Cluster" for c in stack.crds())
+    ns = None if cluster_scoped else (_meta(doc).get("namespace") or rel_namespace)
+    return group, doc["kind"], ns, _meta(doc)["name"]
+
+
+@pytest.mark.parametrize("name", list(CONFIGS))
+def test_no_two_releases_create_the_same_object(rendered, name):
+    stack = rendered(name)
+    owners: dict[tuple, list[str]] = {}
+    for rel in stack.releases.values():
+        for doc in rel.installed():
+            owners.setdefault(_identity(stack, rel.namespace, doc), []).append(rel.name)
+    for doc in stack.authored():
+        owners.setdefault(_identity(stack, None, doc), []).append("program")
+    twice = {k: v for k, v in owners.items() if len(v) > 1}
+    assert not twice, twice
+
+
+@pytest.mark.parametrize("name", _configs_with("kube-prometheus-stack"))
+def test_no_alert_or_monitor_watches_a_component_the_cluster_does_not_expose(rendered, name):
+    stack = rendered(name)
+    if not managed_control_plane(stack.cfg):
+        pytest.skip("the cluster runs its own control plane")
+    hidden = set(MANAGED_CONTROL_PLANE_COMPONENTS.values())
+    job = re.compile(r'job\s*=~?\s*"([^"]*)"')
+    offending = []
+    for origin, doc in _of_kind(stack, "PrometheusRule"):
+        for group in doc["spec"]["groups"]:
+            for rule in group["rules"]:
+                for pattern in job.findall(str(rule.get("expr", ""))):
+                    if any(re.fullmatch(pattern, component) for component in hidden):
+                        offending.append(f"{origin}: {rule.get('alert') or rule.get('record')} ({pattern})")
+    for origin, doc in _of_kind(stack, "ServiceMonitor"):
+        if any(_meta(doc)["name"].endswith(component) for component in hidden):
+            offending.append(f"{origin}: ServiceMonitor {_meta(doc)['name']}")
+    assert not offending, "\n".join(offending)
+
+
+# ---------------------------------------------------------------------------------------------- CRDs, nulls
+@pytest.mark.parametrize("name", _configs_with("kube-prometheus-stack"))
+def test_monitoring_crds_are_reapplied_on_every_upgrade(rendered, name):
+    """Helm installs crds/ once and skips them on upgrade (helm.sh/docs/chart_best_practices/custom_resource_
+    definitions); the chart's own hook Job re-applies, before each install and upgrade, the CRDs of the chart
+    version being installed."""
+    rel = rendered(name).releases["kube-prometheus-stack"]
+    jobs = [d for d in rel.installed() if d["kind"] == "Job" and "crds-upgrade" in _meta(d)["name"]]
+    assert len(jobs) == 1
+    assert {"pre-install", "pre-upgrade"} <= set(rel.hook(jobs[0]).split(","))
+    pod = jobs[0]["spec"]["template"]["spec"]
+    images = [c["image"] for c in pod.get("initContainers", []) + pod["containers"]]
+    assert f"busybox:{IMAGES['crd-upgrade-busybox']}" in " ".join(images) and not any(
+        i.endswith(":latest") for i in images), images
+    (cm,) = [d for d in rel.installed() if d["kind"] == "ConfigMap" and _meta(d)["name"] == _meta(jobs[0])["name"]]
+    applied = helm_engine.split_manifest(bz2.decompress(base64.b64decode(cm["binaryData"]["crds.bz2"])).decode())
+    chart_crds = {(c["metadata"]["name"], c["metadata"].get("annotations", {}).get("operator.prometheus.io/version"))
+                  for c in rel.crds}
+    assert {(c["metadata"]["name"], c["metadata"].get("annotations", {}).get("operator.prometheus.io/version"))
+            for c in applied if c} == chart_crds
+
+
+@pytest.mark.parametrize("name", _configs_with("prometheus-adapter"))
+def test_adapter_disruption_budget_keeps_only_min_available(rendered, name):
+    """The null we send deletes the chart's maxUnavailable; with it left out both would render, which the API
+    server rejects."""
+    stack = rendered(name)
+    budgets = [d for d in stack.releases["prometheus-adapter"].installed() if d["kind"] == "PodDisruptionBudget"]
+    if not budgets:
+        assert stack.cfg.monitoring.adapter_replicas in (None, 1)
+        return
+    (pdb,) = budgets
+    assert pdb["spec"] == {**pdb["spec"], "minAvailable": 1} and "maxUnavailable" not in pdb["spec"]

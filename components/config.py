@@ -29,7 +29,12 @@ def duration_seconds(value: str) -> int:
 
 
 def _check_duration(value: str) -> str:
-    duration_seconds(value)
+    if value.strip().startswith("-"):
+        raise ValueError(f"'{value}' is negative; allowed: a positive duration such as 15s, 1m, 1m30s")
+    if duration_seconds(value) <= 0:
+        # a 0s scrape or collect interval never samples, a 0s window holds no sample and a 0s relist never
+        # rediscovers: each would leave the HPA without a value
+        raise ValueError(f"'{value}' is zero; allowed: a positive duration such as 15s, 1m, 1m30s")
     return value
 
 

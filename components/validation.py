@@ -228,7 +228,8 @@ def check_intervals(cfg: PlatformConfig, facts: dict[str, PoolFacts], out: _Issu
                 f"{fmt(iv.scrape)}; allowed: >= {iv.scrape} (series would appear and disappear)")
     if window < 2 * scrape:
         out.add("monitoring.intervals.ruleWindow", f"{fmt(iv.rule_window)} holds fewer than two scrapes of "
-                f"{fmt(iv.scrape)}; allowed: >= {2 * scrape}s (delta()/rate() need two samples)")
+                f"{fmt(iv.scrape)}; allowed: >= {2 * scrape}s (increase()/rate() need two samples in the window, "
+                "or the query returns nothing for the pod)")
     if collect > window:
         out.add("monitoring.intervals.exporterCollect", f"{fmt(iv.exporter_collect)} is longer than the rule "
                 f"window {fmt(iv.rule_window)}; allowed: <= {window}s")
@@ -452,6 +453,7 @@ def _check_autoscaling(cfg: PlatformConfig, p: str, w: Workload, f: PoolFacts | 
             out.add(f"{pa}.maxReplicas", f"{a.max_replicas} replicas never fit pool {fmt(f.name)}: at most {cap} "
                     f"({f.replicas_per_node(w.gpu)} per node x {f.max_nodes} nodes); allowed: <= {cap}, or raise "
                     "the pool's maxNodes")
+    _check_scales_down(pa, a.metrics, out)
     seen = set()
     for k, t in enumerate(a.metrics):
         pm = f"{pa}.metrics[{k}]"
@@ -490,6 +492,21 @@ def _check_autoscaling(cfg: PlatformConfig, p: str, w: Workload, f: PoolFacts | 
         if metric.category == "app" and not any(port.protocol == "metrics" for port in w.ports):
             out.add(f"{pm}.metric", f"{fmt(t.metric)} is scraped from the pods, but the workload has no port with "
                     "protocol 'metrics' (e.g. Triton's 8002); allowed: add one")
+
+
+def _check_scales_down(pa: str, targets, out: _Issues) -> None:
+    """GPU memory does not fall when load falls (servers pre-allocate it and keep it: GKE's inference autoscaling
+    guidance names TGI and vLLM), so an autoscaler on memory alone never scales down; next to a metric that does
+    fall, the HPA takes the larger recommendation and memory only adds replicas (kubernetes.io, "Horizontal Pod
+    Autoscaling", scaling on multiple metrics)."""
+    metrics = [METRICS.get(t.metric) for t in targets]
+    if not metrics or any(m is None for m in metrics) or any(m.scale_down_reliable for m in metrics):
+        return
+    falls = [name for name, m in METRICS.items() if m.scale_down_reliable]
+    names = ", ".join(fmt(t.metric) for t in targets)
+    out.add(f"{pa}.metrics", f"{names} only measure GPU memory, which inference servers pre-allocate and keep, so "
+            f"the workload would never scale down; allowed: add a metric that falls with load ({one_of(falls)}) "
+            "and keep memory as a scale-up signal")
 
 
 def _check_target_range(pm: str, name: str, target: float, metric, out: _Issues) -> None:

@@ -133,6 +133,15 @@ CASES = [
      "monitoring.intervals.adapterRelist", ["'5s'", "scrape interval", ">= 10s"]),
     ("window-shorter-than-two-scrapes", "prod", set_in(["monitoring", "intervals", "ruleWindow"], "15s"),
      "monitoring.intervals.ruleWindow", ["'15s'", "two scrapes", ">= 20s"]),
+    ("zero-interval", "prod", set_in(["monitoring", "intervals", "scrape"], "0s"),
+     "monitoring.intervals.scrape", ["'0s'", "zero", "positive duration"]),
+    ("negative-interval", "prod", set_in(["monitoring", "intervals", "ruleWindow"], "-30s"),
+     "monitoring.intervals.ruleWindow", ["'-30s'", "negative", "positive duration"]),
+    ("zero-hpa-sync", "prod", set_in(["monitoring", "intervals", "hpaSync"], "0s"),
+     "monitoring.intervals.hpaSync", ["'0s'", "zero"]),
+    ("memory-only-autoscaling", "staging", set_in(["workloads", 0, "autoscaling", "metrics"],
+                                                  [{"metric": "gpu_mem_used", "target": 4000}]),
+     "workloads[0].autoscaling.metrics", ["'gpu_mem_used'", "GPU memory", "never scale down", "gpu_sm_util"]),
     ("bad-duration", "prod", set_in(["monitoring", "intervals", "scrape"], "10 seconds"),
      "monitoring.intervals.scrape", ["'10 seconds'", "not a duration"]),
     ("bad-kubernetes-version", "staging", set_in(["cluster", "kubernetesVersion"], "v1.30"),
@@ -212,3 +221,9 @@ def test_all_problems_are_reported_at_once():
 def test_every_shipped_stack_is_valid():
     for path in sorted((REPO / "stacks").glob("Pulumi.*.yaml")):
         load(namespace_from_stack_file(path))
+
+
+def test_memory_next_to_a_metric_that_falls_is_accepted():
+    raw = stack_raw("staging")
+    raw["workloads"][0]["autoscaling"]["metrics"].append({"metric": "gpu_mem_used", "target": 4000})
+    assert load(raw).workloads[0].autoscaling.metrics[1].metric == "gpu_mem_used"

@@ -127,7 +127,7 @@ def test_keda_cools_down_to_zero_and_a_gpu_metric_cannot_wake_it(tmp_path) -> No
 def test_table_output_and_plot(tmp_path) -> None:
     png = tmp_path / "out.png"
     code, out, err = cli("simulate", "--stack", "dev", "--workload", "bert-intent-detection", "--trace", "spike",
-                         "--plot", str(png))
+                         "--duration", "10m", "--plot", str(png))
     assert code == 0, err
     assert "first scale-up decision" in out and "REPLICAS" in out
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 20000

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import re
 
-from gpuplatform.catalogs.kubernetes import SECRET_ENV_PATTERN
+from gpuplatform.catalogs.kubernetes import ACK_INTRANET_LB, SECRET_ENV_PATTERN
 from gpuplatform.catalogs.versions import CHARTS
-from gpuplatform.components.workload_manifests import ACK_INTRANET_LB
 from gpuplatform.policies import k8s
 from gpuplatform.policies.registry import CRITICAL, HIGH, MEDIUM, prop, resource_policy, stack_policy
 from gpuplatform.policies.stack import PROMETHEUS_ADAPTER_CHART

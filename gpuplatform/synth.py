@@ -80,6 +80,7 @@ class RecordingMonitor(MockMonitor):
     def __init__(self, mocks: OfflineMocks):
         super().__init__(mocks)
         self.requests: list[tuple[str, Any]] = []
+        self.registered_outputs: dict[str, Any] = {}
 
     def RegisterResource(self, request):
         urn = self.make_urn(request.parent, request.type, request.name)
@@ -91,6 +92,14 @@ class RecordingMonitor(MockMonitor):
         self.resources[urn] = MockMonitor.ResourceRegistration(urn, resource_id, state)
         self.requests.append((urn, request))
         return resource_pb2.RegisterResourceResponse(urn=urn, id=resource_id, object=outputs)
+
+    def RegisterResourceOutputs(self, request):
+        """A component's ``register_outputs``: the engine replaces the component's outputs with exactly these
+        (pulumi ``pkg/resource/deploy/step_executor.go``, ``executeRegisterResourceOutputs``), and they are all
+        ``AnalyzeStack`` ever sees of a component."""
+        if not request.urn.split("::")[2].endswith("pulumi:pulumi:Stack"):
+            self.registered_outputs[request.urn] = request.outputs
+        return super().RegisterResourceOutputs(request)
 
 
 @contextmanager
@@ -165,10 +174,12 @@ def synthesize(config: dict[str, Any], program: Optional[Callable[[], Any]] = No
     for urn, req in monitor.requests:
         secrets: set[str] = set()
         inputs = normalize(rpc.deserialize_properties(req.object), secrets)
+        registered = monitor.registered_outputs.get(urn)
+        outputs = None if registered is None else normalize(rpc.deserialize_properties(registered, True))
         out.append(RegisteredResource(
             type=req.type, name=req.name, inputs=inputs, parent=_name_of(req.parent), custom=bool(req.custom),
             protect=bool(req.protect), depends_on=[_name_of(d) for d in req.dependencies], urn=urn,
-            secret_strings=frozenset(secrets)))
+            secret_strings=frozenset(secrets), outputs=outputs))
     return out
 
 

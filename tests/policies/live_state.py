@@ -26,6 +26,7 @@ from __future__ import annotations
 import copy
 from typing import Any, Callable, Mapping, Sequence
 
+from gpuplatform.catalogs.kubernetes import HPA_DEFAULT_DOWNSCALE_STABILIZATION_SECONDS, HPA_DEFAULT_SCALE_UP
 from gpuplatform.records import RegisteredResource
 
 META = {"uid": "0c8d3a52-6f8e-4a55-9b7e-5d1f0e2c4b11", "resourceVersion": "48213", "generation": 2,
@@ -98,12 +99,10 @@ def _hpa(obj: dict) -> None:
     if obj.get("apiVersion") == "autoscaling/v2":
         behavior = spec.setdefault("behavior", {})
         up = behavior.setdefault("scaleUp", {})
-        up.setdefault("stabilizationWindowSeconds", 0)
-        up.setdefault("selectPolicy", "Max")
-        up.setdefault("policies", [{"type": "Pods", "value": 4, "periodSeconds": 15},
-                                   {"type": "Percent", "value": 100, "periodSeconds": 15}])
+        for key, value in HPA_DEFAULT_SCALE_UP.items():
+            up.setdefault(key, copy.deepcopy(value))
         down = behavior.setdefault("scaleDown", {})
-        down.setdefault("stabilizationWindowSeconds", 300)
+        down.setdefault("stabilizationWindowSeconds", HPA_DEFAULT_DOWNSCALE_STABILIZATION_SECONDS)
         down.setdefault("selectPolicy", "Max")
         down.setdefault("policies", [{"type": "Percent", "value": 100, "periodSeconds": 15}])
     n = min(spec.get("maxReplicas", 1), spec["minReplicas"] + 1)

@@ -62,12 +62,18 @@ def provider_outputs(typ: str, name: str) -> tuple[str, dict]:
 class OfflineMocks(pulumi.runtime.Mocks):
     def __init__(self):
         self.invokes: list[tuple[str, dict]] = []
+        self.invoke_providers: list[str] = []
+        """The provider reference of each invoke (empty: the package's default provider)."""
+        self.outputs: dict[str, Any] = {}
+        """URN -> the outputs a resource registered (``register_outputs``; the stack's exports), as the engine
+        receives them: serialized, secrets still marked."""
 
     def new_resource(self, args: pulumi.runtime.MockResourceArgs):
         return provider_outputs(args.typ, args.name)
 
     def call(self, args: pulumi.runtime.MockCallArgs):
         self.invokes.append((args.token, dict(args.args)))
+        self.invoke_providers.append(args.provider or "")
         return INVOKES.get(args.token, lambda a: {})(args)
 
 
@@ -80,7 +86,6 @@ class RecordingMonitor(MockMonitor):
     def __init__(self, mocks: OfflineMocks):
         super().__init__(mocks)
         self.requests: list[tuple[str, Any]] = []
-        self.registered_outputs: dict[str, Any] = {}
 
     def RegisterResource(self, request):
         urn = self.make_urn(request.parent, request.type, request.name)
@@ -94,11 +99,10 @@ class RecordingMonitor(MockMonitor):
         return resource_pb2.RegisterResourceResponse(urn=urn, id=resource_id, object=outputs)
 
     def RegisterResourceOutputs(self, request):
-        """A component's ``register_outputs``: the engine replaces the component's outputs with exactly these
-        (pulumi ``pkg/resource/deploy/step_executor.go``, ``executeRegisterResourceOutputs``), and they are all
+        """``register_outputs``: the engine replaces a component's outputs with exactly these (pulumi
+        ``pkg/resource/deploy/step_executor.go``, ``executeRegisterResourceOutputs``), and they are all
         ``AnalyzeStack`` ever sees of a component."""
-        if not request.urn.split("::")[2].endswith("pulumi:pulumi:Stack"):
-            self.registered_outputs[request.urn] = request.outputs
+        self.mocks.outputs[request.urn] = request.outputs
         return super().RegisterResourceOutputs(request)
 
 
@@ -144,17 +148,19 @@ def _name_of(urn: str) -> Optional[str]:
 
 
 def synthesize(config: dict[str, Any], program: Optional[Callable[[], Any]] = None, *, stack: str = "offline",
-               project: str = "gpu-platform", secret_keys: Optional[tuple] = None) -> list[RegisteredResource]:
+               project: str = "gpu-platform", secret_keys: Optional[tuple] = None,
+               mocks: Optional[OfflineMocks] = None) -> list[RegisteredResource]:
     """Run ``program`` (default: the gpu-platform program) with ``config`` (full keys, e.g.
     ``gpu-platform:nodePools``) and return every registered resource in registration order.
 
     ``secret_keys`` are the keys the CLI would mark secret; default: the package's secret keys present in
-    ``config`` (offline they come from a stack file, whose reader accepts them only encrypted)."""
+    ``config`` (offline they come from a stack file, whose reader accepts them only encrypted). ``mocks``: an
+    :class:`OfflineMocks` (or subclass) that answers the invokes and keeps what was invoked; default a new one."""
     if secret_keys is None:
         secret_keys = secret_config_keys(config)
     if program is None:
         from gpuplatform.program import main as program
-    mocks = OfflineMocks()
+    mocks = mocks or OfflineMocks()
     monitor = RecordingMonitor(mocks)
     pulumi.runtime.reset_options()
     # a plan is a preview: the engine hands back no final values, so the SDK does not decode every input again
@@ -174,12 +180,12 @@ def synthesize(config: dict[str, Any], program: Optional[Callable[[], Any]] = No
     for urn, req in monitor.requests:
         secrets: set[str] = set()
         inputs = normalize(rpc.deserialize_properties(req.object), secrets)
-        registered = monitor.registered_outputs.get(urn)
+        registered = mocks.outputs.get(urn)
         outputs = None if registered is None else normalize(rpc.deserialize_properties(registered, True))
         out.append(RegisteredResource(
             type=req.type, name=req.name, inputs=inputs, parent=_name_of(req.parent), custom=bool(req.custom),
             protect=bool(req.protect), depends_on=[_name_of(d) for d in req.dependencies], urn=urn,
-            secret_strings=frozenset(secrets), outputs=outputs))
+            provider=req.provider, secret_strings=frozenset(secrets), outputs=outputs))
     return out
 
 

@@ -72,7 +72,7 @@ def stack_resources(stack: str) -> list[RegisteredResource]:
                                  kubernetes_version=version, hpa_api_version=hpa_api_version(cfg),
                                  on_ack=cfg.is_ack, rule_window=window, metric_sources=wm.context_sources(cfg, w))
         objs = [wm.deployment(w, ctx), wm.service(w, ctx), wm.hpa(w, ctx), wm.scaled_object(w, ctx),
-                wm.pod_disruption_budget(w, ctx), wm.pod_monitor(w, ctx), wm.ingress(w, ctx),
+                wm.pod_disruption_budget(w, ctx), wm.pod_monitor(w, ctx), *wm.ingresses(w, ctx),
                 *wm.nfs_volume_objects(w, ctx)]
         for o in objs:
             if o is not None:

@@ -31,6 +31,9 @@ def served_by(api_version: str, version: tuple[int, int]) -> bool:
     return version >= INTRODUCED_APIS.get(api_version, (0, 0))
 
 
+HPA_TOLERANCE = 0.1
+"""``--horizontal-pod-autoscaler-tolerance`` default: the HPA changes nothing while current/target is within 10% of
+1 (kube-controller-manager reference; kubernetes.io "Horizontal Pod Autoscaling", algorithm details)."""
 HPA_DEFAULT_SCALE_UP = {"stabilizationWindowSeconds": 0, "selectPolicy": "Max",
                         "policies": [{"type": "Percent", "value": 100, "periodSeconds": 15},
                                      {"type": "Pods", "value": 4, "periodSeconds": 15}]}

@@ -375,7 +375,9 @@ class MetricTarget(Model):
     metric: str
     """Logical metric name from the catalog (``gpuplatform schema`` lists them), e.g. ``gpu_sm_util``."""
     target: float
-    """Target average value per pod, in the metric's unit (percent, MiB, ratio, us, requests)."""
+    """Target average value per pod, in the metric's catalog unit (percent 0-100, ratio 0-1, MiB, microseconds,
+    requests; README lists each metric's). Bounded units must leave room above the target for the HPA's 10%
+    tolerance (percent <= 90.909, ratio <= 0.909); Kubernetes keeps thousandths."""
 
 
 class ScalingPolicy(Model):

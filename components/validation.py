@@ -5,6 +5,7 @@ cross-field rules (hardware, sharing, capacity, metrics, exposure, intervals). E
 that appends issues, so every problem of a config is reported at once.
 """
 import ipaddress
+import math
 import re
 from dataclasses import replace
 from typing import Any, Callable, Optional
@@ -12,7 +13,7 @@ from typing import Any, Callable, Optional
 from pydantic import ValidationError
 
 from gpuplatform.catalogs import ack, sharing
-from gpuplatform.catalogs.kubernetes import INTRODUCED_APIS, SECRET_ENV_PATTERN
+from gpuplatform.catalogs.kubernetes import HPA_TOLERANCE, INTRODUCED_APIS, SECRET_ENV_PATTERN
 from gpuplatform.catalogs.gpus import GPU_MODELS, INSTANCE_TYPES, close_matches, instance_type, mig_instance_families
 from gpuplatform.catalogs.metrics import METRICS
 from gpuplatform.catalogs.mig import profiles_for
@@ -464,6 +465,7 @@ def _check_autoscaling(cfg: PlatformConfig, p: str, w: Workload, f: PoolFacts | 
             out.add(f"{pm}.metric", f"{fmt(t.metric)} is not a catalog metric; allowed: {one_of(METRICS)}."
                     f"{_suggest(t.metric, METRICS)}")
             continue
+        _check_target_range(pm, t.metric, t.target, metric, out)
         if f is not None and f.mode not in metric.sharing_modes:
             valid = [m.name for m in METRICS.values() if f.mode in m.sharing_modes]
             out.add(f"{pm}.metric", f"{fmt(t.metric)} is not meaningful on pool {fmt(f.name)} (sharing {f.mode}): "
@@ -488,6 +490,26 @@ def _check_autoscaling(cfg: PlatformConfig, p: str, w: Workload, f: PoolFacts | 
         if metric.category == "app" and not any(port.protocol == "metrics" for port in w.ports):
             out.add(f"{pm}.metric", f"{fmt(t.metric)} is scraped from the pods, but the workload has no port with "
                     "protocol 'metrics' (e.g. Triton's 8002); allowed: add one")
+
+
+def _check_target_range(pm: str, name: str, target: float, metric, out: _Issues) -> None:
+    """A target is in the metric's unit; it must be a value the metric can exceed by more than the HPA's
+    tolerance, and a quantity Kubernetes can hold (milli precision)."""
+    if target <= 0:
+        return
+    unit = metric.unit_info
+    if unit.maximum is not None:
+        ceiling = math.floor(unit.maximum / (1 + HPA_TOLERANCE) * 1000) / 1000
+        if target > ceiling:
+            hint = f"; a ratio is 0-1: did you mean {target / 100:g}?" if metric.unit == "ratio" and target <= 100 else ""
+            out.add(f"{pm}.target", f"{target:g} can never be exceeded enough to scale up: {fmt(name)} is "
+                    f"{unit.description} and never passes {unit.maximum:g}, and the HPA acts only when the value is "
+                    f"more than {HPA_TOLERANCE:.0%} above its target (kube-controller-manager "
+                    f"--horizontal-pod-autoscaler-tolerance); allowed: > 0 and <= {ceiling:g}{hint}")
+            return
+    if abs(target * 1000 - round(target * 1000)) > 1e-6:
+        out.add(f"{pm}.target", f"{target:g} has more precision than a Kubernetes quantity keeps; allowed: a "
+                f"multiple of 0.001 (in {unit.description})")
 
 
 def _mode_reason(metric: str, mode: str) -> str:

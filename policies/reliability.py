@@ -106,8 +106,10 @@ def pdb_allows_disruption(r, config, report):
     max_u, min_a = spec.get("maxUnavailable"), spec.get("minAvailable")
     if max_u is None and min_a is None:
         report(f"{r.label} sets neither minAvailable nor maxUnavailable")
-    if max_u is not None and str(max_u).strip() in ("0", "0%"):
-        report(f"{r.label} sets maxUnavailable {max_u}: no voluntary disruption is ever allowed")
+    # numbers arrive as floats (the engine's wire format), so 0 is compared as a quantity, not as text
+    if max_u is not None and (k8s.quantity(max_u) == 0 or str(max_u).strip() == "0%"):
+        report(f"{r.label} sets maxUnavailable {k8s.fmt_number(0) if k8s.quantity(max_u) == 0 else max_u}: no "
+               f"voluntary disruption is ever allowed")
     if min_a is not None and str(min_a).strip() == "100%":
         report(f"{r.label} sets minAvailable 100%: no voluntary disruption is ever allowed")
 

@@ -97,6 +97,10 @@ class GpuNodePool(pulumi.ComponentResource):
         if args.get("cluster_id") is not None:
             import pulumi_alicloud as alicloud
 
+            if args.get("alicloud_provider") is None:
+                raise ValueError(f"GpuNodePool {name!r}: 'alicloud_provider' is required with 'cluster_id' (pass "
+                                 "GpuCluster.alicloud_provider, so the pool goes to the cluster's region)")
+
             self.pool = alicloud.cs.NodePool(
                 f"{name}-pool", cluster_id=args["cluster_id"], vswitch_ids=args.get("vswitch_ids"),
                 **node_pool_inputs(spec.pool, facts),

@@ -243,3 +243,27 @@ def _strings(value):
     elif isinstance(value, list):
         for v in value:
             yield from _strings(v)
+
+
+# ---------------------------------------------------------------------------------------------- docs/ack.md
+def test_every_unverified_behaviour_has_a_verify_check_and_a_first_deploy_line():
+    import re
+
+    from support import REPO
+
+    doc = (REPO / "docs" / "ack.md").read_text()
+    readme = (REPO / "README.md").read_text()
+    first_deploy = readme[readme.index("### First deploy on ACK"):readme.index("### After `pulumi up`: verify")]
+    verify_source = (REPO / "gpuplatform" / "verify.py").read_text()
+    rows = [line for line in doc.splitlines() if line.startswith("|") and "**unverified**" in line]
+    assert rows
+    for row in rows:
+        checks = re.findall(r"verify ((?:`[a-z-]+\.[a-z-]+`(?:, )?)+)", row)
+        ids = [c for group in checks for c in re.findall(r"`([a-z-]+\.[a-z-]+)`", group)]
+        assert ids, f"no verify check named in: {row}"
+        for check in ids:
+            assert f'"{check}"' in verify_source, f"{check} is not a verify check"
+            assert check in first_deploy, f"{check} is not in the README's first deploy section"
+    for row in doc.splitlines():
+        if row.startswith("|") and not row.startswith("|---") and not row.startswith("| behaviour"):
+            assert "verified-by-source" in row or "**unverified**" in row, row

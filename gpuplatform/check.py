@@ -68,6 +68,19 @@ def _policy_config(pdef: PolicyDef, config: Optional[Mapping[str, Any]]) -> tupl
     return level, props
 
 
+def with_kubernetes_version(config: Optional[Mapping[str, Any]], version: str) -> dict[str, Any]:
+    """``config`` with ``kubernetesVersion`` set for every policy that reads the target cluster's version (the
+    API-version policies); it wins over the version a checked GpuPlatform registers."""
+    out = dict(config or {})
+    for pdef in POLICY_DEFS:
+        if "kubernetesVersion" in pdef.config:
+            entry = out.get(pdef.id)
+            if isinstance(entry, str):
+                entry = {"enforcementLevel": entry}
+            out[pdef.id] = {**(entry or {}), "kubernetesVersion": version}
+    return out
+
+
 def _opts(protect: bool) -> PolicyResourceOptions:
     return PolicyResourceOptions(protect=protect, ignore_changes=[], delete_before_replace=None, aliases=[],
                                  custom_timeouts=PolicyCustomTimeouts(0, 0, 0), additional_secret_outputs=[])

@@ -23,7 +23,7 @@ def main() -> int:
         stack = path.stem.removeprefix("Pulumi.")
         cfg = load_stack_file(path)
         total = 0.0
-        for w in cfg.workloads:
+        for w in (x for x in cfg.workloads if not x.fixed):
             trace = resolve_trace(cfg, w.name, "diurnal", "2h")
             start = time.perf_counter()
             r = simulate(cfg, stack, w.name, trace)

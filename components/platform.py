@@ -54,10 +54,10 @@ class GpuPlatform(pulumi.ComponentResource):
     def __init__(self, name: str, args: GpuPlatformArgs, opts: Optional[pulumi.ResourceOptions] = None):
         cfg: PlatformConfig = args["config"]
         s = cfg.settings
-        super().__init__("gpuplatform:index:GpuPlatform", name, {
-            "environment": s.environment, "kubernetesVersion": cfg.cluster.kubernetes_version,
-            "clusterKind": cfg.cluster.kind, "allowPublicEndpoints": s.allow_public_endpoints,
-            "protect": s.protect_resources}, opts)
+        props = {"environment": s.environment, "kubernetesVersion": cfg.cluster.kubernetes_version,
+                 "clusterKind": cfg.cluster.kind, "allowPublicEndpoints": s.allow_public_endpoints,
+                 "protect": s.protect_resources}
+        super().__init__("gpuplatform:index:GpuPlatform", name, props, opts)
         child = pulumi.ResourceOptions(parent=self)
         self.cluster = GpuCluster(f"{name}-cluster", {
             "cluster": cfg.cluster.model_dump(by_alias=True), "addons": required_addons(cfg),
@@ -83,6 +83,12 @@ class GpuPlatform(pulumi.ComponentResource):
         self.namespace = register(f"{name}-workloads-namespace", namespace(s.namespace, "restricted", warn=True),
                                   pulumi.ResourceOptions(parent=self, provider=self.cluster.provider)
                                   ) if s.create_namespace else None
+        # Pod Security labels apply per namespace: root opt-outs get their own baseline namespace, warned and
+        # audited at restricted (kubernetes.io/docs/concepts/security/pod-security-admission/)
+        self.root_namespace = register(
+            f"{name}-root-workloads-namespace", namespace(s.root_namespace_name, "baseline", warn_audit="restricted"),
+            pulumi.ResourceOptions(parent=self, provider=self.cluster.provider)
+        ) if s.create_namespace and any(w.run_as_root for w in cfg.workloads) else None
         wait_for = {
             "namespace": [self.namespace] if self.namespace else [],
             "gpu_nodes": [*in_cluster.depends_on, *gpu_software],
@@ -96,11 +102,17 @@ class GpuPlatform(pulumi.ComponentResource):
         self.services = {}
         prometheus_url = self.monitoring.prometheus_url
         for w in cfg.workloads:
+            args = dict(shared_args)
+            if w.run_as_root:
+                args["namespace"] = s.root_namespace_name
+                args["wait_for"] = {**wait_for, "namespace": [self.root_namespace] if self.root_namespace else []}
             self.services[w.name] = InferenceService(f"{name}-{w.name}", {
                 "workload": w.model_dump(by_alias=True, exclude_none=True), "node_pool": pools[w.node_pool],
-                **shared_args}, opts=service_opts)
+                **args}, opts=service_opts)
         self.prometheus_url = prometheus_url
-        self.register_outputs({"cluster_id": self.cluster.cluster_id, "prometheus_url": prometheus_url})
+        # the stack policies read the environment, cluster version and exposure setting from these outputs: they
+        # are all AnalyzeStack sees of a component (docs/policies.md, "What the policies see")
+        self.register_outputs({**props, "cluster_id": self.cluster.cluster_id, "prometheus_url": prometheus_url})
 
     def _gpu_software(self, name: str, cfg: PlatformConfig, facts: dict, opts: pulumi.ResourceOptions) -> list:
         """GPU Operator for MIG on non-ACK clusters; fake-gpu-operator for simulated pools. On ACK the GPU

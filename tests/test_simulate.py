@@ -217,3 +217,18 @@ def test_prod_stack_file_states_what_the_simulation_shows(prod_step_json) -> Non
     assert decision and ready, "the prod stack file must state the simulated step response"
     assert float(decision.group(1)) == prod_step_json["first_scale_up_s"]
     assert float(ready.group(1)) == prod_step_json["capacity_ready_s"]
+
+
+def test_a_workload_without_autoscaler_is_refused() -> None:
+    from support import stack_raw
+
+    from gpuplatform.components.errors import ConfigError
+    from gpuplatform.components.validation import load
+    from gpuplatform.simulate.engine import find_workload
+
+    raw = stack_raw("prod")
+    raw["workloads"][0].pop("autoscaling")
+    raw["workloads"][0]["replicas"] = 2
+    cfg = load(raw)
+    with pytest.raises(ConfigError, match="no loop to simulate"):
+        find_workload(cfg, "flower")

@@ -62,7 +62,7 @@ def test_prod_healthy_all_checks_pass(fake_api, prod_cfg):
     assert results[("exporter.ready", "daemonset/monitoring/dcgm-exporter")].ok
     assert results[("metrics.value", "flower/triton_queue_time_us")].message == \
         "2 pod value(s): flower-5cf8b78894-jng2g=0, flower-5cf8b78894-x7q9d=12500m"
-    assert results[("hpa.current-metrics", PROD_HPA)].message == "TARGETS avg_time_queue_us 6250m/50"
+    assert results[("hpa.current-metrics", PROD_HPA)].message == "TARGETS avg_time_queue_us 4800/5000"
     assert results[("podmonitor.present", "podmonitor/inference/flower")].ok
     assert "/apis/custom.metrics.k8s.io/v1beta1/namespaces/inference/pods/*/avg_time_queue_us" in server.paths()
 
@@ -125,7 +125,7 @@ def test_exporter_not_scheduled_on_tainted_gpu_nodes(fake_api, staging_cfg):
 def test_hpa_without_current_metrics_is_unknown(fake_api, prod_cfg):
     results, _ = verify(fake_api, prod_cfg, "prod", "hpa-unknown")
     assert failed(results) == {("hpa.scaling-active", PROD_HPA), ("hpa.current-metrics", PROD_HPA)}
-    assert results[("hpa.current-metrics", PROD_HPA)].message == "TARGETS avg_time_queue_us <unknown>/50"
+    assert results[("hpa.current-metrics", PROD_HPA)].message == "TARGETS avg_time_queue_us <unknown>/5000"
     active = results[("hpa.scaling-active", PROD_HPA)]
     assert "ScalingActive=False (FailedGetPodsMetric: the HPA was unable to compute the replica count" in active.message
 

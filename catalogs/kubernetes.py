@@ -60,6 +60,9 @@ POD_SECURITY_ENFORCE = "pod-security.kubernetes.io/enforce"
 POD_SECURITY_WARN = "pod-security.kubernetes.io/warn"
 POD_SECURITY_AUDIT = "pod-security.kubernetes.io/audit"
 
+ACK_INTRANET_LB = {"service.beta.kubernetes.io/alibaba-cloud-loadbalancer-address-type": "intranet"}
+"""The annotation that makes an ACK LoadBalancer Service internal (a VPC-only address)."""
+
 SECRET_ENV_PATTERN = r"(?i)(PASSWORD|PASSWD|SECRET|TOKEN|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY|CREDENTIAL)"
 """Environment variable names whose values must come from a Secret, never a literal."""
 

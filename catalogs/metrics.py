@@ -14,6 +14,7 @@ metrics docs and its k8s-onprem adapter rule; vLLM metrics.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 
 from gpuplatform.catalogs.gpus import close_matches
@@ -252,3 +253,19 @@ def series_query(source: MetricSource) -> str:
 
 def is_windowed(source: MetricSource) -> bool:
     return WINDOW in source.query
+
+
+def served_names(rule_list: list[dict]) -> set[str]:
+    """API metric names a list of adapter rules serves (``name.as``; else the series name itself). The rule
+    format is the adapter's (see ``components/adapter_rules.py``); the policies read it from Helm values and
+    ConfigMaps, the components write it, so both take the naming from here."""
+    out = set()
+    for r in rule_list:
+        name = r.get("name") or {}
+        if name.get("as"):
+            out.add(name["as"])
+        else:
+            m = re.match(r"^\s*([a-zA-Z_:][a-zA-Z0-9_:]*)", r.get("seriesQuery", ""))
+            if m:
+                out.add(m.group(1))
+    return out

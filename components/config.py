@@ -115,6 +115,11 @@ class AckManagedCluster(Model):
     allowed with flannel. Default none."""
     service_cidr: str = "172.21.0.0/20"
     """Service CIDR; must not overlap the VPC or pod CIDR. Default ``172.21.0.0/20``."""
+    credential: Literal["ack-kubeconfig", "ack-ram-tool"] = "ack-kubeconfig"
+    """How ``pulumi`` authenticates to the cluster. ``ack-kubeconfig``: your long-lived ACK kubeconfig (3 years),
+    stored as a secret in the state. ``ack-ram-tool``: a kubeconfig whose user runs the ack-ram-tool credential
+    plugin, so the state holds no client credential (ack-ram-tool and Alibaba credentials needed wherever
+    ``pulumi`` runs). Default ``ack-kubeconfig``."""
     public_api_endpoint: bool = True
     """Public API server SLB. Default true: the credential API returns a kubeconfig for the public endpoint, which
     the machine running ``pulumi up`` needs unless it sits inside the VPC."""
@@ -144,6 +149,11 @@ class AckExistingCluster(Model):
     """ACK cluster id (``c…``)."""
     vswitch_ids: list[str] = Field(min_length=1)
     """vSwitch ids new GPU node pools are placed in."""
+    credential: Literal["ack-kubeconfig", "ack-ram-tool"] = "ack-kubeconfig"
+    """How ``pulumi`` authenticates to the cluster. ``ack-kubeconfig``: your long-lived ACK kubeconfig (3 years),
+    stored as a secret in the state. ``ack-ram-tool``: a kubeconfig whose user runs the ack-ram-tool credential
+    plugin, so the state holds no client credential (ack-ram-tool and Alibaba credentials needed wherever
+    ``pulumi`` runs). Default ``ack-kubeconfig``."""
     professional: bool = True
     """Whether the cluster is ACK Pro; false for a dedicated cluster, where cGPU uses the legacy ack-cgpu component
     and the cgpu=true label. Default true."""

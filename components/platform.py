@@ -54,10 +54,10 @@ class GpuPlatform(pulumi.ComponentResource):
     def __init__(self, name: str, args: GpuPlatformArgs, opts: Optional[pulumi.ResourceOptions] = None):
         cfg: PlatformConfig = args["config"]
         s = cfg.settings
-        super().__init__("gpuplatform:index:GpuPlatform", name, {
-            "environment": s.environment, "kubernetesVersion": cfg.cluster.kubernetes_version,
-            "clusterKind": cfg.cluster.kind, "allowPublicEndpoints": s.allow_public_endpoints,
-            "protect": s.protect_resources}, opts)
+        props = {"environment": s.environment, "kubernetesVersion": cfg.cluster.kubernetes_version,
+                 "clusterKind": cfg.cluster.kind, "allowPublicEndpoints": s.allow_public_endpoints,
+                 "protect": s.protect_resources}
+        super().__init__("gpuplatform:index:GpuPlatform", name, props, opts)
         child = pulumi.ResourceOptions(parent=self)
         self.cluster = GpuCluster(f"{name}-cluster", {
             "cluster": cfg.cluster.model_dump(by_alias=True), "addons": required_addons(cfg),
@@ -110,7 +110,9 @@ class GpuPlatform(pulumi.ComponentResource):
                 "workload": w.model_dump(by_alias=True, exclude_none=True), "node_pool": pools[w.node_pool],
                 **args}, opts=service_opts)
         self.prometheus_url = prometheus_url
-        self.register_outputs({"cluster_id": self.cluster.cluster_id, "prometheus_url": prometheus_url})
+        # the stack policies read the environment, cluster version and exposure setting from these outputs: they
+        # are all AnalyzeStack sees of a component (docs/policies.md, "What the policies see")
+        self.register_outputs({**props, "cluster_id": self.cluster.cluster_id, "prometheus_url": prometheus_url})
 
     def _gpu_software(self, name: str, cfg: PlatformConfig, facts: dict, opts: pulumi.ResourceOptions) -> list:
         """GPU Operator for MIG on non-ACK clusters; fake-gpu-operator for simulated pools. On ACK the GPU

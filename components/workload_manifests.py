@@ -7,8 +7,9 @@ import copy
 from dataclasses import dataclass, field
 from typing import Optional
 
-from gpuplatform.catalogs.kubernetes import (HPA_DEFAULT_DOWNSCALE_STABILIZATION_SECONDS, HPA_DEFAULT_SCALE_UP,
-                                             KEDA_API, PROMETHEUS_OPERATOR_API, ROOT_OPT_OUT_ANNOTATION)
+from gpuplatform.catalogs.kubernetes import (ACK_INTRANET_LB, HPA_DEFAULT_DOWNSCALE_STABILIZATION_SECONDS,
+                                             HPA_DEFAULT_SCALE_UP, KEDA_API, PROMETHEUS_OPERATOR_API,
+                                             ROOT_OPT_OUT_ANNOTATION)
 from gpuplatform.catalogs.metrics import METRICS
 from gpuplatform.catalogs.versions import MONITOR_LABELS, in_cluster_prometheus_url
 from gpuplatform.components.adapter_rules import render_metrics_query
@@ -17,7 +18,6 @@ from gpuplatform.components.metric_sources import source_for
 from gpuplatform.components.pools import PoolFacts
 
 PART_OF = "gpu-platform"
-ACK_INTRANET_LB = {"service.beta.kubernetes.io/alibaba-cloud-loadbalancer-address-type": "intranet"}
 
 # Scale up fast: GPU replicas take minutes (image pull, model load) before they serve, so a burst must start
 # them at once: Kubernetes' own default, double or add 4 pods (whichever is more) every 15 s with no

@@ -16,7 +16,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 from typing_extensions import NotRequired
 
-from gpuplatform.catalogs.versions import ACK_ADDONS
+from gpuplatform.catalogs.versions import ACK_ADDON_CONFIG, ACK_ADDONS
 from gpuplatform.components.config import AckExistingCluster, AckManagedCluster, KubeconfigCluster, Model
 from gpuplatform.components.config import Cluster as ClusterSpec
 
@@ -60,6 +60,9 @@ class GpuCluster(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self)
         self.is_ack = cluster.kind != "kubeconfig"
         self.addons: dict[str, pulumi.Resource] = {}
+        """Add-on name -> the resource whose creation means it is installed: its ``KubernetesAddon``, or the cluster
+        itself for add-ons installed with it."""
+        self.adopted = isinstance(cluster, AckExistingCluster)
         if isinstance(cluster, AckManagedCluster):
             self._create_ack(name, cluster, spec, child)
         elif isinstance(cluster, AckExistingCluster):
@@ -82,9 +85,10 @@ class GpuCluster(pulumi.ComponentResource):
             provider_args = {"kubeconfig": self.kubeconfig} if source else {}
             if cluster.context:
                 provider_args["context"] = cluster.context
-        depends = list(self.addons.values())
-        self.provider = k8s.Provider(f"{name}-k8s", **provider_args,
-                                     opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=depends)))
+        # The provider waits for nothing but the kubeconfig: whatever waits for the provider waits for its
+        # dependencies too (the SDK resolves a resource's provider reference before registering it), so the
+        # add-ons are waited for by the objects that need them (see ``addon_dependencies``).
+        self.provider = k8s.Provider(f"{name}-k8s", **provider_args, opts=child)
         self.register_outputs({"cluster_id": self.cluster_id, "kubeconfig": self.kubeconfig})
 
     def _create_ack(self, name: str, cluster: AckManagedCluster, spec: _Args, child: pulumi.ResourceOptions) -> None:
@@ -116,15 +120,33 @@ class GpuCluster(pulumi.ComponentResource):
             addons=addons,
             opts=protect)
         self.cluster_id = ack.id
+        self.addons.update({a["name"]: ack for a in addons})
         self.vswitch_ids = pulumi.Output.all(*[s.id for s in switches])
         # ManagedKubernetes.addons only applies at creation; anything a later change may add is a KubernetesAddon
         self._install_addons(name, [a for a in spec.addons if a not in CREATE_TIME_ADDONS], child)
 
+    def addon_dependencies(self, *names: str) -> list[pulumi.Resource]:
+        """What a resource that needs the named add-ons waits for (none for add-ons the stack does not install)."""
+        return _unique([self.addons[n] for n in names if n in self.addons])
+
     def _install_addons(self, name: str, addons: list[str], child: pulumi.ResourceOptions) -> None:
-        """Add-ons on an adopted cluster: ``KubernetesAddon`` merges its config server-side and upgrades in place."""
+        """``KubernetesAddon`` merges its config server-side and upgrades in place. On an adopted cluster the
+        add-ons may have been there before the stack (ACK skips installing one that exists): ``retain_on_delete``
+        keeps ``pulumi destroy`` from uninstalling what other tenants of the cluster rely on."""
         import pulumi_alicloud as alicloud
 
+        opts = pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(retain_on_delete=self.adopted))
         for addon in addons:
             kwargs = {"version": ACK_ADDONS[addon]} if ACK_ADDONS.get(addon) else {}
+            if addon in ACK_ADDON_CONFIG:
+                kwargs["config"] = json.dumps(ACK_ADDON_CONFIG[addon], sort_keys=True)
             self.addons[addon] = alicloud.cs.KubernetesAddon(
-                f"{name}-{addon}", cluster_id=self.cluster_id, name=addon, opts=child, **kwargs)
+                f"{name}-{addon}", cluster_id=self.cluster_id, name=addon, opts=opts, **kwargs)
+
+
+def _unique(resources: list) -> list:
+    out = []
+    for r in resources:
+        if not any(r is o for o in out):
+            out.append(r)
+    return out

@@ -389,6 +389,15 @@ class Ingress(Model):
     """Name of the container port the ingress routes to (its protocol picks HTTP or gRPC backends)."""
     tls_secret: Optional[str] = None
     """TLS secret for the host. Default none."""
+    controller: Optional[Literal["addon", "external"]] = None
+    """Who runs the ingress controller. ``addon``: the stack installs ACK's ``nginx-ingress-controller`` add-on
+    (intranet SLB) and waits for the Ingress to get its address; ``external``: a controller the stack does not
+    manage (another stack, the console, a laptop cluster's own): the Ingress is not awaited
+    (``pulumi.com/skipAwait``) and ``gpuplatform verify`` checks its address instead. Default ``addon`` for nginx
+    on ACK, ``external`` otherwise."""
+
+    def controller_for(self, on_ack: bool) -> str:
+        return self.controller or ("addon" if on_ack and self.class_name == "nginx" else "external")
 
 
 class Exposure(Model):

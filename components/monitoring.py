@@ -97,11 +97,28 @@ def prometheus_adapter_values(cfg: PlatformConfig, prometheus_url: pulumi.Input[
 
 def ack_adapter_values(cfg: PlatformConfig, prometheus_url: pulumi.Input[str],
                        auth_token: Optional[pulumi.Input[str]]) -> dict:
+    """The token is optional on ARMS V1 instances: without one, an ``Authorization`` header would carry an empty
+    credential, so the header is only sent with a non-empty token (known once the ARMS lookup has run)."""
     prom = {"enabled": True, "url": prometheus_url, "metricsRelistInterval": cfg.monitoring.intervals.adapter_relist,
             "adapter": {"rules": {"default": False, "custom": generated_rules(cfg)}}}
-    if auth_token is not None:
-        prom["prometheusHeader"] = {"Authorization": auth_token}
-    return {"AlibabaCloudMetricsAdapter": {"prometheus": prom}}
+    if auth_token is None:
+        return {"AlibabaCloudMetricsAdapter": {"prometheus": prom}}
+    with_header = pulumi.Output.all(prometheus_url, auth_token).apply(
+        lambda a: {**prom, "url": a[0], **({"prometheusHeader": {"Authorization": a[1]}} if a[1] else {})})
+    return {"AlibabaCloudMetricsAdapter": {"prometheus": with_header}}
+
+
+def arms_instance(cluster_id: str, instances: Optional[list], url_given: bool = False):
+    """The ARMS Prometheus instance of the cluster, or a clear error when the lookup found none (unless the stack
+    names the Prometheus URL itself: then there is no token to send)."""
+    if not instances and url_given:
+        return None
+    if not instances:
+        raise pulumi.RunError(
+            f"monitoring.backend 'arms': no ARMS Prometheus instance found for cluster '{cluster_id}'. The "
+            "arms-prometheus add-on creates it; check the add-on in the ACK console (Operations > Add-ons), or "
+            "set monitoring.prometheusUrl to the instance's HTTP API URL")
+    return instances[0]
 
 
 def adapter_rbac_objects() -> list[dict]:
@@ -154,6 +171,9 @@ class GpuMonitoringArgs(TypedDict):
     """ACK cluster id (arms backend: the ARMS instance of the cluster and its alert rules). Default none."""
     gpu_operator_installed: NotRequired[bool]
     """The GPU Operator's own dcgm-exporter serves GPU metrics (no standalone exporter). Default false."""
+    arms_installed: NotRequired[list]
+    """Resources whose creation means the ``arms-prometheus`` add-on is installed (arms backend): the ARMS
+    instance lookup, the alert rules and the exporter patch wait for them. Default none (already installed)."""
 
 
 class GpuMonitoring(pulumi.ComponentResource):
@@ -172,7 +192,7 @@ class GpuMonitoring(pulumi.ComponentResource):
         if mon.backend == "self-hosted":
             self._self_hosted(cfg, args.get("gpu_operator_installed", False))
         else:
-            self._arms(cfg, args["cluster_id"])
+            self._arms(cfg, args["cluster_id"], list(args.get("arms_installed") or []))
         self.register_outputs({"prometheus_url": self.prometheus_url})
 
     def _opts(self, *depends: pulumi.Resource) -> pulumi.ResourceOptions:
@@ -224,15 +244,20 @@ class GpuMonitoring(pulumi.ComponentResource):
             register(f"{n}-dashboard", self.dashboard_config_map(cfg), self._opts(ns))
 
     # ------------------------------------------------------------------ ARMS
-    def _arms(self, cfg: PlatformConfig, cluster_id: pulumi.Input[str]) -> None:
+    def _arms(self, cfg: PlatformConfig, cluster_id: pulumi.Input[str], arms_installed: list) -> None:
         import pulumi_alicloud as alicloud
 
         mon, n = cfg.monitoring, self.name
-        # the ARMS instance the arms-prometheus add-on creates is keyed by the ACK cluster id
-        prom = alicloud.arms.get_prometheus_output(ids=[cluster_id], enable_details=True,
-                                                   opts=pulumi.InvokeOutputOptions(parent=self))
-        details = prom.prometheis.apply(lambda items: items[0] if items else None)
-        url = mon.prometheus_url or details.apply(lambda d: d.http_api_intra_url if d else "")
+        # The ARMS instance exists once the arms-prometheus add-on is installed: before that the lookup finds
+        # nothing. An invoke's depends_on holds it back until those resources are created
+        # (pulumi/pulumi sdk/python/lib/pulumi/runtime/invoke.py), and while they are pending in a preview the
+        # result is unknown rather than empty.
+        prom = alicloud.arms.get_prometheus_output(
+            ids=[cluster_id], enable_details=True,
+            opts=pulumi.InvokeOutputOptions(parent=self, depends_on=arms_installed))
+        details = prom.apply(lambda found: arms_instance((found.ids or ["?"])[0], found.prometheis,
+                                                         url_given=bool(mon.prometheus_url)))
+        url = mon.prometheus_url or details.apply(lambda d: d.http_api_intra_url)
         token = pulumi.Output.secret(details.apply(lambda d: (d.auth_token or "") if d else ""))
         self.prometheus_url = pulumi.Output.from_input(url)
         tolerations = gpu_pool_tolerations(cfg)
@@ -241,7 +266,7 @@ class GpuMonitoring(pulumi.ComponentResource):
             k8s.apps.v1.DaemonSetPatch(
                 f"{n}-gpu-exporter-tolerations",
                 metadata={"name": ds_name, "namespace": ns_name, "annotations": {"pulumi.com/patchForce": "true"}},
-                spec={"template": {"spec": {"tolerations": tolerations}}}, opts=self.child)
+                spec={"template": {"spec": {"tolerations": tolerations}}}, opts=self._opts(*arms_installed))
         if mon.adapter_kind == "ack-alibaba-cloud-metrics-adapter":
             self.adapter = release(f"{n}-ack-metrics-adapter", "ack-alibaba-cloud-metrics-adapter",
                                    ack_adapter_values(cfg, url, token), mon.helm_values.ack_metrics_adapter,
@@ -255,7 +280,8 @@ class GpuMonitoring(pulumi.ComponentResource):
                 alicloud.arms.PrometheusAlertRule(
                     f"{n}-alert-{a.name.lower().replace('_', '-')}", cluster_id=cluster_id,
                     prometheus_alert_rule_name=a.name, expression=a.expr, duration=a.duration.rstrip("m"),
-                    message=a.summary, labels=[{"name": "severity", "value": a.severity}], opts=self.child)
+                    message=a.summary, labels=[{"name": "severity", "value": a.severity}],
+                    opts=self._opts(*arms_installed))
 
     # ------------------------------------------------------------------ shared builders
     @staticmethod

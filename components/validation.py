@@ -220,6 +220,8 @@ def _check_pool_hardware(cfg: PlatformConfig, i: int, pool, out: _Issues) -> Non
         elif s.profile not in profiles_for(model.name):
             out.add(f"{p}.sharing.profile", f"{fmt(s.profile)} is not a MIG profile of {model.name}; allowed: "
                     f"{one_of(profiles_for(model.name))}")
+    if s.mode == "mig" and cfg.is_ack:
+        _check_ack_mig(cfg, p, s, out)
     if s.mode == "cgpu":
         if not cfg.is_ack:
             out.add(f"{p}.sharing.mode", "'cgpu' is Alibaba cGPU and needs an ACK cluster; allowed for cluster kind "
@@ -227,6 +229,18 @@ def _check_pool_hardware(cfg: PlatformConfig, i: int, pool, out: _Issues) -> Non
         elif cfg.cluster.kind == "ack-existing" and not cfg.cluster.professional and not s.legacy_label:
             out.add(f"{p}.sharing.legacyLabel", "false on a dedicated (non-Pro) cluster, whose ack-cgpu component "
                     "selects nodes by cgpu=true; allowed: true")
+
+
+def _check_ack_mig(cfg: PlatformConfig, p: str, s, out: _Issues) -> None:
+    """ACK partitions GPUs itself (``ack.node.gpu.schedule=mig`` through ack-ai-installer, a Pro-cluster add-on);
+    the GPU Operator's mig-manager and its single-strategy device plugin do not run there."""
+    if s.strategy == "single":
+        out.add(f"{p}.sharing.strategy", "'single' is a strategy of NVIDIA's device plugin, which ACK does not run: "
+                "ACK exposes each MIG instance as nvidia.com/mig-<profile>; allowed on ACK: mixed")
+    if cfg.cluster.kind == "ack-existing" and not cfg.cluster.professional:
+        out.add(f"{p}.sharing.mode", "'mig' on a dedicated (non-Pro) cluster: ACK's MIG partitioning comes with the "
+                "ack-ai-installer add-on of ACK Pro clusters; allowed: exclusive, cgpu (legacyLabel), or an ACK Pro "
+                "cluster")
 
 
 def check_workloads(cfg: PlatformConfig, facts: dict[str, PoolFacts], out: _Issues) -> None:
@@ -425,6 +439,20 @@ def _check_exposure(cfg: PlatformConfig, p: str, w: Workload, out: _Issues) -> N
             serving = [q.name for q in w.ports if q.protocol in ("http", "grpc")]
             out.add(f"{p}.exposure.ingress.port", f"{fmt(e.ingress.port)} is not a serving port; allowed: "
                     f"{one_of(serving)}")
+        _check_ingress_controller(cfg, p, e.ingress, out)
+
+
+def _check_ingress_controller(cfg: PlatformConfig, p: str, ing, out: _Issues) -> None:
+    """The stack installs only ACK's nginx add-on; anything else runs a controller it does not manage."""
+    if ing.controller != "addon":
+        return
+    if not cfg.is_ack:
+        out.add(f"{p}.exposure.ingress.controller", "'addon' installs ACK's nginx-ingress-controller add-on and needs "
+                "an ACK cluster; allowed on cluster kind 'kubeconfig': external (install a controller yourself)")
+    elif ing.class_name == "alb":
+        out.add(f"{p}.exposure.ingress.controller", "'addon' with className 'alb': an ALB Ingress also needs an "
+                "AlbConfig and IngressClass this stack does not create; allowed: external (create them in the "
+                "ACK console or another stack), or className nginx")
 
 
 def check_pool_totals(cfg: PlatformConfig, facts: dict[str, PoolFacts], out: _Issues) -> None:

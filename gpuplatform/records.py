@@ -17,6 +17,8 @@ class RegisteredResource:
     """False for ComponentResources."""
     protect: bool = False
     """The ``protect`` resource option."""
+    retain_on_delete: bool = False
+    """The ``retain_on_delete`` resource option: ``pulumi destroy`` forgets the resource instead of deleting it."""
     depends_on: list[str] = field(default_factory=list)
     """Logical names of explicit ``depends_on`` resources."""
     urn: str = ""

@@ -167,7 +167,7 @@ def synthesize(config: dict[str, Any], program: Optional[Callable[[], Any]] = No
         inputs = normalize(rpc.deserialize_properties(req.object), secrets)
         out.append(RegisteredResource(
             type=req.type, name=req.name, inputs=inputs, parent=_name_of(req.parent), custom=bool(req.custom),
-            protect=bool(req.protect), depends_on=[_name_of(d) for d in req.dependencies], urn=urn,
+            protect=bool(req.protect), retain_on_delete=bool(req.retainOnDelete), depends_on=[_name_of(d) for d in req.dependencies], urn=urn,
             secret_strings=frozenset(secrets)))
     return out
 

@@ -16,7 +16,7 @@ def test_json_report_and_exit_0_on_healthy_cluster(fake_api, prod_cfg, tmp_path)
     assert code == 0
     doc = json.loads(out.getvalue())
     assert doc["ok"] is True
-    assert doc["summary"] == {"checks": 13, "passed": 13, "failed": 0}
+    assert doc["summary"] == {"checks": 15, "passed": 15, "failed": 0}  # incl. MIG partitioning, ingress address
     assert doc["checks"][0] == {"check": "cluster.reachable", "subject": server.url, "ok": True,
                                 "message": "Kubernetes v1.31.5-aliyun.1", "cause": ""}
 

@@ -262,6 +262,11 @@ class Monitoring(Model):
     """Adapter replicas. Default 2 in prod (with a PodDisruptionBudget), 1 elsewhere."""
     helm_values: HelmValues = Field(default_factory=HelmValues)
     """Per-release values overrides (escape hatch). Default none."""
+    adopt_adapter_release: bool = False
+    """An ``ack-alibaba-cloud-metrics-adapter`` Helm release is already installed in ``kube-system`` (the way ACK's
+    guides install it from the App Catalog): import it into the stack instead of installing a second release that
+    would collide with it. The import leaves the release as it is; set this back to false after that first
+    ``pulumi up`` and the next one applies the stack's values and rules. Default false."""
 
     @property
     def exporter(self) -> str:

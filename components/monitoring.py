@@ -156,6 +156,41 @@ def simulated_exporter_service_monitor(cfg: PlatformConfig) -> dict:
                                     "honorLabels": True}]}}
 
 
+ADOPTED_RELEASE_IGNORED = ("chart", "version", "repositoryOpts", "values", "timeout")
+"""Inputs of ours an installed release differs in: the import must find no difference (pulumi/pulumi
+``pkg/resource/deploy/step.go`` ``ImportStep``: "inputs to import do not match the existing resource")."""
+
+
+def adopt_release_options(c) -> pulumi.ResourceOptions:
+    """Import the release a guide installed (pulumi-kubernetes reads a Helm release by ``<namespace>/<name>``:
+    provider/pkg/provider/helm_release.go ``Read``/``importRelease``) rather than install a second one."""
+    return pulumi.ResourceOptions(import_=f"{c.namespace}/{c.release}", ignore_changes=list(ADOPTED_RELEASE_IGNORED))
+
+
+def merge_tolerations(current: list[dict], ours: list[dict]) -> list[dict]:
+    """The DaemonSet's tolerations in their order, then ours it does not already have."""
+    return _unique([*current, *ours])
+
+
+def _pod_tolerations(spec) -> list[dict]:
+    """Tolerations of a DaemonSet spec as read back (the SDK's typed output objects), in API field names."""
+    def field(obj, snake: str, camel: str):
+        if obj is None:
+            return None
+        if hasattr(type(obj), snake):  # typed output: a property per field
+            return getattr(obj, snake)
+        return obj.get(camel) if isinstance(obj, dict) else None
+
+    pod = field(field(spec, "template", "template"), "spec", "spec")
+    out = []
+    for t in field(pod, "tolerations", "tolerations") or []:
+        item = {"key": field(t, "key", "key"), "operator": field(t, "operator", "operator"),
+                "value": field(t, "value", "value"), "effect": field(t, "effect", "effect"),
+                "tolerationSeconds": field(t, "toleration_seconds", "tolerationSeconds")}
+        out.append({k: v for k, v in item.items() if v is not None})
+    return out
+
+
 def _unique(items: list[dict]) -> list[dict]:
     out = []
     for item in items:
@@ -262,15 +297,14 @@ class GpuMonitoring(pulumi.ComponentResource):
         self.prometheus_url = pulumi.Output.from_input(url)
         tolerations = gpu_pool_tolerations(cfg)
         if tolerations and mon.exporter == "ack":
-            ns_name, ds_name = ARMS_GPU_EXPORTER
-            k8s.apps.v1.DaemonSetPatch(
-                f"{n}-gpu-exporter-tolerations",
-                metadata={"name": ds_name, "namespace": ns_name, "annotations": {"pulumi.com/patchForce": "true"}},
-                spec={"template": {"spec": {"tolerations": tolerations}}}, opts=self._opts(*arms_installed))
+            self._tolerate_gpu_taints(tolerations, arms_installed)
         if mon.adapter_kind == "ack-alibaba-cloud-metrics-adapter":
-            self.adapter = release(f"{n}-ack-metrics-adapter", "ack-alibaba-cloud-metrics-adapter",
+            c = chart("ack-alibaba-cloud-metrics-adapter")
+            self.adapter = release(f"{n}-ack-metrics-adapter", c.release,
                                    ack_adapter_values(cfg, url, token), mon.helm_values.ack_metrics_adapter,
-                                   self.child, namespace=chart("ack-alibaba-cloud-metrics-adapter").namespace)
+                                   pulumi.ResourceOptions.merge(self.child, adopt_release_options(c))
+                                   if mon.adopt_adapter_release else self.child,
+                                   namespace=c.namespace)
         else:
             self._adapter_rbac(self.child)
             self.adapter = release(f"{n}-prometheus-adapter", "prometheus-adapter", prometheus_adapter_values(cfg, url),
@@ -282,6 +316,24 @@ class GpuMonitoring(pulumi.ComponentResource):
                     prometheus_alert_rule_name=a.name, expression=a.expr, duration=a.duration.rstrip("m"),
                     message=a.summary, labels=[{"name": "severity", "value": a.severity}],
                     opts=self._opts(*arms_installed))
+
+    def _tolerate_gpu_taints(self, tolerations: list[dict], arms_installed: list) -> None:
+        """Let ARMS's GPU exporter onto tainted GPU nodes without taking its own tolerations away.
+
+        ``tolerations`` is an atomic list (kubernetes/api core/v1 types.go ``+listType=atomic``): a server-side
+        apply replaces the whole list and makes us its only owner, and deleting the patch relinquishes what we
+        own, which removes the list (pulumi-kubernetes provider/pkg/ssa/actions.go ``Relinquish``). So the patch
+        applies the DaemonSet's current tolerations plus ours, read after the add-on that creates it, and is
+        retained on delete so a destroy leaves the exporter as it runs."""
+        ns_name, ds_name = ARMS_GPU_EXPORTER
+        after_addon = self._opts(*arms_installed)
+        current = k8s.apps.v1.DaemonSet.get(f"{self.name}-gpu-exporter", f"{ns_name}/{ds_name}", opts=after_addon)
+        merged = current.spec.apply(lambda spec: merge_tolerations(_pod_tolerations(spec), tolerations))
+        k8s.apps.v1.DaemonSetPatch(
+            f"{self.name}-gpu-exporter-tolerations",
+            metadata={"name": ds_name, "namespace": ns_name, "annotations": {"pulumi.com/patchForce": "true"}},
+            spec={"template": {"spec": {"tolerations": merged}}},
+            opts=pulumi.ResourceOptions.merge(after_addon, pulumi.ResourceOptions(retain_on_delete=True)))
 
     # ------------------------------------------------------------------ shared builders
     @staticmethod

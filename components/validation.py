@@ -134,6 +134,13 @@ def check_cluster(cfg: PlatformConfig, facts: dict[str, PoolFacts], out: _Issues
                 "allowed with simulateGpus: dcgm (fake-gpu-operator emits DCGM series)")
 
 
+def check_adapter_adoption(cfg: PlatformConfig, facts: dict[str, PoolFacts], out: _Issues) -> None:
+    mon = cfg.monitoring
+    if mon.adopt_adapter_release and mon.adapter_kind != "ack-alibaba-cloud-metrics-adapter":
+        out.add("monitoring.adoptAdapterRelease", f"true, but the adapter is {fmt(mon.adapter_kind)}; only an "
+                "installed ack-alibaba-cloud-metrics-adapter release can be adopted; allowed: false")
+
+
 def check_intervals(cfg: PlatformConfig, facts: dict[str, PoolFacts], out: _Issues) -> None:
     iv = cfg.monitoring.intervals
     collect, scrape = duration_seconds(iv.exporter_collect), duration_seconds(iv.scrape)
@@ -471,7 +478,7 @@ def check_pool_totals(cfg: PlatformConfig, facts: dict[str, PoolFacts], out: _Is
                     "lower the workloads' maxReplicas")
 
 
-RULES: tuple[Rule, ...] = (check_cluster, check_intervals, check_pools, check_workloads, check_pool_totals,
+RULES: tuple[Rule, ...] = (check_cluster, check_adapter_adoption, check_intervals, check_pools, check_workloads, check_pool_totals,
                            check_kubernetes_validity)
 
 

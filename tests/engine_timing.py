@@ -29,7 +29,8 @@ from gpuplatform.synth import OfflineMocks, RecordingMonitor
 @dataclass
 class Timeline:
     events: list = field(default_factory=list)
-    """("requested" | "created" | "invoked", resource name or invoke token), in the order the engine saw them."""
+    """("requested" | "created" | "read" | "invoked", resource name or invoke token), in the order the engine saw
+    them."""
 
     def index(self, kind: str, name: str) -> int:
         hits = [i for i, e in enumerate(self.events) if e == (kind, name)]
@@ -115,6 +116,10 @@ class SlowMonitor(RecordingMonitor):
     def Invoke(self, request):
         self._log("invoked", request.tok)
         return super().Invoke(request)
+
+    def ReadResource(self, request):
+        self._log("read", request.name)
+        return super().ReadResource(request)
 
 
 def run_with_slow(config: dict, slow_types: set[str], program=None) -> Timeline:

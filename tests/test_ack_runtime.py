@@ -193,3 +193,59 @@ def test_mig_settings_ack_cannot_honour_are_rejected(cluster_change, sharing_cha
     with pytest.raises(ConfigError) as info:
         load(raw)
     assert any(i.path == path and words in i.message for i in info.value.issues), info.value.render()
+
+
+# ------------------------------------------------------------------------------------------------ exporter tolerations
+DAEMONSET_PATCH = "kubernetes:apps/v1:DaemonSetPatch"
+GPU_TAINT_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Equal", "value": "present", "effect": "NoSchedule"}
+
+
+def test_exporter_patch_keeps_the_tolerations_the_daemonset_has(monkeypatch):
+    # what the add-on set: applied alone, ours would replace these (tolerations is an atomic list)
+    own = [{"operator": "Exists", "key": "CriticalAddonsOnly"},
+           {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}]
+    monkeypatch.setitem(offline.COMPUTED, "kubernetes:apps/v1:DaemonSet",
+                        lambda name: {"spec": {"template": {"spec": {"tolerations": own}}}})
+    patch = one(synth(stack_raw("staging")), DAEMONSET_PATCH)
+    assert patch.inputs["spec"]["template"]["spec"]["tolerations"] == [*own, GPU_TAINT_TOLERATION]
+    # deleting the patch would relinquish, and so remove, the whole list it owns
+    assert patch.retain_on_delete
+
+
+def test_exporter_patch_adds_nothing_twice(monkeypatch):
+    monkeypatch.setitem(offline.COMPUTED, "kubernetes:apps/v1:DaemonSet",
+                        lambda name: {"spec": {"template": {"spec": {"tolerations": [GPU_TAINT_TOLERATION]}}}})
+    patch = one(synth(stack_raw("staging")), DAEMONSET_PATCH)
+    assert patch.inputs["spec"]["template"]["spec"]["tolerations"] == [GPU_TAINT_TOLERATION]
+
+
+# ------------------------------------------------------------------------------------------------ adopted adapter
+def test_an_installed_ack_metrics_adapter_is_imported_not_installed_twice():
+    raw = stack_raw("staging")
+    raw["monitoring"]["adoptAdapterRelease"] = True
+    records = synth(raw)
+    adapters = [r for r in of_type(records, RELEASE) if r.inputs["chart"] == "ack-alibaba-cloud-metrics-adapter"]
+    assert len(adapters) == 1
+    adapter = adapters[0]
+    # the release ACK's guides install: same name and namespace, read by pulumi-kubernetes as <ns>/<name>
+    assert (adapter.inputs["name"], adapter.inputs["namespace"]) == ("ack-alibaba-cloud-metrics-adapter", "kube-system")
+    assert adapter.import_id == "kube-system/ack-alibaba-cloud-metrics-adapter"
+    # an import fails on any difference: what a guide's install differs in is ignored for that first run
+    assert {"values", "version", "chart"} <= set(adapter.ignore_changes)
+
+
+def test_without_adoption_the_stack_installs_and_manages_the_adapter(stack_records):
+    adapter = one(stack_records("staging"), RELEASE, "gpu-monitoring-ack-metrics-adapter")
+    assert adapter.import_id == "" and adapter.ignore_changes == ()
+
+
+def test_only_the_ack_adapter_can_be_adopted():
+    from gpuplatform.components.errors import ConfigError
+    from gpuplatform.components.validation import load
+
+    raw = stack_raw("prod")
+    raw["monitoring"]["adoptAdapterRelease"] = True
+    with pytest.raises(ConfigError) as info:
+        load(raw)
+    assert any(i.path == "monitoring.adoptAdapterRelease" and "'prometheus-adapter'" in i.message
+               for i in info.value.issues), info.value.render()

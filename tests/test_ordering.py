@@ -55,6 +55,8 @@ def test_arms_lookup_and_alert_rules_wait_for_the_arms_addon(staging_slow_addons
     alert_rules = [n for n in staging_slow_addons.names("requested") if n.startswith("gpu-monitoring-alert-")]
     assert alert_rules and all(staging_slow_addons.after_created("requested", n, arms) for n in alert_rules)
     assert staging_slow_addons.after_created("requested", "gpu-monitoring-gpu-exporter-tolerations", arms)
+    # the exporter's current tolerations are read once the add-on that creates the DaemonSet is there
+    assert staging_slow_addons.after_created("read", "gpu-monitoring-gpu-exporter", arms)
 
 
 def test_kubernetes_objects_do_not_wait_for_unrelated_addons(staging_slow_addons):

@@ -34,27 +34,20 @@ CHARTS: dict[str, Chart] = {
 }
 
 ACK_ADDONS: dict[str, str | None] = {
-    # ACK add-on name -> pinned version (None: let ACK pick the version it supports for the cluster)
+    # ACK add-on name -> pinned version (None: let ACK pick the version it supports for the cluster).
+    # What each add-on is for and whether it is installed at creation: catalogs/ack.py.
+    "flannel": None,
+    "terway-eniip": None,
+    "csi-plugin": None,
+    "managed-csiprovisioner": None,
+    "csi-provisioner": None,
+    "nginx-ingress-controller": None,
     "arms-prometheus": None,
     "ack-ai-installer": None,
+    "ack-cgpu": None,
     "ack-node-problem-detector": None,
     "node-lifecycle-controller": None,
-    "nginx-ingress-controller": None,
 }
-
-ACK_ADDON_CONFIG: dict[str, dict] = {
-    # the nginx add-on's Service gets an intranet SLB: no public endpoint unless the user adds one
-    # (IngressSlbNetworkType internet|intranet: pulumi-alicloud cs/_inputs.py ManagedKubernetesAddonArgs example)
-    "nginx-ingress-controller": {"IngressSlbNetworkType": "intranet"},
-}
-
-ACK_INGRESS_ADDON = "nginx-ingress-controller"
-"""ACK's NGINX Ingress controller add-on (ingressClassName ``nginx``)."""
-
-ARMS_ADDON = "arms-prometheus"
-"""ACK managed Prometheus: creates the cluster's ARMS instance and the ``arms-prom`` exporters."""
-AUTO_REPAIR_ADDONS = ("ack-node-problem-detector", "node-lifecycle-controller")
-"""What ACK node pool auto repair needs (pulumi-alicloud ``cs.NodePool`` ``management.auto_repair`` docstring)."""
 
 _KPS = CHARTS["kube-prometheus-stack"]
 PROMETHEUS_HOST = f"{_KPS.release}-prometheus.{_KPS.namespace}.svc"

@@ -204,6 +204,9 @@ class GpuMonitoringArgs(TypedDict):
     """The validated stack config. Required."""
     cluster_id: NotRequired[pulumi.Input[str]]
     """ACK cluster id (arms backend: the ARMS instance of the cluster and its alert rules). Default none."""
+    alicloud_provider: NotRequired[pulumi.ProviderResource]
+    """The ``alicloud.Provider`` of the cluster's region (``GpuCluster.alicloud_provider``) for the ARMS lookup
+    and alert rules. Required with backend arms."""
     gpu_operator_installed: NotRequired[bool]
     """The GPU Operator's own dcgm-exporter serves GPU metrics (no standalone exporter). Default false."""
     arms_installed: NotRequired[list]
@@ -227,7 +230,8 @@ class GpuMonitoring(pulumi.ComponentResource):
         if mon.backend == "self-hosted":
             self._self_hosted(cfg, args.get("gpu_operator_installed", False))
         else:
-            self._arms(cfg, args["cluster_id"], list(args.get("arms_installed") or []))
+            self._arms(cfg, args["cluster_id"], args["alicloud_provider"],
+                       list(args.get("arms_installed") or []))
         self.register_outputs({"prometheus_url": self.prometheus_url})
 
     def _opts(self, *depends: pulumi.Resource) -> pulumi.ResourceOptions:
@@ -279,22 +283,25 @@ class GpuMonitoring(pulumi.ComponentResource):
             register(f"{n}-dashboard", self.dashboard_config_map(cfg), self._opts(ns))
 
     # ------------------------------------------------------------------ ARMS
-    def _arms(self, cfg: PlatformConfig, cluster_id: pulumi.Input[str], arms_installed: list) -> None:
+    def _arms(self, cfg: PlatformConfig, cluster_id: pulumi.Input[str],
+              alicloud_provider: pulumi.ProviderResource, arms_installed: list) -> None:
         import pulumi_alicloud as alicloud
 
         mon, n = cfg.monitoring, self.name
-        # The ARMS instance exists once the arms-prometheus add-on is installed: before that the lookup finds
-        # nothing. An invoke's depends_on holds it back until those resources are created
-        # (pulumi/pulumi sdk/python/lib/pulumi/runtime/invoke.py), and while they are pending in a preview the
-        # result is unknown rather than empty.
+        ali = pulumi.ResourceOptions(parent=self, provider=alicloud_provider, depends_on=arms_installed)
+        # The ARMS instance (keyed by the ACK cluster id) exists once the arms-prometheus add-on is installed:
+        # before that the lookup finds nothing. An invoke's depends_on holds it back until those resources are
+        # created (pulumi/pulumi sdk/python/lib/pulumi/runtime/invoke.py), and while they are pending in a
+        # preview the result is unknown rather than empty.
         prom = alicloud.arms.get_prometheus_output(
             ids=[cluster_id], enable_details=True,
-            opts=pulumi.InvokeOutputOptions(parent=self, depends_on=arms_installed))
+            opts=pulumi.InvokeOutputOptions(parent=self, provider=alicloud_provider, depends_on=arms_installed))
         details = prom.apply(lambda found: arms_instance((found.ids or ["?"])[0], found.prometheis,
                                                          url_given=bool(mon.prometheus_url)))
-        url = mon.prometheus_url or details.apply(lambda d: d.http_api_intra_url)
+        # the URL carries the account id and the cluster path: a secret wherever it is registered or exported
+        url = pulumi.Output.secret(mon.prometheus_url or details.apply(lambda d: d.http_api_intra_url))
         token = pulumi.Output.secret(details.apply(lambda d: (d.auth_token or "") if d else ""))
-        self.prometheus_url = pulumi.Output.from_input(url)
+        self.prometheus_url = url
         tolerations = gpu_pool_tolerations(cfg)
         if tolerations and mon.exporter == "ack":
             self._tolerate_gpu_taints(tolerations, arms_installed)
@@ -315,7 +322,7 @@ class GpuMonitoring(pulumi.ComponentResource):
                     f"{n}-alert-{a.name.lower().replace('_', '-')}", cluster_id=cluster_id,
                     prometheus_alert_rule_name=a.name, expression=a.expr, duration=a.duration.rstrip("m"),
                     message=a.summary, labels=[{"name": "severity", "value": a.severity}],
-                    opts=self._opts(*arms_installed))
+                    opts=ali)
 
     def _tolerate_gpu_taints(self, tolerations: list[dict], arms_installed: list) -> None:
         """Let ARMS's GPU exporter onto tainted GPU nodes without taking its own tolerations away.

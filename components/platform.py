@@ -8,8 +8,9 @@ from typing import Optional, TypedDict
 
 import pulumi
 
+from gpuplatform.catalogs.ack import ARMS_ADDON, AUTO_REPAIR_ADDONS, INGRESS_ADDON
 from gpuplatform.catalogs.sharing import ACK_LEGACY_SHARING_ADDON, ACK_SHARING_ADDON
-from gpuplatform.catalogs.versions import ACK_INGRESS_ADDON, ARMS_ADDON, AUTO_REPAIR_ADDONS, MONITOR_LABELS, chart
+from gpuplatform.catalogs.versions import MONITOR_LABELS, chart
 from gpuplatform.components.cluster import GpuCluster
 from gpuplatform.components.config import PlatformConfig, duration_seconds
 from gpuplatform.components.gpu_software import fake_gpu_operator_values, gpu_operator_values, release
@@ -26,23 +27,27 @@ class GpuPlatformArgs(TypedDict):
 
 
 def required_addons(cfg: PlatformConfig) -> list[str]:
-    """ACK add-ons the stack needs: managed Prometheus for arms, the GPU sharing installer for cGPU pools,
-    the node problem detector and lifecycle controller for node pool auto repair."""
+    """ACK add-ons the stack installs on the running cluster (``KubernetesAddon``): managed Prometheus for arms,
+    the GPU sharing installer for cGPU and MIG pools, the node problem detector and lifecycle controller for managed
+    (auto-repair) pools, ACK's NGINX controller for nginx Ingresses. The network plugin and CSI driver come with
+    a new cluster (``catalogs/ack.py``)."""
     if not cfg.is_ack:
         return []
-    addons = list(AUTO_REPAIR_ADDONS)
+    addons = []
     if cfg.monitoring.backend == "arms":
-        addons.insert(0, ARMS_ADDON)
+        addons.append(ARMS_ADDON)
+    if any(cfg.pool_managed(p) for p in cfg.node_pools):
+        addons += list(AUTO_REPAIR_ADDONS)
     addons += sorted({a for p in cfg.node_pools for a in sharing_addons(cfg, p.sharing.mode)})
     if any(ingress_addon(cfg, w) for w in cfg.workloads):
-        addons.append(ACK_INGRESS_ADDON)
+        addons.append(INGRESS_ADDON)
     return addons
 
 
 def ingress_addon(cfg: PlatformConfig, w) -> list[str]:
     """The ACK add-on that serves the workload's Ingress, when the stack installs it."""
     ing = w.exposure.ingress
-    return [ACK_INGRESS_ADDON] if ing is not None and ing.controller_for(cfg.is_ack) == "addon" else []
+    return [INGRESS_ADDON] if ing is not None and ing.controller_for(cfg.is_ack) == "addon" else []
 
 
 def sharing_addons(cfg: PlatformConfig, mode: str) -> list[str]:
@@ -51,8 +56,7 @@ def sharing_addons(cfg: PlatformConfig, mode: str) -> list[str]:
         return []
     # every ack.node.gpu.schedule value but "default" (cGPU policies, mig) is served by ack-ai-installer
     # (ACK "labels used by ACK to control GPUs", doc-detail/191140)
-    dedicated = cfg.cluster.kind == "ack-existing" and not cfg.cluster.professional
-    return [ACK_LEGACY_SHARING_ADDON if dedicated and mode == "cgpu" else ACK_SHARING_ADDON]
+    return [ACK_LEGACY_SHARING_ADDON if mode == "cgpu" and not cfg.is_ack_pro else ACK_SHARING_ADDON]
 
 
 def uses_gpu_operator(cfg: PlatformConfig) -> bool:
@@ -81,12 +85,12 @@ class GpuPlatform(pulumi.ComponentResource):
         self.pools = {}
         for p in cfg.node_pools:
             # auto repair is carried out by these add-ons: a pool created before them has nodes nobody repairs
-            repair = self.cluster.addon_dependencies(*AUTO_REPAIR_ADDONS) if p.auto_repair else []
+            repair = self.cluster.addon_dependencies(*AUTO_REPAIR_ADDONS) if cfg.pool_managed(p) else []
             self.pools[p.name] = GpuNodePool(f"{name}-{p.name}", {
-                "pool": p.model_dump(by_alias=True), "facts": facts[p.name], "protect": s.protect_resources,
-                **({"cluster_id": self.cluster.cluster_id, "vswitch_ids": self.cluster.vswitch_ids}
-                   if cfg.is_ack else {}), "wait_for": repair},
-                opts=child)
+                "pool": {**p.model_dump(by_alias=True), "autoRepair": cfg.pool_managed(p)},
+                "facts": facts[p.name], "protect": s.protect_resources, "wait_for": repair,
+                **({"cluster_id": self.cluster.cluster_id, "vswitch_ids": self.cluster.vswitch_ids,
+                    "alicloud_provider": self.cluster.alicloud_provider} if cfg.is_ack else {})}, opts=child)
         # Nothing below waits for a node pool unless its pods need GPU nodes: a dependency given to a component
         # holds back every child of it, so each child gets only its own (pulumi/pulumi sdk/python
         # runtime/resource.py prepare_resource: parent and dependency URNs are awaited before registering).
@@ -94,6 +98,7 @@ class GpuPlatform(pulumi.ComponentResource):
         gpu_software = self._gpu_software(name, cfg, facts, in_cluster)
         self.monitoring = GpuMonitoring(f"{name}-monitoring", {
             "config": cfg, "cluster_id": self.cluster.cluster_id,
+            **({"alicloud_provider": self.cluster.alicloud_provider} if cfg.is_ack else {}),
             "gpu_operator_installed": uses_gpu_operator(cfg),
             "arms_installed": self.cluster.addon_dependencies(ARMS_ADDON)}, opts=in_cluster)
         # the namespace needs the cluster (through the provider), not its GPU nodes

@@ -15,10 +15,13 @@ without ``temporary_duration_minutes``: valid three years, the same on every run
 (the credential API hard-codes ``PrivateIpAddress=false``). A temporary credential would be stored in the state
 and break ``destroy``/``refresh`` once expired, and change the provider on every preview. Trade-off: a
 long-lived client certificate sits in the (encrypted) state; revoke it in the ACK console when a user leaves.
-See docs/ack.md.
+With ``credential: ack-ram-tool`` the kubeconfig keeps only the API endpoint and CA and runs the ack-ram-tool
+credential plugin for every connection. See docs/ack.md.
 """
 import json
 from typing import Optional, TypedDict
+
+import yaml
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -58,6 +61,30 @@ def default_cluster_name(stack: str) -> str:
     return f"gpu-platform-{stack}"
 
 
+ACK_RAM_TOOL = "ack-ram-tool"
+EXEC_API_VERSION = "client.authentication.k8s.io/v1beta1"
+
+
+def credential_plugin_kubeconfig(ack_kubeconfig: str, cluster_id: str) -> str:
+    """A kubeconfig for the endpoint and CA of ``ack_kubeconfig`` whose user runs the ack-ram-tool credential
+    plugin (``ack-ram-tool credential-plugin get-credential``, AliyunContainerService/ack-ram-tool docs
+    "get-kubeconfig"): no client credential in it, and the same text on every run."""
+    source = yaml.safe_load(ack_kubeconfig)
+    endpoint = source["clusters"][0]["cluster"]
+    user = f"{ACK_RAM_TOOL}-{cluster_id}"
+    return yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": cluster_id,
+        "clusters": [{"name": cluster_id, "cluster": {k: endpoint[k] for k in ("server", "certificate-authority-data")
+                                                      if k in endpoint}}],
+        "contexts": [{"name": cluster_id, "context": {"cluster": cluster_id, "user": user}}],
+        "users": [{"name": user, "user": {"exec": {
+            "apiVersion": EXEC_API_VERSION, "command": ACK_RAM_TOOL,
+            "args": ["credential-plugin", "get-credential", "--cluster-id", cluster_id, "--api-version", "v1beta1",
+                     "--log-level", "error"],
+            "interactiveMode": "Never", "provideClusterInfo": False}}}],
+    }, sort_keys=True)
+
+
 class GpuCluster(pulumi.ComponentResource):
     """The cluster target, its Kubernetes provider and (on ACK) the Alibaba Cloud provider of its region."""
 
@@ -93,7 +120,11 @@ class GpuCluster(pulumi.ComponentResource):
             cred = alicloud.cs.get_cluster_credential_output(
                 cluster_id=self.cluster_id,
                 opts=pulumi.InvokeOutputOptions(parent=self, provider=self.alicloud_provider))
-            self.kubeconfig = pulumi.Output.secret(cred.kube_config)
+            kubeconfig = cred.kube_config
+            if cluster.credential == ACK_RAM_TOOL:
+                kubeconfig = pulumi.Output.all(cred.kube_config, self.cluster_id).apply(
+                    lambda a: credential_plugin_kubeconfig(a[0], a[1]))
+            self.kubeconfig = pulumi.Output.secret(kubeconfig)
             provider_args = {"kubeconfig": self.kubeconfig}
         else:
             assert isinstance(cluster, KubeconfigCluster)

@@ -71,10 +71,10 @@ class GpuPlatform(pulumi.ComponentResource):
     def __init__(self, name: str, args: GpuPlatformArgs, opts: Optional[pulumi.ResourceOptions] = None):
         cfg: PlatformConfig = args["config"]
         s = cfg.settings
-        super().__init__("gpuplatform:index:GpuPlatform", name, {
-            "environment": s.environment, "kubernetesVersion": cfg.cluster.kubernetes_version,
-            "clusterKind": cfg.cluster.kind, "allowPublicEndpoints": s.allow_public_endpoints,
-            "protect": s.protect_resources}, opts)
+        props = {"environment": s.environment, "kubernetesVersion": cfg.cluster.kubernetes_version,
+                 "clusterKind": cfg.cluster.kind, "allowPublicEndpoints": s.allow_public_endpoints,
+                 "protect": s.protect_resources}
+        super().__init__("gpuplatform:index:GpuPlatform", name, props, opts)
         child = pulumi.ResourceOptions(parent=self)
         self.cluster = GpuCluster(f"{name}-cluster", {
             "cluster": cfg.cluster.model_dump(by_alias=True), "addons": required_addons(cfg),
@@ -105,6 +105,12 @@ class GpuPlatform(pulumi.ComponentResource):
         self.namespace = register(f"{name}-workloads-namespace", namespace(s.namespace, "restricted", warn=True),
                                   pulumi.ResourceOptions(parent=self, provider=self.cluster.provider)
                                   ) if s.create_namespace else None
+        # Pod Security labels apply per namespace: root opt-outs get their own baseline namespace, warned and
+        # audited at restricted (kubernetes.io/docs/concepts/security/pod-security-admission/)
+        self.root_namespace = register(
+            f"{name}-root-workloads-namespace", namespace(s.root_namespace_name, "baseline", warn_audit="restricted"),
+            pulumi.ResourceOptions(parent=self, provider=self.cluster.provider)
+        ) if s.create_namespace and any(w.run_as_root for w in cfg.workloads) else None
         # the same public args a reusing project passes: one way to build a service, validated the same way
         shared_args = {"namespace": s.namespace, "kubernetes_version": cfg.cluster.kubernetes_version,
                        "on_ack": cfg.is_ack, "monitoring": cfg.monitoring.model_dump(by_alias=True, exclude_none=True),
@@ -120,15 +126,20 @@ class GpuPlatform(pulumi.ComponentResource):
             # schedulable resources; nothing else of the service does
             gpu_nodes = [r for r in (self.pools[pool.name].pool,) if r is not None] + gpu_software + \
                 self.cluster.addon_dependencies(*sharing_addons(cfg, pool.sharing.mode))
-            wait_for = {"namespace": [self.namespace] if self.namespace else [], "gpu_nodes": gpu_nodes,
-                        "crd_owners": crd_owners,
+            ns = self.root_namespace if w.run_as_root else self.namespace
+            wait_for = {"namespace": [ns] if ns else [], "gpu_nodes": gpu_nodes, "crd_owners": crd_owners,
                         "ingress_controller": self.cluster.addon_dependencies(*ingress_addon(cfg, w))}
+            args = dict(shared_args)
+            if w.run_as_root:
+                args["namespace"] = s.root_namespace_name
             self.services[w.name] = InferenceService(f"{name}-{w.name}", {
                 "workload": w.model_dump(by_alias=True, exclude_none=True),
-                "node_pool": pool.model_dump(by_alias=True, exclude_none=True), **shared_args,
+                "node_pool": pool.model_dump(by_alias=True, exclude_none=True), **args,
                 "wait_for": wait_for}, opts=service_opts)
         self.prometheus_url = prometheus_url
-        self.register_outputs({"cluster_id": self.cluster.cluster_id, "prometheus_url": prometheus_url})
+        # the stack policies read the environment, cluster version and exposure setting from these outputs: they
+        # are all AnalyzeStack sees of a component (docs/policies.md, "What the policies see")
+        self.register_outputs({**props, "cluster_id": self.cluster.cluster_id, "prometheus_url": prometheus_url})
 
     def _gpu_software(self, name: str, cfg: PlatformConfig, facts: dict, opts: pulumi.ResourceOptions) -> list:
         """GPU Operator for MIG on non-ACK clusters; fake-gpu-operator for simulated pools. On ACK the GPU

@@ -8,8 +8,9 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from gpuplatform.catalogs import timeouts
-from gpuplatform.catalogs.kubernetes import (HPA_DEFAULT_DOWNSCALE_STABILIZATION_SECONDS, HPA_DEFAULT_SCALE_UP,
-                                             KEDA_API, PROMETHEUS_OPERATOR_API)
+from gpuplatform.catalogs.kubernetes import (ACK_INTRANET_LB, HPA_DEFAULT_DOWNSCALE_STABILIZATION_SECONDS,
+                                             HPA_DEFAULT_SCALE_UP, KEDA_API, PROMETHEUS_OPERATOR_API,
+                                             ROOT_OPT_OUT_ANNOTATION)
 from gpuplatform.catalogs.metrics import METRICS
 from gpuplatform.catalogs.versions import MONITOR_LABELS, in_cluster_prometheus_url
 from gpuplatform.components.adapter_rules import render_metrics_query
@@ -18,7 +19,6 @@ from gpuplatform.components.metric_sources import source_for
 from gpuplatform.components.pools import PoolFacts
 
 PART_OF = "gpu-platform"
-ACK_INTRANET_LB = {"service.beta.kubernetes.io/alibaba-cloud-loadbalancer-address-type": "intranet"}
 AWAIT_TIMEOUT_ANNOTATION = "pulumi.com/timeoutSeconds"
 SKIP_AWAIT_ANNOTATION = "pulumi.com/skipAwait"
 
@@ -118,6 +118,15 @@ def volume_claim_name(w: Workload, volume_name: str) -> str:
     return f"{w.name}-{volume_name}"
 
 
+def _user(w: Workload) -> dict:
+    """Restricted Pod Security: a non-root UID. With the ``runAsRoot`` opt-out: UID 0 and no runAsNonRoot, which
+    the baseline level of the root namespace admits (Pod Security Standards: runAsNonRoot is a restricted-only
+    control)."""
+    if w.run_as_root:
+        return {"runAsNonRoot": False, "runAsUser": 0}
+    return {"runAsNonRoot": True, "runAsUser": w.run_as_user}
+
+
 def container(w: Workload, ctx: WorkloadContext) -> dict:
     gpu = ctx.pool.gpu_resources(w.gpu)
     resources = {"cpu": w.resources.cpu, "memory": w.resources.memory, **gpu}
@@ -132,7 +141,7 @@ def container(w: Workload, ctx: WorkloadContext) -> dict:
         "resources": {"requests": dict(resources), "limits": dict(resources)},
         "securityContext": {
             "allowPrivilegeEscalation": False, "readOnlyRootFilesystem": w.read_only_root_filesystem,
-            "runAsNonRoot": True, "runAsUser": w.run_as_user, "capabilities": {"drop": ["ALL"]},
+            **_user(w), "capabilities": {"drop": ["ALL"]},
             "seccompProfile": {"type": "RuntimeDefault"},
         },
         "volumeMounts": [{"name": "tmp", "mountPath": "/tmp"}]
@@ -149,25 +158,32 @@ def container(w: Workload, ctx: WorkloadContext) -> dict:
 
 
 def deployment(w: Workload, ctx: WorkloadContext) -> dict:
-    """apps/v1 Deployment without ``spec.replicas``: the HPA (or KEDA) owns the replica count."""
+    """apps/v1 Deployment; ``spec.replicas`` only for a fixed workload: otherwise the HPA (or KEDA) owns the
+    replica count."""
     volumes = [{"name": "tmp", "emptyDir": {"sizeLimit": "1Gi"}}]
     volumes += [{"name": v.name, "persistentVolumeClaim": {"claimName": v.pvc or volume_claim_name(w, v.name),
                                                             "readOnly": v.read_only}} for v in w.volumes]
     spread = [{"maxSkew": 1, "topologyKey": key, "whenUnsatisfiable": "ScheduleAnyway",
                "labelSelector": {"matchLabels": selector(w)}}
               for key in ("kubernetes.io/hostname", "topology.kubernetes.io/zone")]
+    template_meta = {"labels": labels(w)}
+    if w.run_as_root:
+        template_meta["annotations"] = {ROOT_OPT_OUT_ANNOTATION: "true"}
+    # a fixed workload owns its replica count; an autoscaled one leaves it to the HPA/KEDA
+    replicas = {"replicas": w.replicas} if w.fixed and w.replicas else {}
     return {
         "apiVersion": "apps/v1", "kind": "Deployment",
         "metadata": meta(w.name, ctx, w, annotations={AWAIT_TIMEOUT_ANNOTATION: str(await_timeout_seconds(w, ctx))}),
         "spec": {
+            **replicas,
             "selector": {"matchLabels": selector(w)},
             "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}},
             "template": {
-                "metadata": {"labels": labels(w)},
+                "metadata": template_meta,
                 "spec": {
                     "automountServiceAccountToken": False,
-                    "securityContext": {"runAsNonRoot": True, "runAsUser": w.run_as_user,
-                                        "runAsGroup": w.run_as_user, "fsGroup": w.run_as_user,
+                    "securityContext": {**_user(w), "runAsGroup": _user(w)["runAsUser"],
+                                        "fsGroup": _user(w)["runAsUser"],
                                         "seccompProfile": {"type": "RuntimeDefault"}},
                     "nodeSelector": dict(ctx.pool.node_selector),
                     "tolerations": ctx.pool.tolerations,
@@ -210,7 +226,8 @@ def service(w: Workload, ctx: WorkloadContext) -> dict:
     annotations = dict(ACK_INTRANET_LB) if kind == "InternalLoadBalancer" else {}
     ports = []
     for p in serving_ports(w):
-        port = {"name": p.name, "port": p.container_port, "targetPort": p.name, "protocol": "TCP"}
+        port = {"name": p.name, "port": p.service_port or p.container_port, "targetPort": p.name,
+                "protocol": "TCP"}
         port["appProtocol"] = "kubernetes.io/h2c" if p.protocol == "grpc" else "http"
         ports.append(port)
     m = meta(w.name, ctx, w)
@@ -221,36 +238,43 @@ def service(w: Workload, ctx: WorkloadContext) -> dict:
                      "selector": selector(w), "ports": ports}}
 
 
-def ingress(w: Workload, ctx: WorkloadContext) -> Optional[dict]:
+def ingresses(w: Workload, ctx: WorkloadContext) -> list[dict]:
     """L7 routing per request (HTTP/2 for gRPC), so replicas the HPA adds take traffic at once; an L4 Service
-    keeps long-lived gRPC connections pinned to the old pods."""
+    keeps long-lived gRPC connections pinned to the old pods. One Ingress per route: ingress-nginx and ALB read
+    the backend protocol from an annotation of the whole Ingress object, so HTTP and gRPC ports cannot share
+    one. The one-port form keeps the workload's name; routes are named ``<workload>-<port>``."""
     ing = w.exposure.ingress
     if ing is None:
-        return None
-    port = next(p for p in w.ports if p.name == ing.port)
-    grpc = port.protocol == "grpc"
-    if ing.class_name == "nginx":
-        annotations = {"nginx.ingress.kubernetes.io/backend-protocol": "GRPC" if grpc else "HTTP"}
-    else:
-        annotations = {"alb.ingress.kubernetes.io/backend-protocol": "grpc" if grpc else "http"}
-    if ing.controller_for(ctx.on_ack) == "external":
-        # pulumi-kubernetes waits up to 10 minutes for .status.loadBalancer of an Ingress and fails without a
-        # controller (provider/pkg/await/ingress.go); a controller outside the stack may not exist yet
-        annotations[SKIP_AWAIT_ANNOTATION] = "true"
-    spec = {"ingressClassName": ing.class_name,
-            "rules": [{"host": ing.host, "http": {"paths": [{
-                "path": "/", "pathType": "Prefix",
-                "backend": {"service": {"name": w.name, "port": {"name": port.name}}}}]}}]}
-    if ing.tls_secret:
-        spec["tls"] = [{"hosts": [ing.host], "secretName": ing.tls_secret}]
-    return {"apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
-            "metadata": meta(w.name, ctx, w, annotations=annotations), "spec": spec}
+        return []
+    routes = ing.all_routes()
+    out = []
+    for route in routes:
+        port = next(p for p in w.ports if p.name == route.port)
+        grpc = port.protocol == "grpc"
+        if ing.class_name == "nginx":
+            annotations = {"nginx.ingress.kubernetes.io/backend-protocol": "GRPC" if grpc else "HTTP"}
+        else:
+            annotations = {"alb.ingress.kubernetes.io/backend-protocol": "grpc" if grpc else "http"}
+        if ing.controller_for(ctx.on_ack) == "external":
+            # pulumi-kubernetes waits up to 10 minutes for .status.loadBalancer of an Ingress and fails without a
+            # controller (provider/pkg/await/ingress.go); a controller outside the stack may not exist yet
+            annotations[SKIP_AWAIT_ANNOTATION] = "true"
+        spec = {"ingressClassName": ing.class_name,
+                "rules": [{"host": route.host, "http": {"paths": [{
+                    "path": "/", "pathType": "Prefix",
+                    "backend": {"service": {"name": w.name, "port": {"name": port.name}}}}]}}]}
+        if ing.tls_secret:
+            spec["tls"] = [{"hosts": [route.host], "secretName": ing.tls_secret}]
+        name = w.name if len(routes) == 1 and not ing.routes else f"{w.name}-{port.name}"
+        out.append({"apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+                    "metadata": meta(name, ctx, w, annotations=annotations), "spec": spec})
+    return out
 
 
 def pod_disruption_budget(w: Workload, ctx: WorkloadContext) -> Optional[dict]:
     """With more than one replica possible, voluntary disruptions (node drains) take one replica at a time.
     ``maxUnavailable: 1`` never blocks a drain, even at one replica."""
-    if w.autoscaling.max_replicas <= 1:
+    if w.replica_ceiling <= 1:
         return None
     spec = {"maxUnavailable": 1, "selector": {"matchLabels": selector(w)}}
     if ctx.kubernetes_version >= (1, 27):

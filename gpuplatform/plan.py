@@ -57,7 +57,7 @@ def capacity_rows(cfg: PlatformConfig) -> list[dict]:
             "resource": f.resource_name, "unitsPerNode": f.units_per_node, "unit": f.unit, "maxNodes": f.max_nodes,
             "unitsAtMax": f.units_per_node * f.max_nodes,
             "workloads": [{"name": w.name, "replicasPerNode": f.replicas_per_node(w.gpu),
-                           "replicasAtMax": f.max_replicas(w.gpu), "maxReplicas": w.autoscaling.max_replicas}
+                           "replicasAtMax": f.max_replicas(w.gpu), "maxReplicas": w.replica_ceiling}
                           for w in workloads],
         })
     return rows

@@ -663,17 +663,24 @@ def run_verify(cfg: PlatformConfig, api_client: k8s.ApiClient) -> list[CheckResu
     networking = k8s.NetworkingV1Api(api_client)
     for w in cfg.workloads:
         if w.exposure.ingress is not None:
-            results.append(check_ingress(cfg, w, networking))
+            results += [check_ingress(cfg, w, name, networking) for name in ingress_names(w)]
     return results
 
 
-def check_ingress(cfg: PlatformConfig, w: Workload, networking: k8s.NetworkingV1Api) -> CheckResult:
+def ingress_names(w: Workload) -> list[str]:
+    """Names of the workload's Ingress objects, as ``workload_manifests.ingresses`` gives them."""
+    ing = w.exposure.ingress
+    routes = ing.all_routes()
+    return [w.name] if len(routes) == 1 and not ing.routes else [f"{w.name}-{r.port}" for r in routes]
+
+
+def check_ingress(cfg: PlatformConfig, w: Workload, name: str, networking: k8s.NetworkingV1Api) -> CheckResult:
     """An Ingress gets an address only from a controller serving its class. ``pulumi up`` waits for it when the
     stack installs the controller; with an external controller it does not, so this is where a missing one shows."""
     ns, ing = cfg.settings.namespace, w.exposure.ingress
-    subject = f"ingress/{ns}/{w.name}"
+    subject = f"ingress/{ns}/{name}"
     try:
-        obj = networking.read_namespaced_ingress(w.name, ns, _request_timeout=REQUEST_TIMEOUT)
+        obj = networking.read_namespaced_ingress(name, ns, _request_timeout=REQUEST_TIMEOUT)
     except Exception as exc:  # noqa: BLE001
         if _not_found(exc):
             return _fail("ingress.address", subject, "Ingress not found", "the stack is not applied")

@@ -75,8 +75,10 @@ def test_nginx_ingress_on_ack_installs_the_controller_addon_with_an_intranet_slb
     addon = one(records, ADDON, "gpu-cluster-nginx-ingress-controller")
     assert addon.inputs["name"] == "nginx-ingress-controller"
     assert json.loads(addon.inputs["config"]) == {"IngressSlbNetworkType": "intranet"}
-    annotations = one(records, INGRESS).inputs["metadata"]["annotations"]
-    assert "pulumi.com/skipAwait" not in annotations  # the stack runs the controller: wait for the address
+    ingresses = of_type(records, INGRESS)
+    assert len(ingresses) == 2  # prod: HTTP and gRPC routes
+    for ingress in ingresses:  # the stack runs the controller: wait for the address
+        assert "pulumi.com/skipAwait" not in ingress.inputs["metadata"]["annotations"]
 
 
 def test_external_ingress_controller_is_not_awaited_and_not_installed():
@@ -84,7 +86,8 @@ def test_external_ingress_controller_is_not_awaited_and_not_installed():
     raw["workloads"][0]["exposure"]["ingress"]["controller"] = "external"
     records = synth(raw)
     assert not [a for a in of_type(records, ADDON) if a.inputs["name"] == "nginx-ingress-controller"]
-    assert one(records, INGRESS).inputs["metadata"]["annotations"]["pulumi.com/skipAwait"] == "true"
+    ingresses = of_type(records, INGRESS)
+    assert ingresses and all(i.inputs["metadata"]["annotations"]["pulumi.com/skipAwait"] == "true" for i in ingresses)
 
 
 @pytest.mark.parametrize("change, path, words", [
@@ -106,7 +109,8 @@ def test_addon_controller_needs_an_ack_cluster():
     from gpuplatform.components.validation import load
 
     raw = stack_raw("local")
-    raw["workloads"][0]["exposure"] = {"ingress": {"host": "a.example.com", "port": "http", "controller": "addon"}}
+    raw["workloads"][0]["exposure"] = {"ingress": {"host": "a.example.com", "port": raw["workloads"][0]["ports"][0]["name"],
+                                                   "controller": "addon"}}
     with pytest.raises(ConfigError) as info:
         load(raw)
     assert any(i.path == "workloads[0].exposure.ingress.controller" and "needs an ACK cluster" in i.message

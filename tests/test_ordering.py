@@ -24,7 +24,7 @@ def prod_slow_pool():
 def test_only_the_deployment_waits_for_its_gpu_pool(prod_slow_pool):
     early = prod_slow_pool.requested_before_created("gpu-a100-mig-pool")
     # the workload's other objects and all of monitoring reach the cluster while the GPU pool is still scaling
-    assert {"gpu-flower-service", "gpu-flower-hpa", "gpu-flower-pdb", "gpu-flower-ingress",
+    assert {"gpu-flower-service", "gpu-flower-hpa", "gpu-flower-pdb", "gpu-flower-ingress-http",
             "gpu-monitoring-namespace", "gpu-monitoring-kube-prometheus-stack",
             "gpu-monitoring-prometheus-adapter", "gpu-monitoring-dcgm-exporter"} <= early
     assert prod_slow_pool.after_created("requested", "gpu-flower-deployment", "gpu-a100-mig-pool")
@@ -76,6 +76,7 @@ def test_cgpu_deployment_waits_for_the_sharing_installer():
 def test_ingress_waits_for_its_controller_addon_and_nothing_else_does():
     timeline = run_with_slow(stack_config_from_namespace(stack_raw("prod")), {ADDON})
     controller = "gpu-cluster-nginx-ingress-controller"
-    assert timeline.after_created("requested", "gpu-flower-ingress", controller)
+    assert timeline.after_created("requested", "gpu-flower-ingress-http", controller)
+    assert timeline.after_created("requested", "gpu-flower-ingress-grpc", controller)
     # (the Deployment waits for ack-ai-installer, prod's MIG add-on, which is held too)
     assert {"gpu-flower-service", "gpu-flower-hpa", "gpu-flower-pdb"} <= timeline.requested_before_created(controller)

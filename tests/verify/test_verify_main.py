@@ -16,8 +16,8 @@ def test_json_report_and_exit_0_on_healthy_cluster(fake_api, prod_cfg, tmp_path)
     assert code == 0
     doc = json.loads(out.getvalue())
     assert doc["ok"] is True
-    # the guides' checks, the ACK ones docs/ack.md lists as unverified, MIG partitioning and the ingress address
-    assert doc["summary"] == {"checks": 18, "passed": 18, "failed": 0}
+    # the guides' checks, the ACK ones docs/ack.md lists as unverified, MIG partitioning and the address of each of the two Ingresses
+    assert doc["summary"] == {"checks": 19, "passed": 19, "failed": 0}
     assert doc["checks"][0] == {"check": "cluster.reachable", "subject": server.url, "ok": True,
                                 "message": "Kubernetes v1.31.5-aliyun.1", "cause": ""}
 

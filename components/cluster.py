@@ -101,6 +101,8 @@ class GpuCluster(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self)
         self.is_ack = cluster.kind != "kubeconfig"
         self.addons: dict[str, pulumi.Resource] = {}
+        """Add-on name -> its ``KubernetesAddon``: what a resource that needs the add-on waits for."""
+        self.adopted = isinstance(cluster, AckExistingCluster)
         self.alicloud_provider = None
         if self.is_ack:
             import pulumi_alicloud as alicloud
@@ -133,9 +135,10 @@ class GpuCluster(pulumi.ComponentResource):
             provider_args = {"kubeconfig": self.kubeconfig} if source else {}
             if cluster.context:
                 provider_args["context"] = cluster.context
-        depends = list(self.addons.values())
-        self.provider = k8s.Provider(f"{name}-k8s", **provider_args,
-                                     opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=depends)))
+        # The provider waits for nothing but the kubeconfig: whatever waits for the provider waits for its
+        # dependencies too (the SDK resolves a resource's provider reference before registering it), so the
+        # add-ons are waited for by the objects that need them (see ``addon_dependencies``).
+        self.provider = k8s.Provider(f"{name}-k8s", **provider_args, opts=child)
         self.register_outputs({"cluster_id": self.cluster_id, "kubeconfig": self.kubeconfig})
 
     def _create_ack(self, name: str, cluster: AckManagedCluster, spec: _Args, ali: pulumi.ResourceOptions) -> None:
@@ -169,11 +172,18 @@ class GpuCluster(pulumi.ComponentResource):
         self.cluster_id = ack_cluster.id
         self.vswitch_ids = pulumi.Output.all(*[s.id for s in switches])
 
+    def addon_dependencies(self, *names: str) -> list[pulumi.Resource]:
+        """What a resource that needs the named add-ons waits for (none for add-ons the stack does not install)."""
+        return [self.addons[n] for n in dict.fromkeys(names) if n in self.addons]
+
     def _install_addons(self, name: str, addons: list[str], ali: pulumi.ResourceOptions) -> None:
         """Add-ons on a running cluster: ``KubernetesAddon`` installs a missing add-on, adopts (and updates) one
-        that is already there, and can be added at any later ``pulumi up``; others can depend on it."""
+        that is already there, and can be added at any later ``pulumi up``; others can depend on it. On an
+        adopted cluster the add-ons may have been there before the stack: ``retain_on_delete`` keeps
+        ``pulumi destroy`` from uninstalling what the cluster's other tenants rely on."""
         import pulumi_alicloud as alicloud
 
+        ali = pulumi.ResourceOptions.merge(ali, pulumi.ResourceOptions(retain_on_delete=self.adopted))
         for addon in addons:
             catalog = ack.ADDONS[addon]
             kwargs = {"version": ACK_ADDONS[addon]} if ACK_ADDONS.get(addon) else {}

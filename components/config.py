@@ -308,6 +308,11 @@ class Monitoring(Model):
     """Adapter replicas. Default 2 in prod (with a PodDisruptionBudget), 1 elsewhere."""
     helm_values: HelmValues = Field(default_factory=HelmValues)
     """Per-release values overrides (escape hatch). Default none."""
+    adopt_adapter_release: bool = False
+    """An ``ack-alibaba-cloud-metrics-adapter`` Helm release is already installed in ``kube-system`` (the way ACK's
+    guides install it from the App Catalog): import it into the stack instead of installing a second release that
+    would collide with it. The import leaves the release as it is; set this back to false after that first
+    ``pulumi up`` and the next one applies the stack's values and rules. Default false."""
 
     @property
     def exporter(self) -> str:
@@ -479,6 +484,15 @@ class Ingress(Model):
         if self.host is not None and self.port is not None:
             return [IngressRoute(port=self.port, host=self.host), *self.routes]
         return list(self.routes)
+    controller: Optional[Literal["addon", "external"]] = None
+    """Who runs the ingress controller. ``addon``: the stack installs ACK's ``nginx-ingress-controller`` add-on
+    (intranet SLB) and waits for the Ingress to get its address; ``external``: a controller the stack does not
+    manage (another stack, the console, a laptop cluster's own): the Ingress is not awaited
+    (``pulumi.com/skipAwait``) and ``gpuplatform verify`` checks its address instead. Default ``addon`` for nginx
+    on ACK, ``external`` otherwise."""
+
+    def controller_for(self, on_ack: bool) -> str:
+        return self.controller or ("addon" if on_ack and self.class_name == "nginx" else "external")
 
 
 class Exposure(Model):

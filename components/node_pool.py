@@ -32,6 +32,8 @@ class GpuNodePoolArgs(TypedDict):
     """vSwitches of the pool's nodes (ACK). Required with ``cluster_id``."""
     protect: NotRequired[bool]
     """Pulumi ``protect``: a replaced GPU pool drops all GPU capacity at once. Default false."""
+    wait_for: NotRequired[list]
+    """Resources the ACK node pool is created after, e.g. the add-ons its auto repair needs. Default none."""
     alicloud_provider: NotRequired[pulumi.ProviderResource]
     """The ``alicloud.Provider`` of the cluster's region (``GpuCluster.alicloud_provider``). Required with
     ``cluster_id``: without it the pool would go to whatever region ``alicloud:region`` names."""
@@ -104,7 +106,8 @@ class GpuNodePool(pulumi.ComponentResource):
             self.pool = alicloud.cs.NodePool(
                 f"{name}-pool", cluster_id=args["cluster_id"], vswitch_ids=args.get("vswitch_ids"),
                 **node_pool_inputs(spec.pool, facts),
-                opts=pulumi.ResourceOptions(parent=self, protect=spec.protect, provider=args["alicloud_provider"]))
+                opts=pulumi.ResourceOptions(parent=self, protect=spec.protect, provider=args["alicloud_provider"],
+                                            depends_on=list(args.get("wait_for") or [])))
             self.node_pool_id = self.pool.node_pool_id
         else:
             self.node_pool_id = pulumi.Output.from_input(facts.name)

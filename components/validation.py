@@ -137,6 +137,13 @@ def check_cluster(cfg: PlatformConfig, facts: dict[str, PoolFacts], out: _Issues
                 "allowed with simulateGpus: dcgm (fake-gpu-operator emits DCGM series)")
 
 
+def check_adapter_adoption(cfg: PlatformConfig, facts: dict[str, PoolFacts], out: _Issues) -> None:
+    mon = cfg.monitoring
+    if mon.adopt_adapter_release and mon.adapter_kind != "ack-alibaba-cloud-metrics-adapter":
+        out.add("monitoring.adoptAdapterRelease", f"true, but the adapter is {fmt(mon.adapter_kind)}; only an "
+                "installed ack-alibaba-cloud-metrics-adapter release can be adopted; allowed: false")
+
+
 def _network(value: str):
     try:
         return ipaddress.ip_network(value)
@@ -306,6 +313,8 @@ def _check_pool_hardware(cfg: PlatformConfig, i: int, pool, out: _Issues) -> Non
         elif s.profile not in profiles_for(model.name):
             out.add(f"{p}.sharing.profile", f"{fmt(s.profile)} is not a MIG profile of {model.name}; allowed: "
                     f"{one_of(profiles_for(model.name))}")
+    if s.mode == "mig" and cfg.is_ack:
+        _check_ack_mig(cfg, p, s, out)
     if s.mode == "cgpu":
         if not cfg.is_ack:
             out.add(f"{p}.sharing.mode", "'cgpu' is Alibaba cGPU and needs an ACK cluster; allowed for cluster kind "
@@ -313,6 +322,17 @@ def _check_pool_hardware(cfg: PlatformConfig, i: int, pool, out: _Issues) -> Non
         elif cfg.cluster.kind == "ack-existing" and not cfg.cluster.professional and not s.legacy_label:
             out.add(f"{p}.sharing.legacyLabel", "false on a dedicated (non-Pro) cluster, whose ack-cgpu component "
                     "selects nodes by cgpu=true; allowed: true")
+
+
+def _check_ack_mig(cfg: PlatformConfig, p: str, s, out: _Issues) -> None:
+    """ACK partitions GPUs itself (``ack.node.gpu.schedule=mig`` through ack-ai-installer, a Pro-cluster add-on);
+    the GPU Operator's mig-manager and its single-strategy device plugin do not run there."""
+    if s.strategy == "single":
+        out.add(f"{p}.sharing.strategy", "'single' is a strategy of NVIDIA's device plugin, which ACK does not run: "
+                "ACK exposes each MIG instance as nvidia.com/mig-<profile>; allowed on ACK: mixed")
+    if not cfg.is_ack_pro:
+        out.add(f"{p}.sharing.mode", f"'mig' needs ACK's MIG partitioning, which comes with the ack-ai-installer "
+                f"add-on of ACK Pro clusters, and {_cluster_tier(cfg)}; allowed: exclusive, or an ACK Pro cluster")
 
 
 def check_workloads(cfg: PlatformConfig, facts: dict[str, PoolFacts], out: _Issues) -> None:
@@ -548,6 +568,7 @@ def _check_exposure(cfg: PlatformConfig, p: str, w: Workload, out: _Issues) -> N
                 "on cluster kind 'kubeconfig': ClusterIP (with an ingress)")
     if e.ingress is not None:
         _check_ingress(p, w, e.ingress, out)
+        _check_ingress_controller(cfg, p, e.ingress, out)
 
 
 # ingress-nginx proxies gRPC only on its TLS (HTTP/2 via ALPN) listener and asks for a TLS secret in the
@@ -583,6 +604,19 @@ def _check_ingress(p: str, w: Workload, ing, out: _Issues) -> None:
             out.add(f"{pi}.tlsSecret", f"required: port {fmt(name)} speaks gRPC, and ingress class "
                     f"{fmt(ing.class_name)} serves gRPC (HTTP/2) only on its TLS listener; allowed: the name of a "
                     "kubernetes.io/tls Secret in the workload namespace covering every host")
+
+
+def _check_ingress_controller(cfg: PlatformConfig, p: str, ing, out: _Issues) -> None:
+    """The stack installs only ACK's nginx add-on; anything else runs a controller it does not manage."""
+    if ing.controller != "addon":
+        return
+    if not cfg.is_ack:
+        out.add(f"{p}.exposure.ingress.controller", "'addon' installs ACK's nginx-ingress-controller add-on and needs "
+                "an ACK cluster; allowed on cluster kind 'kubeconfig': external (install a controller yourself)")
+    elif ing.class_name == "alb":
+        out.add(f"{p}.exposure.ingress.controller", "'addon' with className 'alb': an ALB Ingress also needs an "
+                "AlbConfig and IngressClass this stack does not create; allowed: external (create them in the "
+                "ACK console or another stack), or className nginx")
 
 
 def check_pool_totals(cfg: PlatformConfig, facts: dict[str, PoolFacts], out: _Issues) -> None:
@@ -661,7 +695,8 @@ def _check_replicas(cfg: PlatformConfig, p: str, w: Workload, f: Optional[PoolFa
                 "(a workload without an autoscaler sets 'replicas' instead)")
 
 
-RULES: tuple[Rule, ...] = (check_cluster, check_ack_cluster, check_intervals, check_pools, check_workloads, check_pool_totals,
+RULES: tuple[Rule, ...] = (check_cluster, check_ack_cluster, check_adapter_adoption, check_intervals, check_pools,
+                           check_workloads, check_pool_totals,
                            check_kubernetes_validity)
 
 

@@ -17,6 +17,12 @@ class RegisteredResource:
     """False for ComponentResources."""
     protect: bool = False
     """The ``protect`` resource option."""
+    import_id: str = ""
+    """The ``import`` resource option: the id of an existing object the engine adopts instead of creating."""
+    ignore_changes: tuple = ()
+    """The ``ignore_changes`` resource option."""
+    retain_on_delete: bool = False
+    """The ``retain_on_delete`` resource option: ``pulumi destroy`` forgets the resource instead of deleting it."""
     depends_on: list[str] = field(default_factory=list)
     """Logical names of explicit ``depends_on`` resources."""
     urn: str = ""

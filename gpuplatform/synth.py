@@ -49,6 +49,8 @@ INVOKES: dict[str, Callable[[Any], dict]] = {
 COMPUTED: dict[str, Callable[[str], dict]] = {
     "alicloud:cs/managedKubernetes:ManagedKubernetes": lambda name: {"id": f"c-offline-{name}"},
     "alicloud:cs/nodePool:NodePool": lambda name: {"nodePoolId": f"np-offline-{name}"},
+    # read, never created: the ARMS GPU exporter DaemonSet, offline without tolerations of its own
+    "kubernetes:apps/v1:DaemonSet": lambda name: {"spec": {"template": {"spec": {"tolerations": []}}}},
 }
 
 
@@ -184,7 +186,8 @@ def synthesize(config: dict[str, Any], program: Optional[Callable[[], Any]] = No
         outputs = None if registered is None else normalize(rpc.deserialize_properties(registered, True))
         out.append(RegisteredResource(
             type=req.type, name=req.name, inputs=inputs, parent=_name_of(req.parent), custom=bool(req.custom),
-            protect=bool(req.protect), depends_on=[_name_of(d) for d in req.dependencies], urn=urn,
+            protect=bool(req.protect), retain_on_delete=bool(req.retainOnDelete), import_id=req.importId,
+            ignore_changes=tuple(req.ignoreChanges), depends_on=[_name_of(d) for d in req.dependencies], urn=urn,
             provider=req.provider, secret_strings=frozenset(secrets), outputs=outputs))
     return out
 

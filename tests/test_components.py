@@ -258,8 +258,9 @@ def test_prod_triton_service_has_monitor_ingress_and_claims(stack_records):
 def test_each_workload_object_waits_only_for_what_it_needs(stack_records):
     deps = {r.type.rsplit(":", 1)[1]: set(r.depends_on) for r in stack_records("prod") if r.parent == "gpu-flower"}
     namespace, pool, prometheus = "gpu-workloads-namespace", "gpu-a100-mig-pool", "gpu-monitoring-kube-prometheus-stack"
-    for kind in ("Service", "Ingress", "PodDisruptionBudget", "HorizontalPodAutoscaler", "PersistentVolumeClaim"):
+    for kind in ("Service", "PodDisruptionBudget", "HorizontalPodAutoscaler", "PersistentVolumeClaim"):
         assert deps[kind] == {namespace}, kind  # not minutes behind a node pool or a Helm release
+    assert deps["Ingress"] == {namespace, "gpu-cluster-nginx-ingress-controller"}  # its address needs the controller
     assert deps["PersistentVolume"] == set()  # cluster-scoped
     assert deps["PodMonitor"] == {namespace, prometheus}  # its CRD comes with kube-prometheus-stack
     assert {namespace, pool} < deps["Deployment"] and prometheus not in deps["Deployment"]

@@ -160,7 +160,7 @@ def test_pod_monitor_not_selected_and_no_samples(fake_api, prod_cfg):
 
 def test_mig_layout_not_applied(fake_api, prod_cfg):
     results, _ = verify(fake_api, prod_cfg, "prod", "mig-not-applied")
-    assert failed(results) == {("nodes.gpu-capacity", "pool/a100-mig")}
+    assert failed(results) == {("nodes.gpu-capacity", "pool/a100-mig"), ("nodes.mig-partitioned", "pool/a100-mig")}
     cap = results[("nodes.gpu-capacity", "pool/a100-mig")]
     assert cap.message == "cn-shanghai.192.168.3.41: no nvidia.com/mig-1g.5gb (expected 56)"
     assert cap.cause.startswith("MIG partitions not applied: nvidia.com/mig.config.state=failed")
@@ -239,3 +239,24 @@ def test_keda_hpa_scaled_to_zero_passes_and_missing_one_names_keda():
     missing = check_hpa(cfg, workload, Autoscaling(False))
     assert [(r.check, r.ok, r.message) for r in missing] == [("hpa.scaling-active", False, "HPA not found")]
     assert "ScaledObject is missing or invalid" in missing[0].cause
+
+
+# ------------------------------------------------------------------------------------------------ ingress, MIG
+def test_ingress_address_from_its_controller(fake_api, prod_cfg):
+    results, _ = verify(fake_api, prod_cfg, "prod", "healthy")
+    for route in ("http", "grpc"):  # prod routes its HTTP and gRPC ports through one Ingress each
+        assert results[("ingress.address", f"ingress/inference/flower-{route}")].message == \
+            "address 192.168.5.17 (class nginx)"
+    results, _ = verify(fake_api, prod_cfg, "prod", "ingress-no-address")
+    assert failed(results) == {("ingress.address", "ingress/inference/flower-http"),
+                               ("ingress.address", "ingress/inference/flower-grpc")}
+    assert "nginx-ingress-controller add-on" in results[("ingress.address", "ingress/inference/flower-http")].cause
+
+
+def test_whole_gpus_left_on_a_mig_pool_point_at_ack_mig_partitioning(fake_api, prod_cfg):
+    results, _ = verify(fake_api, prod_cfg, "prod", "healthy")
+    assert results[("nodes.mig-partitioned", "pool/a100-mig")].ok
+    results, _ = verify(fake_api, prod_cfg, "prod", "mig-not-applied")
+    mig = results[("nodes.mig-partitioned", "pool/a100-mig")]
+    assert not mig.ok and mig.message == "whole GPUs outside MIG mode: cn-shanghai.192.168.3.41: nvidia.com/gpu=8"
+    assert "ack-ai-installer" in mig.cause and "ack.node.gpu.schedule=mig" in mig.cause

@@ -77,7 +77,7 @@ def test_legacy_cgpu_label_and_ack_cgpu_on_dedicated_cluster():
     assert labels_of(one(records, NODE_POOL))["cgpu"] == "true"
     addons = {r.inputs["name"] for r in of_type(records, "alicloud:cs/kubernetesAddon:KubernetesAddon")}
     assert sharing.ACK_LEGACY_SHARING_ADDON in addons and sharing.ACK_SHARING_ADDON not in addons
-    assert one(records, "kubernetes:autoscaling/v2beta1:HorizontalPodAutoscaler")
+    assert one(records, "kubernetes:autoscaling/v2beta2:HorizontalPodAutoscaler")  # 1.22: v2beta2, not v2beta1
 
 
 def test_kubeconfig_target_registers_no_alibaba_resource(stack_records):

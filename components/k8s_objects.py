@@ -4,7 +4,7 @@ import re
 import pulumi
 import pulumi_kubernetes as k8s
 
-from gpuplatform.catalogs.kubernetes import POD_SECURITY_ENFORCE, POD_SECURITY_WARN
+from gpuplatform.catalogs.kubernetes import POD_SECURITY_AUDIT, POD_SECURITY_ENFORCE, POD_SECURITY_WARN
 
 TYPED = {
     ("apps/v1", "Deployment"): k8s.apps.v1.Deployment,
@@ -16,6 +16,7 @@ TYPED = {
     ("networking.k8s.io/v1", "Ingress"): k8s.networking.v1.Ingress,
     ("policy/v1", "PodDisruptionBudget"): k8s.policy.v1.PodDisruptionBudget,
     ("autoscaling/v2", "HorizontalPodAutoscaler"): k8s.autoscaling.v2.HorizontalPodAutoscaler,
+    ("autoscaling/v2beta2", "HorizontalPodAutoscaler"): k8s.autoscaling.v2beta2.HorizontalPodAutoscaler,
     ("autoscaling/v2beta1", "HorizontalPodAutoscaler"): k8s.autoscaling.v2beta1.HorizontalPodAutoscaler,
     ("rbac.authorization.k8s.io/v1", "ClusterRole"): k8s.rbac.v1.ClusterRole,
     ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"): k8s.rbac.v1.ClusterRoleBinding,
@@ -23,12 +24,16 @@ TYPED = {
 }
 
 
-def namespace(name: str, pod_security: str, *, warn: bool = False) -> dict:
-    """A Namespace with its Pod Security Standard level (``restricted`` for workloads, ``privileged`` only for
-    GPU and monitoring system components that need host access)."""
+def namespace(name: str, pod_security: str, *, warn: bool = False, warn_audit: str = "") -> dict:
+    """A Namespace with its Pod Security Standard level (``restricted`` for workloads, ``baseline`` for the
+    workloads that opt out of non-root, ``privileged`` only for GPU and monitoring system components that need
+    host access). ``warn_audit`` names a stricter level reported to clients (warn) and the audit log (audit)."""
     labels = {POD_SECURITY_ENFORCE: pod_security}
     if warn:
         labels[POD_SECURITY_WARN] = pod_security
+    if warn_audit:
+        labels[POD_SECURITY_WARN] = warn_audit
+        labels[POD_SECURITY_AUDIT] = warn_audit
     return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}}
 
 

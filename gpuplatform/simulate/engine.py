@@ -171,6 +171,11 @@ def find_workload(cfg: PlatformConfig, name: str) -> Workload:
     if w is None:
         raise ConfigError([ConfigIssue("workloads", f"no workload named {name!r}; workloads: "
                                                     f"{one_of(x.name for x in cfg.workloads)}")])
+    if w.fixed:
+        scaled = [x.name for x in cfg.workloads if not x.fixed]
+        raise ConfigError([ConfigIssue("workloads", f"{name!r} runs a fixed number of replicas (no autoscaler), so "
+                                                    f"there is no loop to simulate; autoscaled workloads: "
+                                                    f"{one_of(scaled) if scaled else 'none'}")])
     return w
 
 
@@ -473,7 +478,7 @@ def _first_change(trace: Trace) -> int:
 def _hpa_spec(cfg: PlatformConfig, w: Workload) -> dict:
     a = w.autoscaling
     spec = {"minReplicas": max(a.min_replicas, 1), "maxReplicas": a.max_replicas}
-    if a.autoscaler == "keda" or hpa_api_version(cfg) == "autoscaling/v2":
+    if a.autoscaler == "keda" or hpa_api_version(cfg, w) != "autoscaling/v2beta1":
         spec["behavior"] = behavior(a.behavior)
     return spec
 

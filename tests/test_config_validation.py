@@ -112,7 +112,7 @@ CASES = [
      ["'1bert'", "starting with a letter"]),
     ("hpa-api-version-not-served", "staging", set_in(["workloads", 0, "autoscaling", "hpaApiVersion"],
                                                      "autoscaling/v2beta1"),
-     "workloads[0].autoscaling.hpaApiVersion", ["'autoscaling/v2beta1'", "1.30", "allowed: autoscaling/v2"]),
+     "workloads[0].autoscaling.hpaApiVersion", ["'autoscaling/v2beta1'", "1.35", "allowed: autoscaling/v2"]),
     ("behavior-on-v2beta1", "staging", compose(
         set_in(["cluster", "kubernetesVersion"], "1.22"),
         set_in(["workloads", 0, "autoscaling", "hpaApiVersion"], "autoscaling/v2beta1"),

@@ -239,3 +239,12 @@ def test_keda_hpa_scaled_to_zero_passes_and_missing_one_names_keda():
     missing = check_hpa(cfg, workload, Autoscaling(False))
     assert [(r.check, r.ok, r.message) for r in missing] == [("hpa.scaling-active", False, "HPA not found")]
     assert "ScaledObject is missing or invalid" in missing[0].cause
+
+
+def test_second_adapter_in_the_same_namespace_is_named(fake_api, prod_cfg):
+    # ack-prometheus-operator's prometheusAdapter also installs into 'monitoring' and claims the same APIService
+    results, _ = verify(fake_api, prod_cfg, "prod", "second-adapter")
+    api = results[("apiservice.available", "apiservice/v1beta1.custom.metrics.k8s.io")]
+    assert not api.ok
+    assert "served by monitoring/ack-prometheus-operator-prometheus-adapter" in api.message
+    assert "(service prometheus-adapter)" in api.message and "another adapter" in api.cause

@@ -27,5 +27,6 @@ test: $(VENV)/.installed $(WHEELHOUSE)/.complete
 
 bench: $(VENV)/.installed
 	$(PY) benchmarks/synth.py
+	$(PY) benchmarks/simulate.py
 
 .PHONY: install plan test bench

@@ -31,6 +31,9 @@ def served_by(api_version: str, version: tuple[int, int]) -> bool:
     return version >= INTRODUCED_APIS.get(api_version, (0, 0))
 
 
+HPA_TOLERANCE = 0.1
+"""``--horizontal-pod-autoscaler-tolerance`` default: the HPA changes nothing while current/target is within 10% of
+1 (kube-controller-manager reference; kubernetes.io "Horizontal Pod Autoscaling", algorithm details)."""
 HPA_DEFAULT_SCALE_UP = {"stabilizationWindowSeconds": 0, "selectPolicy": "Max",
                         "policies": [{"type": "Percent", "value": 100, "periodSeconds": 15},
                                      {"type": "Pods", "value": 4, "periodSeconds": 15}]}
@@ -56,6 +59,9 @@ def api_group(api_version: str) -> str:
 POD_SECURITY_ENFORCE = "pod-security.kubernetes.io/enforce"
 POD_SECURITY_WARN = "pod-security.kubernetes.io/warn"
 POD_SECURITY_AUDIT = "pod-security.kubernetes.io/audit"
+
+ACK_INTRANET_LB = {"service.beta.kubernetes.io/alibaba-cloud-loadbalancer-address-type": "intranet"}
+"""The annotation that makes an ACK LoadBalancer Service internal (a VPC-only address)."""
 
 SECRET_ENV_PATTERN = r"(?i)(PASSWORD|PASSWD|SECRET|TOKEN|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY|CREDENTIAL)"
 """Environment variable names whose values must come from a Secret, never a literal."""

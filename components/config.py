@@ -29,7 +29,12 @@ def duration_seconds(value: str) -> int:
 
 
 def _check_duration(value: str) -> str:
-    duration_seconds(value)
+    if value.strip().startswith("-"):
+        raise ValueError(f"'{value}' is negative; allowed: a positive duration such as 15s, 1m, 1m30s")
+    if duration_seconds(value) <= 0:
+        # a 0s scrape or collect interval never samples, a 0s window holds no sample and a 0s relist never
+        # rediscovers: each would leave the HPA without a value
+        raise ValueError(f"'{value}' is zero; allowed: a positive duration such as 15s, 1m, 1m30s")
     return value
 
 
@@ -110,6 +115,11 @@ class AckManagedCluster(Model):
     allowed with flannel. Default none."""
     service_cidr: str = "172.21.0.0/20"
     """Service CIDR; must not overlap the VPC or pod CIDR. Default ``172.21.0.0/20``."""
+    credential: Literal["ack-kubeconfig", "ack-ram-tool"] = "ack-kubeconfig"
+    """How ``pulumi`` authenticates to the cluster. ``ack-kubeconfig``: your long-lived ACK kubeconfig (3 years),
+    stored as a secret in the state. ``ack-ram-tool``: a kubeconfig whose user runs the ack-ram-tool credential
+    plugin, so the state holds no client credential (ack-ram-tool and Alibaba credentials needed wherever
+    ``pulumi`` runs). Default ``ack-kubeconfig``."""
     public_api_endpoint: bool = True
     """Public API server SLB. Default true: the credential API returns a kubeconfig for the public endpoint, which
     the machine running ``pulumi up`` needs unless it sits inside the VPC."""
@@ -139,6 +149,11 @@ class AckExistingCluster(Model):
     """ACK cluster id (``c…``)."""
     vswitch_ids: list[str] = Field(min_length=1)
     """vSwitch ids new GPU node pools are placed in."""
+    credential: Literal["ack-kubeconfig", "ack-ram-tool"] = "ack-kubeconfig"
+    """How ``pulumi`` authenticates to the cluster. ``ack-kubeconfig``: your long-lived ACK kubeconfig (3 years),
+    stored as a secret in the state. ``ack-ram-tool``: a kubeconfig whose user runs the ack-ram-tool credential
+    plugin, so the state holds no client credential (ack-ram-tool and Alibaba credentials needed wherever
+    ``pulumi`` runs). Default ``ack-kubeconfig``."""
     professional: bool = True
     """Whether the cluster is ACK Pro; false for a dedicated cluster, where cGPU uses the legacy ack-cgpu component
     and the cgpu=true label. Default true."""
@@ -296,6 +311,11 @@ class Monitoring(Model):
     """Adapter replicas. Default 2 in prod (with a PodDisruptionBudget), 1 elsewhere."""
     helm_values: HelmValues = Field(default_factory=HelmValues)
     """Per-release values overrides (escape hatch). Default none."""
+    adopt_adapter_release: bool = False
+    """An ``ack-alibaba-cloud-metrics-adapter`` Helm release is already installed in ``kube-system`` (the way ACK's
+    guides install it from the App Catalog): import it into the stack instead of installing a second release that
+    would collide with it. The import leaves the release as it is; set this back to false after that first
+    ``pulumi up`` and the next one applies the stack's values and rules. Default false."""
 
     @property
     def exporter(self) -> str:
@@ -378,7 +398,9 @@ class MetricTarget(Model):
     metric: str
     """Logical metric name from the catalog (``gpuplatform schema`` lists them), e.g. ``gpu_sm_util``."""
     target: float
-    """Target average value per pod, in the metric's unit (percent, MiB, ratio, us, requests)."""
+    """Target average value per pod, in the metric's catalog unit (percent 0-100, ratio 0-1, MiB, microseconds,
+    requests; README lists each metric's). Bounded units must leave room above the target for the HPA's 10%
+    tolerance (percent <= 90.909, ratio <= 0.909); Kubernetes keeps thousandths."""
 
 
 class ScalingPolicy(Model):
@@ -415,8 +437,12 @@ class Autoscaling(Model):
     metrics: list[MetricTarget] = Field(default_factory=list)
     """One or more metrics (required with ``hpa`` and ``keda``); the HPA follows the largest recommendation.
     Default none."""
+    hpa_api_version: Optional[Literal["autoscaling/v2", "autoscaling/v2beta2", "autoscaling/v2beta1"]] = None
+    """HPA apiVersion. Default: ``autoscaling/v2`` from Kubernetes 1.23, ``autoscaling/v2beta2`` before (served
+    1.12 to 1.25, same metric shape and ``behavior``). ``autoscaling/v2beta1`` (served up to 1.24, no
+    ``behavior``) only when asked for here, e.g. to match the 2020 ACK guide's objects."""
     behavior: Optional[Behavior] = None
-    """Scaling behavior overrides (autoscaling/v2 only). Default: fast scale-up, cautious scale-down (see
+    """Scaling behavior overrides (autoscaling/v2 and v2beta2; v2beta1 has none). Default: fast scale-up, cautious scale-down (see
     workload_manifests)."""
 
 
@@ -465,6 +491,15 @@ class Ingress(Model):
         if self.host is not None and self.port is not None:
             return [IngressRoute(port=self.port, host=self.host), *self.routes]
         return list(self.routes)
+    controller: Optional[Literal["addon", "external"]] = None
+    """Who runs the ingress controller. ``addon``: the stack installs ACK's ``nginx-ingress-controller`` add-on
+    (intranet SLB) and waits for the Ingress to get its address; ``external``: a controller the stack does not
+    manage (another stack, the console, a laptop cluster's own): the Ingress is not awaited
+    (``pulumi.com/skipAwait``) and ``gpuplatform verify`` checks its address instead. Default ``addon`` for nginx
+    on ACK, ``external`` otherwise."""
+
+    def controller_for(self, on_ack: bool) -> str:
+        return self.controller or ("addon" if on_ack and self.class_name == "nginx" else "external")
 
 
 class Exposure(Model):

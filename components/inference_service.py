@@ -51,6 +51,9 @@ class WaitFor(TypedDict, total=False):
     crd_owners: dict
     """API group -> resources that install its CRDs (``monitoring.coreos.com``, ``keda.sh``): children of that
     group. Default none."""
+    ingress_controller: list
+    """What installs the ingress controller (the ACK add-on): the Ingress, whose await needs its address.
+    Default none."""
 
 
 class InferenceServiceArgs(TypedDict):
@@ -85,13 +88,15 @@ class ChildDependencies:
     namespace: tuple = ()
     gpu_nodes: tuple = ()
     crd_owners: Mapping[str, tuple] = field(default_factory=dict)
+    ingress_controller: tuple = ()
 
     @classmethod
     def of_args(cls, wait_for: Optional[WaitFor], component_depends_on: list) -> "ChildDependencies":
         w = wait_for or {}
         return cls(every_child=(*component_depends_on, *w.get("every_child", ())),
                    namespace=tuple(w.get("namespace", ())), gpu_nodes=tuple(w.get("gpu_nodes", ())),
-                   crd_owners={group: tuple(owners) for group, owners in (w.get("crd_owners") or {}).items()})
+                   crd_owners={group: tuple(owners) for group, owners in (w.get("crd_owners") or {}).items()},
+                   ingress_controller=tuple(w.get("ingress_controller", ())))
 
     def of(self, obj: dict) -> list:
         deps = list(self.every_child)
@@ -99,6 +104,8 @@ class ChildDependencies:
             deps += self.namespace
         if obj["kind"] == "Deployment":
             deps += self.gpu_nodes
+        if obj["kind"] == "Ingress":
+            deps += self.ingress_controller
         return deps + list(self.crd_owners.get(api_group(obj["apiVersion"]), ()))
 
 
@@ -131,6 +138,11 @@ class InferenceService(pulumi.ComponentResource):
         self.ingresses = [add(f"{name}-ingress" if obj["metadata"]["name"] == workload.name
                               else f"{name}-ingress-{obj['metadata']['name'].removeprefix(workload.name + '-')}", obj)
                           for obj in routes]
+        for obj in routes:
+            if obj["metadata"].get("annotations", {}).get(wm.SKIP_AWAIT_ANNOTATION) == "true":
+                pulumi.log.info(f"Ingress {obj['metadata']['name']}: its controller is external (exposure.ingress."
+                                "controller), so its address is not awaited; `gpuplatform verify` checks it",
+                                resource=self)
         for suffix, builder in (("pdb", wm.pod_disruption_budget), ("hpa", wm.hpa),
                                 ("scaledobject", wm.scaled_object), ("podmonitor", wm.pod_monitor)):
             obj = builder(workload, ctx)

@@ -5,7 +5,7 @@ Pure functions over the catalogs, shared by validation, the node pool component,
 from dataclasses import dataclass
 from typing import Optional
 
-from gpuplatform.catalogs import capacity, sharing
+from gpuplatform.catalogs import capacity, sharing, timeouts
 from gpuplatform.catalogs.gpus import GpuModel, gpu_model, instance_type
 from gpuplatform.catalogs.mig import mig_config_label_value
 from gpuplatform.components.config import GpuRequestSpec, NodePool, PlatformConfig
@@ -28,6 +28,8 @@ class PoolFacts:
     legacy_cgpu_label: bool = False
     extra_labels: tuple = ()
     taints: tuple = ()
+    node_provisioning_seconds: int = 0
+    """Budget for a new node of the pool to become a Ready GPU node (0: the nodes exist already)."""
     vcpus: Optional[int] = None
     """vCPUs of the smallest instance type of the pool (None: unknown, e.g. a plain cluster's nodes)."""
     memory_gib: Optional[int] = None
@@ -152,7 +154,15 @@ def pool_facts(cfg: PlatformConfig, pool: NodePool) -> Optional[PoolFacts]:
         taints=tuple((t.key, t.value, t.effect) for t in pool.taints),
         # the autoscaler may start any of the instance types, so a replica must fit the smallest
         vcpus=min((t.vcpus for t in types), default=None), memory_gib=min((t.memory_gib for t in types), default=None),
+        node_provisioning_seconds=_provisioning(cfg, pool),
     )
+
+
+def _provisioning(cfg: PlatformConfig, pool: NodePool) -> int:
+    """ACK pools buy their nodes (the slowest instance kind of the pool counts); other clusters' nodes exist."""
+    if not cfg.is_ack or not pool.instance_types:
+        return 0
+    return max(timeouts.NODE_PROVISIONING_SECONDS[timeouts.instance_kind(t)] for t in pool.instance_types)
 
 
 def all_pool_facts(cfg: PlatformConfig) -> dict[str, PoolFacts]:

@@ -5,6 +5,7 @@ cross-field rules (hardware, sharing, capacity, metrics, exposure, intervals). E
 that appends issues, so every problem of a config is reported at once.
 """
 import ipaddress
+import math
 import re
 from dataclasses import replace
 from typing import Any, Callable, Optional
@@ -12,7 +13,7 @@ from typing import Any, Callable, Optional
 from pydantic import ValidationError
 
 from gpuplatform.catalogs import ack, sharing
-from gpuplatform.catalogs.kubernetes import INTRODUCED_APIS, SECRET_ENV_PATTERN
+from gpuplatform.catalogs.kubernetes import HPA_TOLERANCE, INTRODUCED_APIS, SECRET_ENV_PATTERN, served_by
 from gpuplatform.catalogs.gpus import GPU_MODELS, INSTANCE_TYPES, close_matches, instance_type, mig_instance_families
 from gpuplatform.catalogs.metrics import METRICS
 from gpuplatform.catalogs.mig import profiles_for
@@ -28,6 +29,7 @@ K8S_VERSION = re.compile(r"^(\d+)\.(\d+)(?:\.(\d+))?(?:-aliyun\.\d+)?$")
 SECRET_ENV = re.compile(SECRET_ENV_PATTERN)
 MIN_KUBERNETES = (1, 20)
 HPA_V2_MIN = INTRODUCED_APIS["autoscaling/v2"]
+HPA_API_VERSIONS = ("autoscaling/v2", "autoscaling/v2beta2", "autoscaling/v2beta1")
 MAX_POOL_NAME = 40
 MAX_WORKLOAD_NAME = 50
 
@@ -86,10 +88,14 @@ def kubernetes_version(cfg: PlatformConfig) -> tuple[int, int] | None:
     return (int(m.group(1)), int(m.group(2))) if m else None
 
 
-def hpa_api_version(cfg: PlatformConfig) -> str:
-    """``autoscaling/v2`` from 1.23 on, ``autoscaling/v2beta1`` before (the ACK guide documents both)."""
+def hpa_api_version(cfg: PlatformConfig, workload: Workload | None = None) -> str:
+    """The workload's ``autoscaling.hpaApiVersion`` if set; else ``autoscaling/v2`` from 1.23 on and
+    ``autoscaling/v2beta2`` before: v2beta2 is served from 1.12 to 1.25 and has ``behavior``, which v2beta1 lacks
+    (kubernetes.io deprecation guide, "HorizontalPodAutoscaler" v1.25/v1.26 removals)."""
+    if workload is not None and workload.autoscaling.hpa_api_version:
+        return workload.autoscaling.hpa_api_version
     version = kubernetes_version(cfg)
-    return "autoscaling/v2" if version is None or version >= HPA_V2_MIN else "autoscaling/v2beta1"
+    return "autoscaling/v2" if version is None or version >= HPA_V2_MIN else "autoscaling/v2beta2"
 
 
 def _suggest(value: str, choices) -> str:
@@ -137,6 +143,13 @@ def check_cluster(cfg: PlatformConfig, facts: dict[str, PoolFacts], out: _Issues
     if getattr(cfg.cluster, "simulate_gpus", False) and mon.exporter != "dcgm":
         out.add("monitoring.gpuExporter", f"{fmt(mon.exporter)} does not run with simulated GPUs; "
                 "allowed with simulateGpus: dcgm (fake-gpu-operator emits DCGM series)")
+
+
+def check_adapter_adoption(cfg: PlatformConfig, facts: dict[str, PoolFacts], out: _Issues) -> None:
+    mon = cfg.monitoring
+    if mon.adopt_adapter_release and mon.adapter_kind != "ack-alibaba-cloud-metrics-adapter":
+        out.add("monitoring.adoptAdapterRelease", f"true, but the adapter is {fmt(mon.adapter_kind)}; only an "
+                "installed ack-alibaba-cloud-metrics-adapter release can be adopted; allowed: false")
 
 
 def _network(value: str):
@@ -230,7 +243,8 @@ def check_intervals(cfg: PlatformConfig, facts: dict[str, PoolFacts], out: _Issu
                 f"{fmt(iv.scrape)}; allowed: >= {iv.scrape} (series would appear and disappear)")
     if window < 2 * scrape:
         out.add("monitoring.intervals.ruleWindow", f"{fmt(iv.rule_window)} holds fewer than two scrapes of "
-                f"{fmt(iv.scrape)}; allowed: >= {2 * scrape}s (delta()/rate() need two samples)")
+                f"{fmt(iv.scrape)}; allowed: >= {2 * scrape}s (increase()/rate() need two samples in the window, "
+                "or the query returns nothing for the pod)")
     if collect > window:
         out.add("monitoring.intervals.exporterCollect", f"{fmt(iv.exporter_collect)} is longer than the rule "
                 f"window {fmt(iv.rule_window)}; allowed: <= {window}s")
@@ -307,6 +321,8 @@ def _check_pool_hardware(cfg: PlatformConfig, i: int, pool, out: _Issues) -> Non
         elif s.profile not in profiles_for(model.name):
             out.add(f"{p}.sharing.profile", f"{fmt(s.profile)} is not a MIG profile of {model.name}; allowed: "
                     f"{one_of(profiles_for(model.name))}")
+    if s.mode == "mig" and cfg.is_ack:
+        _check_ack_mig(cfg, p, s, out)
     if s.mode == "cgpu":
         if not cfg.is_ack:
             out.add(f"{p}.sharing.mode", "'cgpu' is Alibaba cGPU and needs an ACK cluster; allowed for cluster kind "
@@ -314,6 +330,17 @@ def _check_pool_hardware(cfg: PlatformConfig, i: int, pool, out: _Issues) -> Non
         elif cfg.cluster.kind == "ack-existing" and not cfg.cluster.professional and not s.legacy_label:
             out.add(f"{p}.sharing.legacyLabel", "false on a dedicated (non-Pro) cluster, whose ack-cgpu component "
                     "selects nodes by cgpu=true; allowed: true")
+
+
+def _check_ack_mig(cfg: PlatformConfig, p: str, s, out: _Issues) -> None:
+    """ACK partitions GPUs itself (``ack.node.gpu.schedule=mig`` through ack-ai-installer, a Pro-cluster add-on);
+    the GPU Operator's mig-manager and its single-strategy device plugin do not run there."""
+    if s.strategy == "single":
+        out.add(f"{p}.sharing.strategy", "'single' is a strategy of NVIDIA's device plugin, which ACK does not run: "
+                "ACK exposes each MIG instance as nvidia.com/mig-<profile>; allowed on ACK: mixed")
+    if not cfg.is_ack_pro:
+        out.add(f"{p}.sharing.mode", f"'mig' needs ACK's MIG partitioning, which comes with the ack-ai-installer "
+                f"add-on of ACK Pro clusters, and {_cluster_tier(cfg)}; allowed: exclusive, or an ACK Pro cluster")
 
 
 def check_workloads(cfg: PlatformConfig, facts: dict[str, PoolFacts], out: _Issues) -> None:
@@ -432,10 +459,17 @@ def _check_autoscaling(cfg: PlatformConfig, p: str, w: Workload, f: PoolFacts | 
     if a.autoscaler == "keda" and cfg.monitoring.backend != "self-hosted":
         out.add(f"{pa}.autoscaler", "'keda' queries Prometheus directly and needs the self-hosted backend; "
                 "allowed with backend 'arms': hpa")
+    api = hpa_api_version(cfg, w)
+    if a.autoscaler == "hpa" and version is not None and not served_by(api, version):
+        out.add(f"{pa}.hpaApiVersion", f"{fmt(api)} is not served by Kubernetes {version[0]}.{version[1]}; allowed: "
+                f"{one_of(v for v in HPA_API_VERSIONS if served_by(v, version))}")
+    if a.autoscaler == "keda" and a.hpa_api_version:
+        out.add(f"{pa}.hpaApiVersion", f"{fmt(a.hpa_api_version)}: KEDA creates the HPA of a ScaledObject itself; "
+                "remove it")
     if a.behavior is not None:
-        if version is not None and version < HPA_V2_MIN:
-            out.add(f"{pa}.behavior", f"needs autoscaling/v2 (Kubernetes >= 1.23); the cluster runs "
-                    f"{cfg.cluster.kubernetes_version}, whose autoscaling/v2beta1 has no behavior")
+        if a.autoscaler == "hpa" and api == "autoscaling/v2beta1":
+            out.add(f"{pa}.behavior", "autoscaling/v2beta1 has no behavior; allowed: remove it, or hpaApiVersion "
+                    "autoscaling/v2beta2 (Kubernetes 1.12-1.25) or autoscaling/v2 (1.23+)")
         for side in ("scale_up", "scale_down"):
             rules = getattr(a.behavior, side)
             if rules is None:
@@ -454,6 +488,7 @@ def _check_autoscaling(cfg: PlatformConfig, p: str, w: Workload, f: PoolFacts | 
             out.add(f"{pa}.maxReplicas", f"{a.max_replicas} replicas never fit pool {fmt(f.name)}: at most {cap} "
                     f"({f.replicas_per_node(w.gpu)} per node x {f.max_nodes} nodes); allowed: <= {cap}, or raise "
                     "the pool's maxNodes")
+    _check_scales_down(pa, a.metrics, out)
     seen = set()
     for k, t in enumerate(a.metrics):
         pm = f"{pa}.metrics[{k}]"
@@ -467,6 +502,7 @@ def _check_autoscaling(cfg: PlatformConfig, p: str, w: Workload, f: PoolFacts | 
             out.add(f"{pm}.metric", f"{fmt(t.metric)} is not a catalog metric; allowed: {one_of(METRICS)}."
                     f"{_suggest(t.metric, METRICS)}")
             continue
+        _check_target_range(pm, t.metric, t.target, metric, out)
         if f is not None and f.mode not in metric.sharing_modes:
             valid = [m.name for m in METRICS.values() if f.mode in m.sharing_modes]
             out.add(f"{pm}.metric", f"{fmt(t.metric)} is not meaningful on pool {fmt(f.name)} (sharing {f.mode}): "
@@ -493,6 +529,41 @@ def _check_autoscaling(cfg: PlatformConfig, p: str, w: Workload, f: PoolFacts | 
                     "protocol 'metrics' (e.g. Triton's 8002); allowed: add one")
 
 
+def _check_scales_down(pa: str, targets, out: _Issues) -> None:
+    """GPU memory does not fall when load falls (servers pre-allocate it and keep it: GKE's inference autoscaling
+    guidance names TGI and vLLM), so an autoscaler on memory alone never scales down; next to a metric that does
+    fall, the HPA takes the larger recommendation and memory only adds replicas (kubernetes.io, "Horizontal Pod
+    Autoscaling", scaling on multiple metrics)."""
+    metrics = [METRICS.get(t.metric) for t in targets]
+    if not metrics or any(m is None for m in metrics) or any(m.scale_down_reliable for m in metrics):
+        return
+    falls = [name for name, m in METRICS.items() if m.scale_down_reliable]
+    names = ", ".join(fmt(t.metric) for t in targets)
+    out.add(f"{pa}.metrics", f"{names} only measure GPU memory, which inference servers pre-allocate and keep, so "
+            f"the workload would never scale down; allowed: add a metric that falls with load ({one_of(falls)}) "
+            "and keep memory as a scale-up signal")
+
+
+def _check_target_range(pm: str, name: str, target: float, metric, out: _Issues) -> None:
+    """A target is in the metric's unit; it must be a value the metric can exceed by more than the HPA's
+    tolerance, and a quantity Kubernetes can hold (milli precision)."""
+    if target <= 0:
+        return
+    unit = metric.unit_info
+    if unit.maximum is not None:
+        ceiling = math.floor(unit.maximum / (1 + HPA_TOLERANCE) * 1000) / 1000
+        if target > ceiling:
+            hint = f"; a ratio is 0-1: did you mean {target / 100:g}?" if metric.unit == "ratio" and target <= 100 else ""
+            out.add(f"{pm}.target", f"{target:g} can never be exceeded enough to scale up: {fmt(name)} is "
+                    f"{unit.description} and never passes {unit.maximum:g}, and the HPA acts only when the value is "
+                    f"more than {HPA_TOLERANCE:.0%} above its target (kube-controller-manager "
+                    f"--horizontal-pod-autoscaler-tolerance); allowed: > 0 and <= {ceiling:g}{hint}")
+            return
+    if abs(target * 1000 - round(target * 1000)) > 1e-6:
+        out.add(f"{pm}.target", f"{target:g} has more precision than a Kubernetes quantity keeps; allowed: a "
+                f"multiple of 0.001 (in {unit.description})")
+
+
 def _mode_reason(metric: str, mode: str) -> str:
     if mode == "mig" and metric in ("gpu_util", "gpu_fb_used", "gpu_mem_used_ratio"):
         return "DCGM does not report whole-GPU utilization/memory for MIG instances (use gpu_engine_active)"
@@ -512,6 +583,7 @@ def _check_exposure(cfg: PlatformConfig, p: str, w: Workload, out: _Issues) -> N
                 "on cluster kind 'kubeconfig': ClusterIP (with an ingress)")
     if e.ingress is not None:
         _check_ingress(p, w, e.ingress, out)
+        _check_ingress_controller(cfg, p, e.ingress, out)
 
 
 # ingress-nginx proxies gRPC only on its TLS (HTTP/2 via ALPN) listener and asks for a TLS secret in the
@@ -547,6 +619,19 @@ def _check_ingress(p: str, w: Workload, ing, out: _Issues) -> None:
             out.add(f"{pi}.tlsSecret", f"required: port {fmt(name)} speaks gRPC, and ingress class "
                     f"{fmt(ing.class_name)} serves gRPC (HTTP/2) only on its TLS listener; allowed: the name of a "
                     "kubernetes.io/tls Secret in the workload namespace covering every host")
+
+
+def _check_ingress_controller(cfg: PlatformConfig, p: str, ing, out: _Issues) -> None:
+    """The stack installs only ACK's nginx add-on; anything else runs a controller it does not manage."""
+    if ing.controller != "addon":
+        return
+    if not cfg.is_ack:
+        out.add(f"{p}.exposure.ingress.controller", "'addon' installs ACK's nginx-ingress-controller add-on and needs "
+                "an ACK cluster; allowed on cluster kind 'kubeconfig': external (install a controller yourself)")
+    elif ing.class_name == "alb":
+        out.add(f"{p}.exposure.ingress.controller", "'addon' with className 'alb': an ALB Ingress also needs an "
+                "AlbConfig and IngressClass this stack does not create; allowed: external (create them in the "
+                "ACK console or another stack), or className nginx")
 
 
 def check_pool_totals(cfg: PlatformConfig, facts: dict[str, PoolFacts], out: _Issues) -> None:
@@ -625,7 +710,8 @@ def _check_replicas(cfg: PlatformConfig, p: str, w: Workload, f: Optional[PoolFa
                 "(a workload without an autoscaler sets 'replicas' instead)")
 
 
-RULES: tuple[Rule, ...] = (check_cluster, check_ack_cluster, check_intervals, check_pools, check_workloads, check_pool_totals,
+RULES: tuple[Rule, ...] = (check_cluster, check_ack_cluster, check_adapter_adoption, check_intervals, check_pools,
+                           check_workloads, check_pool_totals,
                            check_kubernetes_validity)
 
 

@@ -7,8 +7,10 @@ import copy
 from dataclasses import dataclass, field
 from typing import Optional
 
-from gpuplatform.catalogs.kubernetes import (HPA_DEFAULT_DOWNSCALE_STABILIZATION_SECONDS, HPA_DEFAULT_SCALE_UP,
-                                             KEDA_API, PROMETHEUS_OPERATOR_API, ROOT_OPT_OUT_ANNOTATION)
+from gpuplatform.catalogs import timeouts
+from gpuplatform.catalogs.kubernetes import (ACK_INTRANET_LB, HPA_DEFAULT_DOWNSCALE_STABILIZATION_SECONDS,
+                                             HPA_DEFAULT_SCALE_UP, KEDA_API, PROMETHEUS_OPERATOR_API,
+                                             ROOT_OPT_OUT_ANNOTATION)
 from gpuplatform.catalogs.metrics import METRICS
 from gpuplatform.catalogs.versions import MONITOR_LABELS, in_cluster_prometheus_url
 from gpuplatform.components.adapter_rules import render_metrics_query
@@ -17,7 +19,8 @@ from gpuplatform.components.metric_sources import source_for
 from gpuplatform.components.pools import PoolFacts
 
 PART_OF = "gpu-platform"
-ACK_INTRANET_LB = {"service.beta.kubernetes.io/alibaba-cloud-loadbalancer-address-type": "intranet"}
+AWAIT_TIMEOUT_ANNOTATION = "pulumi.com/timeoutSeconds"
+SKIP_AWAIT_ANNOTATION = "pulumi.com/skipAwait"
 
 # Scale up fast: GPU replicas take minutes (image pull, model load) before they serve, so a burst must start
 # them at once: Kubernetes' own default, double or add 4 pods (whichever is more) every 15 s with no
@@ -77,15 +80,33 @@ def _probe(path: Optional[str], port: str, **timing) -> dict:
     return {**handler, **timing}
 
 
+STARTUP_PROBE_PERIOD_SECONDS = 10
+DEFAULT_STARTUP_TIMEOUT_SECONDS = 600
+
+
+def startup_seconds(w: Workload) -> int:
+    """How long the startup probe lets a replica load its model before the kubelet restarts it."""
+    timeout = DEFAULT_STARTUP_TIMEOUT_SECONDS if w.probes is None else w.probes.startup_timeout_seconds
+    return max(1, timeout // STARTUP_PROBE_PERIOD_SECONDS) * STARTUP_PROBE_PERIOD_SECONDS
+
+
+def await_timeout_seconds(w: Workload, ctx: "WorkloadContext") -> int:
+    """``pulumi.com/timeoutSeconds`` of the Deployment: node provisioning, image pull and every replica's startup
+    of a rolling update, instead of pulumi-kubernetes' 10-minute default (catalogs/timeouts.py)."""
+    return timeouts.deployment_await_seconds(ctx.pool.node_provisioning_seconds, startup_seconds(w),
+                                             w.autoscaling.max_replicas)
+
+
 def probes(w: Workload) -> dict:
     """Readiness gates traffic, startup covers model loading, liveness restarts a hung server."""
     if w.probes is None:
-        port, ready, live, start, timeout = serving_ports(w)[0].name, None, None, None, 600
+        port, ready, live, start = serving_ports(w)[0].name, None, None, None
     else:
         pr = w.probes
         port, ready, live = pr.port, pr.readiness_path, pr.liveness_path
-        start, timeout = pr.startup_path or pr.readiness_path, pr.startup_timeout_seconds
-    period = 10
+        start = pr.startup_path or pr.readiness_path
+    period = STARTUP_PROBE_PERIOD_SECONDS
+    timeout = startup_seconds(w)
     return {
         "startupProbe": _probe(start, port, periodSeconds=period, failureThreshold=max(1, timeout // period)),
         "readinessProbe": _probe(ready, port, periodSeconds=5, failureThreshold=3),
@@ -152,7 +173,7 @@ def deployment(w: Workload, ctx: WorkloadContext) -> dict:
     replicas = {"replicas": w.replicas} if w.fixed and w.replicas else {}
     return {
         "apiVersion": "apps/v1", "kind": "Deployment",
-        "metadata": meta(w.name, ctx, w),
+        "metadata": meta(w.name, ctx, w, annotations={AWAIT_TIMEOUT_ANNOTATION: str(await_timeout_seconds(w, ctx))}),
         "spec": {
             **replicas,
             "selector": {"matchLabels": selector(w)},
@@ -234,6 +255,10 @@ def ingresses(w: Workload, ctx: WorkloadContext) -> list[dict]:
             annotations = {"nginx.ingress.kubernetes.io/backend-protocol": "GRPC" if grpc else "HTTP"}
         else:
             annotations = {"alb.ingress.kubernetes.io/backend-protocol": "grpc" if grpc else "http"}
+        if ing.controller_for(ctx.on_ack) == "external":
+            # pulumi-kubernetes waits up to 10 minutes for .status.loadBalancer of an Ingress and fails without a
+            # controller (provider/pkg/await/ingress.go); a controller outside the stack may not exist yet
+            annotations[SKIP_AWAIT_ANNOTATION] = "true"
         spec = {"ingressClassName": ing.class_name,
                 "rules": [{"host": route.host, "http": {"paths": [{
                     "path": "/", "pathType": "Prefix",
@@ -284,7 +309,8 @@ def hpa(w: Workload, ctx: WorkloadContext) -> Optional[dict]:
         return None
     target_ref = {"apiVersion": "apps/v1", "kind": "Deployment", "name": w.name}
     spec = {"scaleTargetRef": target_ref, "minReplicas": a.min_replicas, "maxReplicas": a.max_replicas}
-    if ctx.hpa_api_version == "autoscaling/v2":
+    api = a.hpa_api_version or ctx.hpa_api_version
+    if api != "autoscaling/v2beta1":  # v2beta2 has v2's metric shape and behavior
         spec["metrics"] = [{"type": "Pods", "pods": {
             "metric": {"name": ctx.metric_sources[t.metric].api_name},
             "target": {"type": "AverageValue", "averageValue": quantity(t.target)}}} for t in a.metrics]
@@ -293,7 +319,7 @@ def hpa(w: Workload, ctx: WorkloadContext) -> Optional[dict]:
         spec["metrics"] = [{"type": "Pods", "pods": {"metricName": ctx.metric_sources[t.metric].api_name,
                                                      "targetAverageValue": quantity(t.target)}}
                            for t in a.metrics]
-    return {"apiVersion": ctx.hpa_api_version, "kind": "HorizontalPodAutoscaler",
+    return {"apiVersion": api, "kind": "HorizontalPodAutoscaler",
             "metadata": meta(w.name, ctx, w), "spec": spec}
 
 

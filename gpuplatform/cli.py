@@ -65,6 +65,8 @@ def cmd_check(args) -> int:
     # the same format as `pulumi preview --policy-pack-config`; the environment and exposure settings of a stack
     # are read from its GpuPlatform component, so stacks need none
     policy_config = json.loads(Path(args.policy_config).read_text()) if args.policy_config else None
+    if args.kube_version:
+        policy_config = check.with_kubernetes_version(policy_config, args.kube_version)
     if args.manifests:
         resources = check.load_manifests(args.manifests)
     else:
@@ -114,6 +116,8 @@ def parser() -> argparse.ArgumentParser:
     check.add_argument("--manifests", nargs="+", metavar="PATH", help="YAML files or directories to check")
     check.add_argument("--policy-config", metavar="FILE", help="policy config JSON (as --policy-pack-config)")
     check.add_argument("--format", choices=["table", "json"], default="table")
+    check.add_argument("--kube-version", metavar="MAJOR.MINOR", help="target cluster version for the API-version "
+                       "policies (default: the stack's cluster version; plain YAML: any removed API is reported)")
     check.set_defaults(func=cmd_check)
     verify = sub.add_parser("verify", help="check a live cluster against what the stack declares")
     _add_source(verify)

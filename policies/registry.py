@@ -69,6 +69,9 @@ class PolicyDef:
     remediation: str
     policy: Union[ResourceValidationPolicy, StackValidationPolicy]
     remediable: bool = False
+    reset: Optional[Callable[[], None]] = None
+    """Forget what the policy remembered of earlier ``Analyze`` calls; the offline runner calls it before each run
+    (under the CLI every update has its own analyzer process)."""
 
     def config_with_defaults(self, given: Optional[Mapping[str, Any]]) -> dict[str, Any]:
         out = {k: v.get("default") for k, v in self.config.items()}
@@ -95,7 +98,7 @@ def resource_policy(id: str, description: str, *, category: str, severity: Sever
                     level: EnforcementLevel = MANDATORY, kinds: Sequence[str] = (), types: Sequence[str] = (),
                     refs: Sequence[str] = (), config: Optional[dict[str, dict]] = None, remediation: str = "",
                     remediate: Optional[Callable[[Resource, dict], Optional[dict]]] = None,
-                    skip_patches: bool = True):
+                    skip_patches: bool = True, reset: Optional[Callable[[], None]] = None):
     """Declare a resource policy. ``fn(resource, config, report)`` runs only for the listed kinds/types."""
     config = dict(config or {})
 
@@ -131,7 +134,7 @@ def resource_policy(id: str, description: str, *, category: str, severity: Sever
             config_schema=_schema(config), remediate=remediate_fn if remediate else None, severity=severity,
             tags=[category], remediation_steps=remediation or None)
         pdef = PolicyDef(id, description, category, severity, level, "resource", tuple(refs), config, remediation,
-                         policy, remediable=remediate is not None)
+                         policy, remediable=remediate is not None, reset=reset)
         holder["def"] = pdef
         _register(pdef)
         return fn

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import re
 
-from gpuplatform.catalogs.kubernetes import (POD_SECURITY_ENFORCE, ROOT_OPT_OUT_ANNOTATION, SECRET_ENV_PATTERN)
+from gpuplatform.catalogs.kubernetes import (ACK_INTRANET_LB, POD_SECURITY_ENFORCE, ROOT_OPT_OUT_ANNOTATION,
+                                             SECRET_ENV_PATTERN)
 from gpuplatform.catalogs.versions import CHARTS
-from gpuplatform.components.workload_manifests import ACK_INTRANET_LB
 from gpuplatform.policies import k8s
 from gpuplatform.policies.registry import ADVISORY, CRITICAL, HIGH, MEDIUM, prop, resource_policy, stack_policy
 from gpuplatform.policies.stack import PROMETHEUS_ADAPTER_CHART

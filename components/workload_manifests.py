@@ -6,7 +6,7 @@ tests validate them against the Kubernetes OpenAPI schemas and the policies read
 from dataclasses import dataclass, field
 from typing import Optional
 
-from gpuplatform.catalogs.kubernetes import KEDA_API, PROMETHEUS_OPERATOR_API
+from gpuplatform.catalogs.kubernetes import ACK_INTRANET_LB, KEDA_API, PROMETHEUS_OPERATOR_API
 from gpuplatform.catalogs.metrics import METRICS
 from gpuplatform.catalogs.versions import MONITOR_LABELS, in_cluster_prometheus_url
 from gpuplatform.components.adapter_rules import render_metrics_query
@@ -15,7 +15,6 @@ from gpuplatform.components.metric_sources import source_for
 from gpuplatform.components.pools import PoolFacts
 
 PART_OF = "gpu-platform"
-ACK_INTRANET_LB = {"service.beta.kubernetes.io/alibaba-cloud-loadbalancer-address-type": "intranet"}
 
 # Scale up fast: GPU replicas take minutes (image pull, model load) before they serve, so a burst must start
 # them at once: double, or add 4, every 30 s with no stabilization. Scale down cautiously: a released GPU

@@ -20,5 +20,6 @@ test: $(VENV)/.installed
 
 bench: $(VENV)/.installed
 	$(PY) benchmarks/synth.py
+	$(PY) benchmarks/check_manifests.py
 
 .PHONY: install plan test bench

@@ -10,13 +10,20 @@ $(VENV)/.installed: requirements.txt pyproject.toml
 	$(PY) -m pip install -q --no-deps -e .
 	touch $@
 
-install: $(VENV)/.installed
+# Wheels of the package's runtime dependencies (pinned by requirements.txt) and of its build backend: the tests
+# that build fresh virtualenvs (a consumer project, the policy pack) install from here, not from an index.
+WHEELHOUSE := $(VENV)/wheelhouse
+$(WHEELHOUSE)/.complete: $(VENV)/.installed
+	$(PY) -m pip wheel -q --wheel-dir $(WHEELHOUSE) -c requirements.txt . "setuptools>=77" pip
+	touch $@
+
+install: $(VENV)/.installed $(WHEELHOUSE)/.complete
 
 plan: $(VENV)/.installed
 	$(VENV)/bin/gpuplatform plan --stack $(STACK) --out build/plan-$(STACK)
 
-test: $(VENV)/.installed
-	$(PY) -m pytest -n 2 -q
+test: $(VENV)/.installed $(WHEELHOUSE)/.complete
+	GPUPLATFORM_WHEELHOUSE=$(WHEELHOUSE) $(PY) -m pytest -n 2 -q
 
 bench: $(VENV)/.installed
 	$(PY) benchmarks/synth.py

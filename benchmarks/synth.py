@@ -24,7 +24,9 @@ def generated_config(n: int) -> dict:
     base = raw["workloads"][0]
     nodes = -(-n * 4 // 56)
     raw["nodePools"][0].update({"maxNodes": max(nodes, 1)})
-    raw["workloads"] = [dict(base, name=f"svc-{i}", autoscaling=dict(base["autoscaling"], maxReplicas=4))
+    ingress = base["exposure"]["ingress"]
+    raw["workloads"] = [dict(base, name=f"svc-{i}", autoscaling=dict(base["autoscaling"], maxReplicas=4),
+                             exposure=dict(base["exposure"], ingress=dict(ingress, host=f"svc-{i}.{ingress['host']}")))
                         for i in range(n)]
     return raw
 

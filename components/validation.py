@@ -16,14 +16,12 @@ from gpuplatform.catalogs.metrics import METRICS
 from gpuplatform.catalogs.mig import profiles_for
 from gpuplatform.components.config import SECRET_KEYS, PlatformConfig, Workload, duration_seconds
 from gpuplatform.components.errors import ConfigError, ConfigIssue, fmt, one_of
+from gpuplatform.components.k8s_validity import DNS_LABEL, check_kubernetes_validity
 from gpuplatform.components.metric_sources import provider_for
 from gpuplatform.components.pools import PoolFacts, all_pool_facts
 
-DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 DNS_1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 PORT_NAME = re.compile(r"^(?=.*[a-z])[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-LABEL_KEY = re.compile(r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
-LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$")
 K8S_VERSION = re.compile(r"^(\d+)\.(\d+)(?:\.(\d+))?(?:-aliyun\.\d+)?$")
 SECRET_ENV = re.compile(SECRET_ENV_PATTERN)
 MIN_KUBERNETES = (1, 20)
@@ -170,11 +168,6 @@ def check_pools(cfg: PlatformConfig, facts: dict[str, PoolFacts], out: _Issues) 
                     "remove it or set autoscaling: false")
         if not pool.autoscaling and pool.desired_nodes is None:
             out.add(f"{p}.desiredNodes", "required when 'autoscaling' is false (the fixed pool size)")
-        for key, value in pool.labels.items():
-            if not LABEL_KEY.match(key) or len(key.split("/")[-1]) > 63:
-                out.add(f"{p}.labels", f"{fmt(key)} is not a valid label key")
-            if not LABEL_VALUE.match(value) or len(value) > 63:
-                out.add(f"{p}.labels.{key}", f"{fmt(value)} is not a valid label value")
         owned = {sharing.ACK_SCHEDULE_LABEL, sharing.ACK_PLACEMENT_LABEL, sharing.NVIDIA_MIG_CONFIG_LABEL,
                  sharing.POOL_LABEL, sharing.LEGACY_CGPU_LABEL[0]}
         for key in sorted(owned & set(pool.labels)):
@@ -198,6 +191,14 @@ def _check_pool_hardware(cfg: PlatformConfig, i: int, pool, out: _Issues) -> Non
     if len(models) > 1:
         out.add(f"{p}.instanceTypes", f"mixes GPU models {one_of(sorted(models))}; all instance types of a pool "
                 "must carry the same GPU model so capacity and sharing are well defined")
+    known = [t for t in map(instance_type, pool.instance_types) if t is not None]
+    if known and pool.gpus_per_node is not None and {t.gpus for t in known} != {pool.gpus_per_node}:
+        counts = ", ".join(f"{t.name} has {t.gpus}" for t in known)
+        out.add(f"{p}.gpusPerNode", f"{pool.gpus_per_node} contradicts the instance types ({counts}); allowed: "
+                "leave it out (the instance type decides), or the instance types' own count")
+    if known and pool.gpu_model is not None and {t.gpu_model for t in known} != {pool.gpu_model}:
+        out.add(f"{p}.gpuModel", f"{fmt(pool.gpu_model)} contradicts the instance types, which carry "
+                f"{one_of(sorted({t.gpu_model for t in known}))}; allowed: leave it out, or the same model")
     if not pool.instance_types:
         if pool.gpu_model is None or pool.gpus_per_node is None:
             out.add(f"{p}.gpuModel", "required with 'gpusPerNode' when no instance types are given; "
@@ -323,8 +324,10 @@ def _check_gpu_request(p: str, w: Workload, f: PoolFacts, out: _Issues) -> None:
             out.add(f"{p}.gpu.corePercent", f"{g.core_percent}: only enforced with cGPU policy core_mem; pool "
                     f"{fmt(f.name)} uses {f.cgpu_policy}")
     if not any(issue.path.startswith(f"{p}.gpu") for issue in out) and f.replicas_per_node(g) < 1:
-        out.add(f"{p}.gpu", f"one replica needs more than a node of pool {fmt(f.name)} has "
-                f"({f.units_per_node} {f.unit} per node); the pod would stay Pending")
+        field, value = ("memoryGib", g.memory_gib) if f.mode == "cgpu" else ("count", g.count)
+        out.add(f"{p}.gpu.{field}", f"{value}: one replica needs more than a node of pool {fmt(f.name)} has "
+                f"({f.units_per_node} {f.unit} per node), so the pod would stay Pending; allowed: "
+                f"1..{f.units_per_node}, or a pool with larger nodes")
 
 
 def _check_autoscaling(cfg: PlatformConfig, p: str, w: Workload, f: PoolFacts | None, version, out: _Issues) -> None:
@@ -440,7 +443,8 @@ def check_pool_totals(cfg: PlatformConfig, facts: dict[str, PoolFacts], out: _Is
                     "lower the workloads' maxReplicas")
 
 
-RULES: tuple[Rule, ...] = (check_cluster, check_intervals, check_pools, check_workloads, check_pool_totals)
+RULES: tuple[Rule, ...] = (check_cluster, check_intervals, check_pools, check_workloads, check_pool_totals,
+                           check_kubernetes_validity)
 
 
 def validate(cfg: PlatformConfig) -> list[ConfigIssue]:

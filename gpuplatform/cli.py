@@ -37,6 +37,10 @@ def _load_raw(args) -> tuple[dict, str]:
 
 
 def cmd_plan(args) -> int:
+    if args.project:
+        from gpuplatform.project_plan import run_project_plan
+
+        return run_project_plan(args.project, args.stack or DEFAULT_STACK, args.out)
     from gpuplatform.plan import run_plan
 
     raw, stack = _load_raw(args)
@@ -129,6 +133,8 @@ def parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
     plan = sub.add_parser("plan", help="synthesize a stack offline (no cloud, no Pulumi CLI)")
     _add_source(plan)
+    plan.add_argument("--project", metavar="DIR", help="plan your own Pulumi project (DIR/Pulumi.yaml) that reuses "
+                      "the components, with the config of DIR/Pulumi.<--stack>.yaml")
     plan.add_argument("--out", help="write DIR/plan.json and DIR/manifests/")
     plan.add_argument("--format", choices=["table", "json"], default="table")
     plan.set_defaults(func=cmd_plan)

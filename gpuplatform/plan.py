@@ -139,8 +139,9 @@ def manifest_files(records: list[RegisteredResource]) -> dict[str, dict]:
     return files
 
 
-def write_plan(out_dir: Path, stack: str, records: list[RegisteredResource], cfg: PlatformConfig,
-               secrets: set[str]) -> None:
+def write_records(out_dir: Path, stack: str, records: list[RegisteredResource], secrets: set[str],
+                  **extra: Any) -> None:
+    """``plan.json`` (every resource with its inputs, plus ``extra``) and ``manifests/``, secrets masked."""
     out_dir.mkdir(parents=True, exist_ok=True)
     manifests = out_dir / "manifests"
     manifests.mkdir(exist_ok=True)
@@ -149,11 +150,15 @@ def write_plan(out_dir: Path, stack: str, records: list[RegisteredResource], cfg
     doc = {"stack": stack, "resourceCount": len(records),
            "resources": [{"type": r.type, "name": r.name, "parent": r.parent, "protect": r.protect,
                           "dependsOn": sorted(r.depends_on), "inputs": _mask(r.inputs, secrets)}
-                         for _, r in ordered(records)],
-           "capacity": capacity_rows(cfg), "metricLatency": latency_rows(cfg)}
+                         for _, r in ordered(records)], **extra}
     (out_dir / "plan.json").write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n")
     for name, body in sorted(manifest_files(records).items()):
         (manifests / name).write_text(yaml.dump(_mask(body, secrets), Dumper=YAML_DUMPER, sort_keys=True))
+
+
+def write_plan(out_dir: Path, stack: str, records: list[RegisteredResource], cfg: PlatformConfig,
+               secrets: set[str]) -> None:
+    write_records(out_dir, stack, records, secrets, capacity=capacity_rows(cfg), metricLatency=latency_rows(cfg))
 
 
 def run_plan(raw: dict[str, Any], stack: str, out_dir: str | None, fmt: str, out: TextIO | None = None) -> int:

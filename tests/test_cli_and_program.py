@@ -1,14 +1,15 @@
 """The CLI end to end: plan every stack, reject bad configs with exit 2 and no traceback, schema, reuse example."""
+import io
 import json
-import runpy
 import subprocess
 import sys
 
 import pytest
 import yaml
 
-from support import REPO, STACKS, of_type, stack_raw
+from support import REPO, STACKS, of_type, one, stack_raw
 from gpuplatform.cli import main
+from gpuplatform.records import RegisteredResource
 from gpuplatform.synth import synthesize
 
 
@@ -103,9 +104,15 @@ def test_stack_files_validate_against_the_exported_schema(tmp_path):
         jsonschema.validate(doc, schema)
 
 
-def test_reuse_example_synthesizes_offline():
-    program = REPO / "examples" / "reuse" / "__main__.py"
-    records = synthesize({}, lambda: runpy.run_path(str(program)), project="gpu-reuse-example")
+def test_reuse_example_synthesizes_offline(tmp_path):
+    from gpuplatform.project_plan import run_project_plan
+
+    out = io.StringIO()
+    assert run_project_plan(str(REPO / "examples" / "reuse"), "dev", str(tmp_path), out) == 0
+    plan = json.loads((tmp_path / "plan.json").read_text())
+    records = [RegisteredResource(type=r["type"], name=r["name"], inputs=r["inputs"]) for r in plan["resources"]]
+    assert one(records, "pulumi:providers:kubernetes").inputs == {"context": "ml-cluster"}  # project config
+    assert one(records, "kubernetes:apps/v1:Deployment").inputs["metadata"]["namespace"] == "ml"
     types = {r.type for r in records}
     assert "kubernetes:autoscaling/v2:HorizontalPodAutoscaler" in types
     hpa = of_type(records, "kubernetes:autoscaling/v2:HorizontalPodAutoscaler")[0]

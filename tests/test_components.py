@@ -392,6 +392,7 @@ def test_no_duplicate_urns_with_many_workloads():
     for i in range(3):
         w = copy.deepcopy(base)
         w["name"] = f"flower-{i}"
+        w["exposure"]["ingress"]["host"] = f"flower-{i}.inference.example.com"
         raw["workloads"].append(w)
     records = synth(raw)  # synthesize raises on duplicate URNs
     assert len(of_type(records, HPA_V2)) == 3

@@ -106,8 +106,8 @@ CASES = [
      "workloads[0].autoscaling.behavior", ["autoscaling/v2", "1.23", "1.22"]),
     ("max-replicas-beyond-capacity", "staging", set_in(["workloads", 0, "autoscaling", "maxReplicas"], 11),
      "workloads[0].autoscaling.maxReplicas", ["11", "at most 10", "1 per node x 10 nodes"]),
-    ("replica-never-fits", "staging", set_in(["workloads", 0, "gpu", "count"], 2), "workloads[0].gpu",
-     ["more than a node", "1 GPU per node", "Pending"]),
+    ("replica-never-fits", "staging", set_in(["workloads", 0, "gpu", "count"], 2), "workloads[0].gpu.count",
+     ["2: one replica needs more than a node", "1 GPU per node", "Pending", "allowed: 1..1"]),
     ("gpu-request-wrong-mode", "staging", set_in(["workloads", 0, "gpu"], {"memoryGib": 4}), "workloads[0].gpu",
      ["memoryGib", "sharing exclusive", "nvidia.com/gpu"]),
     ("count-on-cgpu", "dev", set_in(["workloads", 0, "gpu"], {"count": 1}), "workloads[0].gpu.count",
@@ -168,8 +168,8 @@ def test_corpus_has_at_least_25_kinds():
     assert len({c[0] for c in CASES}) >= 25
 
 
-@pytest.mark.parametrize("case,stack,mutate,path,fragments", CASES, ids=[c[0] for c in CASES])
-def test_bad_input_is_rejected_with_path_value_and_allowed(case, stack, mutate, path, fragments):
+def assert_rejected(stack, mutate, path, fragments) -> ConfigError:
+    """The stack, broken by ``mutate``, is rejected with an issue at ``path`` whose message has ``fragments``."""
     raw = stack_raw(stack)
     mutate(raw)
     with pytest.raises(ConfigError) as info:
@@ -180,6 +180,12 @@ def test_bad_input_is_rejected_with_path_value_and_allowed(case, stack, mutate, 
     for fragment in fragments:
         assert fragment in message, f"{fragment!r} not in {message!r}"
     assert f"gpu-platform:{path}:" in info.value.render()
+    return info.value
+
+
+@pytest.mark.parametrize("case,stack,mutate,path,fragments", CASES, ids=[c[0] for c in CASES])
+def test_bad_input_is_rejected_with_path_value_and_allowed(case, stack, mutate, path, fragments):
+    assert_rejected(stack, mutate, path, fragments)
 
 
 def test_all_problems_are_reported_at_once():

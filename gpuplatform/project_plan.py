@@ -1,0 +1,95 @@
+"""``gpuplatform plan --project DIR``: plan any Pulumi Python project offline, the way ``plan --stack`` plans
+ours, so a team that reuses the components can review what its own program registers without a cloud account
+or the Pulumi CLI.
+
+It follows the CLI's conventions (pulumi/pulumi docs "Project file" and "Configuration"): the project's name and
+``main`` folder come from ``Pulumi.yaml``, the stack's config from ``Pulumi.<stack>.yaml`` in ``stackConfigDir``
+(default the project folder), a key without a namespace belongs to the project, and the program runs with its
+own folder as the working directory and first on ``sys.path``. Encrypted values become placeholders, marked
+secret.
+"""
+import os
+import runpy
+import sys
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, TextIO
+
+import yaml
+
+from gpuplatform.components.errors import ConfigError, ConfigIssue
+
+SECRET_PLACEHOLDER = "offline-placeholder-secret"
+
+
+def _read_yaml(path: Path, what: str) -> dict:
+    try:
+        doc = yaml.safe_load(path.read_text()) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        raise ConfigError([ConfigIssue("(project)", f"cannot read {what} {path}: {exc}")]) from None
+    if not isinstance(doc, dict):
+        raise ConfigError([ConfigIssue("(project)", f"{path} is not a {what}: expected a mapping")])
+    return doc
+
+
+def project_config(project_dir: Path, stack: str) -> tuple[str, Path, dict[str, Any], tuple[str, ...]]:
+    """(project name, program folder, config with full keys, secret keys) of a Pulumi project and stack."""
+    manifest = project_dir / "Pulumi.yaml"
+    if not manifest.is_file():
+        raise ConfigError([ConfigIssue("(project)", f"{str(project_dir)!r} has no Pulumi.yaml; allowed: the folder "
+                                       "of a Pulumi project")])
+    project = _read_yaml(manifest, "project file")
+    name = str(project.get("name") or project_dir.name)
+    main = project_dir / str(project.get("main") or ".")
+    stack_file = project_dir / str(project.get("stackConfigDir") or ".") / f"Pulumi.{stack}.yaml"
+    raw = (_read_yaml(stack_file, "stack file").get("config") or {}) if stack_file.is_file() else {}
+    config, secret = {}, []
+    for key, value in raw.items():
+        full = key if ":" in str(key) else f"{name}:{key}"
+        if isinstance(value, dict) and set(value) == {"secure"}:
+            value = SECRET_PLACEHOLDER
+            secret.append(full)
+        config[full] = value
+    return name, main, config, tuple(secret)
+
+
+@contextmanager
+def _program_environment(main: Path):
+    """The program's folder as the working directory and first on sys.path, as the language host runs it."""
+    cwd, path = os.getcwd(), list(sys.path)
+    os.chdir(main)
+    sys.path.insert(0, str(main))
+    try:
+        yield
+    finally:
+        os.chdir(cwd)
+        sys.path[:] = path
+
+
+def run_project_plan(project_dir: str, stack: str, out_dir: str | None, out: TextIO | None = None) -> int:
+    import pulumi
+
+    from gpuplatform.plan import tree_text, write_records
+    from gpuplatform.synth import OFFLINE_SECRETS, synthesize
+
+    out = out or sys.stdout
+    name, main, config, secret_keys = project_config(Path(project_dir).resolve(), stack)
+    entry = main / "__main__.py"
+    if not entry.is_file():
+        raise ConfigError([ConfigIssue("(project)", f"{str(entry)!r} does not exist; a Python project's program "
+                                       "is the __main__.py of its main folder")])
+
+    def program() -> None:
+        with _program_environment(main):
+            runpy.run_path(str(entry), run_name="__main__")
+
+    try:
+        records = synthesize(config, program, stack=stack, project=name, secret_keys=secret_keys)
+    except pulumi.RunError as exc:
+        raise ConfigError([ConfigIssue("(program)", str(exc))]) from None
+    if out_dir:
+        write_records(Path(out_dir), stack, records, {SECRET_PLACEHOLDER} | OFFLINE_SECRETS)
+    out.write(f"Project {name}, stack {stack}: {len(records)} resources\n\n{tree_text(records)}\n")
+    if out_dir:
+        out.write(f"\nWrote {Path(out_dir) / 'plan.json'} and {Path(out_dir) / 'manifests'}/\n")
+    return 0

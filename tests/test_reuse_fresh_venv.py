@@ -1,0 +1,74 @@
+"""examples/reuse as its own project: a fresh virtualenv built from its requirements.txt alone, a consumer with
+its own ``components/`` folder, and an offline plan, all outside this checkout."""
+import os
+import shutil
+import subprocess
+import sys
+import venv
+
+import pytest
+
+from support import REPO
+
+EXAMPLE = REPO / "examples" / "reuse"
+
+
+def wheelhouse():
+    """Wheels `make install` collects (GPUPLATFORM_WHEELHOUSE): fresh venvs install offline, from there only."""
+    path = os.environ.get("GPUPLATFORM_WHEELHOUSE")
+    if path and (REPO / path / ".complete").is_file():
+        return REPO / path
+    if os.environ.get("CI") == "true":
+        pytest.fail("GPUPLATFORM_WHEELHOUSE names no complete wheelhouse; run the tests with `make test`")
+    pytest.skip("no wheelhouse: run `make test` (it collects the wheels fresh virtualenvs install from)")
+
+
+def _run(cmd, cwd, env=None, timeout=600):
+    proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env)
+    assert proc.returncode == 0, f"{' '.join(map(str, cmd))}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    return proc
+
+
+@pytest.fixture(scope="module")
+def consumer_venv(tmp_path_factory):
+    """A venv with only what examples/reuse/requirements.txt names, installed the way `pulumi install` does
+    (pip, from the project folder). The wheel is built and installed for real, not linked to the checkout."""
+    root = tmp_path_factory.mktemp("consumer-venv")
+    venv.EnvBuilder(with_pip=True).create(root)
+    python = root / "bin" / "python"
+    _run([python, "-m", "pip", "install", "-q", "--no-compile", "--disable-pip-version-check", "--no-index",
+          "--find-links", str(wheelhouse()), "-r", "requirements.txt"], cwd=EXAMPLE)
+    return root
+
+
+def _clean_env(venv_root) -> dict:
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")}
+    env["PATH"] = f"{venv_root / 'bin'}{os.pathsep}{env.get('PATH', '')}"
+    return env
+
+
+def test_reuse_example_installs_and_plans_in_a_fresh_venv(consumer_venv, tmp_path):
+    project = tmp_path / "team-project"
+    shutil.copytree(EXAMPLE, project, ignore=shutil.ignore_patterns("requirements.txt", "__pycache__"))
+    assert (project / "components" / "__init__.py").is_file()  # the consumer's own components/ folder
+    env = _clean_env(consumer_venv)
+    probe = _run([consumer_venv / "bin" / "python", "-c",
+                  "import gpuplatform.components as c, gpuplatform; print(c.__file__); print(gpuplatform.__path__)"],
+                 cwd=project, env=env)
+    installed = probe.stdout.splitlines()[0]
+    assert str(consumer_venv) in installed and str(REPO) not in probe.stdout  # a real install, not the checkout
+    out = tmp_path / "plan"
+    proc = _run([consumer_venv / "bin" / "gpuplatform", "plan", "--project", str(project), "--out", str(out)],
+                cwd=tmp_path, env=env)
+    assert "embeddings-deployment" in proc.stdout and "HorizontalPodAutoscaler" in proc.stdout
+    deployment = (out / "manifests" / "deployment-ml-embeddings.yaml").read_text()
+    assert "nvidia.com/gpu" in deployment
+
+
+def test_the_wheel_installs_one_namespace(consumer_venv):
+    site = next((consumer_venv / "lib").glob("python3*/site-packages"))
+    ours = {p.name for p in site.iterdir() if (p / "__init__.py").is_file() and p.name in
+            ("components", "catalogs", "policies", "gpuplatform")}
+    assert ours == {"gpuplatform"}
+    assert {p.name for p in (site / "gpuplatform").iterdir() if p.is_dir() and p.name != "__pycache__"} >= {
+        "components", "catalogs", "policies"}

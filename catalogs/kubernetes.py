@@ -31,6 +31,17 @@ def served_by(api_version: str, version: tuple[int, int]) -> bool:
     return version >= INTRODUCED_APIS.get(api_version, (0, 0))
 
 
+HPA_DEFAULT_SCALE_UP = {"stabilizationWindowSeconds": 0, "selectPolicy": "Max",
+                        "policies": [{"type": "Percent", "value": 100, "periodSeconds": 15},
+                                     {"type": "Pods", "value": 4, "periodSeconds": 15}]}
+"""What kube-controller-manager applies when an HPA sets no ``behavior.scaleUp``: double or add 4 pods every
+15 s, whichever is more, with no stabilization (kubernetes.io, "Horizontal Pod Autoscaling", Default Behavior;
+k8s.io/api autoscaling/v2 ``HPAScalingRules`` field docs)."""
+HPA_DEFAULT_DOWNSCALE_STABILIZATION_SECONDS = 300
+"""``--horizontal-pod-autoscaler-downscale-stabilization`` default (kube-controller-manager reference)."""
+
+
+
 PROMETHEUS_OPERATOR_API = "monitoring.coreos.com/v1"
 """ServiceMonitor, PodMonitor, PrometheusRule: CRDs the kube-prometheus-stack chart (or ARMS) installs."""
 KEDA_API = "keda.sh/v1alpha1"

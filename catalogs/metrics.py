@@ -89,6 +89,30 @@ class MetricDef:
         return [s.exporter for s in self.sources]
 
 
+# Triton average queue time per request, per pod, over the rule window.
+#
+# Triton adds a request's queue time to nv_inference_queue_duration_us and 1 to nv_inference_request_success in
+# the same step, only for successful requests (triton-inference-server/core src/infer_stats.cc,
+# InferenceStatsAggregator::UpdateSuccessWithDuration; docs/user_guide/metrics.md: both are per-model counters
+# updated per request). So over one window, per pod: sum of queue-time increases / sum of success increases.
+# * increase(), not delta(): both are counters, and increase() corrects for resets when Triton restarts or a
+#   model is reloaded; delta() is for gauges and goes negative across a reset (Prometheus docs,
+#   querying/functions: delta "should only be used with gauges", increase "breaks in monotonicity ... are
+#   automatically adjusted for"). Both increases are extrapolated over the same samples, so the ratio is exact.
+# * sum by pod before dividing weights the models by their requests: an idle model adds 0 / 0 to nothing, where
+#   avg() of per-model ratios halved a busy pod's value.
+# * a pod that served no request in the window has queued nothing: it reports 0 (the "or" arm), never 0 / 0 =
+#   NaN and never a missing value. The HPA reads an idle pod as idle, so an idle service scales down to
+#   minReplicas; were the value absent for every pod, the HPA could not compute the metric and would hold its
+#   replica count (kubernetes.io, "Horizontal Pod Autoscaling", algorithm details: missing metrics).
+# * no "1 +" in the denominator: it biased the value low at low request rates (1 request in the window gave
+#   half its queue time).
+TRITON_QUEUE_US = "nv_inference_queue_duration_us"
+TRITON_SUCCESS = "nv_inference_request_success"
+_TRITON_QUEUED = f"sum by (<<.GroupBy>>) (increase({TRITON_QUEUE_US}{{<<.LabelMatchers>>}}[{WINDOW}]))"
+_TRITON_SERVED = f"sum by (<<.GroupBy>>) (increase({TRITON_SUCCESS}{{<<.LabelMatchers>>}}[{WINDOW}]))"
+TRITON_QUEUE_PER_REQUEST = f"({_TRITON_QUEUED} / ({_TRITON_SERVED} > 0)) or ({_TRITON_SERVED} == 0)"
+
 _AVG = "avg(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)"
 _SUM = "sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)"
 ALL_MODES = frozenset({"exclusive", "cgpu", "mig"})
@@ -137,11 +161,7 @@ METRICS: dict[str, MetricDef] = {
         MetricDef(
             "triton_queue_time_us", "Triton average queue time per request over the rule window", "us", "app",
             ALL_MODES,
-            (MetricSource(
-                "triton", "nv_inference_queue_duration_us", "avg_time_queue_us", "pod",
-                f"avg(delta(nv_inference_queue_duration_us{{<<.LabelMatchers>>}}[{WINDOW}])"
-                f" / (1 + delta(nv_inference_request_success{{<<.LabelMatchers>>}}[{WINDOW}])))"
-                " by (<<.GroupBy>>)"),)),
+            (MetricSource("triton", TRITON_QUEUE_US, "avg_time_queue_us", "pod", TRITON_QUEUE_PER_REQUEST),)),
         MetricDef(
             "vllm_requests_waiting", "vLLM requests waiting in the scheduler queue", "requests", "app", ALL_MODES,
             (MetricSource("vllm", "vllm:num_requests_waiting", "vllm_num_requests_waiting", "pod", _SUM),)),

@@ -3,10 +3,12 @@
 The :class:`~components.inference_service.InferenceService` component registers exactly these objects, the
 tests validate them against the Kubernetes OpenAPI schemas and the policies read them: one definition each.
 """
+import copy
 from dataclasses import dataclass, field
 from typing import Optional
 
-from gpuplatform.catalogs.kubernetes import ACK_INTRANET_LB, KEDA_API, PROMETHEUS_OPERATOR_API
+from gpuplatform.catalogs.kubernetes import (ACK_INTRANET_LB, HPA_DEFAULT_DOWNSCALE_STABILIZATION_SECONDS,
+                                             HPA_DEFAULT_SCALE_UP, KEDA_API, PROMETHEUS_OPERATOR_API)
 from gpuplatform.catalogs.metrics import METRICS
 from gpuplatform.catalogs.versions import MONITOR_LABELS, in_cluster_prometheus_url
 from gpuplatform.components.adapter_rules import render_metrics_query
@@ -17,12 +19,12 @@ from gpuplatform.components.pools import PoolFacts
 PART_OF = "gpu-platform"
 
 # Scale up fast: GPU replicas take minutes (image pull, model load) before they serve, so a burst must start
-# them at once: double, or add 4, every 30 s with no stabilization. Scale down cautiously: a released GPU
-# replica costs the same minutes to get back, so wait 5 minutes of lower load and remove one replica a minute.
-DEFAULT_SCALE_UP = {"stabilizationWindowSeconds": 0, "selectPolicy": "Max",
-                    "policies": [{"type": "Percent", "value": 100, "periodSeconds": 30},
-                                 {"type": "Pods", "value": 4, "periodSeconds": 30}]}
-DEFAULT_SCALE_DOWN = {"stabilizationWindowSeconds": 300, "selectPolicy": "Max",
+# them at once: Kubernetes' own default, double or add 4 pods (whichever is more) every 15 s with no
+# stabilization, never slower. Scale down cautiously: a released GPU replica costs the same minutes to get
+# back, so wait 5 minutes of lower load (Kubernetes' default window) and remove one replica a minute.
+DEFAULT_SCALE_UP = copy.deepcopy(HPA_DEFAULT_SCALE_UP)
+DEFAULT_SCALE_DOWN = {"stabilizationWindowSeconds": HPA_DEFAULT_DOWNSCALE_STABILIZATION_SECONDS,
+                      "selectPolicy": "Max",
                       "policies": [{"type": "Pods", "value": 1, "periodSeconds": 60}]}
 
 
@@ -232,9 +234,9 @@ def pod_disruption_budget(w: Workload, ctx: WorkloadContext) -> Optional[dict]:
 
 
 def _rules(rules: Optional[ScalingRules], default: dict) -> dict:
+    out = copy.deepcopy(default)
     if rules is None:
-        return dict(default)
-    out = dict(default)
+        return out
     if rules.stabilization_window_seconds is not None:
         out["stabilizationWindowSeconds"] = rules.stabilization_window_seconds
     out["selectPolicy"] = rules.select_policy

@@ -1,12 +1,16 @@
 """Mock-runtime tests: exact inputs of what each component registers, per sharing mode and cluster target."""
 import copy
+import inspect
 
 import pytest
 
 from gpuplatform.catalogs import sharing
 from gpuplatform.catalogs.versions import chart
+from gpuplatform.catalogs.kubernetes import HPA_DEFAULT_SCALE_UP
+from gpuplatform.components import config as config_module
 from gpuplatform.components.adapter_rules import served_names
-from support import of_type, one, stack_raw, synth
+from gpuplatform.components.workload_manifests import DEFAULT_SCALE_UP
+from support import REPO, of_type, one, stack_raw, synth
 
 NODE_POOL = "alicloud:cs/nodePool:NodePool"
 RELEASE = "kubernetes:helm.sh/v3:Release"
@@ -172,12 +176,36 @@ def test_staging_hpa_is_the_ack_guide_hpa_in_the_correct_form(stack_records):
     assert spec["metrics"][0]["pods"]["target"]["type"] == "AverageValue"  # the guide wrote Utilization
 
 
+def _allowed_per_second(rules: dict, policy_type: str) -> float:
+    rates = [p["value"] / p["periodSeconds"] for p in rules["policies"] if p["type"] == policy_type]
+    return max(rates, default=0.0)
+
+
 def test_default_behavior_scales_up_fast_and_down_cautiously(stack_records):
     behavior = one(stack_records("prod"), HPA_V2).inputs["spec"]["behavior"]
-    assert behavior["scaleUp"]["stabilizationWindowSeconds"] == 0
-    assert {"type": "Percent", "value": 100, "periodSeconds": 30} in behavior["scaleUp"]["policies"]
+    up = behavior["scaleUp"]
+    # never slower than what kube-controller-manager does with no behavior at all
+    assert up["stabilizationWindowSeconds"] <= HPA_DEFAULT_SCALE_UP["stabilizationWindowSeconds"]
+    assert up["selectPolicy"] == "Max"
+    for policy in HPA_DEFAULT_SCALE_UP["policies"]:
+        assert _allowed_per_second(up, policy["type"]) >= policy["value"] / policy["periodSeconds"], policy
+        assert min(p["periodSeconds"] for p in up["policies"] if p["type"] == policy["type"]) \
+            <= policy["periodSeconds"]
+    assert {"type": "Percent", "value": 100, "periodSeconds": 15} in up["policies"]
     assert behavior["scaleDown"] == {"stabilizationWindowSeconds": 300, "selectPolicy": "Max",
                                      "policies": [{"type": "Pods", "value": 1, "periodSeconds": 60}]}
+
+
+def test_scale_up_default_is_stated_the_same_in_config_docs_and_readme():
+    """The docstring and the README state the default the code applies (one wording per place, from the code)."""
+    pct = next(p for p in DEFAULT_SCALE_UP["policies"] if p["type"] == "Percent")
+    pods = next(p for p in DEFAULT_SCALE_UP["policies"] if p["type"] == "Pods")
+    assert pct["periodSeconds"] == pods["periodSeconds"]
+    period = pct["periodSeconds"]
+    doc = inspect.getsource(config_module.Behavior)
+    assert f"+{pct['value']}% or +{pods['value']} pods per {period}s" in doc
+    readme = " ".join((REPO / "README.md").read_text().split())
+    assert f"by {pct['value']}% or {pods['value']} pods per {period} s" in readme
 
 
 def test_behavior_override_from_the_stack():
@@ -354,9 +382,10 @@ def test_self_hosted_backend_in_prod(stack_records):
     assert adapter["certManager"] == {"enabled": True}
     assert adapter["rbac"] == {"create": False}
     assert adapter["metricsRelistInterval"] == "30s"
-    assert adapter["rules"]["custom"][0]["metricsQuery"] == (
-        "avg(delta(nv_inference_queue_duration_us{<<.LabelMatchers>>}[30s]) / "
-        "(1 + delta(nv_inference_request_success{<<.LabelMatchers>>}[30s]))) by (<<.GroupBy>>)")
+    # the catalog's rule with the stack's 30s window (its values: tests/promtool/test_triton_queue_time.py)
+    queued = "sum by (<<.GroupBy>>) (increase(nv_inference_queue_duration_us{<<.LabelMatchers>>}[30s]))"
+    served = "sum by (<<.GroupBy>>) (increase(nv_inference_request_success{<<.LabelMatchers>>}[30s]))"
+    assert adapter["rules"]["custom"][0]["metricsQuery"] == f"({queued} / ({served} > 0)) or ({served} == 0)"
     dcgm = one(records, RELEASE, "gpu-monitoring-dcgm-exporter").inputs["values"]
     assert dcgm["serviceMonitor"]["honorLabels"] is True
     assert dcgm["extraEnv"] == [{"name": "DCGM_EXPORTER_INTERVAL", "value": "10000"}]

@@ -92,6 +92,34 @@ INSTANCE_TYPES: dict[str, InstanceType] = {
 }
 
 
+@dataclass(frozen=True)
+class Provisioning:
+    """Seconds from a cluster-autoscaler scale-up request until a new node of the family advertises its GPUs."""
+    seconds: int
+    basis: str
+    estimate: bool = True
+
+
+# No Alibaba document states GPU node start-up times, so these are ESTIMATES, to be replaced by measurements:
+# ECS instance creation and boot, ACK node initialisation (join, labels) and the GPU device plugin advertising
+# the GPUs. Bare metal (ebm*) boots firmware and all GPUs first; MIG pools also wait for mig-manager to apply
+# nvidia.com/mig.config (the GPU Operator's "pending -> success" transition) before instances are advertised.
+_VM = Provisioning(180, "estimate: ECS GPU VM create + boot + ACK node init + device plugin")
+_BARE_METAL = Provisioning(600, "estimate: ECS bare metal create + boot + ACK node init + device plugin")
+NODE_PROVISIONING: dict[str, Provisioning] = {
+    **{f: _VM for f in ("ecs.gn6i", "ecs.gn6v", "ecs.gn6e", "ecs.gn7i", "ecs.gn7s", "ecs.gn7", "ecs.gn7e",
+                        "ecs.gn8is")},
+    "ecs.ebmgn7": _BARE_METAL,
+    "ecs.ebmgn7e": _BARE_METAL,
+}
+MIG_RECONFIGURE = Provisioning(120, "estimate: mig-manager applies the MIG profile and restarts the GPU operands")
+GENERIC_NODE = Provisioning(180, "estimate: a GPU node of a cluster not created by this package")
+
+
+def provisioning(family: str | None) -> Provisioning:
+    return NODE_PROVISIONING.get(family or "", GENERIC_NODE)
+
+
 def instance_type(name: str) -> InstanceType | None:
     return INSTANCE_TYPES.get(name)
 

@@ -380,6 +380,24 @@ class Autoscaling(Model):
     workload_manifests)."""
 
 
+class ServiceModel(Model):
+    """How one replica answers load, for ``gpuplatform simulate`` and the plan's step response (docs/simulate.md).
+    Never reaches the cluster."""
+
+    requests_per_second_at_target: float = Field(10.0, gt=0)
+    """Requests per second one ready replica serves while a utilization-like metric (GPU, SM, engine, memory)
+    sits at its target; the metric follows load per ready replica. Default 10."""
+    service_time_ms: float = Field(20.0, gt=0)
+    """Mean GPU time per request, for queue metrics (Triton queue time, vLLM waiting requests): one replica
+    completes 1000 / serviceTimeMs requests per second and queues as an M/M/1 server. Default 20."""
+    model_load_seconds: Optional[int] = Field(None, ge=0, le=3600)
+    """Container start to ready (server start and model load). Default: the startup probe budget
+    (``probes.startupTimeoutSeconds``, 600 without probes), the longest the pod is allowed."""
+    image_pull_seconds: int = Field(60, ge=0, le=3600)
+    """Image pull on a node that does not hold the image yet; later replicas on that node reuse it. Default 60
+    (an estimate: measure yours)."""
+
+
 class Ingress(Model):
     class_name: Literal["nginx", "alb"] = "nginx"
     """ingress-nginx or ACK ALB Ingress. Default ``nginx``."""
@@ -432,6 +450,9 @@ class Workload(Model):
     autoscaling: Autoscaling
     exposure: Exposure = Field(default_factory=Exposure)
     """How clients reach the service. Default a ClusterIP Service, no ingress."""
+    service_model: ServiceModel = Field(default_factory=ServiceModel)
+    """Load model for ``gpuplatform simulate`` only. Default: 10 requests/s per replica at target, 20 ms per
+    request, model load = startup probe budget, 60 s image pull."""
 
 
 # ---------------------------------------------------------------------------------------------- root

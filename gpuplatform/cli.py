@@ -1,4 +1,4 @@
-"""``gpuplatform``: offline plan, config schema, policy checks and post-deploy verification."""
+"""``gpuplatform``: offline plan, config schema, policy checks, autoscaling simulation and post-deploy verification."""
 import argparse
 import gc
 import json
@@ -128,6 +128,14 @@ def cmd_verify(args) -> int:
     return verify_main(load(raw), args.kubeconfig, args.context, args.format, args.wait)
 
 
+def cmd_simulate(args) -> int:
+    from gpuplatform.components.validation import load
+    from gpuplatform.simulate.report import run
+
+    raw, stack = _load_raw(args)
+    return run(load(raw), stack, args.workload, args.trace, args.duration, args.format, args.plot)
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="gpuplatform", description="GPU inference platform on Kubernetes / ACK")
     sub = p.add_subparsers(dest="command", required=True)
@@ -159,6 +167,15 @@ def parser() -> argparse.ArgumentParser:
     verify.add_argument("--format", choices=["table", "json"], default="table")
     verify.add_argument("--wait", type=int, default=0, metavar="SECONDS", help="poll until all checks pass")
     verify.set_defaults(func=cmd_verify)
+    sim = sub.add_parser("simulate", help="replay a load trace through the metric pipeline, the HPA and GPU capacity")
+    _add_source(sim)
+    sim.add_argument("--workload", required=True, metavar="NAME", help="an autoscaled workload of the stack")
+    sim.add_argument("--trace", required=True, metavar="FILE.csv|step|spike|ramp|diurnal",
+                     help="CSV of seconds,requests_per_second, or a built-in shape")
+    sim.add_argument("--duration", metavar="DURATION", help="e.g. 2h, 30m (default: per shape, or the CSV's end)")
+    sim.add_argument("--format", choices=["table", "json"], default="table")
+    sim.add_argument("--plot", metavar="OUT.png", help="write demand, metric, replicas and nodes over time")
+    sim.set_defaults(func=cmd_simulate)
     return p
 
 

@@ -1,0 +1,556 @@
+"""A small PromQL evaluator for the queries the adapter rules and KEDA triggers generate.
+
+The simulator evaluates the *rendered* adapter query (``components.adapter_rules.render_for_pods``) thousands of
+times per run, so it cannot start ``promtool`` for each evaluation. This module implements the subset of PromQL the
+catalog's queries use, with Prometheus 2.x semantics, and ``tests/promtool/test_simulate_promql.py`` evaluates every
+catalog query on the same series with ``promtool test rules`` and this module and requires the same values.
+An expression outside the subset is an error naming the construct, never a silent approximation.
+
+Semantics follow the Prometheus source (``promql/engine.go``, ``promql/functions.go``, v2.x):
+
+* instant selectors take the newest sample at or before the evaluation time, no older than the 5 m lookback;
+* range selectors take the samples in ``[t - range, t]`` (both ends included before Prometheus 3);
+* ``rate``/``increase``/``delta`` extrapolate as ``extrapolatedRate`` does: to the window edges when the first or
+  last sample is within 1.1 average sample intervals of them, else by half an interval; counters are corrected for
+  resets and not extrapolated below zero; fewer than two samples give no result;
+* functions and arithmetic drop the metric name; vector/vector arithmetic matches on all remaining labels
+  (``on``/``ignoring`` narrow it); comparisons without ``bool`` filter; aggregations keep only ``by`` labels.
+"""
+from __future__ import annotations
+
+import bisect
+import math
+import re
+from dataclasses import dataclass, field
+
+LOOKBACK_S = 300.0
+"""Prometheus ``--query.lookback-delta`` default."""
+
+NAME = "__name__"
+
+
+class PromQLError(ValueError):
+    pass
+
+
+# ------------------------------------------------------------------------------------------------ storage
+@dataclass
+class Series:
+    labels: dict
+    times: list = field(default_factory=list)
+    values: list = field(default_factory=list)
+
+    def add(self, t: float, v: float) -> None:
+        self.times.append(t)
+        self.values.append(v)
+
+
+class Storage:
+    """Samples by metric name; samples are appended in time order, as a scrape loop writes them."""
+
+    def __init__(self):
+        self._by_name: dict[str, dict[tuple, Series]] = {}
+
+    def add(self, name: str, labels: dict, t: float, v: float) -> None:
+        key = tuple(sorted(labels.items()))
+        bucket = self._by_name.setdefault(name, {})
+        series = bucket.get(key)
+        if series is None:
+            series = bucket[key] = Series({NAME: name, **labels})
+        series.add(t, v)
+
+    def select(self, name: str) -> list[Series]:
+        return list(self._by_name.get(name, {}).values())
+
+    def names(self) -> set[str]:
+        return set(self._by_name)
+
+
+# ------------------------------------------------------------------------------------------------ AST
+@dataclass(frozen=True)
+class Matcher:
+    label: str
+    op: str
+    value: str
+
+    def matches(self, labels: dict) -> bool:
+        actual = labels.get(self.label, "")
+        if self.op == "=":
+            return actual == self.value
+        if self.op == "!=":
+            return actual != self.value
+        hit = re.fullmatch(self.value, actual) is not None
+        return hit if self.op == "=~" else not hit
+
+
+@dataclass(frozen=True)
+class Selector:
+    name: str
+    matchers: tuple
+    range_s: float | None = None
+
+
+@dataclass(frozen=True)
+class Number:
+    value: float
+
+
+@dataclass(frozen=True)
+class Call:
+    func: str
+    args: tuple
+
+
+@dataclass(frozen=True)
+class Aggregate:
+    op: str
+    by: tuple
+    expr: object
+
+
+@dataclass(frozen=True)
+class Binary:
+    op: str
+    lhs: object
+    rhs: object
+    on: tuple | None = None
+    ignoring: tuple | None = None
+    bool_mod: bool = False
+
+
+@dataclass(frozen=True)
+class Neg:
+    expr: object
+
+
+AGGREGATIONS = ("sum", "avg", "min", "max", "count")
+RANGE_FUNCTIONS = ("rate", "increase", "delta", "last_over_time", "avg_over_time", "max_over_time",
+                   "min_over_time", "sum_over_time", "count_over_time")
+OTHER_FUNCTIONS = ("clamp_min", "clamp_max", "abs", "round", "ceil", "floor")
+COMPARISONS = ("==", "!=", ">", "<", ">=", "<=")
+
+_TOKEN = re.compile(r"""
+    (?P<ws>\s+)
+  | (?P<number>(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?)
+  | (?P<duration>\[(?:\d+[smhdwy])+\])
+  | (?P<string>"(?:[^"\\]|\\.)*")
+  | (?P<op>==|!=|>=|<=|=~|!~|[-+*/()<>{},=])
+  | (?P<ident>[a-zA-Z_:][a-zA-Z0-9_:]*)
+""", re.VERBOSE)
+
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800, "y": 31536000}
+
+
+def _duration(text: str) -> float:
+    return float(sum(int(n) * _UNITS[u] for n, u in re.findall(r"(\d+)([smhdwy])", text)))
+
+
+def _tokens(text: str) -> list[tuple[str, str]]:
+    out, pos = [], 0
+    while pos < len(text):
+        m = _TOKEN.match(text, pos)
+        if not m:
+            raise PromQLError(f"cannot parse {text[pos:pos + 20]!r} in {text!r}")
+        pos = m.end()
+        if m.lastgroup != "ws":
+            out.append((m.lastgroup, m.group()))
+    return out
+
+
+class _Parser:
+    def __init__(self, text: str):
+        self.text = text
+        self.toks = _tokens(text)
+        self.i = 0
+
+    def peek(self, k: int = 0):
+        return self.toks[self.i + k] if self.i + k < len(self.toks) else (None, None)
+
+    def take(self, value: str | None = None):
+        tok = self.peek()
+        if tok[0] is None or (value is not None and tok[1] != value):
+            raise PromQLError(f"expected {value or 'a token'} at token {self.i} of {self.text!r}")
+        self.i += 1
+        return tok
+
+    def parse(self):
+        expr = self.comparison()
+        if self.peek()[0] is not None:
+            raise PromQLError(f"unexpected {self.peek()[1]!r} in {self.text!r}")
+        return expr
+
+    def _modifiers(self):
+        on = ignoring = None
+        bool_mod = False
+        if self.peek()[1] == "bool":
+            self.take()
+            bool_mod = True
+        if self.peek()[1] in ("on", "ignoring"):
+            kind = self.take()[1]
+            labels = self.label_list()
+            on, ignoring = (labels, None) if kind == "on" else (None, labels)
+        if self.peek()[1] in ("group_left", "group_right"):
+            raise PromQLError(f"{self.peek()[1]} is not supported by the simulator's evaluator: {self.text!r}")
+        return on, ignoring, bool_mod
+
+    def comparison(self):
+        lhs = self.additive()
+        while self.peek()[1] in COMPARISONS:
+            op = self.take()[1]
+            on, ignoring, bool_mod = self._modifiers()
+            lhs = Binary(op, lhs, self.additive(), on, ignoring, bool_mod)
+        return lhs
+
+    def additive(self):
+        lhs = self.multiplicative()
+        while self.peek()[1] in ("+", "-"):
+            op = self.take()[1]
+            on, ignoring, _ = self._modifiers()
+            lhs = Binary(op, lhs, self.multiplicative(), on, ignoring)
+        return lhs
+
+    def multiplicative(self):
+        lhs = self.unary()
+        while self.peek()[1] in ("*", "/"):
+            op = self.take()[1]
+            on, ignoring, _ = self._modifiers()
+            lhs = Binary(op, lhs, self.unary(), on, ignoring)
+        return lhs
+
+    def unary(self):
+        if self.peek()[1] == "-":
+            self.take()
+            return Neg(self.unary())
+        if self.peek()[1] == "+":
+            self.take()
+        return self.primary()
+
+    def label_list(self) -> tuple:
+        self.take("(")
+        labels = []
+        while self.peek()[1] != ")":
+            labels.append(self.take()[1])
+            if self.peek()[1] == ",":
+                self.take()
+        self.take(")")
+        return tuple(labels)
+
+    def primary(self):
+        kind, value = self.peek()
+        if kind == "number":
+            self.take()
+            return Number(float(value))
+        if value == "(":
+            self.take()
+            expr = self.comparison()
+            self.take(")")
+            return expr
+        if kind != "ident":
+            raise PromQLError(f"unexpected {value!r} in {self.text!r}")
+        if value in AGGREGATIONS:
+            self.take()
+            by = ()
+            if self.peek()[1] == "by":
+                self.take()
+                by = self.label_list()
+            elif self.peek()[1] == "without":
+                raise PromQLError(f"'without' is not supported by the simulator's evaluator: {self.text!r}")
+            self.take("(")
+            expr = self.comparison()
+            self.take(")")
+            if self.peek()[1] == "by":
+                self.take()
+                by = self.label_list()
+            return Aggregate(value, by, expr)
+        if self.peek(1)[1] == "(":
+            if value not in RANGE_FUNCTIONS + OTHER_FUNCTIONS:
+                raise PromQLError(f"function {value}() is not supported by the simulator's evaluator: {self.text!r}")
+            self.take()
+            self.take("(")
+            args = [self.comparison()]
+            while self.peek()[1] == ",":
+                self.take()
+                args.append(self.comparison())
+            self.take(")")
+            return Call(value, tuple(args))
+        return self.selector()
+
+    def selector(self):
+        name = self.take()[1]
+        matchers = []
+        if self.peek()[1] == "{":
+            self.take()
+            while self.peek()[1] != "}":
+                label = self.take()[1]
+                op = self.take()[1]
+                if op not in ("=", "!=", "=~", "!~"):
+                    raise PromQLError(f"bad matcher operator {op!r} in {self.text!r}")
+                raw = self.take()[1]
+                matchers.append(Matcher(label, op, _unquote(raw)))
+                if self.peek()[1] == ",":
+                    self.take()
+            self.take("}")
+        rng = None
+        if self.peek()[0] == "duration":
+            rng = _duration(self.take()[1])
+        if self.peek()[1] == "offset":
+            raise PromQLError(f"'offset' is not supported by the simulator's evaluator: {self.text!r}")
+        return Selector(name, tuple(matchers), rng)
+
+
+def _unquote(raw: str) -> str:
+    body = raw[1:-1]
+    return re.sub(r"\\(.)", lambda m: {"n": "\n", "t": "\t"}.get(m.group(1), m.group(1)), body)
+
+
+_PARSED: dict[str, object] = {}
+
+
+def parse(text: str):
+    tree = _PARSED.get(text)
+    if tree is None:
+        tree = _PARSED[text] = _Parser(text).parse()
+    return tree
+
+
+def metric_names(text: str) -> set[str]:
+    """Names of the series an expression reads."""
+    out: set[str] = set()
+
+    def walk(node):
+        if isinstance(node, Selector):
+            out.add(node.name)
+        elif isinstance(node, Call):
+            for a in node.args:
+                walk(a)
+        elif isinstance(node, Aggregate):
+            walk(node.expr)
+        elif isinstance(node, Binary):
+            walk(node.lhs)
+            walk(node.rhs)
+        elif isinstance(node, Neg):
+            walk(node.expr)
+
+    walk(parse(text))
+    return out
+
+
+# ------------------------------------------------------------------------------------------------ evaluation
+Vector = list  # of (labels: dict, value: float)
+
+
+def evaluate(text: str, storage: Storage, t: float) -> Vector | float:
+    """Instant query at time ``t`` (seconds): a list of (labels, value), or a float for a scalar expression."""
+    return _eval(parse(text), storage, t)
+
+
+def _eval(node, storage: Storage, t: float):
+    if isinstance(node, Number):
+        return node.value
+    if isinstance(node, Neg):
+        inner = _eval(node.expr, storage, t)
+        return -inner if isinstance(inner, float) else [(_drop_name(l), -v) for l, v in inner]
+    if isinstance(node, Selector):
+        if node.range_s is not None:
+            raise PromQLError("a range vector cannot be the result of an expression")
+        return _instant(node, storage, t)
+    if isinstance(node, Call):
+        return _call(node, storage, t)
+    if isinstance(node, Aggregate):
+        return _aggregate(node, _eval(node.expr, storage, t))
+    if isinstance(node, Binary):
+        return _binary(node, _eval(node.lhs, storage, t), _eval(node.rhs, storage, t))
+    raise PromQLError(f"cannot evaluate {node!r}")
+
+
+def _selected(node: Selector, storage: Storage) -> list[Series]:
+    return [s for s in storage.select(node.name) if all(m.matches(s.labels) for m in node.matchers)]
+
+
+def _instant(node: Selector, storage: Storage, t: float) -> Vector:
+    out = []
+    for s in _selected(node, storage):
+        i = bisect.bisect_right(s.times, t) - 1
+        if i >= 0 and s.times[i] >= t - LOOKBACK_S and not math.isnan(s.values[i]):
+            out.append((dict(s.labels), s.values[i]))
+    return out
+
+
+def _window(s: Series, start: float, end: float) -> tuple[list, list]:
+    lo = bisect.bisect_left(s.times, start)
+    hi = bisect.bisect_right(s.times, end)
+    return s.times[lo:hi], s.values[lo:hi]
+
+
+def _extrapolated(times, values, start, end, range_s, is_counter, is_rate):
+    if len(times) < 2:
+        return None
+    result = values[-1] - values[0]
+    if is_counter:
+        prev = values[0]
+        for v in values[1:]:
+            if v < prev:
+                result += prev
+            prev = v
+    to_start = times[0] - start
+    to_end = end - times[-1]
+    sampled = times[-1] - times[0]
+    average = sampled / (len(times) - 1)
+    if is_counter and result > 0 and values[0] >= 0:
+        to_zero = sampled * (values[0] / result)
+        to_start = min(to_start, to_zero)
+    threshold = average * 1.1
+    interval = sampled
+    interval += to_start if to_start < threshold else average / 2
+    interval += to_end if to_end < threshold else average / 2
+    result = result * (interval / sampled)
+    return result / range_s if is_rate else result
+
+
+def _call(node: Call, storage: Storage, t: float):
+    f = node.func
+    if f in RANGE_FUNCTIONS:
+        (arg,) = node.args
+        if not isinstance(arg, Selector) or arg.range_s is None:
+            raise PromQLError(f"{f}() needs a range vector selector")
+        start = t - arg.range_s
+        out = []
+        for s in _selected(arg, storage):
+            times, values = _window(s, start, t)
+            pairs = [(ts, v) for ts, v in zip(times, values) if not math.isnan(v)]
+            times, values = [p[0] for p in pairs], [p[1] for p in pairs]
+            if not times:
+                continue
+            if f in ("rate", "increase", "delta"):
+                v = _extrapolated(times, values, start, t, arg.range_s, f != "delta", f == "rate")
+            elif f == "last_over_time":
+                v = values[-1]
+            elif f == "avg_over_time":
+                v = sum(values) / len(values)
+            elif f == "max_over_time":
+                v = max(values)
+            elif f == "min_over_time":
+                v = min(values)
+            elif f == "sum_over_time":
+                v = sum(values)
+            else:
+                v = float(len(values))
+            if v is not None:
+                labels = dict(s.labels) if f == "last_over_time" else _drop_name(s.labels)
+                out.append((labels, v))
+        return out
+    vec = _eval(node.args[0], storage, t)
+    if isinstance(vec, float):
+        raise PromQLError(f"{f}() needs an instant vector")
+    if f in ("clamp_min", "clamp_max"):
+        bound = _eval(node.args[1], storage, t)
+        pick = max if f == "clamp_min" else min
+        return [(_drop_name(l), pick(v, bound)) for l, v in vec]
+    fn = {"abs": abs, "ceil": math.ceil, "floor": math.floor,
+          "round": lambda v: math.floor(v + 0.5)}[f]
+    return [(_drop_name(l), float(fn(v))) for l, v in vec]
+
+
+def _drop_name(labels: dict) -> dict:
+    return {k: v for k, v in labels.items() if k != NAME}
+
+
+def _aggregate(node: Aggregate, vec):
+    if isinstance(vec, float):
+        raise PromQLError(f"{node.op}() needs an instant vector")
+    groups: dict[tuple, list[float]] = {}
+    for labels, v in vec:
+        key = tuple((k, labels.get(k, "")) for k in node.by)
+        groups.setdefault(key, []).append(v)
+    out = []
+    for key, values in groups.items():
+        if node.op == "sum":
+            v = sum(values)
+        elif node.op == "avg":
+            v = sum(values) / len(values)
+        elif node.op == "min":
+            v = min(values)
+        elif node.op == "max":
+            v = max(values)
+        else:
+            v = float(len(values))
+        out.append(({k: val for k, val in key if val != ""}, v))
+    return out
+
+
+def _arith(op: str, a: float, b: float) -> float:
+    if op == "+":
+        return a + b
+    if op == "-":
+        return a - b
+    if op == "*":
+        return a * b
+    if b == 0:
+        return math.nan if a == 0 or math.isnan(a) else math.copysign(math.inf, a)
+    return a / b
+
+
+def _compare(op: str, a: float, b: float) -> bool:
+    return {"==": a == b, "!=": a != b, ">": a > b, "<": a < b, ">=": a >= b, "<=": a <= b}[op]
+
+
+def _signature(labels: dict, on, ignoring) -> tuple:
+    if on is not None:
+        return tuple((k, labels.get(k, "")) for k in sorted(on))
+    skip = set(ignoring or ()) | {NAME}
+    return tuple(sorted((k, v) for k, v in labels.items() if k not in skip))
+
+
+def _binary(node: Binary, lhs, rhs):
+    op = node.op
+    comparison = op in COMPARISONS
+    if isinstance(lhs, float) and isinstance(rhs, float):
+        if comparison:
+            if not node.bool_mod:
+                raise PromQLError("comparisons between scalars must use bool")
+            return float(_compare(op, lhs, rhs))
+        return _arith(op, lhs, rhs)
+    if isinstance(lhs, float) or isinstance(rhs, float):
+        out = []
+        for labels, v in (rhs if isinstance(lhs, float) else lhs):
+            a, b = (lhs, v) if isinstance(lhs, float) else (v, rhs)
+            if comparison:
+                hit = _compare(op, a, b)
+                if node.bool_mod:
+                    out.append((_drop_name(labels), float(hit)))
+                elif hit:
+                    out.append((labels, v))
+            else:
+                out.append((_drop_name(labels), _arith(op, a, b)))
+        return out
+    right: dict[tuple, tuple] = {}
+    for labels, v in rhs:
+        sig = _signature(labels, node.on, node.ignoring)
+        if sig in right:
+            raise PromQLError("many-to-many matching: the right-hand side has duplicate label sets")
+        right[sig] = (labels, v)
+    out, seen = [], set()
+    for labels, v in lhs:
+        sig = _signature(labels, node.on, node.ignoring)
+        if sig not in right:
+            continue
+        if sig in seen:
+            raise PromQLError("many-to-one matching needs group_left, which the evaluator does not support")
+        seen.add(sig)
+        rv = right[sig][1]
+        # resultMetric(): arithmetic and bool comparisons drop the name; one-to-one matching keeps only the
+        # on() labels, or deletes the ignoring() ones
+        result_labels = dict(labels) if comparison and not node.bool_mod else _drop_name(labels)
+        if node.on is not None:
+            result_labels = {k: val for k, val in result_labels.items() if k in node.on}
+        elif node.ignoring:
+            result_labels = {k: val for k, val in result_labels.items() if k not in node.ignoring}
+        if comparison:
+            hit = _compare(op, v, rv)
+            if node.bool_mod:
+                out.append((result_labels, float(hit)))
+            elif hit:
+                out.append((result_labels, v))
+        else:
+            out.append((result_labels, _arith(op, v, rv)))
+    return out

@@ -1,0 +1,159 @@
+"""``gpuplatform simulate`` end to end: the CLI contract, the seeds' scenarios, capacity, KEDA, errors, the plot."""
+import io
+import json
+from contextlib import redirect_stderr, redirect_stdout
+
+import pytest
+from support import REPO
+
+from gpuplatform.cli import main
+from gpuplatform.components.stack_config import load_stack_file
+from gpuplatform.simulate.engine import service_plan, simulate
+from gpuplatform.simulate.traces import Trace, built_in, from_csv
+
+TIMELINE_KEYS = {"t", "demand", "metric", "desired", "replicas", "ready", "nodes"}
+
+
+def cli(*args) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        code = main(list(args))
+    return code, out.getvalue(), err.getvalue()
+
+
+def cfg_of(stack: str):
+    return load_stack_file(REPO / "stacks" / f"Pulumi.{stack}.yaml")
+
+
+def csv_trace(tmp_path, rows, name="trace.csv") -> str:
+    path = tmp_path / name
+    path.write_text("seconds,requests_per_second\n" + "".join(f"{t},{r}\n" for t, r in rows))
+    return str(path)
+
+
+def replicas_at(result, t):
+    return next(e for e in reversed(result.timeline) if e["t"] <= t)
+
+
+@pytest.fixture(scope="module")
+def prod_step_json():
+    code, out, err = cli("simulate", "--stack", "prod", "--workload", "flower", "--trace", "step", "--format", "json")
+    assert code == 0, err
+    return json.loads(out)
+
+
+def test_prod_step_first_scale_up_within_45s(prod_step_json) -> None:
+    doc = prod_step_json
+    assert {"first_scale_up_s", "capacity_ready_s", "over_target_s", "gpu_hours", "oracle_gpu_hours",
+            "timeline"} <= set(doc)
+    assert doc["first_scale_up_s"] is not None and 0 < doc["first_scale_up_s"] <= 45
+    assert doc["timeline"] and all(set(e) == TIMELINE_KEYS for e in doc["timeline"])
+    assert doc["capacity_ready_s"] >= doc["first_scale_up_s"]
+    assert doc["oracle_gpu_hours"] <= doc["gpu_hours"]
+
+
+def test_simulated_query_is_the_one_the_stack_generates(prod_step_json, stack_records) -> None:
+    from support import of_type
+
+    adapter = next(r for r in of_type(stack_records("prod"), "kubernetes:helm.sh/v3:Release")
+                   if r.inputs.get("name") == "prometheus-adapter")
+    rule = next(r for r in adapter.inputs["values"]["rules"]["custom"] if r["name"]["as"] == "avg_time_queue_us")
+    rendered = (rule["metricsQuery"].replace("<<.Series>>", rule["seriesQuery"].split("{")[0])
+                .replace("<<.LabelMatchers>>", 'namespace="inference",pod="flower-<pod>"')
+                .replace("<<.GroupBy>>", "pod"))
+    assert prod_step_json["query"] == rendered
+
+
+def test_seed_002_bert_at_23_of_20_scales_to_2_then_back_to_1_after_5_minutes(tmp_path) -> None:
+    """ACK guide: 1 replica, TARGETS 23/20 -> 2 replicas; load stops -> about 5 minutes later back to 1."""
+    cfg = cfg_of("staging")
+    r = cfg.workloads[0].service_model.requests_per_second_at_target
+    trace = from_csv(csv_trace(tmp_path, [(0, 0), (300, 1.15 * r), (1500, 0)]), 2400)
+    result = simulate(cfg, "staging", "bert-intent-detection", trace)
+    during = [e for e in result.timeline if 300 <= e["t"] < 1500]
+    seen = [e["metric"] for e in during if e["metric"] is not None]
+    assert max(seen) == pytest.approx(23, abs=0.01)
+    assert max(e["replicas"] for e in during) == 2
+    assert replicas_at(result, 1499)["ready"] == 2
+    back = next(e["t"] for e in result.timeline if e["t"] > 1500 and e["replicas"] == 1)
+    assert 1500 + 300 <= back <= 1500 + 300 + 60, back
+
+
+def test_seed_003_triton_grows_gradually_to_7_and_returns_to_1(tmp_path) -> None:
+    """NVIDIA article: as requests keep increasing the HPA goes from 1 to 2 and gradually to 7 (the A100's MIG
+    slices); when clients stop, back to 1."""
+    cfg = cfg_of("prod")
+    plan = service_plan(cfg, cfg.workloads[0])
+    rows = [(t, round(plan.rps_at_target * (0.5 + 7.5 * t / 1800), 6)) for t in range(0, 1800, 30)]
+    trace = from_csv(csv_trace(tmp_path, rows + [(1800, 0)]), 3000)
+    result = simulate(cfg, "prod", "flower", trace)
+    rising = [e["replicas"] for e in result.timeline if e["t"] < 1800]
+    assert max(rising) == 7 and 2 in rising
+    assert all(e["replicas"] <= 7 for e in result.timeline)
+    firsts = [rising.index(n) for n in sorted(set(rising))]
+    assert firsts == sorted(firsts)  # 2 appears before 3 before ... 7
+    assert result.timeline[-1]["replicas"] == 1
+
+
+def test_pending_pods_add_nodes_after_provisioning(tmp_path) -> None:
+    """staging: one A10 per node, so every extra replica waits for a node (estimate 180 s), its image and model."""
+    cfg = cfg_of("staging")
+    w = cfg.workloads[0]
+    trace = built_in("step", 10.0, 100.0, 1200)
+    result = simulate(cfg, "staging", w.name, trace)
+    decision = 300 + result.first_scale_up_s
+    assert replicas_at(result, decision + 170)["nodes"] == 1
+    grown = next(e for e in result.timeline if e["nodes"] > 1)
+    assert 180 <= grown["t"] - decision <= 180 + 10 + 15
+    ready = next(e for e in result.timeline if e["ready"] > 1)
+    load = w.service_model.model_load_seconds + w.service_model.image_pull_seconds
+    assert ready["t"] - grown["t"] >= load
+    assert result.capacity_ready_s >= 180 + load
+
+
+def test_keda_cools_down_to_zero_and_a_gpu_metric_cannot_wake_it(tmp_path) -> None:
+    """local's batch-embedder: KEDA on GPU utilization with minReplicaCount 0. After cooldownPeriod (300 s) of
+    inactivity it goes to zero, and then no pod reports GPU utilization, so the query is empty (0 with
+    ignoreNullValues) and the trigger never activates again, however high the demand."""
+    cfg = cfg_of("local")
+    trace = from_csv(csv_trace(tmp_path, [(0, 8), (600, 0), (1500, 8)]), 2400)
+    result = simulate(cfg, "local", "batch-embedder", trace)
+    assert result.timeline[0]["replicas"] >= 1
+    zero = next(e["t"] for e in result.timeline if e["replicas"] == 0)
+    assert 600 + 300 <= zero <= 600 + 300 + 60
+    assert all(e["replicas"] == 0 for e in result.timeline if e["t"] >= 1500)
+
+
+def test_table_output_and_plot(tmp_path) -> None:
+    png = tmp_path / "out.png"
+    code, out, err = cli("simulate", "--stack", "dev", "--workload", "bert-intent-detection", "--trace", "spike",
+                         "--plot", str(png))
+    assert code == 0, err
+    assert "first scale-up decision" in out and "REPLICAS" in out
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 20000
+
+
+def test_bad_csv_is_a_clear_error_listing_every_row(tmp_path) -> None:
+    path = tmp_path / "bad.csv"
+    path.write_text("seconds,requests_per_second\n0,1\n10,abc\n20,2\n15,2\n30,-1\n40\n")
+    code, out, err = cli("simulate", "--stack", "prod", "--workload", "flower", "--trace", str(path))
+    assert code == 2 and not out
+    for line in (3, 5, 6, 7):
+        assert f"{path}:{line}: " in err
+    assert "4 problems" in err
+    assert "Traceback" not in err
+
+
+@pytest.mark.parametrize(("args", "expected"), [
+    (("--workload", "nope", "--trace", "step"), "no workload named 'nope'; workloads: flower"),
+    (("--workload", "flower", "--trace", "sawtooth"), "shapes: step, spike, ramp, diurnal"),
+    (("--workload", "flower", "--trace", "step", "--duration", "5q"), "'5q' is not a duration"),
+])
+def test_bad_arguments_exit_2(args, expected) -> None:
+    code, out, err = cli("simulate", "--stack", "prod", *args)
+    assert code == 2 and expected in err
+
+
+def test_trace_rows_hold_until_the_next_row() -> None:
+    trace = Trace("t", (0, 10, 20), (1.0, 5.0, 2.0), 30)
+    assert [trace.demand(t) for t in (0, 9, 10, 19, 25)] == [1.0, 1.0, 5.0, 5.0, 2.0]

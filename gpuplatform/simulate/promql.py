@@ -174,7 +174,7 @@ class _Parser:
         return tok
 
     def parse(self):
-        expr = self.comparison()
+        expr = self.union()
         if self.peek()[0] is not None:
             raise PromQLError(f"unexpected {self.peek()[1]!r} in {self.text!r}")
         return expr
@@ -192,6 +192,22 @@ class _Parser:
         if self.peek()[1] in ("group_left", "group_right"):
             raise PromQLError(f"{self.peek()[1]} is not supported by the simulator's evaluator: {self.text!r}")
         return on, ignoring, bool_mod
+
+    def union(self):
+        lhs = self.intersection()
+        while self.peek()[1] == "or":
+            self.take()
+            on, ignoring, _ = self._modifiers()
+            lhs = Binary("or", lhs, self.intersection(), on, ignoring)
+        return lhs
+
+    def intersection(self):
+        lhs = self.comparison()
+        while self.peek()[1] in ("and", "unless"):
+            op = self.take()[1]
+            on, ignoring, _ = self._modifiers()
+            lhs = Binary(op, lhs, self.comparison(), on, ignoring)
+        return lhs
 
     def comparison(self):
         lhs = self.additive()
@@ -242,7 +258,7 @@ class _Parser:
             return Number(float(value))
         if value == "(":
             self.take()
-            expr = self.comparison()
+            expr = self.union()
             self.take(")")
             return expr
         if kind != "ident":
@@ -256,7 +272,7 @@ class _Parser:
             elif self.peek()[1] == "without":
                 raise PromQLError(f"'without' is not supported by the simulator's evaluator: {self.text!r}")
             self.take("(")
-            expr = self.comparison()
+            expr = self.union()
             self.take(")")
             if self.peek()[1] == "by":
                 self.take()
@@ -267,10 +283,10 @@ class _Parser:
                 raise PromQLError(f"function {value}() is not supported by the simulator's evaluator: {self.text!r}")
             self.take()
             self.take("(")
-            args = [self.comparison()]
+            args = [self.union()]
             while self.peek()[1] == ",":
                 self.take()
-                args.append(self.comparison())
+                args.append(self.union())
             self.take(")")
             return Call(value, tuple(args))
         return self.selector()
@@ -501,8 +517,27 @@ def _signature(labels: dict, on, ignoring) -> tuple:
     return tuple(sorted((k, v) for k, v in labels.items() if k not in skip))
 
 
+SET_OPERATORS = ("or", "and", "unless")
+
+
+def _set_operation(node: Binary, lhs, rhs):
+    """``or``/``and``/``unless`` (VectorOr, VectorAnd, VectorUnless): match on all labels but the name, or on
+    the ``on()`` labels, and keep the left side's elements (plus, for ``or``, unmatched right-hand ones)."""
+    if isinstance(lhs, float) or isinstance(rhs, float):
+        raise PromQLError(f"'{node.op}' needs instant vectors on both sides")
+    right = {_signature(l, node.on, node.ignoring) for l, _ in rhs}
+    if node.op == "and":
+        return [(l, v) for l, v in lhs if _signature(l, node.on, node.ignoring) in right]
+    if node.op == "unless":
+        return [(l, v) for l, v in lhs if _signature(l, node.on, node.ignoring) not in right]
+    left = {_signature(l, node.on, node.ignoring) for l, _ in lhs}
+    return list(lhs) + [(l, v) for l, v in rhs if _signature(l, node.on, node.ignoring) not in left]
+
+
 def _binary(node: Binary, lhs, rhs):
     op = node.op
+    if op in SET_OPERATORS:
+        return _set_operation(node, lhs, rhs)
     comparison = op in COMPARISONS
     if isinstance(lhs, float) and isinstance(rhs, float):
         if comparison:

@@ -139,6 +139,11 @@ EDGE_QUERIES = {
               ' / clamp_min(sum(increase(nv_inference_request_success{namespace="ns"}[30s])) by (pod), 1)'),
     "filtered": ('sum(increase(nv_inference_queue_duration_us[30s])) by (pod)'
                  ' / (sum(increase(nv_inference_request_success[30s])) by (pod) > 0)'),
+    "or_idle": ('(sum by (pod) (increase(nv_inference_queue_duration_us[30s]))'
+                ' / (sum by (pod) (increase(nv_inference_request_success[30s])) > 0))'
+                ' or (sum by (pod) (increase(nv_inference_request_success[30s])) == 0)'),
+    "and_unless": ('(max(DCGM_FI_DEV_GPU_UTIL) by (pod) and on(pod) max(nv_inference_request_success) by (pod))'
+                   ' or (max(nv_inference_request_success) by (pod) unless max(DCGM_FI_DEV_GPU_UTIL) by (pod))'),
     "last": 'last_over_time(DCGM_FI_DEV_GPU_UTIL{pod="a-1"}[1m])',
     "avg_over": 'avg(avg_over_time(DCGM_FI_DEV_GPU_UTIL[1m])) by (pod)',
     "instant": 'max(DCGM_FI_DEV_GPU_UTIL) by (pod) * 2 - 1',

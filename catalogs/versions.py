@@ -34,9 +34,17 @@ CHARTS: dict[str, Chart] = {
 }
 
 ACK_ADDONS: dict[str, str | None] = {
-    # ACK add-on name -> pinned version (None: let ACK pick the version it supports for the cluster)
+    # ACK add-on name -> pinned version (None: let ACK pick the version it supports for the cluster).
+    # What each add-on is for and whether it is installed at creation: catalogs/ack.py.
+    "flannel": None,
+    "terway-eniip": None,
+    "csi-plugin": None,
+    "managed-csiprovisioner": None,
+    "csi-provisioner": None,
+    "nginx-ingress-controller": None,
     "arms-prometheus": None,
     "ack-ai-installer": None,
+    "ack-cgpu": None,
     "ack-node-problem-detector": None,
     "node-lifecycle-controller": None,
 }

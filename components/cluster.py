@@ -1,13 +1,21 @@
-"""GpuCluster: the Kubernetes cluster the platform runs on, and the provider every in-cluster child uses.
+"""GpuCluster: the Kubernetes cluster the platform runs on, and the providers every child uses.
 
 Three targets, chosen by ``cluster.kind``:
 
-* ``ack-managed``: a VPC, its vSwitches and an ACK managed (Pro) cluster with the add-ons the monitoring needs;
+* ``ack-managed``: a VPC, its vSwitches and an ACK managed cluster created with its network plugin and disk CSI
+  driver; every other add-on is a ``KubernetesAddon``;
 * ``ack-existing``: an existing ACK cluster adopted by id (no cluster resource; add-ons via ``KubernetesAddon``);
 * ``kubeconfig``: any cluster by kubeconfig path/content and context (no Alibaba resources at all).
 
-The kubeconfig is a secret. On ACK it comes from ``cs.get_cluster_credential_output`` and points at the public
-API endpoint (the credential API hard-codes ``PrivateIpAddress=false``).
+On ACK one ``alicloud.Provider`` built from ``cluster.region`` serves every Alibaba resource and lookup of the
+stack (``alicloud_provider``), so nothing depends on ``alicloud:region`` or ``ALICLOUD_REGION``.
+
+The kubeconfig is a secret. On ACK it is the user's long-lived ACK kubeconfig (``cs.get_cluster_credential``
+without ``temporary_duration_minutes``: valid three years, the same on every run), for the public API endpoint
+(the credential API hard-codes ``PrivateIpAddress=false``). A temporary credential would be stored in the state
+and break ``destroy``/``refresh`` once expired, and change the provider on every preview. Trade-off: a
+long-lived client certificate sits in the (encrypted) state; revoke it in the ACK console when a user leaves.
+See docs/ack.md.
 """
 import json
 from typing import Optional, TypedDict
@@ -16,12 +24,10 @@ import pulumi
 import pulumi_kubernetes as k8s
 from typing_extensions import NotRequired
 
+from gpuplatform.catalogs import ack
 from gpuplatform.catalogs.versions import ACK_ADDONS
 from gpuplatform.components.config import AckExistingCluster, AckManagedCluster, KubeconfigCluster, Model
 from gpuplatform.components.config import Cluster as ClusterSpec
-
-CREATE_TIME_ADDONS = ("arms-prometheus", "ack-node-problem-detector", "node-lifecycle-controller")
-CREDENTIAL_MINUTES = 4320  # the longest-lived ACK credential (3 days); rotated on every `pulumi up`
 
 
 class GpuClusterArgs(TypedDict):
@@ -29,7 +35,9 @@ class GpuClusterArgs(TypedDict):
     """Cluster target in the stack-file format (``gpu-platform:cluster``): ``kind`` ack-managed | ack-existing |
     kubeconfig and its fields. Required."""
     addons: NotRequired[list[str]]
-    """ACK add-ons to install (e.g. ``arms-prometheus``, ``ack-ai-installer``). Default none."""
+    """ACK add-ons (names from ``catalogs/ack.py``) installed as ``KubernetesAddon`` after the cluster exists
+    (e.g. ``arms-prometheus``, ``ack-ai-installer``). The network plugin and CSI driver of a new cluster are not
+    listed here: they come with the cluster. Default none."""
     protect: NotRequired[bool]
     """Pulumi ``protect`` (and ACK deletion protection) on the cluster. Default false."""
     kubeconfig: NotRequired[pulumi.Input[str]]
@@ -46,12 +54,18 @@ class _Args(Model):
     stack_name: Optional[str] = None
 
 
+def default_cluster_name(stack: str) -> str:
+    return f"gpu-platform-{stack}"
+
+
 class GpuCluster(pulumi.ComponentResource):
-    """The cluster target and its Kubernetes provider."""
+    """The cluster target, its Kubernetes provider and (on ACK) the Alibaba Cloud provider of its region."""
 
     cluster_id: pulumi.Output[str]
     vswitch_ids: pulumi.Output[list]
     kubeconfig: pulumi.Output[str]
+    alicloud_provider: Optional[pulumi.ProviderResource]
+    """``alicloud.Provider`` for ``cluster.region``; pass it to every Alibaba resource and invoke. None off ACK."""
 
     def __init__(self, name: str, args: GpuClusterArgs, opts: Optional[pulumi.ResourceOptions] = None):
         spec = _Args.model_validate({k: v for k, v in args.items() if k != "kubeconfig"})
@@ -60,17 +74,23 @@ class GpuCluster(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self)
         self.is_ack = cluster.kind != "kubeconfig"
         self.addons: dict[str, pulumi.Resource] = {}
-        if isinstance(cluster, AckManagedCluster):
-            self._create_ack(name, cluster, spec, child)
-        elif isinstance(cluster, AckExistingCluster):
-            self.cluster_id = pulumi.Output.from_input(cluster.cluster_id)
-            self.vswitch_ids = pulumi.Output.from_input(list(cluster.vswitch_ids))
-            self._install_addons(name, spec.addons, child)
+        self.alicloud_provider = None
         if self.is_ack:
             import pulumi_alicloud as alicloud
 
+            self.alicloud_provider = alicloud.Provider(f"{name}-alicloud", region=cluster.region, opts=child)
+            ali = pulumi.ResourceOptions(parent=self, provider=self.alicloud_provider)
+        if isinstance(cluster, AckManagedCluster):
+            self._create_ack(name, cluster, spec, ali)
+        elif isinstance(cluster, AckExistingCluster):
+            self.cluster_id = pulumi.Output.from_input(cluster.cluster_id)
+            self.vswitch_ids = pulumi.Output.from_input(list(cluster.vswitch_ids))
+        if self.is_ack:
+            self._install_addons(name, spec.addons, ali)
+            # no temporary_duration_minutes: the long-lived kubeconfig, the same on every run (docs/ack.md)
             cred = alicloud.cs.get_cluster_credential_output(
-                cluster_id=self.cluster_id, temporary_duration_minutes=CREDENTIAL_MINUTES, opts=pulumi.InvokeOutputOptions(parent=self))
+                cluster_id=self.cluster_id,
+                opts=pulumi.InvokeOutputOptions(parent=self, provider=self.alicloud_provider))
             self.kubeconfig = pulumi.Output.secret(cred.kube_config)
             provider_args = {"kubeconfig": self.kubeconfig}
         else:
@@ -87,44 +107,46 @@ class GpuCluster(pulumi.ComponentResource):
                                      opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=depends)))
         self.register_outputs({"cluster_id": self.cluster_id, "kubeconfig": self.kubeconfig})
 
-    def _create_ack(self, name: str, cluster: AckManagedCluster, spec: _Args, child: pulumi.ResourceOptions) -> None:
+    def _create_ack(self, name: str, cluster: AckManagedCluster, spec: _Args, ali: pulumi.ResourceOptions) -> None:
         import pulumi_alicloud as alicloud
 
-        protect = pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(protect=spec.protect))
-        vpc = alicloud.vpc.Network(f"{name}-vpc", vpc_name=f"{name}-vpc", cidr_block=cluster.vpc_cidr, opts=child)
+        vpc = alicloud.vpc.Network(f"{name}-vpc", vpc_name=f"{name}-vpc", cidr_block=cluster.vpc_cidr, opts=ali)
         switches = [alicloud.vpc.Switch(f"{name}-vsw-{i}", vpc_id=vpc.id, cidr_block=v.cidr, zone_id=v.zone_id,
-                                        vswitch_name=f"{name}-vsw-{i}", opts=child)
+                                        vswitch_name=f"{name}-vsw-{i}", opts=ali)
                     for i, v in enumerate(cluster.vswitches)]
-        addons = [{"name": a, **({"version": ACK_ADDONS[a]} if ACK_ADDONS.get(a) else {})}
-                  for a in spec.addons if a in CREATE_TIME_ADDONS]
-        if "arms-prometheus" in spec.addons:
-            # ACK documents prometheusMode "default" for the managed Prometheus add-on at creation time
-            addons = [dict(a, config=json.dumps({"prometheusMode": "default"})) if a["name"] == "arms-prometheus"
-                      else a for a in addons]
-        ack = alicloud.cs.ManagedKubernetes(
+        pod_switches = [alicloud.vpc.Switch(f"{name}-pod-vsw-{i}", vpc_id=vpc.id, cidr_block=v.cidr,
+                                            zone_id=v.zone_id, vswitch_name=f"{name}-pod-vsw-{i}", opts=ali)
+                        for i, v in enumerate(cluster.pod_vswitches)]
+        network = ({"pod_cidr": cluster.effective_pod_cidr} if cluster.network_plugin == "flannel"
+                   else {"pod_vswitch_ids": [s.id for s in pod_switches]})
+        ack_cluster = alicloud.cs.ManagedKubernetes(
             f"{name}-ack",
-            name=cluster.name or f"gpu-platform-{spec.stack_name or pulumi.get_stack()}",
+            name=cluster.name or default_cluster_name(spec.stack_name or pulumi.get_stack()),
             cluster_spec=cluster.cluster_spec,
             version=cluster.kubernetes_version,
             vswitch_ids=[s.id for s in switches],
-            pod_cidr=cluster.pod_cidr,
             service_cidr=cluster.service_cidr,
             new_nat_gateway=True,
             slb_internet_enabled=cluster.public_api_endpoint,
             proxy_mode="ipvs",
             deletion_protection=spec.protect,
-            addons=addons,
-            opts=protect)
-        self.cluster_id = ack.id
+            # read by the provider's create call only: the network plugin and CSI driver the cluster needs to
+            # start; everything else is a KubernetesAddon (_install_addons)
+            addons=ack.creation_addons(cluster.network_plugin, cluster.cluster_spec, ACK_ADDONS),
+            **network,
+            opts=pulumi.ResourceOptions.merge(ali, pulumi.ResourceOptions(protect=spec.protect)))
+        self.cluster_id = ack_cluster.id
         self.vswitch_ids = pulumi.Output.all(*[s.id for s in switches])
-        # ManagedKubernetes.addons only applies at creation; anything a later change may add is a KubernetesAddon
-        self._install_addons(name, [a for a in spec.addons if a not in CREATE_TIME_ADDONS], child)
 
-    def _install_addons(self, name: str, addons: list[str], child: pulumi.ResourceOptions) -> None:
-        """Add-ons on an adopted cluster: ``KubernetesAddon`` merges its config server-side and upgrades in place."""
+    def _install_addons(self, name: str, addons: list[str], ali: pulumi.ResourceOptions) -> None:
+        """Add-ons on a running cluster: ``KubernetesAddon`` installs a missing add-on, adopts (and updates) one
+        that is already there, and can be added at any later ``pulumi up``; others can depend on it."""
         import pulumi_alicloud as alicloud
 
         for addon in addons:
+            catalog = ack.ADDONS[addon]
             kwargs = {"version": ACK_ADDONS[addon]} if ACK_ADDONS.get(addon) else {}
+            if catalog.config:
+                kwargs["config"] = json.dumps(catalog.config, sort_keys=True)
             self.addons[addon] = alicloud.cs.KubernetesAddon(
-                f"{name}-{addon}", cluster_id=self.cluster_id, name=addon, opts=child, **kwargs)
+                f"{name}-{addon}", cluster_id=self.cluster_id, name=addon, opts=ali, **kwargs)

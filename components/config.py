@@ -73,28 +73,49 @@ class VSwitch(Model):
 
 
 class AckManagedCluster(Model):
-    """Create an ACK managed (Pro) cluster with its VPC and vSwitches."""
+    """Create an ACK managed cluster with its VPC and vSwitches."""
 
     kind: Literal["ack-managed"]
     region: str
-    """Alibaba Cloud region, e.g. ``cn-hangzhou``."""
+    """Alibaba Cloud region, e.g. ``cn-hangzhou``. Every Alibaba resource and lookup of the stack goes to this
+    region (an explicit provider; ``alicloud:region`` is not read)."""
     kubernetes_version: str
     """Full ACK Kubernetes version the cluster is created with, e.g. ``1.31.1-aliyun.1``."""
     name: Optional[str] = None
-    """Cluster name. Default: ``<project>-<stack>``."""
+    """Cluster name (1-63 letters, digits, '-' or '_'). Default: ``gpu-platform-<stack>``."""
     cluster_spec: Literal["ack.pro.small", "ack.standard"] = "ack.pro.small"
-    """ACK cluster spec. Default ``ack.pro.small`` (Pro: needed for cGPU via ack-ai-installer)."""
+    """ACK cluster spec. Default ``ack.pro.small`` (Pro: needed for cGPU and managed node pools)."""
     vpc_cidr: str = "192.168.0.0/16"
     """VPC CIDR. Default ``192.168.0.0/16``."""
     vswitches: list[VSwitch] = Field(min_length=1)
-    """vSwitches for control plane and nodes (at least one; two zones recommended)."""
+    """vSwitches for control plane and nodes, inside the VPC CIDR, zones of ``region`` (at least one; two zones
+    recommended)."""
+    network_plugin: Literal["flannel", "terway"] = "flannel"
+    """Network plugin, fixed at creation: ``flannel`` (pods get ``podCidr`` addresses) or ``terway`` (pods get
+    addresses from ``podVswitches`` in the VPC). Default ``flannel``."""
+    pod_cidr: Optional[str] = None
+    """Flannel pod CIDR; must not overlap the VPC or the service CIDR. Only with flannel. Default
+    ``172.20.0.0/16``."""
+    pod_vswitches: list[VSwitch] = Field(default_factory=list)
+    """Terway pod vSwitches inside the VPC CIDR, one in each zone of ``vswitches``. Required with terway, not
+    allowed with flannel. Default none."""
     service_cidr: str = "172.21.0.0/20"
-    """Service CIDR; must not overlap the VPC. Default ``172.21.0.0/20``."""
-    pod_cidr: str = "172.20.0.0/16"
-    """Flannel pod CIDR. Default ``172.20.0.0/16``."""
+    """Service CIDR; must not overlap the VPC or pod CIDR. Default ``172.21.0.0/20``."""
     public_api_endpoint: bool = True
     """Public API server SLB. Default true: the credential API returns a kubeconfig for the public endpoint, which
     the machine running ``pulumi up`` needs unless it sits inside the VPC."""
+
+    @property
+    def professional(self) -> bool:
+        from gpuplatform.catalogs.ack import PRO_SPECS
+
+        return self.cluster_spec in PRO_SPECS
+
+    @property
+    def effective_pod_cidr(self) -> Optional[str]:
+        from gpuplatform.catalogs.ack import DEFAULT_POD_CIDR
+
+        return (self.pod_cidr or DEFAULT_POD_CIDR) if self.network_plugin == "flannel" else None
 
 
 class AckExistingCluster(Model):
@@ -205,8 +226,9 @@ class NodePool(Model):
     """Data disks (images and model caches). Default none."""
     image_type: str = "AliyunLinux3"
     """Node OS image. Default ``AliyunLinux3``."""
-    auto_repair: bool = True
-    """ACK managed node pool auto repair. Default true."""
+    auto_repair: Optional[bool] = None
+    """ACK managed node pool (auto repair by ACK; Pro clusters only). Default: true on ACK Pro, false on other
+    clusters."""
     key_pair: Optional[str] = None
     """ECS key pair for node login. Default none (no login)."""
 
@@ -480,3 +502,12 @@ class PlatformConfig(Model):
     @property
     def is_ack(self) -> bool:
         return self.cluster.kind != "kubeconfig"
+
+    @property
+    def is_ack_pro(self) -> bool:
+        """An ACK Pro cluster (managed node pools, cGPU through ack-ai-installer)."""
+        return self.is_ack and bool(self.cluster.professional)
+
+    def pool_managed(self, pool: "NodePool") -> bool:
+        """Whether the pool is an ACK managed node pool (auto repair): ``autoRepair``, default on Pro clusters."""
+        return self.is_ack and (self.is_ack_pro if pool.auto_repair is None else pool.auto_repair)

@@ -152,6 +152,9 @@ class GpuMonitoringArgs(TypedDict):
     """The validated stack config. Required."""
     cluster_id: NotRequired[pulumi.Input[str]]
     """ACK cluster id (arms backend: the ARMS instance of the cluster and its alert rules). Default none."""
+    alicloud_provider: NotRequired[pulumi.ProviderResource]
+    """The ``alicloud.Provider`` of the cluster's region (``GpuCluster.alicloud_provider``) for the ARMS lookup
+    and alert rules. Required with backend arms."""
     gpu_operator_installed: NotRequired[bool]
     """The GPU Operator's own dcgm-exporter serves GPU metrics (no standalone exporter). Default false."""
 
@@ -172,7 +175,7 @@ class GpuMonitoring(pulumi.ComponentResource):
         if mon.backend == "self-hosted":
             self._self_hosted(cfg, args.get("gpu_operator_installed", False))
         else:
-            self._arms(cfg, args["cluster_id"])
+            self._arms(cfg, args["cluster_id"], args["alicloud_provider"])
         self.register_outputs({"prometheus_url": self.prometheus_url})
 
     def _opts(self, *depends: pulumi.Resource) -> pulumi.ResourceOptions:
@@ -224,17 +227,21 @@ class GpuMonitoring(pulumi.ComponentResource):
             register(f"{n}-dashboard", self.dashboard_config_map(cfg), self._opts(ns))
 
     # ------------------------------------------------------------------ ARMS
-    def _arms(self, cfg: PlatformConfig, cluster_id: pulumi.Input[str]) -> None:
+    def _arms(self, cfg: PlatformConfig, cluster_id: pulumi.Input[str],
+              alicloud_provider: pulumi.ProviderResource) -> None:
         import pulumi_alicloud as alicloud
 
         mon, n = cfg.monitoring, self.name
+        ali = pulumi.ResourceOptions(parent=self, provider=alicloud_provider)
         # the ARMS instance the arms-prometheus add-on creates is keyed by the ACK cluster id
         prom = alicloud.arms.get_prometheus_output(ids=[cluster_id], enable_details=True,
-                                                   opts=pulumi.InvokeOutputOptions(parent=self))
+                                                   opts=pulumi.InvokeOutputOptions(parent=self,
+                                                                                   provider=alicloud_provider))
         details = prom.prometheis.apply(lambda items: items[0] if items else None)
-        url = mon.prometheus_url or details.apply(lambda d: d.http_api_intra_url if d else "")
+        # the URL carries the account id and the cluster path: a secret wherever it is registered or exported
+        url = pulumi.Output.secret(mon.prometheus_url or details.apply(lambda d: d.http_api_intra_url if d else ""))
         token = pulumi.Output.secret(details.apply(lambda d: (d.auth_token or "") if d else ""))
-        self.prometheus_url = pulumi.Output.from_input(url)
+        self.prometheus_url = url
         tolerations = gpu_pool_tolerations(cfg)
         if tolerations and mon.exporter == "ack":
             ns_name, ds_name = ARMS_GPU_EXPORTER
@@ -255,7 +262,7 @@ class GpuMonitoring(pulumi.ComponentResource):
                 alicloud.arms.PrometheusAlertRule(
                     f"{n}-alert-{a.name.lower().replace('_', '-')}", cluster_id=cluster_id,
                     prometheus_alert_rule_name=a.name, expression=a.expr, duration=a.duration.rstrip("m"),
-                    message=a.summary, labels=[{"name": "severity", "value": a.severity}], opts=self.child)
+                    message=a.summary, labels=[{"name": "severity", "value": a.severity}], opts=ali)
 
     # ------------------------------------------------------------------ shared builders
     @staticmethod

@@ -3,8 +3,12 @@
 On ACK it is an ``alicloud.cs.NodePool``. On any other cluster the nodes already exist: the component registers
 no cloud resource and publishes the labels the nodes must carry (``gpuplatform verify`` checks them).
 
-Autoscaled pools need the RAM role ``AliyunCSManagedAutoScalerRole`` authorized for the cluster (a one-time
-console or RAM step, not expressible in this program); ACK labels their nodes ``k8s.aliyun.com=true``.
+Autoscaled pools need the RAM role ``AliyunCSManagedAutoScalerRole`` and managed pools (auto repair, ACK Pro only)
+``AliyunCSManagedNlcRole`` authorized for the account (a one-time console or RAM step, not expressible in this
+program); ACK labels autoscaled nodes ``k8s.aliyun.com=true``.
+
+Label and taint changes are applied to running nodes (``update_nodes``): changing a pool's sharing mode relabels
+its nodes in place, so the pods of the old mode must be gone first (ACK runs one GPU scheduling mode per node).
 """
 from typing import Optional, TypedDict
 
@@ -17,7 +21,9 @@ from gpuplatform.components.pools import PoolFacts
 
 class GpuNodePoolArgs(TypedDict):
     pool: dict
-    """Pool spec in the stack-file format (an item of ``gpu-platform:nodePools``). Required."""
+    """Pool spec in the stack-file format (an item of ``gpu-platform:nodePools``). Required. ``autoRepair`` true
+    makes it an ACK managed pool (Pro clusters only); left out it is false here (the platform resolves the
+    stack default)."""
     facts: PoolFacts
     """Derived facts (model, labels, capacity) from :func:`components.pools.pool_facts`. Required."""
     cluster_id: NotRequired[pulumi.Input[str]]
@@ -26,6 +32,9 @@ class GpuNodePoolArgs(TypedDict):
     """vSwitches of the pool's nodes (ACK). Required with ``cluster_id``."""
     protect: NotRequired[bool]
     """Pulumi ``protect``: a replaced GPU pool drops all GPU capacity at once. Default false."""
+    alicloud_provider: NotRequired[pulumi.ProviderResource]
+    """The ``alicloud.Provider`` of the cluster's region (``GpuCluster.alicloud_provider``). Required with
+    ``cluster_id``: without it the pool would go to whatever region ``alicloud:region`` names."""
 
 
 class _Args(Model):
@@ -44,9 +53,14 @@ def node_pool_inputs(pool: NodePool, facts: PoolFacts) -> dict:
         "data_disks": [{"category": d.category, "size": d.size_gib} for d in pool.data_disks],
         "labels": [{"key": k, "value": v} for k, v in sorted(facts.node_labels.items())],
         "taints": [{"key": t.key, **({"value": t.value} if t.value else {}), "effect": t.effect} for t in pool.taints],
-        "management": {"enable": True, "auto_repair": pool.auto_repair, "max_unavailable": 1},
+        # labels and taints (the sharing mode is a label) reach running nodes only with update_nodes: the
+        # provider sends it with every pool update (resource_alicloud_cs_kubernetes_node_pool.go, update)
+        "update_nodes": True,
         "install_cloud_monitor": True,
     }
+    if pool.auto_repair:
+        # a managed node pool (ACK Pro only; RAM role AliyunCSManagedNlcRole)
+        out["management"] = {"enable": True, "auto_repair": True, "max_unavailable": 1}
     if pool.autoscaling:
         out["scaling_config"] = {"enable": True, "min_size": pool.min_nodes, "max_size": pool.max_nodes,
                                  "type": "gpu"}
@@ -86,7 +100,7 @@ class GpuNodePool(pulumi.ComponentResource):
             self.pool = alicloud.cs.NodePool(
                 f"{name}-pool", cluster_id=args["cluster_id"], vswitch_ids=args.get("vswitch_ids"),
                 **node_pool_inputs(spec.pool, facts),
-                opts=pulumi.ResourceOptions(parent=self, protect=spec.protect))
+                opts=pulumi.ResourceOptions(parent=self, protect=spec.protect, provider=args["alicloud_provider"]))
             self.node_pool_id = self.pool.node_pool_id
         else:
             self.node_pool_id = pulumi.Output.from_input(facts.name)

@@ -8,6 +8,7 @@ from typing import Optional, TypedDict
 
 import pulumi
 
+from gpuplatform.catalogs.ack import AUTO_REPAIR_ADDONS
 from gpuplatform.catalogs.sharing import ACK_LEGACY_SHARING_ADDON, ACK_SHARING_ADDON
 from gpuplatform.catalogs.versions import MONITOR_LABELS, chart
 from gpuplatform.components.cluster import GpuCluster
@@ -26,16 +27,18 @@ class GpuPlatformArgs(TypedDict):
 
 
 def required_addons(cfg: PlatformConfig) -> list[str]:
-    """ACK add-ons the stack needs: managed Prometheus for arms, the GPU sharing installer for cGPU pools,
-    the node problem detector and lifecycle controller for node pool auto repair."""
+    """ACK add-ons the stack installs on the running cluster (``KubernetesAddon``): managed Prometheus for arms,
+    the GPU sharing installer for cGPU pools, the node problem detector and lifecycle controller for managed
+    (auto-repair) pools. The network plugin and CSI driver come with a new cluster (``catalogs/ack.py``)."""
     if not cfg.is_ack:
         return []
-    addons = ["ack-node-problem-detector", "node-lifecycle-controller"]
+    addons = []
     if cfg.monitoring.backend == "arms":
-        addons.insert(0, "arms-prometheus")
+        addons.append("arms-prometheus")
+    if any(cfg.pool_managed(p) for p in cfg.node_pools):
+        addons += list(AUTO_REPAIR_ADDONS)
     if any(p.sharing.mode == "cgpu" for p in cfg.node_pools):
-        dedicated = cfg.cluster.kind == "ack-existing" and not cfg.cluster.professional
-        addons.append(ACK_LEGACY_SHARING_ADDON if dedicated else ACK_SHARING_ADDON)
+        addons.append(ACK_SHARING_ADDON if cfg.is_ack_pro else ACK_LEGACY_SHARING_ADDON)
     return addons
 
 
@@ -64,15 +67,17 @@ class GpuPlatform(pulumi.ComponentResource):
         facts = all_pool_facts(cfg)
         self.pools = {
             p.name: GpuNodePool(f"{name}-{p.name}", {
-                "pool": p.model_dump(by_alias=True), "facts": facts[p.name], "protect": s.protect_resources,
-                **({"cluster_id": self.cluster.cluster_id, "vswitch_ids": self.cluster.vswitch_ids}
-                   if cfg.is_ack else {})}, opts=child)
+                "pool": {**p.model_dump(by_alias=True), "autoRepair": cfg.pool_managed(p)},
+                "facts": facts[p.name], "protect": s.protect_resources,
+                **({"cluster_id": self.cluster.cluster_id, "vswitch_ids": self.cluster.vswitch_ids,
+                    "alicloud_provider": self.cluster.alicloud_provider} if cfg.is_ack else {})}, opts=child)
             for p in cfg.node_pools}
         in_cluster = pulumi.ResourceOptions(parent=self, provider=self.cluster.provider,
                                             depends_on=[pl.pool for pl in self.pools.values() if pl.pool])
         gpu_software = self._gpu_software(name, cfg, facts, in_cluster)
         self.monitoring = GpuMonitoring(f"{name}-monitoring", {
             "config": cfg, "cluster_id": self.cluster.cluster_id,
+            **({"alicloud_provider": self.cluster.alicloud_provider} if cfg.is_ack else {}),
             "gpu_operator_installed": uses_gpu_operator(cfg)}, opts=in_cluster)
         # the namespace needs the cluster (through the provider), not its GPU nodes
         self.namespace = register(f"{name}-workloads-namespace", namespace(s.namespace, "restricted", warn=True),

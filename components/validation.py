@@ -4,12 +4,13 @@
 cross-field rules (hardware, sharing, capacity, metrics, exposure, intervals). Each rule is a small function
 that appends issues, so every problem of a config is reported at once.
 """
+import ipaddress
 import re
 from typing import Any, Callable
 
 from pydantic import ValidationError
 
-from gpuplatform.catalogs import sharing
+from gpuplatform.catalogs import ack, sharing
 from gpuplatform.catalogs.kubernetes import INTRODUCED_APIS, SECRET_ENV_PATTERN
 from gpuplatform.catalogs.gpus import GPU_MODELS, INSTANCE_TYPES, close_matches, instance_type, mig_instance_families
 from gpuplatform.catalogs.metrics import METRICS
@@ -132,6 +133,88 @@ def check_cluster(cfg: PlatformConfig, facts: dict[str, PoolFacts], out: _Issues
     if getattr(cfg.cluster, "simulate_gpus", False) and mon.exporter != "dcgm":
         out.add("monitoring.gpuExporter", f"{fmt(mon.exporter)} does not run with simulated GPUs; "
                 "allowed with simulateGpus: dcgm (fake-gpu-operator emits DCGM series)")
+
+
+def _network(value: str):
+    try:
+        return ipaddress.ip_network(value)
+    except ValueError:
+        return None
+
+
+def check_ack_cluster(cfg: PlatformConfig, facts: dict[str, PoolFacts], out: _Issues) -> None:
+    """What ACK and the VPC API would refuse, or a cluster that would start broken: zones of another region,
+    vSwitches outside the VPC or overlapping, service/pod ranges inside the VPC, names ACK rejects, a network
+    plugin without its address source, Pro-only features on a Basic or dedicated cluster."""
+    c = cfg.cluster
+    if c.kind == "kubeconfig":
+        return
+    for i, pool in enumerate(cfg.node_pools):
+        if cfg.pool_managed(pool) and not cfg.is_ack_pro:
+            out.add(f"nodePools[{i}].autoRepair", f"{pool.auto_repair}: managed node pools (auto repair) need an "
+                    f"ACK Pro cluster, and {_cluster_tier(cfg)}; allowed: false")
+        if pool.sharing.mode == "cgpu" and c.kind == "ack-managed" and not cfg.is_ack_pro:
+            out.add(f"nodePools[{i}].sharing.mode", f"'cgpu' needs ack-ai-installer on an ACK Pro cluster, and "
+                    f"{_cluster_tier(cfg)}; allowed: cluster.clusterSpec {one_of(ack.PRO_SPECS)}, or sharing "
+                    "exclusive")
+    if c.kind != "ack-managed":
+        return
+    if c.name is not None and not ack.CLUSTER_NAME.match(c.name):
+        out.add("cluster.name", f"{fmt(c.name)} is not a valid ACK cluster name; allowed: {ack.CLUSTER_NAME_RULE}")
+    vpc = _network(c.vpc_cidr)
+    if vpc is None:
+        out.add("cluster.vpcCidr", f"{fmt(c.vpc_cidr)} is not a CIDR block; allowed: e.g. 192.168.0.0/16")
+    switches: list[tuple[str, Any]] = []
+    for key, items in (("vswitches", c.vswitches), ("podVswitches", c.pod_vswitches)):
+        for j, v in enumerate(items):
+            p = f"cluster.{key}[{j}]"
+            if not ack.zone_in_region(v.zone_id, c.region):
+                out.add(f"{p}.zoneId", f"{fmt(v.zone_id)} is not a zone of region {fmt(c.region)}; allowed: "
+                        f"{c.region}-<zone letter>, e.g. {c.region}-a")
+            net = _network(v.cidr)
+            if net is None:
+                out.add(f"{p}.cidr", f"{fmt(v.cidr)} is not a CIDR block; allowed: a block inside the VPC "
+                        f"{c.vpc_cidr}")
+                continue
+            if vpc is not None and (net.version != vpc.version or not net.subnet_of(vpc)):
+                out.add(f"{p}.cidr", f"{fmt(v.cidr)} is outside the VPC CIDR {fmt(c.vpc_cidr)}; allowed: a block "
+                        "inside it")
+            for other_path, other in switches:
+                if net.overlaps(other):
+                    out.add(f"{p}.cidr", f"{fmt(v.cidr)} overlaps {other_path} ({other}); vSwitch CIDRs must not "
+                            "overlap")
+            switches.append((p, net))
+    if c.network_plugin == "terway":
+        if c.pod_cidr is not None:
+            out.add("cluster.podCidr", f"{fmt(c.pod_cidr)}: Terway takes pod addresses from 'podVswitches', not "
+                    "a pod CIDR; allowed: remove it, or networkPlugin flannel")
+        missing = sorted({v.zone_id for v in c.vswitches} - {v.zone_id for v in c.pod_vswitches})
+        if missing:
+            out.add("cluster.podVswitches", f"no pod vSwitch in zone(s) {one_of(missing)}; Terway needs one in "
+                    "each zone of 'vswitches'")
+    elif c.pod_vswitches:
+        out.add("cluster.podVswitches", "is for Terway; with networkPlugin 'flannel' pods get addresses from "
+                "'podCidr'; allowed: remove it, or networkPlugin terway")
+    service = _network(c.service_cidr)
+    if service is None:
+        out.add("cluster.serviceCidr", f"{fmt(c.service_cidr)} is not a CIDR block; allowed: e.g. 172.21.0.0/20")
+    pod = _network(c.effective_pod_cidr) if c.effective_pod_cidr else None
+    if c.effective_pod_cidr and pod is None:
+        out.add("cluster.podCidr", f"{fmt(c.pod_cidr)} is not a CIDR block; allowed: e.g. {ack.DEFAULT_POD_CIDR}")
+    for path, value, net in (("cluster.serviceCidr", c.service_cidr, service),
+                             ("cluster.podCidr", c.effective_pod_cidr, pod)):
+        if net is not None and vpc is not None and net.overlaps(vpc):
+            out.add(path, f"{fmt(value)} overlaps the VPC CIDR {fmt(c.vpc_cidr)}; allowed: a range outside it")
+    if service is not None and pod is not None and service.overlaps(pod):
+        out.add("cluster.serviceCidr", f"{fmt(c.service_cidr)} overlaps the pod CIDR {fmt(c.effective_pod_cidr)}; "
+                "allowed: a range outside it")
+
+
+def _cluster_tier(cfg: PlatformConfig) -> str:
+    c = cfg.cluster
+    if c.kind == "ack-managed":
+        return f"cluster.clusterSpec is {fmt(c.cluster_spec)}"
+    return "cluster.professional is false (a dedicated cluster)"
 
 
 def check_intervals(cfg: PlatformConfig, facts: dict[str, PoolFacts], out: _Issues) -> None:
@@ -443,7 +526,7 @@ def check_pool_totals(cfg: PlatformConfig, facts: dict[str, PoolFacts], out: _Is
                     "lower the workloads' maxReplicas")
 
 
-RULES: tuple[Rule, ...] = (check_cluster, check_intervals, check_pools, check_workloads, check_pool_totals,
+RULES: tuple[Rule, ...] = (check_cluster, check_ack_cluster, check_intervals, check_pools, check_workloads, check_pool_totals,
                            check_kubernetes_validity)
 
 

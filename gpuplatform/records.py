@@ -20,6 +20,9 @@ class RegisteredResource:
     depends_on: list[str] = field(default_factory=list)
     """Logical names of explicit ``depends_on`` resources."""
     urn: str = ""
+    provider: str = ""
+    """The explicit provider reference (``<provider urn>::<id>``) the engine receives; empty when the resource
+    uses its package's default provider (configured from stack config such as ``alicloud:region``)."""
     secret_strings: frozenset = frozenset()
     """Every string registered inside a secret. The SDK marks a whole top-level input secret when any value in
     it is, so this is a superset of the secret values themselves: tests use it to prove a secret was registered

@@ -62,12 +62,18 @@ def provider_outputs(typ: str, name: str) -> tuple[str, dict]:
 class OfflineMocks(pulumi.runtime.Mocks):
     def __init__(self):
         self.invokes: list[tuple[str, dict]] = []
+        self.invoke_providers: list[str] = []
+        """The provider reference of each invoke (empty: the package's default provider)."""
+        self.outputs: dict[str, Any] = {}
+        """URN -> the outputs a resource registered (``register_outputs``; the stack's exports), as the engine
+        receives them: serialized, secrets still marked."""
 
     def new_resource(self, args: pulumi.runtime.MockResourceArgs):
         return provider_outputs(args.typ, args.name)
 
     def call(self, args: pulumi.runtime.MockCallArgs):
         self.invokes.append((args.token, dict(args.args)))
+        self.invoke_providers.append(args.provider or "")
         return INVOKES.get(args.token, lambda a: {})(args)
 
 
@@ -91,6 +97,10 @@ class RecordingMonitor(MockMonitor):
         self.resources[urn] = MockMonitor.ResourceRegistration(urn, resource_id, state)
         self.requests.append((urn, request))
         return resource_pb2.RegisterResourceResponse(urn=urn, id=resource_id, object=outputs)
+
+    def RegisterResourceOutputs(self, request):
+        self.mocks.outputs[request.urn] = request.outputs
+        return super().RegisterResourceOutputs(request)
 
 
 @contextmanager
@@ -135,17 +145,19 @@ def _name_of(urn: str) -> Optional[str]:
 
 
 def synthesize(config: dict[str, Any], program: Optional[Callable[[], Any]] = None, *, stack: str = "offline",
-               project: str = "gpu-platform", secret_keys: Optional[tuple] = None) -> list[RegisteredResource]:
+               project: str = "gpu-platform", secret_keys: Optional[tuple] = None,
+               mocks: Optional[OfflineMocks] = None) -> list[RegisteredResource]:
     """Run ``program`` (default: the gpu-platform program) with ``config`` (full keys, e.g.
     ``gpu-platform:nodePools``) and return every registered resource in registration order.
 
     ``secret_keys`` are the keys the CLI would mark secret; default: the package's secret keys present in
-    ``config`` (offline they come from a stack file, whose reader accepts them only encrypted)."""
+    ``config`` (offline they come from a stack file, whose reader accepts them only encrypted). ``mocks``: an
+    :class:`OfflineMocks` (or subclass) that answers the invokes and keeps what was invoked; default a new one."""
     if secret_keys is None:
         secret_keys = secret_config_keys(config)
     if program is None:
         from gpuplatform.program import main as program
-    mocks = OfflineMocks()
+    mocks = mocks or OfflineMocks()
     monitor = RecordingMonitor(mocks)
     pulumi.runtime.reset_options()
     # a plan is a preview: the engine hands back no final values, so the SDK does not decode every input again
@@ -168,6 +180,7 @@ def synthesize(config: dict[str, Any], program: Optional[Callable[[], Any]] = No
         out.append(RegisteredResource(
             type=req.type, name=req.name, inputs=inputs, parent=_name_of(req.parent), custom=bool(req.custom),
             protect=bool(req.protect), depends_on=[_name_of(d) for d in req.dependencies], urn=urn,
+            provider=req.provider,
             secret_strings=frozenset(secrets)))
     return out
 

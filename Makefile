@@ -28,5 +28,6 @@ test: $(VENV)/.installed $(WHEELHOUSE)/.complete
 bench: $(VENV)/.installed
 	$(PY) benchmarks/synth.py
 	$(PY) benchmarks/check_manifests.py
+	$(PY) benchmarks/simulate.py
 
 .PHONY: install plan test bench

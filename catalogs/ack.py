@@ -49,7 +49,7 @@ class AckAddon:
     def creation_entry(self, version: str | None) -> dict:
         """One item of ``ManagedKubernetes.addons``."""
         entry: dict = {"name": self.name}
-        if self.config:
+        if self.config and not self.disabled_at_creation:
             entry["config"] = json.dumps(self.config, sort_keys=True)
         if version:
             entry["version"] = version
@@ -66,13 +66,15 @@ ADDONS: dict[str, AckAddon] = {
         AckAddon("csi-plugin", "disk, NAS and OSS CSI node plugin", True),
         AckAddon("managed-csiprovisioner", "CSI provisioner run by ACK (Pro clusters)", True),
         AckAddon("csi-provisioner", "CSI provisioner in the cluster (ACK Basic)", True),
-        AckAddon("nginx-ingress-controller", "ingress-nginx with an Internet SLB (not wanted by default)", True,
-                 disabled_at_creation=True),
+        # ACK's default install has an Internet SLB: off at creation; a stack with an nginx Ingress installs it
+        # later with an intranet SLB (IngressSlbNetworkType: pulumi-alicloud cs/_inputs.py addon example)
+        AckAddon("nginx-ingress-controller", "ingress-nginx, for Ingresses of class nginx", True,
+                 config={"IngressSlbNetworkType": "intranet"}, disabled_at_creation=True),
         AckAddon("arms-prometheus", "ACK managed Prometheus (ARMS) and its GPU exporter",
                  config={"prometheusMode": "default"}),
         AckAddon("ack-node-problem-detector", "node problem detection, needed by node pool auto repair"),
         AckAddon("node-lifecycle-controller", "node lifecycle controller, needed by node pool auto repair"),
-        AckAddon(ACK_SHARING_ADDON, "GPU sharing (cGPU) on Pro clusters"),
+        AckAddon(ACK_SHARING_ADDON, "GPU sharing (cGPU) and MIG partitioning on Pro clusters"),
         AckAddon(ACK_LEGACY_SHARING_ADDON, "legacy cGPU on dedicated clusters"),
     )
 }
@@ -80,6 +82,11 @@ ADDONS: dict[str, AckAddon] = {
 NETWORK_ADDON = {"flannel": "flannel", "terway": "terway-eniip"}
 """The network plugin add-on per CNI choice."""
 AUTO_REPAIR_ADDONS = ("ack-node-problem-detector", "node-lifecycle-controller")
+"""What node pool auto repair needs (pulumi-alicloud ``cs.NodePool`` ``management.auto_repair`` docstring)."""
+ARMS_ADDON = "arms-prometheus"
+"""ACK managed Prometheus: creates the cluster's ARMS instance and the ``arms-prom`` exporters."""
+INGRESS_ADDON = "nginx-ingress-controller"
+"""ACK's NGINX Ingress controller (ingressClassName ``nginx``)."""
 
 
 def creation_addon_names(network_plugin: str, cluster_spec: str) -> list[str]:

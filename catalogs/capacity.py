@@ -68,3 +68,79 @@ def pool_replicas(mode: str, model: GpuModel, gpus: int, max_nodes: int, request
                   mig_profile: str | None = None) -> int:
     """Replicas the pool holds at its maximum size."""
     return max_nodes * replicas_per_node(mode, model, gpus, request, mig_profile)
+
+
+# ------------------------------------------------------------------------------------------------ bin packing
+@dataclass(frozen=True)
+class Replica:
+    """One replica to place: its workload, GPU request and CPU (cores) / memory (bytes) requests."""
+    workload: str
+    request: GpuRequest
+    cpu: float = 0
+    memory: float = 0
+
+
+@dataclass
+class _Card:
+    free: float
+    pods: int = 0
+    core: int = 100
+
+
+@dataclass
+class _Node:
+    cards: list
+    cpu: float
+    memory: float
+
+
+def pack(mode: str, model: GpuModel, gpus: int, nodes: int, replicas: list[Replica], *,
+         vcpus: float | None = None, memory_bytes: float | None = None,
+         mig_profile: str | None = None) -> dict[str, int]:
+    """Replicas of each workload that stay unplaced when ``replicas`` are packed onto ``nodes`` nodes of the pool.
+
+    First fit, largest GPU request first, as the schedulers do for one pool: cGPU memory must fit on one card
+    (the gpushare scheduler extender binds a pod to one device, at most ``CGPU_MAX_PODS_PER_GPU`` pods a card), so
+    an 8 GiB and a 4 GiB replica share a 14 GiB T4 while two 8 GiB replicas do not; whole GPUs and MIG instances
+    are counted per node. CPU and memory requests must fit the node's vCPUs and memory (``None``: unknown, not
+    checked; the kubelet's reservations are not subtracted, so this is an upper bound).
+    """
+    per_card = units_per_gpu(mode, model, mig_profile)
+    pool = [_Node([_Card(per_card) for _ in range(gpus)], vcpus if vcpus is not None else float("inf"),
+                  memory_bytes if memory_bytes is not None else float("inf")) for _ in range(nodes)]
+    unplaced: dict[str, int] = {}
+
+    def size(r: Replica) -> tuple:
+        return (r.request.memory_gib if mode == "cgpu" else r.request.count, r.cpu, r.memory)
+
+    for r in sorted(replicas, key=size, reverse=True):
+        unplaced.setdefault(r.workload, 0)
+        if not any(_place(mode, node, r) for node in pool):
+            unplaced[r.workload] += 1
+    return unplaced
+
+
+def _place(mode: str, node: _Node, r: Replica) -> bool:
+    if r.cpu > node.cpu + 1e-9 or r.memory > node.memory + 1e-9:
+        return False
+    if mode == "cgpu":
+        core = r.request.core_percent or 0
+        card = next((c for c in node.cards if c.free >= r.request.memory_gib and c.pods < CGPU_MAX_PODS_PER_GPU
+                     and c.core >= core), None)
+        if card is None:
+            return False
+        card.free -= r.request.memory_gib
+        card.pods += 1
+        card.core -= core
+    else:
+        # whole GPUs / MIG instances: the device plugin hands out any free units of the node
+        if sum(c.free for c in node.cards) < r.request.count:
+            return False
+        need = r.request.count
+        for c in node.cards:
+            take = min(c.free, need)
+            c.free -= take
+            need -= take
+    node.cpu -= r.cpu
+    node.memory -= r.memory
+    return True

@@ -50,6 +50,8 @@ class InstanceType:
     gpu_model: str
     gpus: int
     vcpus: int
+    memory_gib: int
+    """Instance memory (GiB) as the ECS instance family tables list it; the kubelet's reservations come off it."""
     bare_metal: bool = False
     mig_supported: bool = False
     """Whether the *instance family* can run MIG on ACK (passthrough families cannot, even with an A100)."""
@@ -59,35 +61,38 @@ class InstanceType:
         return GPU_MODELS[self.gpu_model]
 
 
-def _family(family: str, model: str, sizes: list[tuple[str, int, int]], *, bare_metal: bool = False,
+def _family(family: str, model: str, sizes: list[tuple[str, int, int, int]], *, bare_metal: bool = False,
             mig: bool = False) -> list[InstanceType]:
-    return [InstanceType(f"ecs.{family}{suffix}", f"ecs.{family}", model, gpus, vcpus, bare_metal, mig)
-            for suffix, gpus, vcpus in sizes]
+    return [InstanceType(f"ecs.{family}{suffix}", f"ecs.{family}", model, gpus, vcpus, memory_gib, bare_metal, mig)
+            for suffix, gpus, vcpus, memory_gib in sizes]
 
 
 INSTANCE_TYPES: dict[str, InstanceType] = {
     t.name: t
     for t in (
-        *_family("gn6i", "T4", [("-c4g1.xlarge", 1, 4), ("-c8g1.2xlarge", 1, 8), ("-c16g1.4xlarge", 1, 16),
-                                ("-c24g1.6xlarge", 1, 24), ("-c24g1.12xlarge", 2, 48), ("-c24g1.24xlarge", 4, 96)]),
-        *_family("gn6v", "V100-16GB", [("-c8g1.2xlarge", 1, 8), ("-c8g1.8xlarge", 4, 32), ("-c8g1.16xlarge", 8, 64),
-                                       ("-c10g1.20xlarge", 8, 82)]),
-        *_family("gn6e", "V100-32GB", [("-c12g1.3xlarge", 1, 12), ("-c12g1.12xlarge", 4, 48),
-                                       ("-c12g1.24xlarge", 8, 96)]),
-        *_family("gn7i", "A10", [("-c8g1.2xlarge", 1, 8), ("-c16g1.4xlarge", 1, 16), ("-c32g1.8xlarge", 1, 32),
-                                 ("-c32g1.16xlarge", 2, 64), ("-2x.8xlarge", 2, 32), ("-c32g1.32xlarge", 4, 128),
-                                 ("-4x.8xlarge", 4, 32), ("-4x.16xlarge", 4, 64), ("-8x.16xlarge", 8, 64),
-                                 ("-8x.32xlarge", 8, 128)]),
-        *_family("gn7s", "A30", [("-c8g1.2xlarge", 1, 8), ("-c16g1.4xlarge", 1, 16), ("-c32g1.8xlarge", 1, 32),
-                                 ("-c32g1.16xlarge", 2, 64), ("-c32g1.32xlarge", 4, 128)], mig=True),
-        *_family("gn7", "A100-40GB", [("-c12g1.3xlarge", 1, 12), ("-c13g1.13xlarge", 4, 52),
-                                      ("-c13g1.26xlarge", 8, 104)]),
-        *_family("gn7e", "A100-80GB", [("-c16g1.4xlarge", 1, 16), ("-c16g1.8xlarge", 2, 32),
-                                       ("-c16g1.16xlarge", 4, 64), ("-c16g1.32xlarge", 8, 128)]),
-        *_family("gn8is", "L20", [(".2xlarge", 1, 8), (".4xlarge", 1, 16), ("-2x.8xlarge", 2, 32),
-                                  ("-4x.16xlarge", 4, 64), ("-8x.32xlarge", 8, 128)]),
-        *_family("ebmgn7", "A100-40GB", [(".26xlarge", 8, 104)], bare_metal=True, mig=True),
-        *_family("ebmgn7e", "A100-80GB", [(".32xlarge", 8, 128)], bare_metal=True),
+        *_family("gn6i", "T4", [("-c4g1.xlarge", 1, 4, 15), ("-c8g1.2xlarge", 1, 8, 31),
+                                ("-c16g1.4xlarge", 1, 16, 62), ("-c24g1.6xlarge", 1, 24, 93),
+                                ("-c24g1.12xlarge", 2, 48, 186), ("-c24g1.24xlarge", 4, 96, 372)]),
+        *_family("gn6v", "V100-16GB", [("-c8g1.2xlarge", 1, 8, 32), ("-c8g1.8xlarge", 4, 32, 128),
+                                       ("-c8g1.16xlarge", 8, 64, 256), ("-c10g1.20xlarge", 8, 82, 336)]),
+        *_family("gn6e", "V100-32GB", [("-c12g1.3xlarge", 1, 12, 92), ("-c12g1.12xlarge", 4, 48, 368),
+                                       ("-c12g1.24xlarge", 8, 96, 736)]),
+        *_family("gn7i", "A10", [("-c8g1.2xlarge", 1, 8, 30), ("-c16g1.4xlarge", 1, 16, 60),
+                                 ("-c32g1.8xlarge", 1, 32, 188), ("-c32g1.16xlarge", 2, 64, 376),
+                                 ("-2x.8xlarge", 2, 32, 128), ("-c32g1.32xlarge", 4, 128, 752),
+                                 ("-4x.8xlarge", 4, 32, 128), ("-4x.16xlarge", 4, 64, 256),
+                                 ("-8x.16xlarge", 8, 64, 256), ("-8x.32xlarge", 8, 128, 512)]),
+        *_family("gn7s", "A30", [("-c8g1.2xlarge", 1, 8, 60), ("-c16g1.4xlarge", 1, 16, 120),
+                                 ("-c32g1.8xlarge", 1, 32, 250), ("-c32g1.16xlarge", 2, 64, 500),
+                                 ("-c32g1.32xlarge", 4, 128, 1000)], mig=True),
+        *_family("gn7", "A100-40GB", [("-c12g1.3xlarge", 1, 12, 94), ("-c13g1.13xlarge", 4, 52, 378),
+                                      ("-c13g1.26xlarge", 8, 104, 756)]),
+        *_family("gn7e", "A100-80GB", [("-c16g1.4xlarge", 1, 16, 125), ("-c16g1.8xlarge", 2, 32, 250),
+                                       ("-c16g1.16xlarge", 4, 64, 500), ("-c16g1.32xlarge", 8, 128, 1000)]),
+        *_family("gn8is", "L20", [(".2xlarge", 1, 8, 64), (".4xlarge", 1, 16, 128), ("-2x.8xlarge", 2, 32, 256),
+                                  ("-4x.16xlarge", 4, 64, 512), ("-8x.32xlarge", 8, 128, 1024)]),
+        *_family("ebmgn7", "A100-40GB", [(".26xlarge", 8, 104, 768)], bare_metal=True, mig=True),
+        *_family("ebmgn7e", "A100-80GB", [(".32xlarge", 8, 128, 1024)], bare_metal=True),
     )
 }
 

@@ -31,6 +31,9 @@ def served_by(api_version: str, version: tuple[int, int]) -> bool:
     return version >= INTRODUCED_APIS.get(api_version, (0, 0))
 
 
+HPA_TOLERANCE = 0.1
+"""``--horizontal-pod-autoscaler-tolerance`` default: the HPA changes nothing while current/target is within 10% of
+1 (kube-controller-manager reference; kubernetes.io "Horizontal Pod Autoscaling", algorithm details)."""
 HPA_DEFAULT_SCALE_UP = {"stabilizationWindowSeconds": 0, "selectPolicy": "Max",
                         "policies": [{"type": "Percent", "value": 100, "periodSeconds": 15},
                                      {"type": "Pods", "value": 4, "periodSeconds": 15}]}
@@ -55,6 +58,10 @@ def api_group(api_version: str) -> str:
 
 POD_SECURITY_ENFORCE = "pod-security.kubernetes.io/enforce"
 POD_SECURITY_WARN = "pod-security.kubernetes.io/warn"
+POD_SECURITY_AUDIT = "pod-security.kubernetes.io/audit"
+
+ACK_INTRANET_LB = {"service.beta.kubernetes.io/alibaba-cloud-loadbalancer-address-type": "intranet"}
+"""The annotation that makes an ACK LoadBalancer Service internal (a VPC-only address)."""
 
 SECRET_ENV_PATTERN = (r"(?i)^(?!.*_(?:FILE|PATH|DIR|NAME)$).*?(?:^|_)"
                       r"(?:PASSWORD|PASSWD|SECRET|TOKEN|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY|CREDENTIALS?)(?:_|$)")
@@ -104,3 +111,7 @@ NOT_SCALABLE_KINDS = ("DaemonSet", "Job", "CronJob", "Pod", "Service", "ConfigMa
 READ_ONLY_API_GROUPS = ("custom.metrics.k8s.io", "external.metrics.k8s.io", "metrics.k8s.io")
 """Aggregated metrics APIs, which serve only get and list (k8s.io/metrics: pkg/apis/custom_metrics,
 external_metrics): a wildcard verb on them grants no write."""
+
+ROOT_OPT_OUT_ANNOTATION = "gpuplatform.io/run-as-root"
+"""Pod template annotation of a workload that opts out of non-root (``runAsRoot``): the policy pack reports it
+under the advisory ``pod-root-opt-out`` instead of failing ``pod-run-as-non-root``."""

@@ -14,7 +14,8 @@ metrics docs and its k8s-onprem adapter rule; vLLM metrics.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, replace
 
 from gpuplatform.catalogs.gpus import close_matches
 
@@ -53,18 +54,68 @@ WINDOW = "[[window]]"
 
 
 @dataclass(frozen=True)
+class Unit:
+    name: str
+    dimension: str
+    """Units of one dimension convert into each other: ``fraction``, ``memory``, ``time``, ``count``."""
+    scale: float
+    """One of this unit in the dimension's base unit (ratio, byte, second, one)."""
+    description: str
+    maximum: float | None = None
+    """Largest value a metric in this unit can take (100 percent, a ratio of 1); none when unbounded."""
+
+
+UNITS: dict[str, Unit] = {u.name: u for u in (
+    Unit("percent", "fraction", 0.01, "percent, 0-100", 100.0),
+    Unit("ratio", "fraction", 1.0, "a ratio, 0-1", 1.0),
+    Unit("bytes", "memory", 1.0, "bytes"),
+    Unit("MiB", "memory", float(2 ** 20), "MiB (2^20 bytes)"),
+    Unit("us", "time", 1e-6, "microseconds"),
+    Unit("ms", "time", 1e-3, "milliseconds"),
+    Unit("requests", "count", 1.0, "requests"),
+)}
+
+
+def convert_query(query: str, from_unit: str, to_unit: str) -> str:
+    """``query`` (values in ``from_unit``) rescaled to ``to_unit``; labels are kept, since a scalar operation on an
+    instant vector keeps every series' labels (Prometheus docs, querying/operators: arithmetic binary operators)."""
+    src, dst = UNITS[from_unit], UNITS[to_unit]
+    if src.dimension != dst.dimension:
+        raise ValueError(f"cannot convert {from_unit} to {to_unit}")
+    if src.scale == dst.scale:
+        return query
+    down, up = dst.scale / src.scale, src.scale / dst.scale
+    if down > 1 and abs(down - round(down)) < 1e-9 * down:
+        return f"({query}) / {round(down)}"
+    if up > 1 and abs(up - round(up)) < 1e-9 * up:
+        return f"({query}) * {round(up)}"
+    return f"({query}) * {up!r}"
+
+
+@dataclass(frozen=True)
 class MetricSource:
     exporter: str
     series: str
     api_name: str
     scope: str
     """``pod``: one value per pod (usable as an HPA ``Pods`` metric); ``node``: one value per node only."""
-    metrics_query: str
+    query: str
+    """metricsQuery template over the exporter's series, in the exporter's ``unit``."""
+    unit: str
+    """Unit the exporter reports the series in (a key of :data:`UNITS`)."""
+    served_unit: str = ""
+    """Unit the adapter serves: the metric's catalog unit (set by :class:`MetricDef`)."""
     aggregation_note: str = ""
 
     @property
     def labels(self) -> ExporterLabels:
         return EXPORTERS[self.exporter]
+
+    @property
+    def metrics_query(self) -> str:
+        """The rule's metricsQuery: the exporter's query, converted to the catalog unit when they differ (the 2020
+        exporter reports GPU memory in bytes, the catalog and every other exporter in MiB)."""
+        return convert_query(self.query, self.unit, self.served_unit or self.unit)
 
 
 @dataclass(frozen=True)
@@ -72,6 +123,7 @@ class MetricDef:
     name: str
     description: str
     unit: str
+    """Unit of the values the custom metrics API serves and of the targets a stack writes (a key of UNITS)."""
     category: str
     """``gpu`` (from a GPU exporter) or ``app`` (from the inference server itself)."""
     sharing_modes: frozenset[str]
@@ -81,12 +133,22 @@ class MetricDef:
     hpa_metric_type: str = "Pods"
     hpa_target_type: str = "AverageValue"
 
+    def __post_init__(self) -> None:
+        # every source serves the metric's unit; a source in another unit of the same dimension is converted
+        for s in self.sources:
+            convert_query("x", s.unit, self.unit)  # raises for unknown or incompatible units
+        object.__setattr__(self, "sources", tuple(replace(s, served_unit=self.unit) for s in self.sources))
+
     def source(self, exporter: str) -> MetricSource | None:
         return next((s for s in self.sources if s.exporter == exporter), None)
 
     @property
     def exporters(self) -> list[str]:
         return [s.exporter for s in self.sources]
+
+    @property
+    def unit_info(self) -> Unit:
+        return UNITS[self.unit]
 
 
 # Triton average queue time per request, per pod, over the rule window.
@@ -122,23 +184,26 @@ METRICS: dict[str, MetricDef] = {
     for m in (
         MetricDef(
             "gpu_util", "GPU utilization (duty cycle) of whole GPUs", "percent", "gpu", frozenset({"exclusive"}),
-            (MetricSource("ack", DCGM_GPU_UTIL, DCGM_GPU_UTIL, "node", _AVG),
-             MetricSource("dcgm", DCGM_GPU_UTIL, "gpu_utilization", "pod", _AVG),
-             MetricSource("ack-legacy", "nvidia_gpu_duty_cycle", "duty_cycle_current", "pod", _AVG))),
+            (MetricSource("ack", DCGM_GPU_UTIL, DCGM_GPU_UTIL, "node", _AVG, "percent"),
+             MetricSource("dcgm", DCGM_GPU_UTIL, "gpu_utilization", "pod", _AVG, "percent"),
+             MetricSource("ack-legacy", "nvidia_gpu_duty_cycle", "duty_cycle_current", "pod", _AVG, "percent"))),
         MetricDef(
             "gpu_sm_util", "GPU (SM) utilization of each pod's processes", "percent", "gpu",
             frozenset({"exclusive", "cgpu"}),
-            (MetricSource("ack", "DCGM_CUSTOM_PROCESS_SM_UTIL", "DCGM_CUSTOM_PROCESS_SM_UTIL", "pod", _AVG),)),
+            (MetricSource("ack", "DCGM_CUSTOM_PROCESS_SM_UTIL", "DCGM_CUSTOM_PROCESS_SM_UTIL", "pod", _AVG,
+                          "percent"),)),
         MetricDef(
             "gpu_fb_used", "GPU frame buffer memory used", "MiB", "gpu", frozenset({"exclusive"}),
-            (MetricSource("ack", DCGM_FB_USED, DCGM_FB_USED, "node", _SUM),
-             MetricSource("dcgm", DCGM_FB_USED, "gpu_memory_used", "pod", _SUM),
-             MetricSource("ack-legacy", "nvidia_gpu_memory_used_bytes", "memory_used_bytes_current", "pod", _SUM)),
+            (MetricSource("ack", DCGM_FB_USED, DCGM_FB_USED, "node", _SUM, "MiB"),
+             MetricSource("dcgm", DCGM_FB_USED, "gpu_memory_used", "pod", _SUM, "MiB"),
+             MetricSource("ack-legacy", "nvidia_gpu_memory_used_bytes", "memory_used_mib_current", "pod", _SUM,
+                          "bytes")),
             scale_down_reliable=False),
         MetricDef(
             "gpu_mem_used", "GPU memory used by each pod's processes", "MiB", "gpu",
             frozenset({"exclusive", "cgpu"}),
-            (MetricSource("ack", "DCGM_CUSTOM_PROCESS_MEM_USED", "DCGM_CUSTOM_PROCESS_MEM_USED", "pod", _SUM),),
+            (MetricSource("ack", "DCGM_CUSTOM_PROCESS_MEM_USED", "DCGM_CUSTOM_PROCESS_MEM_USED", "pod", _SUM,
+                          "MiB"),),
             scale_down_reliable=False),
         MetricDef(
             "gpu_mem_used_ratio", "GPU memory used by a pod / GPU memory allocated to it", "ratio", "gpu",
@@ -146,25 +211,26 @@ METRICS: dict[str, MetricDef] = {
             (MetricSource(
                 "ack", "DCGM_CUSTOM_PROCESS_MEM_USED", "DCGM_CUSTOM_PROCESS_GPU_MEM_USED_RATIO", "pod",
                 "sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)"
-                " / sum(DCGM_CUSTOM_CONTAINER_MEM_ALLOCATED{<<.LabelMatchers>>}) by (<<.GroupBy>>)"),
+                " / sum(DCGM_CUSTOM_CONTAINER_MEM_ALLOCATED{<<.LabelMatchers>>}) by (<<.GroupBy>>)", "ratio"),
              MetricSource(
                 "dcgm", DCGM_FB_USED, "gpu_memory_used_ratio", "pod",
                 "sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)"
                 " / (sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)"
-                f" + sum({DCGM_FB_FREE}{{<<.LabelMatchers>>}}) by (<<.GroupBy>>))")),
+                f" + sum({DCGM_FB_FREE}{{<<.LabelMatchers>>}}) by (<<.GroupBy>>))", "ratio")),
             scale_down_reliable=False),
         MetricDef(
             "gpu_engine_active", "Graphics engine active ratio (0-1); reported for MIG instances", "ratio", "gpu",
             frozenset({"exclusive", "mig"}),
-            (MetricSource("ack", DCGM_GR_ENGINE_ACTIVE, DCGM_GR_ENGINE_ACTIVE, "pod", _AVG),
-             MetricSource("dcgm", DCGM_GR_ENGINE_ACTIVE, "gpu_engine_active", "pod", _AVG))),
+            (MetricSource("ack", DCGM_GR_ENGINE_ACTIVE, DCGM_GR_ENGINE_ACTIVE, "pod", _AVG, "ratio"),
+             MetricSource("dcgm", DCGM_GR_ENGINE_ACTIVE, "gpu_engine_active", "pod", _AVG, "ratio"))),
         MetricDef(
             "triton_queue_time_us", "Triton average queue time per request over the rule window", "us", "app",
             ALL_MODES,
-            (MetricSource("triton", TRITON_QUEUE_US, "avg_time_queue_us", "pod", TRITON_QUEUE_PER_REQUEST),)),
+            (MetricSource("triton", TRITON_QUEUE_US, "avg_time_queue_us", "pod", TRITON_QUEUE_PER_REQUEST, "us"),)),
         MetricDef(
             "vllm_requests_waiting", "vLLM requests waiting in the scheduler queue", "requests", "app", ALL_MODES,
-            (MetricSource("vllm", "vllm:num_requests_waiting", "vllm_num_requests_waiting", "pod", _SUM),)),
+            (MetricSource("vllm", "vllm:num_requests_waiting", "vllm_num_requests_waiting", "pod", _SUM,
+                          "requests"),)),
     )
 }
 
@@ -186,4 +252,20 @@ def series_query(source: MetricSource) -> str:
 
 
 def is_windowed(source: MetricSource) -> bool:
-    return WINDOW in source.metrics_query
+    return WINDOW in source.query
+
+
+def served_names(rule_list: list[dict]) -> set[str]:
+    """API metric names a list of adapter rules serves (``name.as``; else the series name itself). The rule
+    format is the adapter's (see ``components/adapter_rules.py``); the policies read it from Helm values and
+    ConfigMaps, the components write it, so both take the naming from here."""
+    out = set()
+    for r in rule_list:
+        name = r.get("name") or {}
+        if name.get("as"):
+            out.add(name["as"])
+        else:
+            m = re.match(r"^\s*([a-zA-Z_:][a-zA-Z0-9_:]*)", r.get("seriesQuery", ""))
+            if m:
+                out.add(m.group(1))
+    return out

@@ -17,7 +17,7 @@ Rendering (prometheus-adapter ``pkg/naming/metrics_query.go`` ``Build``), for a 
 Node-scoped rules (cluster-scoped resource) get no namespace matcher. :func:`render_metrics_query` does exactly
 this, and the test suite evaluates every rendered query with ``promtool`` on exporter-shaped series.
 """
-from gpuplatform.catalogs.metrics import MetricSource, WINDOW, series_query
+from gpuplatform.catalogs.metrics import MetricSource, WINDOW, series_query, served_names  # noqa: F401 - re-exported
 
 
 def rule(source: MetricSource, window: str) -> dict:
@@ -36,22 +36,6 @@ def rule(source: MetricSource, window: str) -> dict:
 
 def rules(sources: list[MetricSource], window: str) -> list[dict]:
     return [rule(s, window) for s in sources]
-
-
-def served_names(rule_list: list[dict]) -> set[str]:
-    """API metric names a list of adapter rules serves (``name.as``; else the series name itself)."""
-    import re
-
-    out = set()
-    for r in rule_list:
-        name = r.get("name") or {}
-        if name.get("as"):
-            out.add(name["as"])
-        else:
-            m = re.match(r"^\s*([a-zA-Z_:][a-zA-Z0-9_:]*)", r.get("seriesQuery", ""))
-            if m:
-                out.add(m.group(1))
-    return out
 
 
 def go_quote(value: str) -> str:

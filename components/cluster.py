@@ -15,10 +15,13 @@ without ``temporary_duration_minutes``: valid three years, the same on every run
 (the credential API hard-codes ``PrivateIpAddress=false``). A temporary credential would be stored in the state
 and break ``destroy``/``refresh`` once expired, and change the provider on every preview. Trade-off: a
 long-lived client certificate sits in the (encrypted) state; revoke it in the ACK console when a user leaves.
-See docs/ack.md.
+With ``credential: ack-ram-tool`` the kubeconfig keeps only the API endpoint and CA and runs the ack-ram-tool
+credential plugin for every connection. See docs/ack.md.
 """
 import json
 from typing import Optional, TypedDict
+
+import yaml
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -58,6 +61,30 @@ def default_cluster_name(stack: str) -> str:
     return f"gpu-platform-{stack}"
 
 
+ACK_RAM_TOOL = "ack-ram-tool"
+EXEC_API_VERSION = "client.authentication.k8s.io/v1beta1"
+
+
+def credential_plugin_kubeconfig(ack_kubeconfig: str, cluster_id: str) -> str:
+    """A kubeconfig for the endpoint and CA of ``ack_kubeconfig`` whose user runs the ack-ram-tool credential
+    plugin (``ack-ram-tool credential-plugin get-credential``, AliyunContainerService/ack-ram-tool docs
+    "get-kubeconfig"): no client credential in it, and the same text on every run."""
+    source = yaml.safe_load(ack_kubeconfig)
+    endpoint = source["clusters"][0]["cluster"]
+    user = f"{ACK_RAM_TOOL}-{cluster_id}"
+    return yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": cluster_id,
+        "clusters": [{"name": cluster_id, "cluster": {k: endpoint[k] for k in ("server", "certificate-authority-data")
+                                                      if k in endpoint}}],
+        "contexts": [{"name": cluster_id, "context": {"cluster": cluster_id, "user": user}}],
+        "users": [{"name": user, "user": {"exec": {
+            "apiVersion": EXEC_API_VERSION, "command": ACK_RAM_TOOL,
+            "args": ["credential-plugin", "get-credential", "--cluster-id", cluster_id, "--api-version", "v1beta1",
+                     "--log-level", "error"],
+            "interactiveMode": "Never", "provideClusterInfo": False}}}],
+    }, sort_keys=True)
+
+
 class GpuCluster(pulumi.ComponentResource):
     """The cluster target, its Kubernetes provider and (on ACK) the Alibaba Cloud provider of its region."""
 
@@ -74,6 +101,8 @@ class GpuCluster(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self)
         self.is_ack = cluster.kind != "kubeconfig"
         self.addons: dict[str, pulumi.Resource] = {}
+        """Add-on name -> its ``KubernetesAddon``: what a resource that needs the add-on waits for."""
+        self.adopted = isinstance(cluster, AckExistingCluster)
         self.alicloud_provider = None
         if self.is_ack:
             import pulumi_alicloud as alicloud
@@ -91,7 +120,11 @@ class GpuCluster(pulumi.ComponentResource):
             cred = alicloud.cs.get_cluster_credential_output(
                 cluster_id=self.cluster_id,
                 opts=pulumi.InvokeOutputOptions(parent=self, provider=self.alicloud_provider))
-            self.kubeconfig = pulumi.Output.secret(cred.kube_config)
+            kubeconfig = cred.kube_config
+            if cluster.credential == ACK_RAM_TOOL:
+                kubeconfig = pulumi.Output.all(cred.kube_config, self.cluster_id).apply(
+                    lambda a: credential_plugin_kubeconfig(a[0], a[1]))
+            self.kubeconfig = pulumi.Output.secret(kubeconfig)
             provider_args = {"kubeconfig": self.kubeconfig}
         else:
             assert isinstance(cluster, KubeconfigCluster)
@@ -102,9 +135,10 @@ class GpuCluster(pulumi.ComponentResource):
             provider_args = {"kubeconfig": self.kubeconfig} if source else {}
             if cluster.context:
                 provider_args["context"] = cluster.context
-        depends = list(self.addons.values())
-        self.provider = k8s.Provider(f"{name}-k8s", **provider_args,
-                                     opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=depends)))
+        # The provider waits for nothing but the kubeconfig: whatever waits for the provider waits for its
+        # dependencies too (the SDK resolves a resource's provider reference before registering it), so the
+        # add-ons are waited for by the objects that need them (see ``addon_dependencies``).
+        self.provider = k8s.Provider(f"{name}-k8s", **provider_args, opts=child)
         self.register_outputs({"cluster_id": self.cluster_id, "kubeconfig": self.kubeconfig})
 
     def _create_ack(self, name: str, cluster: AckManagedCluster, spec: _Args, ali: pulumi.ResourceOptions) -> None:
@@ -138,11 +172,18 @@ class GpuCluster(pulumi.ComponentResource):
         self.cluster_id = ack_cluster.id
         self.vswitch_ids = pulumi.Output.all(*[s.id for s in switches])
 
+    def addon_dependencies(self, *names: str) -> list[pulumi.Resource]:
+        """What a resource that needs the named add-ons waits for (none for add-ons the stack does not install)."""
+        return [self.addons[n] for n in dict.fromkeys(names) if n in self.addons]
+
     def _install_addons(self, name: str, addons: list[str], ali: pulumi.ResourceOptions) -> None:
         """Add-ons on a running cluster: ``KubernetesAddon`` installs a missing add-on, adopts (and updates) one
-        that is already there, and can be added at any later ``pulumi up``; others can depend on it."""
+        that is already there, and can be added at any later ``pulumi up``; others can depend on it. On an
+        adopted cluster the add-ons may have been there before the stack: ``retain_on_delete`` keeps
+        ``pulumi destroy`` from uninstalling what the cluster's other tenants rely on."""
         import pulumi_alicloud as alicloud
 
+        ali = pulumi.ResourceOptions.merge(ali, pulumi.ResourceOptions(retain_on_delete=self.adopted))
         for addon in addons:
             catalog = ack.ADDONS[addon]
             kwargs = {"version": ACK_ADDONS[addon]} if ACK_ADDONS.get(addon) else {}

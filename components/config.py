@@ -29,7 +29,12 @@ def duration_seconds(value: str) -> int:
 
 
 def _check_duration(value: str) -> str:
-    duration_seconds(value)
+    if value.strip().startswith("-"):
+        raise ValueError(f"'{value}' is negative; allowed: a positive duration such as 15s, 1m, 1m30s")
+    if duration_seconds(value) <= 0:
+        # a 0s scrape or collect interval never samples, a 0s window holds no sample and a 0s relist never
+        # rediscovers: each would leave the HPA without a value
+        raise ValueError(f"'{value}' is zero; allowed: a positive duration such as 15s, 1m, 1m30s")
     return value
 
 
@@ -53,7 +58,16 @@ class Settings(Model):
     namespace: str = "inference"
     """Namespace of the inference workloads. Default ``inference``."""
     create_namespace: bool = True
-    """Create the workload namespace (labelled Pod Security ``restricted``). Default true."""
+    """Create the workload namespace (labelled Pod Security ``restricted``), and the root namespace when a workload
+    sets ``runAsRoot``. Default true."""
+    root_namespace: Optional[str] = None
+    """Namespace of the workloads that set ``runAsRoot``, labelled Pod Security ``baseline`` (enforce) and
+    ``restricted`` (warn, audit): Pod Security labels apply to a whole namespace, so root pods never lower the
+    level of the others. Default ``<namespace>-root``."""
+
+    @property
+    def root_namespace_name(self) -> str:
+        return self.root_namespace or f"{self.namespace}-root"
 
     @property
     def is_prod(self) -> bool:
@@ -101,6 +115,11 @@ class AckManagedCluster(Model):
     allowed with flannel. Default none."""
     service_cidr: str = "172.21.0.0/20"
     """Service CIDR; must not overlap the VPC or pod CIDR. Default ``172.21.0.0/20``."""
+    credential: Literal["ack-kubeconfig", "ack-ram-tool"] = "ack-kubeconfig"
+    """How ``pulumi`` authenticates to the cluster. ``ack-kubeconfig``: your long-lived ACK kubeconfig (3 years),
+    stored as a secret in the state. ``ack-ram-tool``: a kubeconfig whose user runs the ack-ram-tool credential
+    plugin, so the state holds no client credential (ack-ram-tool and Alibaba credentials needed wherever
+    ``pulumi`` runs). Default ``ack-kubeconfig``."""
     public_api_endpoint: bool = True
     """Public API server SLB. Default true: the credential API returns a kubeconfig for the public endpoint, which
     the machine running ``pulumi up`` needs unless it sits inside the VPC."""
@@ -130,6 +149,11 @@ class AckExistingCluster(Model):
     """ACK cluster id (``c…``)."""
     vswitch_ids: list[str] = Field(min_length=1)
     """vSwitch ids new GPU node pools are placed in."""
+    credential: Literal["ack-kubeconfig", "ack-ram-tool"] = "ack-kubeconfig"
+    """How ``pulumi`` authenticates to the cluster. ``ack-kubeconfig``: your long-lived ACK kubeconfig (3 years),
+    stored as a secret in the state. ``ack-ram-tool``: a kubeconfig whose user runs the ack-ram-tool credential
+    plugin, so the state holds no client credential (ack-ram-tool and Alibaba credentials needed wherever
+    ``pulumi`` runs). Default ``ack-kubeconfig``."""
     professional: bool = True
     """Whether the cluster is ACK Pro; false for a dedicated cluster, where cGPU uses the legacy ack-cgpu component
     and the cgpu=true label. Default true."""
@@ -284,6 +308,11 @@ class Monitoring(Model):
     """Adapter replicas. Default 2 in prod (with a PodDisruptionBudget), 1 elsewhere."""
     helm_values: HelmValues = Field(default_factory=HelmValues)
     """Per-release values overrides (escape hatch). Default none."""
+    adopt_adapter_release: bool = False
+    """An ``ack-alibaba-cloud-metrics-adapter`` Helm release is already installed in ``kube-system`` (the way ACK's
+    guides install it from the App Catalog): import it into the stack instead of installing a second release that
+    would collide with it. The import leaves the release as it is; set this back to false after that first
+    ``pulumi up`` and the next one applies the stack's values and rules. Default false."""
 
     @property
     def exporter(self) -> str:
@@ -300,6 +329,10 @@ class Port(Model):
     name: str
     """Port name (IANA_SVC_NAME: lowercase, <= 15 chars)."""
     container_port: int = Field(ge=1, le=65535)
+    """Port the container listens on."""
+    service_port: Optional[int] = Field(None, ge=1, le=65535)
+    """Port the Service (and an ingress) exposes it on, e.g. 80 for a notebook listening on 8888. Default: the
+    container port."""
     protocol: Literal["http", "grpc", "metrics"] = "http"
     """What the port speaks: ``http``/``grpc`` are exposed by the Service; ``metrics`` is scraped only. Default
     ``http``."""
@@ -362,7 +395,9 @@ class MetricTarget(Model):
     metric: str
     """Logical metric name from the catalog (``gpuplatform schema`` lists them), e.g. ``gpu_sm_util``."""
     target: float
-    """Target average value per pod, in the metric's unit (percent, MiB, ratio, us, requests)."""
+    """Target average value per pod, in the metric's catalog unit (percent 0-100, ratio 0-1, MiB, microseconds,
+    requests; README lists each metric's). Bounded units must leave room above the target for the HPA's 10%
+    tolerance (percent <= 90.909, ratio <= 0.909); Kubernetes keeps thousandths."""
 
 
 class ScalingPolicy(Model):
@@ -388,18 +423,27 @@ class Behavior(Model):
 
 
 class Autoscaling(Model):
-    autoscaler: Literal["hpa", "keda"] = "hpa"
-    """``hpa``: a HorizontalPodAutoscaler on custom metrics; ``keda``: a KEDA ScaledObject (scale to zero). Default
-    ``hpa``."""
+    autoscaler: Literal["hpa", "keda", "none"] = "hpa"
+    """``hpa``: a HorizontalPodAutoscaler on custom metrics; ``keda``: a KEDA ScaledObject (scale to zero);
+    ``none``: no autoscaler, the workload's fixed ``replicas`` (what a workload without an ``autoscaling`` block
+    gets). Default ``hpa``."""
     min_replicas: int = Field(1, ge=0)
     """Lower bound (0 only with KEDA). Default 1."""
     max_replicas: int = Field(1, ge=1)
     """Upper bound; checked against the pool's capacity. Default 1."""
-    metrics: list[MetricTarget] = Field(min_length=1)
-    """One or more metrics; the HPA follows the largest recommendation."""
+    metrics: list[MetricTarget] = Field(default_factory=list)
+    """One or more metrics (required with ``hpa`` and ``keda``); the HPA follows the largest recommendation.
+    Default none."""
     behavior: Optional[Behavior] = None
     """Scaling behavior overrides (autoscaling/v2 only). Default: fast scale-up, cautious scale-down (see
     workload_manifests)."""
+
+
+class IngressRoute(Model):
+    port: str
+    """Name of the container port this host routes to (its protocol picks HTTP or gRPC backends)."""
+    host: str
+    """Host name routed to that port."""
 
 
 class ServiceModel(Model):
@@ -422,13 +466,33 @@ class ServiceModel(Model):
 
 class Ingress(Model):
     class_name: Literal["nginx", "alb"] = "nginx"
-    """ingress-nginx or ACK ALB Ingress. Default ``nginx``."""
-    host: str
-    """Host name routed to the service."""
-    port: str
-    """Name of the container port the ingress routes to (its protocol picks HTTP or gRPC backends)."""
+    """ingress-nginx or ACK ALB Ingress. The controller is a prerequisite: this package creates Ingress objects,
+    not the controller. Default ``nginx``."""
+    host: Optional[str] = None
+    """Host name routed to ``port`` (the one-port form). Default none: then ``routes`` is required."""
+    port: Optional[str] = None
+    """Name of the container port ``host`` routes to (the one-port form). Default none."""
+    routes: list[IngressRoute] = Field(default_factory=list)
+    """Several serving ports, one host each (e.g. Triton's HTTP and gRPC ports); one Ingress object per route,
+    since ingress-nginx and ALB set the backend protocol per Ingress object. Default none."""
     tls_secret: Optional[str] = None
-    """TLS secret for the host. Default none."""
+    """TLS secret (type kubernetes.io/tls, in the workload namespace) covering every host. Required when a route
+    carries gRPC: ingress-nginx and ALB serve gRPC (HTTP/2) only on their TLS listener. Default none."""
+
+    def all_routes(self) -> list[IngressRoute]:
+        """The one-port form and ``routes`` alike, as routes."""
+        if self.host is not None and self.port is not None:
+            return [IngressRoute(port=self.port, host=self.host), *self.routes]
+        return list(self.routes)
+    controller: Optional[Literal["addon", "external"]] = None
+    """Who runs the ingress controller. ``addon``: the stack installs ACK's ``nginx-ingress-controller`` add-on
+    (intranet SLB) and waits for the Ingress to get its address; ``external``: a controller the stack does not
+    manage (another stack, the console, a laptop cluster's own): the Ingress is not awaited
+    (``pulumi.com/skipAwait``) and ``gpuplatform verify`` checks its address instead. Default ``addon`` for nginx
+    on ACK, ``external`` otherwise."""
+
+    def controller_for(self, on_ack: bool) -> str:
+        return self.controller or ("addon" if on_ack and self.class_name == "nginx" else "external")
 
 
 class Exposure(Model):
@@ -467,14 +531,35 @@ class Workload(Model):
     """Probes; default: TCP checks on the first serving port."""
     run_as_user: int = Field(1000, ge=1)
     """Non-root UID the container runs as (restricted Pod Security). Default 1000."""
+    run_as_root: bool = False
+    """Explicit opt-out for images that only work as root (e.g. notebook images): the container runs as UID 0
+    without ``runAsNonRoot``, in ``settings.rootNamespace`` (Pod Security ``baseline``, which allows root and still
+    forbids privileged pods, host namespaces and added capabilities). Every other restriction stays; the policy
+    pack reports such pods under the advisory policy ``pod-root-opt-out`` instead of failing them. Default
+    false."""
     read_only_root_filesystem: bool = True
     """Default true; a writable ``/tmp`` emptyDir is mounted."""
-    autoscaling: Autoscaling
+    replicas: Optional[int] = Field(None, ge=1, le=1000)
+    """Fixed replica count of a workload without an autoscaler (notebooks, a single-replica service): the
+    Deployment sets ``spec.replicas`` and no HPA is created. Exactly one of ``replicas`` and ``autoscaling``.
+    Default none."""
+    autoscaling: Autoscaling = Field(default_factory=lambda: Autoscaling(autoscaler="none"))
+    """How the replica count follows load. Default: no autoscaler (then ``replicas`` is required)."""
     exposure: Exposure = Field(default_factory=Exposure)
     """How clients reach the service. Default a ClusterIP Service, no ingress."""
     service_model: ServiceModel = Field(default_factory=ServiceModel)
     """Load model for ``gpuplatform simulate`` only. Default: 10 requests/s per replica at target, 20 ms per
     request, model load = startup probe budget, 60 s image pull."""
+
+    @property
+    def fixed(self) -> bool:
+        """No autoscaler: the replica count is ``replicas``."""
+        return self.autoscaling.autoscaler == "none"
+
+    @property
+    def replica_ceiling(self) -> int:
+        """Most replicas the workload ever runs (capacity checks size pools for it)."""
+        return (self.replicas or 1) if self.fixed else self.autoscaling.max_replicas
 
 
 # ---------------------------------------------------------------------------------------------- root
@@ -495,6 +580,10 @@ class PlatformConfig(Model):
     grafana_admin_password: Optional[SecretStr] = None
     """Secret (``pulumi config set --secret``; plain text is an error): Grafana admin password for the self-hosted
     backend. Default: generated by the chart."""
+
+    def workload_namespace(self, workload: "Workload") -> str:
+        """Namespace a workload's objects live in (root workloads have their own)."""
+        return self.settings.root_namespace_name if workload.run_as_root else self.settings.namespace
 
     def pool(self, name: str) -> Optional[NodePool]:
         return next((p for p in self.node_pools if p.name == name), None)

@@ -1,7 +1,7 @@
 """GPU software a cluster needs for its pools' sharing modes, as pure Helm values builders plus one component.
 
-* ACK: the GPU stack is ACK-managed; cGPU needs ``ack-ai-installer`` (installed as a cluster add-on by
-  :class:`~components.cluster.GpuCluster`); MIG uses ACK's ``ack.node.gpu.schedule=mig`` label.
+* ACK: the GPU stack is ACK-managed; cGPU and MIG (ACK's ``ack.node.gpu.schedule=mig`` label) need
+  ``ack-ai-installer``, installed as a cluster add-on by :class:`~components.cluster.GpuCluster`.
 * Other clusters with MIG pools: the NVIDIA GPU Operator (pinned) with ``mig.strategy`` and mig-manager
   following each node's ``nvidia.com/mig.config`` label.
 * Simulated GPUs (``simulateGpus``): run-ai/fake-gpu-operator with one topology node pool per GPU pool.
@@ -12,6 +12,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from gpuplatform.catalogs.sharing import SIMULATED_POOL_LABEL
+from gpuplatform.catalogs.timeouts import HELM_RELEASE_TIMEOUT_SECONDS
 from gpuplatform.catalogs.versions import chart
 from gpuplatform.components.pools import PoolFacts
 
@@ -51,14 +52,16 @@ def gpu_operator_values(pools: list[PoolFacts], monitor_labels: dict, scrape_int
 def release(name: str, release_key: str, values: dict, overrides: dict, opts: pulumi.ResourceOptions,
             namespace: Optional[str] = None) -> k8s.helm.v3.Release:
     """A pinned Helm release from the versions catalog, with the user's ``helmValues`` merged over ours.
-    Namespaces are created by the caller (with their Pod Security labels), never by Helm."""
+    Namespaces are created by the caller (with their Pod Security labels), never by Helm. The timeout is explicit
+    (pulumi-kubernetes' default is 300 s per operation, short for GPU DaemonSets and CRD-heavy charts)."""
     c = chart(release_key)
     if c.repository.startswith("oci://"):
         source = {"chart": f"{c.repository}/{c.name}"}
     else:
         source = {"chart": c.name, "repository_opts": {"repo": c.repository}}
     return k8s.helm.v3.Release(name, name=c.release, version=c.version, namespace=namespace or c.namespace,
-                               values=deep_merge(values, overrides), opts=opts, **source)
+                               values=deep_merge(values, overrides), timeout=HELM_RELEASE_TIMEOUT_SECONDS[release_key],
+                               opts=opts, **source)
 
 
 def deep_merge(base: dict, override: dict) -> dict:

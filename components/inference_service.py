@@ -51,6 +51,9 @@ class WaitFor(TypedDict, total=False):
     crd_owners: dict
     """API group -> resources that install its CRDs (``monitoring.coreos.com``, ``keda.sh``): children of that
     group. Default none."""
+    ingress_controller: list
+    """What installs the ingress controller (the ACK add-on): the Ingress, whose await needs its address.
+    Default none."""
 
 
 class InferenceServiceArgs(TypedDict):
@@ -85,13 +88,15 @@ class ChildDependencies:
     namespace: tuple = ()
     gpu_nodes: tuple = ()
     crd_owners: Mapping[str, tuple] = field(default_factory=dict)
+    ingress_controller: tuple = ()
 
     @classmethod
     def of_args(cls, wait_for: Optional[WaitFor], component_depends_on: list) -> "ChildDependencies":
         w = wait_for or {}
         return cls(every_child=(*component_depends_on, *w.get("every_child", ())),
                    namespace=tuple(w.get("namespace", ())), gpu_nodes=tuple(w.get("gpu_nodes", ())),
-                   crd_owners={group: tuple(owners) for group, owners in (w.get("crd_owners") or {}).items()})
+                   crd_owners={group: tuple(owners) for group, owners in (w.get("crd_owners") or {}).items()},
+                   ingress_controller=tuple(w.get("ingress_controller", ())))
 
     def of(self, obj: dict) -> list:
         deps = list(self.every_child)
@@ -99,6 +104,8 @@ class ChildDependencies:
             deps += self.namespace
         if obj["kind"] == "Deployment":
             deps += self.gpu_nodes
+        if obj["kind"] == "Ingress":
+            deps += self.ingress_controller
         return deps + list(self.crd_owners.get(api_group(obj["apiVersion"]), ()))
 
 
@@ -127,7 +134,16 @@ class InferenceService(pulumi.ComponentResource):
                   for obj in wm.nfs_volume_objects(workload, ctx)]
         self.deployment = add(f"{name}-deployment", wm.deployment(workload, ctx), *claims)
         self.service = add(f"{name}-service", wm.service(workload, ctx))
-        for suffix, builder in (("ingress", wm.ingress), ("pdb", wm.pod_disruption_budget), ("hpa", wm.hpa),
+        routes = wm.ingresses(workload, ctx)
+        self.ingresses = [add(f"{name}-ingress" if obj["metadata"]["name"] == workload.name
+                              else f"{name}-ingress-{obj['metadata']['name'].removeprefix(workload.name + '-')}", obj)
+                          for obj in routes]
+        for obj in routes:
+            if obj["metadata"].get("annotations", {}).get(wm.SKIP_AWAIT_ANNOTATION) == "true":
+                pulumi.log.info(f"Ingress {obj['metadata']['name']}: its controller is external (exposure.ingress."
+                                "controller), so its address is not awaited; `gpuplatform verify` checks it",
+                                resource=self)
+        for suffix, builder in (("pdb", wm.pod_disruption_budget), ("hpa", wm.hpa),
                                 ("scaledobject", wm.scaled_object), ("podmonitor", wm.pod_monitor)):
             obj = builder(workload, ctx)
             if obj is not None:
@@ -146,7 +162,7 @@ def workload_context(cfg: PlatformConfig, workload: Workload, facts: PoolFacts,
                      prometheus_url: Optional[str] = None) -> wm.WorkloadContext:
     mon = cfg.monitoring
     return wm.WorkloadContext(
-        namespace=cfg.settings.namespace, pool=facts, kubernetes_version=kubernetes_version(cfg) or (1, 31),
+        namespace=cfg.workload_namespace(workload), pool=facts, kubernetes_version=kubernetes_version(cfg) or (1, 31),
         hpa_api_version=hpa_api_version(cfg), on_ack=cfg.is_ack, scrape_interval=mon.intervals.scrape,
         rule_window=mon.intervals.rule_window,
         **({"prometheus_url": prometheus_url} if prometheus_url else {}),
@@ -165,7 +181,9 @@ def service_config(args: InferenceServiceArgs) -> PlatformConfig:
 
     version = args.get("kubernetes_version", "1.31")
     raw = {
+        # the caller's namespace holds every object, root opt-outs included (the caller labels it)
         "settings": {"environment": "dev", "namespace": args.get("namespace", "inference"),
+                     "rootNamespace": args.get("namespace", "inference"),
                      "allowPublicEndpoints": args.get("allow_public_endpoints", False), "createNamespace": False},
         "cluster": ({**_SOME_ACK_CLUSTER, "kubernetesVersion": version} if args.get("on_ack")
                     else {"kind": "kubeconfig", "kubernetesVersion": version}),

@@ -4,7 +4,7 @@ import re
 import pulumi
 import pulumi_kubernetes as k8s
 
-from gpuplatform.catalogs.kubernetes import POD_SECURITY_ENFORCE, POD_SECURITY_WARN
+from gpuplatform.catalogs.kubernetes import POD_SECURITY_AUDIT, POD_SECURITY_ENFORCE, POD_SECURITY_WARN
 
 TYPED = {
     ("apps/v1", "Deployment"): k8s.apps.v1.Deployment,
@@ -23,12 +23,16 @@ TYPED = {
 }
 
 
-def namespace(name: str, pod_security: str, *, warn: bool = False) -> dict:
-    """A Namespace with its Pod Security Standard level (``restricted`` for workloads, ``privileged`` only for
-    GPU and monitoring system components that need host access)."""
+def namespace(name: str, pod_security: str, *, warn: bool = False, warn_audit: str = "") -> dict:
+    """A Namespace with its Pod Security Standard level (``restricted`` for workloads, ``baseline`` for the
+    workloads that opt out of non-root, ``privileged`` only for GPU and monitoring system components that need
+    host access). ``warn_audit`` names a stricter level reported to clients (warn) and the audit log (audit)."""
     labels = {POD_SECURITY_ENFORCE: pod_security}
     if warn:
         labels[POD_SECURITY_WARN] = pod_security
+    if warn_audit:
+        labels[POD_SECURITY_WARN] = warn_audit
+        labels[POD_SECURITY_AUDIT] = warn_audit
     return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}}
 
 

@@ -193,17 +193,19 @@ def check_kubernetes_validity(cfg, facts, out) -> None:
                 _add(out, f"{pv}.nfs.path", absolute_path(vol.nfs.path, "path exported by the NFS server"))
         ing = w.exposure.ingress
         if ing is not None:
-            problem = ingress_host(ing.host)
-            _add(out, f"{p}.exposure.ingress.host", problem)
             if ing.tls_secret is not None:
                 _add(out, f"{p}.exposure.ingress.tlsSecret", dns_subdomain(ing.tls_secret, "Secret name"))
-            # every workload's ingress routes '/' of its host: a second one on the same host and class
-            # would take the same requests, and the controller picks one of them
-            route = (ing.class_name, ing.host)
-            if problem is None and route in hosts:
-                out.add(f"{p}.exposure.ingress.host", f"{_q(ing.host)} already routes '/' to {hosts[route]} "
-                        f"(ingress class {ing.class_name}); allowed: a host no other workload uses")
-            hosts.setdefault(route, w.name)
+            one_port = [("host", ing.host)] if ing.host is not None else []
+            for key, host in one_port + [(f"routes[{k}].host", r.host) for k, r in enumerate(ing.routes)]:
+                problem = ingress_host(host)
+                _add(out, f"{p}.exposure.ingress.{key}", problem)
+                # every route sends '/' of its host to one port: a second route on the same host and class
+                # would take the same requests, and the controller picks one of them
+                route = (ing.class_name, host)
+                if problem is None and route in hosts:
+                    out.add(f"{p}.exposure.ingress.{key}", f"{_q(host)} already routes '/' to {hosts[route]} "
+                            f"(ingress class {ing.class_name}); allowed: a host no other route uses")
+                hosts.setdefault(route, w.name)
 
 
 def _add(out, path: str, problem: Optional[str]) -> None:

@@ -97,11 +97,28 @@ def prometheus_adapter_values(cfg: PlatformConfig, prometheus_url: pulumi.Input[
 
 def ack_adapter_values(cfg: PlatformConfig, prometheus_url: pulumi.Input[str],
                        auth_token: Optional[pulumi.Input[str]]) -> dict:
+    """The token is optional on ARMS V1 instances: without one, an ``Authorization`` header would carry an empty
+    credential, so the header is only sent with a non-empty token (known once the ARMS lookup has run)."""
     prom = {"enabled": True, "url": prometheus_url, "metricsRelistInterval": cfg.monitoring.intervals.adapter_relist,
             "adapter": {"rules": {"default": False, "custom": generated_rules(cfg)}}}
-    if auth_token is not None:
-        prom["prometheusHeader"] = {"Authorization": auth_token}
-    return {"AlibabaCloudMetricsAdapter": {"prometheus": prom}}
+    if auth_token is None:
+        return {"AlibabaCloudMetricsAdapter": {"prometheus": prom}}
+    with_header = pulumi.Output.all(prometheus_url, auth_token).apply(
+        lambda a: {**prom, "url": a[0], **({"prometheusHeader": {"Authorization": a[1]}} if a[1] else {})})
+    return {"AlibabaCloudMetricsAdapter": {"prometheus": with_header}}
+
+
+def arms_instance(cluster_id: str, instances: Optional[list], url_given: bool = False):
+    """The ARMS Prometheus instance of the cluster, or a clear error when the lookup found none (unless the stack
+    names the Prometheus URL itself: then there is no token to send)."""
+    if not instances and url_given:
+        return None
+    if not instances:
+        raise pulumi.RunError(
+            f"monitoring.backend 'arms': no ARMS Prometheus instance found for cluster '{cluster_id}'. The "
+            "arms-prometheus add-on creates it; check the add-on in the ACK console (Operations > Add-ons), or "
+            "set monitoring.prometheusUrl to the instance's HTTP API URL")
+    return instances[0]
 
 
 def adapter_rbac_objects() -> list[dict]:
@@ -139,6 +156,41 @@ def simulated_exporter_service_monitor(cfg: PlatformConfig) -> dict:
                                     "honorLabels": True}]}}
 
 
+ADOPTED_RELEASE_IGNORED = ("chart", "version", "repositoryOpts", "values", "timeout")
+"""Inputs of ours an installed release differs in: the import must find no difference (pulumi/pulumi
+``pkg/resource/deploy/step.go`` ``ImportStep``: "inputs to import do not match the existing resource")."""
+
+
+def adopt_release_options(c) -> pulumi.ResourceOptions:
+    """Import the release a guide installed (pulumi-kubernetes reads a Helm release by ``<namespace>/<name>``:
+    provider/pkg/provider/helm_release.go ``Read``/``importRelease``) rather than install a second one."""
+    return pulumi.ResourceOptions(import_=f"{c.namespace}/{c.release}", ignore_changes=list(ADOPTED_RELEASE_IGNORED))
+
+
+def merge_tolerations(current: list[dict], ours: list[dict]) -> list[dict]:
+    """The DaemonSet's tolerations in their order, then ours it does not already have."""
+    return _unique([*current, *ours])
+
+
+def _pod_tolerations(spec) -> list[dict]:
+    """Tolerations of a DaemonSet spec as read back (the SDK's typed output objects), in API field names."""
+    def field(obj, snake: str, camel: str):
+        if obj is None:
+            return None
+        if hasattr(type(obj), snake):  # typed output: a property per field
+            return getattr(obj, snake)
+        return obj.get(camel) if isinstance(obj, dict) else None
+
+    pod = field(field(spec, "template", "template"), "spec", "spec")
+    out = []
+    for t in field(pod, "tolerations", "tolerations") or []:
+        item = {"key": field(t, "key", "key"), "operator": field(t, "operator", "operator"),
+                "value": field(t, "value", "value"), "effect": field(t, "effect", "effect"),
+                "tolerationSeconds": field(t, "toleration_seconds", "tolerationSeconds")}
+        out.append({k: v for k, v in item.items() if v is not None})
+    return out
+
+
 def _unique(items: list[dict]) -> list[dict]:
     out = []
     for item in items:
@@ -157,6 +209,9 @@ class GpuMonitoringArgs(TypedDict):
     and alert rules. Required with backend arms."""
     gpu_operator_installed: NotRequired[bool]
     """The GPU Operator's own dcgm-exporter serves GPU metrics (no standalone exporter). Default false."""
+    arms_installed: NotRequired[list]
+    """Resources whose creation means the ``arms-prometheus`` add-on is installed (arms backend): the ARMS
+    instance lookup, the alert rules and the exporter patch wait for them. Default none (already installed)."""
 
 
 class GpuMonitoring(pulumi.ComponentResource):
@@ -175,7 +230,8 @@ class GpuMonitoring(pulumi.ComponentResource):
         if mon.backend == "self-hosted":
             self._self_hosted(cfg, args.get("gpu_operator_installed", False))
         else:
-            self._arms(cfg, args["cluster_id"], args["alicloud_provider"])
+            self._arms(cfg, args["cluster_id"], args["alicloud_provider"],
+                       list(args.get("arms_installed") or []))
         self.register_outputs({"prometheus_url": self.prometheus_url})
 
     def _opts(self, *depends: pulumi.Resource) -> pulumi.ResourceOptions:
@@ -228,31 +284,34 @@ class GpuMonitoring(pulumi.ComponentResource):
 
     # ------------------------------------------------------------------ ARMS
     def _arms(self, cfg: PlatformConfig, cluster_id: pulumi.Input[str],
-              alicloud_provider: pulumi.ProviderResource) -> None:
+              alicloud_provider: pulumi.ProviderResource, arms_installed: list) -> None:
         import pulumi_alicloud as alicloud
 
         mon, n = cfg.monitoring, self.name
-        ali = pulumi.ResourceOptions(parent=self, provider=alicloud_provider)
-        # the ARMS instance the arms-prometheus add-on creates is keyed by the ACK cluster id
-        prom = alicloud.arms.get_prometheus_output(ids=[cluster_id], enable_details=True,
-                                                   opts=pulumi.InvokeOutputOptions(parent=self,
-                                                                                   provider=alicloud_provider))
-        details = prom.prometheis.apply(lambda items: items[0] if items else None)
+        ali = pulumi.ResourceOptions(parent=self, provider=alicloud_provider, depends_on=arms_installed)
+        # The ARMS instance (keyed by the ACK cluster id) exists once the arms-prometheus add-on is installed:
+        # before that the lookup finds nothing. An invoke's depends_on holds it back until those resources are
+        # created (pulumi/pulumi sdk/python/lib/pulumi/runtime/invoke.py), and while they are pending in a
+        # preview the result is unknown rather than empty.
+        prom = alicloud.arms.get_prometheus_output(
+            ids=[cluster_id], enable_details=True,
+            opts=pulumi.InvokeOutputOptions(parent=self, provider=alicloud_provider, depends_on=arms_installed))
+        details = prom.apply(lambda found: arms_instance((found.ids or ["?"])[0], found.prometheis,
+                                                         url_given=bool(mon.prometheus_url)))
         # the URL carries the account id and the cluster path: a secret wherever it is registered or exported
-        url = pulumi.Output.secret(mon.prometheus_url or details.apply(lambda d: d.http_api_intra_url if d else ""))
+        url = pulumi.Output.secret(mon.prometheus_url or details.apply(lambda d: d.http_api_intra_url))
         token = pulumi.Output.secret(details.apply(lambda d: (d.auth_token or "") if d else ""))
         self.prometheus_url = url
         tolerations = gpu_pool_tolerations(cfg)
         if tolerations and mon.exporter == "ack":
-            ns_name, ds_name = ARMS_GPU_EXPORTER
-            k8s.apps.v1.DaemonSetPatch(
-                f"{n}-gpu-exporter-tolerations",
-                metadata={"name": ds_name, "namespace": ns_name, "annotations": {"pulumi.com/patchForce": "true"}},
-                spec={"template": {"spec": {"tolerations": tolerations}}}, opts=self.child)
+            self._tolerate_gpu_taints(tolerations, arms_installed)
         if mon.adapter_kind == "ack-alibaba-cloud-metrics-adapter":
-            self.adapter = release(f"{n}-ack-metrics-adapter", "ack-alibaba-cloud-metrics-adapter",
+            c = chart("ack-alibaba-cloud-metrics-adapter")
+            self.adapter = release(f"{n}-ack-metrics-adapter", c.release,
                                    ack_adapter_values(cfg, url, token), mon.helm_values.ack_metrics_adapter,
-                                   self.child, namespace=chart("ack-alibaba-cloud-metrics-adapter").namespace)
+                                   pulumi.ResourceOptions.merge(self.child, adopt_release_options(c))
+                                   if mon.adopt_adapter_release else self.child,
+                                   namespace=c.namespace)
         else:
             self._adapter_rbac(self.child)
             self.adapter = release(f"{n}-prometheus-adapter", "prometheus-adapter", prometheus_adapter_values(cfg, url),
@@ -262,7 +321,26 @@ class GpuMonitoring(pulumi.ComponentResource):
                 alicloud.arms.PrometheusAlertRule(
                     f"{n}-alert-{a.name.lower().replace('_', '-')}", cluster_id=cluster_id,
                     prometheus_alert_rule_name=a.name, expression=a.expr, duration=a.duration.rstrip("m"),
-                    message=a.summary, labels=[{"name": "severity", "value": a.severity}], opts=ali)
+                    message=a.summary, labels=[{"name": "severity", "value": a.severity}],
+                    opts=ali)
+
+    def _tolerate_gpu_taints(self, tolerations: list[dict], arms_installed: list) -> None:
+        """Let ARMS's GPU exporter onto tainted GPU nodes without taking its own tolerations away.
+
+        ``tolerations`` is an atomic list (kubernetes/api core/v1 types.go ``+listType=atomic``): a server-side
+        apply replaces the whole list and makes us its only owner, and deleting the patch relinquishes what we
+        own, which removes the list (pulumi-kubernetes provider/pkg/ssa/actions.go ``Relinquish``). So the patch
+        applies the DaemonSet's current tolerations plus ours, read after the add-on that creates it, and is
+        retained on delete so a destroy leaves the exporter as it runs."""
+        ns_name, ds_name = ARMS_GPU_EXPORTER
+        after_addon = self._opts(*arms_installed)
+        current = k8s.apps.v1.DaemonSet.get(f"{self.name}-gpu-exporter", f"{ns_name}/{ds_name}", opts=after_addon)
+        merged = current.spec.apply(lambda spec: merge_tolerations(_pod_tolerations(spec), tolerations))
+        k8s.apps.v1.DaemonSetPatch(
+            f"{self.name}-gpu-exporter-tolerations",
+            metadata={"name": ds_name, "namespace": ns_name, "annotations": {"pulumi.com/patchForce": "true"}},
+            spec={"template": {"spec": {"tolerations": merged}}},
+            opts=pulumi.ResourceOptions.merge(after_addon, pulumi.ResourceOptions(retain_on_delete=True)))
 
     # ------------------------------------------------------------------ shared builders
     @staticmethod

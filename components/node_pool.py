@@ -32,6 +32,8 @@ class GpuNodePoolArgs(TypedDict):
     """vSwitches of the pool's nodes (ACK). Required with ``cluster_id``."""
     protect: NotRequired[bool]
     """Pulumi ``protect``: a replaced GPU pool drops all GPU capacity at once. Default false."""
+    wait_for: NotRequired[list]
+    """Resources the ACK node pool is created after, e.g. the add-ons its auto repair needs. Default none."""
     alicloud_provider: NotRequired[pulumi.ProviderResource]
     """The ``alicloud.Provider`` of the cluster's region (``GpuCluster.alicloud_provider``). Required with
     ``cluster_id``: without it the pool would go to whatever region ``alicloud:region`` names."""
@@ -97,15 +99,23 @@ class GpuNodePool(pulumi.ComponentResource):
         if args.get("cluster_id") is not None:
             import pulumi_alicloud as alicloud
 
+            if args.get("alicloud_provider") is None:
+                raise ValueError(f"GpuNodePool {name!r}: 'alicloud_provider' is required with 'cluster_id' (pass "
+                                 "GpuCluster.alicloud_provider, so the pool goes to the cluster's region)")
+
             self.pool = alicloud.cs.NodePool(
                 f"{name}-pool", cluster_id=args["cluster_id"], vswitch_ids=args.get("vswitch_ids"),
                 **node_pool_inputs(spec.pool, facts),
-                opts=pulumi.ResourceOptions(parent=self, protect=spec.protect, provider=args["alicloud_provider"]))
+                opts=pulumi.ResourceOptions(parent=self, protect=spec.protect, provider=args["alicloud_provider"],
+                                            depends_on=list(args.get("wait_for") or [])))
             self.node_pool_id = self.pool.node_pool_id
         else:
             self.node_pool_id = pulumi.Output.from_input(facts.name)
         self.node_selector = pulumi.Output.from_input(facts.node_selector)
         self.tolerations = pulumi.Output.from_input(facts.tolerations)
         self.units_per_node = pulumi.Output.from_input(facts.units_per_node)
-        self.register_outputs({"node_pool_id": self.node_pool_id, "node_selector": self.node_selector,
+        # the stack policies see a component only through its outputs (AnalyzeStack gets outputs, and a
+        # component's are what it registers here), so the pool facts they judge placement and capacity by are
+        # registered along with the ids; see docs/policies.md "What the policies see"
+        self.register_outputs({**props, "node_pool_id": self.node_pool_id, "node_selector": self.node_selector,
                                "tolerations": self.tolerations, "units_per_node": self.units_per_node})

@@ -5,10 +5,11 @@ Pure functions over the catalogs, shared by validation, the node pool component,
 from dataclasses import dataclass
 from typing import Optional
 
-from gpuplatform.catalogs import capacity, sharing
+from gpuplatform.catalogs import capacity, sharing, timeouts
 from gpuplatform.catalogs.gpus import GpuModel, gpu_model, instance_type
 from gpuplatform.catalogs.mig import mig_config_label_value
 from gpuplatform.components.config import GpuRequestSpec, NodePool, PlatformConfig
+from gpuplatform.components.k8s_validity import QUANTITY, quantity_value
 
 
 @dataclass(frozen=True)
@@ -27,6 +28,12 @@ class PoolFacts:
     legacy_cgpu_label: bool = False
     extra_labels: tuple = ()
     taints: tuple = ()
+    node_provisioning_seconds: int = 0
+    """Budget for a new node of the pool to become a Ready GPU node (0: the nodes exist already)."""
+    vcpus: Optional[int] = None
+    """vCPUs of the smallest instance type of the pool (None: unknown, e.g. a plain cluster's nodes)."""
+    memory_gib: Optional[int] = None
+    """Memory (GiB) of the smallest instance type of the pool (None: unknown)."""
 
     # ------------------------------------------------------------------ scheduling
     @property
@@ -99,6 +106,20 @@ class PoolFacts:
     def max_replicas(self, request: GpuRequestSpec) -> int:
         return self.max_nodes * self.replicas_per_node(request)
 
+    def unplaced(self, workloads: list) -> dict[str, int]:
+        """Replicas of each workload (at its most replicas) that the pool at its largest cannot place: GPU units
+        bin-packed per card, CPU and memory per node (see :func:`catalogs.capacity.pack`)."""
+        replicas = [capacity.Replica(w.name, to_request(w.gpu), _amount(w.resources.cpu), _amount(w.resources.memory))
+                    for w in workloads for _ in range(w.replica_ceiling)]
+        return capacity.pack(self.mode, self.model, self.gpus_per_node, self.max_nodes, replicas,
+                             vcpus=self.vcpus, memory_bytes=self.memory_gib * 2 ** 30 if self.memory_gib else None,
+                             mig_profile=self.mig_profile)
+
+
+def _amount(text: str) -> float:
+    """A quantity's value; 0 for a malformed one (reported by the quantity rule, not counted here)."""
+    return quantity_value(str(text)) if QUANTITY.match(str(text)) else 0
+
 
 def to_request(spec: GpuRequestSpec) -> capacity.GpuRequest:
     return capacity.GpuRequest(count=spec.count or 0, memory_gib=spec.memory_gib or 0,
@@ -121,6 +142,7 @@ def pool_facts(cfg: PlatformConfig, pool: NodePool) -> Optional[PoolFacts]:
     if model is None or gpus <= 0:
         return None
     s = pool.sharing
+    types = [t for t in map(instance_type, pool.instance_types) if t is not None]
     size = pool.max_nodes if pool.autoscaling else (pool.desired_nodes or 0)
     return PoolFacts(
         name=pool.name, mode=s.mode, model=model, gpus_per_node=gpus, max_nodes=size, on_ack=cfg.is_ack,
@@ -130,7 +152,17 @@ def pool_facts(cfg: PlatformConfig, pool: NodePool) -> Optional[PoolFacts]:
         legacy_cgpu_label=getattr(s, "legacy_label", False),
         extra_labels=tuple(sorted(pool.labels.items())),
         taints=tuple((t.key, t.value, t.effect) for t in pool.taints),
+        # the autoscaler may start any of the instance types, so a replica must fit the smallest
+        vcpus=min((t.vcpus for t in types), default=None), memory_gib=min((t.memory_gib for t in types), default=None),
+        node_provisioning_seconds=_provisioning(cfg, pool),
     )
+
+
+def _provisioning(cfg: PlatformConfig, pool: NodePool) -> int:
+    """ACK pools buy their nodes (the slowest instance kind of the pool counts); other clusters' nodes exist."""
+    if not cfg.is_ack or not pool.instance_types:
+        return 0
+    return max(timeouts.NODE_PROVISIONING_SECONDS[timeouts.instance_kind(t)] for t in pool.instance_types)
 
 
 def all_pool_facts(cfg: PlatformConfig) -> dict[str, PoolFacts]:

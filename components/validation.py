@@ -5,13 +5,15 @@ cross-field rules (hardware, sharing, capacity, metrics, exposure, intervals). E
 that appends issues, so every problem of a config is reported at once.
 """
 import ipaddress
+import math
 import re
-from typing import Any, Callable
+from dataclasses import replace
+from typing import Any, Callable, Optional
 
 from pydantic import ValidationError
 
 from gpuplatform.catalogs import ack, sharing
-from gpuplatform.catalogs.kubernetes import INTRODUCED_APIS, SECRET_ENV_PATTERN
+from gpuplatform.catalogs.kubernetes import HPA_TOLERANCE, INTRODUCED_APIS, SECRET_ENV_PATTERN
 from gpuplatform.catalogs.gpus import GPU_MODELS, INSTANCE_TYPES, close_matches, instance_type, mig_instance_families
 from gpuplatform.catalogs.metrics import METRICS
 from gpuplatform.catalogs.mig import profiles_for
@@ -135,6 +137,13 @@ def check_cluster(cfg: PlatformConfig, facts: dict[str, PoolFacts], out: _Issues
                 "allowed with simulateGpus: dcgm (fake-gpu-operator emits DCGM series)")
 
 
+def check_adapter_adoption(cfg: PlatformConfig, facts: dict[str, PoolFacts], out: _Issues) -> None:
+    mon = cfg.monitoring
+    if mon.adopt_adapter_release and mon.adapter_kind != "ack-alibaba-cloud-metrics-adapter":
+        out.add("monitoring.adoptAdapterRelease", f"true, but the adapter is {fmt(mon.adapter_kind)}; only an "
+                "installed ack-alibaba-cloud-metrics-adapter release can be adopted; allowed: false")
+
+
 def _network(value: str):
     try:
         return ipaddress.ip_network(value)
@@ -226,7 +235,8 @@ def check_intervals(cfg: PlatformConfig, facts: dict[str, PoolFacts], out: _Issu
                 f"{fmt(iv.scrape)}; allowed: >= {iv.scrape} (series would appear and disappear)")
     if window < 2 * scrape:
         out.add("monitoring.intervals.ruleWindow", f"{fmt(iv.rule_window)} holds fewer than two scrapes of "
-                f"{fmt(iv.scrape)}; allowed: >= {2 * scrape}s (delta()/rate() need two samples)")
+                f"{fmt(iv.scrape)}; allowed: >= {2 * scrape}s (increase()/rate() need two samples in the window, "
+                "or the query returns nothing for the pod)")
     if collect > window:
         out.add("monitoring.intervals.exporterCollect", f"{fmt(iv.exporter_collect)} is longer than the rule "
                 f"window {fmt(iv.rule_window)}; allowed: <= {window}s")
@@ -303,6 +313,8 @@ def _check_pool_hardware(cfg: PlatformConfig, i: int, pool, out: _Issues) -> Non
         elif s.profile not in profiles_for(model.name):
             out.add(f"{p}.sharing.profile", f"{fmt(s.profile)} is not a MIG profile of {model.name}; allowed: "
                     f"{one_of(profiles_for(model.name))}")
+    if s.mode == "mig" and cfg.is_ack:
+        _check_ack_mig(cfg, p, s, out)
     if s.mode == "cgpu":
         if not cfg.is_ack:
             out.add(f"{p}.sharing.mode", "'cgpu' is Alibaba cGPU and needs an ACK cluster; allowed for cluster kind "
@@ -310,6 +322,17 @@ def _check_pool_hardware(cfg: PlatformConfig, i: int, pool, out: _Issues) -> Non
         elif cfg.cluster.kind == "ack-existing" and not cfg.cluster.professional and not s.legacy_label:
             out.add(f"{p}.sharing.legacyLabel", "false on a dedicated (non-Pro) cluster, whose ack-cgpu component "
                     "selects nodes by cgpu=true; allowed: true")
+
+
+def _check_ack_mig(cfg: PlatformConfig, p: str, s, out: _Issues) -> None:
+    """ACK partitions GPUs itself (``ack.node.gpu.schedule=mig`` through ack-ai-installer, a Pro-cluster add-on);
+    the GPU Operator's mig-manager and its single-strategy device plugin do not run there."""
+    if s.strategy == "single":
+        out.add(f"{p}.sharing.strategy", "'single' is a strategy of NVIDIA's device plugin, which ACK does not run: "
+                "ACK exposes each MIG instance as nvidia.com/mig-<profile>; allowed on ACK: mixed")
+    if not cfg.is_ack_pro:
+        out.add(f"{p}.sharing.mode", f"'mig' needs ACK's MIG partitioning, which comes with the ack-ai-installer "
+                f"add-on of ACK Pro clusters, and {_cluster_tier(cfg)}; allowed: exclusive, or an ACK Pro cluster")
 
 
 def check_workloads(cfg: PlatformConfig, facts: dict[str, PoolFacts], out: _Issues) -> None:
@@ -334,7 +357,11 @@ def check_workloads(cfg: PlatformConfig, facts: dict[str, PoolFacts], out: _Issu
         f = facts.get(w.node_pool)
         if f is not None:
             _check_gpu_request(p, w, f, out)
-        _check_autoscaling(cfg, p, w, f, version, out)
+        if f is not None:
+            _check_node_fit(p, w, f, out)
+        _check_replicas(cfg, p, w, f, out)
+        if not w.fixed:
+            _check_autoscaling(cfg, p, w, f, version, out)
         _check_exposure(cfg, p, w, out)
 
 
@@ -446,6 +473,7 @@ def _check_autoscaling(cfg: PlatformConfig, p: str, w: Workload, f: PoolFacts | 
             out.add(f"{pa}.maxReplicas", f"{a.max_replicas} replicas never fit pool {fmt(f.name)}: at most {cap} "
                     f"({f.replicas_per_node(w.gpu)} per node x {f.max_nodes} nodes); allowed: <= {cap}, or raise "
                     "the pool's maxNodes")
+    _check_scales_down(pa, a.metrics, out)
     seen = set()
     for k, t in enumerate(a.metrics):
         pm = f"{pa}.metrics[{k}]"
@@ -459,6 +487,7 @@ def _check_autoscaling(cfg: PlatformConfig, p: str, w: Workload, f: PoolFacts | 
             out.add(f"{pm}.metric", f"{fmt(t.metric)} is not a catalog metric; allowed: {one_of(METRICS)}."
                     f"{_suggest(t.metric, METRICS)}")
             continue
+        _check_target_range(pm, t.metric, t.target, metric, out)
         if f is not None and f.mode not in metric.sharing_modes:
             valid = [m.name for m in METRICS.values() if f.mode in m.sharing_modes]
             out.add(f"{pm}.metric", f"{fmt(t.metric)} is not meaningful on pool {fmt(f.name)} (sharing {f.mode}): "
@@ -485,6 +514,41 @@ def _check_autoscaling(cfg: PlatformConfig, p: str, w: Workload, f: PoolFacts | 
                     "protocol 'metrics' (e.g. Triton's 8002); allowed: add one")
 
 
+def _check_scales_down(pa: str, targets, out: _Issues) -> None:
+    """GPU memory does not fall when load falls (servers pre-allocate it and keep it: GKE's inference autoscaling
+    guidance names TGI and vLLM), so an autoscaler on memory alone never scales down; next to a metric that does
+    fall, the HPA takes the larger recommendation and memory only adds replicas (kubernetes.io, "Horizontal Pod
+    Autoscaling", scaling on multiple metrics)."""
+    metrics = [METRICS.get(t.metric) for t in targets]
+    if not metrics or any(m is None for m in metrics) or any(m.scale_down_reliable for m in metrics):
+        return
+    falls = [name for name, m in METRICS.items() if m.scale_down_reliable]
+    names = ", ".join(fmt(t.metric) for t in targets)
+    out.add(f"{pa}.metrics", f"{names} only measure GPU memory, which inference servers pre-allocate and keep, so "
+            f"the workload would never scale down; allowed: add a metric that falls with load ({one_of(falls)}) "
+            "and keep memory as a scale-up signal")
+
+
+def _check_target_range(pm: str, name: str, target: float, metric, out: _Issues) -> None:
+    """A target is in the metric's unit; it must be a value the metric can exceed by more than the HPA's
+    tolerance, and a quantity Kubernetes can hold (milli precision)."""
+    if target <= 0:
+        return
+    unit = metric.unit_info
+    if unit.maximum is not None:
+        ceiling = math.floor(unit.maximum / (1 + HPA_TOLERANCE) * 1000) / 1000
+        if target > ceiling:
+            hint = f"; a ratio is 0-1: did you mean {target / 100:g}?" if metric.unit == "ratio" and target <= 100 else ""
+            out.add(f"{pm}.target", f"{target:g} can never be exceeded enough to scale up: {fmt(name)} is "
+                    f"{unit.description} and never passes {unit.maximum:g}, and the HPA acts only when the value is "
+                    f"more than {HPA_TOLERANCE:.0%} above its target (kube-controller-manager "
+                    f"--horizontal-pod-autoscaler-tolerance); allowed: > 0 and <= {ceiling:g}{hint}")
+            return
+    if abs(target * 1000 - round(target * 1000)) > 1e-6:
+        out.add(f"{pm}.target", f"{target:g} has more precision than a Kubernetes quantity keeps; allowed: a "
+                f"multiple of 0.001 (in {unit.description})")
+
+
 def _mode_reason(metric: str, mode: str) -> str:
     if mode == "mig" and metric in ("gpu_util", "gpu_fb_used", "gpu_mem_used_ratio"):
         return "DCGM does not report whole-GPU utilization/memory for MIG instances (use gpu_engine_active)"
@@ -503,30 +567,136 @@ def _check_exposure(cfg: PlatformConfig, p: str, w: Workload, out: _Issues) -> N
         out.add(f"{p}.exposure.serviceType", "'InternalLoadBalancer' uses the ACK intranet SLB annotation; allowed "
                 "on cluster kind 'kubeconfig': ClusterIP (with an ingress)")
     if e.ingress is not None:
-        port = next((q for q in w.ports if q.name == e.ingress.port), None)
+        _check_ingress(p, w, e.ingress, out)
+        _check_ingress_controller(cfg, p, e.ingress, out)
+
+
+# ingress-nginx proxies gRPC only on its TLS (HTTP/2 via ALPN) listener and asks for a TLS secret in the
+# workload's namespace (kubernetes/ingress-nginx docs/examples/grpc/README.md, prerequisites; ACK "Configure
+# gRPC services for NGINX Ingress": TLS must be enabled). ALB Ingress forwards gRPC only from HTTPS listeners
+# (ACK "ALB Ingress configuration dictionary", backend-protocol grpc). So a gRPC route without TLS plans cleanly
+# and never answers a gRPC client.
+GRPC_NEEDS_TLS = ("nginx", "alb")
+
+
+def _check_ingress(p: str, w: Workload, ing, out: _Issues) -> None:
+    pi = f"{p}.exposure.ingress"
+    one_port = (ing.host is not None, ing.port is not None)
+    if one_port == (True, False) or one_port == (False, True):
+        missing = "port" if ing.port is None else "host"
+        out.add(f"{pi}.{missing}", f"required with {fmt(ing.host if ing.host is not None else ing.port)}: the "
+                "one-port form needs both 'host' and 'port'")
+    if not ing.routes and one_port == (False, False):
+        out.add(pi, "routes nothing; allowed: 'host' + 'port', or 'routes' (one {port, host} per serving port)")
+    serving = [q.name for q in w.ports if q.protocol in ("http", "grpc")]
+    keys = ([("port", ing.port)] if ing.port is not None else []) + \
+        [(f"routes[{k}].port", r.port) for k, r in enumerate(ing.routes)]
+    seen: set[str] = set()
+    for key, name in keys:
+        port = next((q for q in w.ports if q.name == name), None)
         if port is None or port.protocol == "metrics":
-            serving = [q.name for q in w.ports if q.protocol in ("http", "grpc")]
-            out.add(f"{p}.exposure.ingress.port", f"{fmt(e.ingress.port)} is not a serving port; allowed: "
-                    f"{one_of(serving)}")
+            out.add(f"{pi}.{key}", f"{fmt(name)} is not a serving port; allowed: {one_of(serving)}")
+            continue
+        if name in seen:
+            out.add(f"{pi}.{key}", f"{fmt(name)} is routed twice; give each serving port one route")
+        seen.add(name)
+        if port.protocol == "grpc" and ing.class_name in GRPC_NEEDS_TLS and not ing.tls_secret:
+            out.add(f"{pi}.tlsSecret", f"required: port {fmt(name)} speaks gRPC, and ingress class "
+                    f"{fmt(ing.class_name)} serves gRPC (HTTP/2) only on its TLS listener; allowed: the name of a "
+                    "kubernetes.io/tls Secret in the workload namespace covering every host")
+
+
+def _check_ingress_controller(cfg: PlatformConfig, p: str, ing, out: _Issues) -> None:
+    """The stack installs only ACK's nginx add-on; anything else runs a controller it does not manage."""
+    if ing.controller != "addon":
+        return
+    if not cfg.is_ack:
+        out.add(f"{p}.exposure.ingress.controller", "'addon' installs ACK's nginx-ingress-controller add-on and needs "
+                "an ACK cluster; allowed on cluster kind 'kubeconfig': external (install a controller yourself)")
+    elif ing.class_name == "alb":
+        out.add(f"{p}.exposure.ingress.controller", "'addon' with className 'alb': an ALB Ingress also needs an "
+                "AlbConfig and IngressClass this stack does not create; allowed: external (create them in the "
+                "ACK console or another stack), or className nginx")
 
 
 def check_pool_totals(cfg: PlatformConfig, facts: dict[str, PoolFacts], out: _Issues) -> None:
-    """Workloads sharing a pool must fit together at their maxReplicas, or the last ones stay Pending."""
+    """Workloads of a pool must fit together at their most replicas, or the last ones stay Pending: cGPU memory
+    bin-packed per card (an 8 GiB and a 4 GiB replica share one 14 GiB T4), whole GPUs and MIG instances per
+    node, and CPU and memory per node from the instance type."""
     for i, pool in enumerate(cfg.node_pools):
         f = facts.get(pool.name)
-        users = [w for w in cfg.workloads if w.node_pool == pool.name]
-        if f is None or len(users) < 2 or any(f.replicas_per_node(w.gpu) < 1 for w in users):
+        users = [(k, w) for k, w in enumerate(cfg.workloads) if w.node_pool == pool.name]
+        if f is None or not users or any(f.replicas_per_node(w.gpu) < 1 for _, w in users):
             continue
-        # each workload at max occupies maxReplicas / (replicas per node) nodes' worth of the pool
-        nodes_needed = sum(w.autoscaling.max_replicas / f.replicas_per_node(w.gpu) for w in users)
-        if nodes_needed > f.max_nodes + 1e-9:
-            names = ", ".join(f"{w.name} ({w.autoscaling.max_replicas})" for w in users)
-            out.add(f"nodePools[{i}].maxNodes", f"{f.max_nodes} nodes cannot hold {names} at their maxReplicas "
-                    f"together (needs {nodes_needed:.1f} nodes); allowed: >= {int(-(-nodes_needed // 1))}, or "
-                    "lower the workloads' maxReplicas")
+        reported = (".gpu", ".resources", ".autoscaling.maxReplicas", ".replicas")
+        if any(issue.path.startswith(f"workloads[{k}]{suffix}") for k, _ in users for suffix in reported
+               for issue in out):
+            continue  # one replica or one workload alone already does not fit: reported there
+        ws = [w for _, w in users]
+        missing = {name: n for name, n in f.unplaced(ws).items() if n}
+        if not missing:
+            continue
+        enough = next((n for n in range(f.max_nodes + 1, f.max_nodes + sum(w.replica_ceiling for w in ws) + 1)
+                       if not any(replace(f, max_nodes=n).unplaced(ws).values())), None)
+        names = ", ".join(f"{w.name} ({w.replica_ceiling})" for w in ws)
+        pending = ", ".join(f"{n} of {name}" for name, n in missing.items())
+        out.add(f"nodePools[{i}].maxNodes", f"{f.max_nodes} nodes cannot hold {names} at their most replicas "
+                f"together: {pending} would stay Pending ({_packing(f)}); allowed: "
+                f"{f'>= {enough}' if enough else 'more nodes'}, or lower the workloads' replicas")
 
 
-RULES: tuple[Rule, ...] = (check_cluster, check_ack_cluster, check_intervals, check_pools, check_workloads, check_pool_totals,
+def _packing(f: PoolFacts) -> str:
+    per_node = f"{f.vcpus} vCPUs and {f.memory_gib} GiB per node" if f.vcpus else "CPU and memory not known"
+    if f.mode == "cgpu":
+        return f"{f.model.reported_gib} GiB per {f.model.name} card, a replica's memory on one card; {per_node}"
+    return f"{f.units_per_node} {f.unit} per node; {per_node}"
+
+
+def _check_node_fit(p: str, w: Workload, f: PoolFacts, out: _Issues) -> None:
+    """One replica's CPU and memory must fit a node of the pool (the smallest of its instance types)."""
+    from gpuplatform.components.pools import _amount
+
+    if f.vcpus is not None:
+        cpu = _amount(w.resources.cpu)
+        if cpu > f.vcpus:
+            out.add(f"{p}.resources.cpu", f"{fmt(w.resources.cpu)}: one replica asks more CPU than a node of pool "
+                    f"{fmt(f.name)} has ({f.vcpus} vCPUs), so the pod would stay Pending; allowed: <= {f.vcpus}, or "
+                    "a larger instance type")
+    if f.memory_gib is not None:
+        memory = _amount(w.resources.memory)
+        if memory > f.memory_gib * 2 ** 30:
+            out.add(f"{p}.resources.memory", f"{fmt(w.resources.memory)}: one replica asks more memory than a node "
+                    f"of pool {fmt(f.name)} has ({f.memory_gib} GiB), so the pod would stay Pending; allowed: <= "
+                    f"{f.memory_gib}Gi, or a larger instance type")
+
+
+def _check_replicas(cfg: PlatformConfig, p: str, w: Workload, f: Optional[PoolFacts], out: _Issues) -> None:
+    """A workload has either a fixed replica count or an autoscaler with metrics."""
+    a = w.autoscaling
+    if w.fixed:
+        if w.replicas is None:
+            out.add(f"{p}.replicas", "required: the workload has no autoscaler; allowed: replicas: N (a fixed "
+                    "count), or an 'autoscaling' block with autoscaler hpa or keda and its metrics")
+        if a.metrics:
+            out.add(f"{p}.autoscaling.metrics", "set, but autoscaler 'none' reads no metric; allowed: remove them, "
+                    "or autoscaler hpa or keda")
+        if f is not None and w.replicas and not any(i.path.startswith(f"{p}.gpu") for i in out):
+            cap = f.max_replicas(w.gpu)
+            if w.replicas > cap:
+                out.add(f"{p}.replicas", f"{w.replicas} replicas never fit pool {fmt(f.name)}: at most {cap} "
+                        f"({f.replicas_per_node(w.gpu)} per node x {f.max_nodes} nodes); allowed: <= {cap}, or "
+                        "raise the pool's maxNodes")
+        return
+    if w.replicas is not None:
+        out.add(f"{p}.replicas", f"{w.replicas}: a fixed count, but autoscaler {fmt(a.autoscaler)} owns the "
+                "replica count; allowed: 'replicas' without 'autoscaling', or 'autoscaling' without 'replicas'")
+    if not a.metrics:
+        out.add(f"{p}.autoscaling.metrics", f"required with autoscaler {fmt(a.autoscaler)}: at least one metric "
+                "(a workload without an autoscaler sets 'replicas' instead)")
+
+
+RULES: tuple[Rule, ...] = (check_cluster, check_ack_cluster, check_adapter_adoption, check_intervals, check_pools,
+                           check_workloads, check_pool_totals,
                            check_kubernetes_validity)
 
 

@@ -7,8 +7,10 @@ import copy
 from dataclasses import dataclass, field
 from typing import Optional
 
+from gpuplatform.catalogs import timeouts
 from gpuplatform.catalogs.kubernetes import (ACK_INTRANET_LB, HPA_DEFAULT_DOWNSCALE_STABILIZATION_SECONDS,
-                                             HPA_DEFAULT_SCALE_UP, KEDA_API, PROMETHEUS_OPERATOR_API)
+                                             HPA_DEFAULT_SCALE_UP, KEDA_API, PROMETHEUS_OPERATOR_API,
+                                             ROOT_OPT_OUT_ANNOTATION)
 from gpuplatform.catalogs.metrics import METRICS
 from gpuplatform.catalogs.versions import MONITOR_LABELS, in_cluster_prometheus_url
 from gpuplatform.components.adapter_rules import render_metrics_query
@@ -17,6 +19,8 @@ from gpuplatform.components.metric_sources import source_for
 from gpuplatform.components.pools import PoolFacts
 
 PART_OF = "gpu-platform"
+AWAIT_TIMEOUT_ANNOTATION = "pulumi.com/timeoutSeconds"
+SKIP_AWAIT_ANNOTATION = "pulumi.com/skipAwait"
 
 # Scale up fast: GPU replicas take minutes (image pull, model load) before they serve, so a burst must start
 # them at once: Kubernetes' own default, double or add 4 pods (whichever is more) every 15 s with no
@@ -76,15 +80,33 @@ def _probe(path: Optional[str], port: str, **timing) -> dict:
     return {**handler, **timing}
 
 
+STARTUP_PROBE_PERIOD_SECONDS = 10
+DEFAULT_STARTUP_TIMEOUT_SECONDS = 600
+
+
+def startup_seconds(w: Workload) -> int:
+    """How long the startup probe lets a replica load its model before the kubelet restarts it."""
+    timeout = DEFAULT_STARTUP_TIMEOUT_SECONDS if w.probes is None else w.probes.startup_timeout_seconds
+    return max(1, timeout // STARTUP_PROBE_PERIOD_SECONDS) * STARTUP_PROBE_PERIOD_SECONDS
+
+
+def await_timeout_seconds(w: Workload, ctx: "WorkloadContext") -> int:
+    """``pulumi.com/timeoutSeconds`` of the Deployment: node provisioning, image pull and every replica's startup
+    of a rolling update, instead of pulumi-kubernetes' 10-minute default (catalogs/timeouts.py)."""
+    return timeouts.deployment_await_seconds(ctx.pool.node_provisioning_seconds, startup_seconds(w),
+                                             w.autoscaling.max_replicas)
+
+
 def probes(w: Workload) -> dict:
     """Readiness gates traffic, startup covers model loading, liveness restarts a hung server."""
     if w.probes is None:
-        port, ready, live, start, timeout = serving_ports(w)[0].name, None, None, None, 600
+        port, ready, live, start = serving_ports(w)[0].name, None, None, None
     else:
         pr = w.probes
         port, ready, live = pr.port, pr.readiness_path, pr.liveness_path
-        start, timeout = pr.startup_path or pr.readiness_path, pr.startup_timeout_seconds
-    period = 10
+        start = pr.startup_path or pr.readiness_path
+    period = STARTUP_PROBE_PERIOD_SECONDS
+    timeout = startup_seconds(w)
     return {
         "startupProbe": _probe(start, port, periodSeconds=period, failureThreshold=max(1, timeout // period)),
         "readinessProbe": _probe(ready, port, periodSeconds=5, failureThreshold=3),
@@ -94,6 +116,15 @@ def probes(w: Workload) -> dict:
 
 def volume_claim_name(w: Workload, volume_name: str) -> str:
     return f"{w.name}-{volume_name}"
+
+
+def _user(w: Workload) -> dict:
+    """Restricted Pod Security: a non-root UID. With the ``runAsRoot`` opt-out: UID 0 and no runAsNonRoot, which
+    the baseline level of the root namespace admits (Pod Security Standards: runAsNonRoot is a restricted-only
+    control)."""
+    if w.run_as_root:
+        return {"runAsNonRoot": False, "runAsUser": 0}
+    return {"runAsNonRoot": True, "runAsUser": w.run_as_user}
 
 
 def container(w: Workload, ctx: WorkloadContext) -> dict:
@@ -110,7 +141,7 @@ def container(w: Workload, ctx: WorkloadContext) -> dict:
         "resources": {"requests": dict(resources), "limits": dict(resources)},
         "securityContext": {
             "allowPrivilegeEscalation": False, "readOnlyRootFilesystem": w.read_only_root_filesystem,
-            "runAsNonRoot": True, "runAsUser": w.run_as_user, "capabilities": {"drop": ["ALL"]},
+            **_user(w), "capabilities": {"drop": ["ALL"]},
             "seccompProfile": {"type": "RuntimeDefault"},
         },
         "volumeMounts": [{"name": "tmp", "mountPath": "/tmp"}]
@@ -127,25 +158,32 @@ def container(w: Workload, ctx: WorkloadContext) -> dict:
 
 
 def deployment(w: Workload, ctx: WorkloadContext) -> dict:
-    """apps/v1 Deployment without ``spec.replicas``: the HPA (or KEDA) owns the replica count."""
+    """apps/v1 Deployment; ``spec.replicas`` only for a fixed workload: otherwise the HPA (or KEDA) owns the
+    replica count."""
     volumes = [{"name": "tmp", "emptyDir": {"sizeLimit": "1Gi"}}]
     volumes += [{"name": v.name, "persistentVolumeClaim": {"claimName": v.pvc or volume_claim_name(w, v.name),
                                                             "readOnly": v.read_only}} for v in w.volumes]
     spread = [{"maxSkew": 1, "topologyKey": key, "whenUnsatisfiable": "ScheduleAnyway",
                "labelSelector": {"matchLabels": selector(w)}}
               for key in ("kubernetes.io/hostname", "topology.kubernetes.io/zone")]
+    template_meta = {"labels": labels(w)}
+    if w.run_as_root:
+        template_meta["annotations"] = {ROOT_OPT_OUT_ANNOTATION: "true"}
+    # a fixed workload owns its replica count; an autoscaled one leaves it to the HPA/KEDA
+    replicas = {"replicas": w.replicas} if w.fixed and w.replicas else {}
     return {
         "apiVersion": "apps/v1", "kind": "Deployment",
-        "metadata": meta(w.name, ctx, w),
+        "metadata": meta(w.name, ctx, w, annotations={AWAIT_TIMEOUT_ANNOTATION: str(await_timeout_seconds(w, ctx))}),
         "spec": {
+            **replicas,
             "selector": {"matchLabels": selector(w)},
             "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}},
             "template": {
-                "metadata": {"labels": labels(w)},
+                "metadata": template_meta,
                 "spec": {
                     "automountServiceAccountToken": False,
-                    "securityContext": {"runAsNonRoot": True, "runAsUser": w.run_as_user,
-                                        "runAsGroup": w.run_as_user, "fsGroup": w.run_as_user,
+                    "securityContext": {**_user(w), "runAsGroup": _user(w)["runAsUser"],
+                                        "fsGroup": _user(w)["runAsUser"],
                                         "seccompProfile": {"type": "RuntimeDefault"}},
                     "nodeSelector": dict(ctx.pool.node_selector),
                     "tolerations": ctx.pool.tolerations,
@@ -188,7 +226,8 @@ def service(w: Workload, ctx: WorkloadContext) -> dict:
     annotations = dict(ACK_INTRANET_LB) if kind == "InternalLoadBalancer" else {}
     ports = []
     for p in serving_ports(w):
-        port = {"name": p.name, "port": p.container_port, "targetPort": p.name, "protocol": "TCP"}
+        port = {"name": p.name, "port": p.service_port or p.container_port, "targetPort": p.name,
+                "protocol": "TCP"}
         port["appProtocol"] = "kubernetes.io/h2c" if p.protocol == "grpc" else "http"
         ports.append(port)
     m = meta(w.name, ctx, w)
@@ -199,32 +238,43 @@ def service(w: Workload, ctx: WorkloadContext) -> dict:
                      "selector": selector(w), "ports": ports}}
 
 
-def ingress(w: Workload, ctx: WorkloadContext) -> Optional[dict]:
+def ingresses(w: Workload, ctx: WorkloadContext) -> list[dict]:
     """L7 routing per request (HTTP/2 for gRPC), so replicas the HPA adds take traffic at once; an L4 Service
-    keeps long-lived gRPC connections pinned to the old pods."""
+    keeps long-lived gRPC connections pinned to the old pods. One Ingress per route: ingress-nginx and ALB read
+    the backend protocol from an annotation of the whole Ingress object, so HTTP and gRPC ports cannot share
+    one. The one-port form keeps the workload's name; routes are named ``<workload>-<port>``."""
     ing = w.exposure.ingress
     if ing is None:
-        return None
-    port = next(p for p in w.ports if p.name == ing.port)
-    grpc = port.protocol == "grpc"
-    if ing.class_name == "nginx":
-        annotations = {"nginx.ingress.kubernetes.io/backend-protocol": "GRPC" if grpc else "HTTP"}
-    else:
-        annotations = {"alb.ingress.kubernetes.io/backend-protocol": "grpc" if grpc else "http"}
-    spec = {"ingressClassName": ing.class_name,
-            "rules": [{"host": ing.host, "http": {"paths": [{
-                "path": "/", "pathType": "Prefix",
-                "backend": {"service": {"name": w.name, "port": {"name": port.name}}}}]}}]}
-    if ing.tls_secret:
-        spec["tls"] = [{"hosts": [ing.host], "secretName": ing.tls_secret}]
-    return {"apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
-            "metadata": meta(w.name, ctx, w, annotations=annotations), "spec": spec}
+        return []
+    routes = ing.all_routes()
+    out = []
+    for route in routes:
+        port = next(p for p in w.ports if p.name == route.port)
+        grpc = port.protocol == "grpc"
+        if ing.class_name == "nginx":
+            annotations = {"nginx.ingress.kubernetes.io/backend-protocol": "GRPC" if grpc else "HTTP"}
+        else:
+            annotations = {"alb.ingress.kubernetes.io/backend-protocol": "grpc" if grpc else "http"}
+        if ing.controller_for(ctx.on_ack) == "external":
+            # pulumi-kubernetes waits up to 10 minutes for .status.loadBalancer of an Ingress and fails without a
+            # controller (provider/pkg/await/ingress.go); a controller outside the stack may not exist yet
+            annotations[SKIP_AWAIT_ANNOTATION] = "true"
+        spec = {"ingressClassName": ing.class_name,
+                "rules": [{"host": route.host, "http": {"paths": [{
+                    "path": "/", "pathType": "Prefix",
+                    "backend": {"service": {"name": w.name, "port": {"name": port.name}}}}]}}]}
+        if ing.tls_secret:
+            spec["tls"] = [{"hosts": [route.host], "secretName": ing.tls_secret}]
+        name = w.name if len(routes) == 1 and not ing.routes else f"{w.name}-{port.name}"
+        out.append({"apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+                    "metadata": meta(name, ctx, w, annotations=annotations), "spec": spec})
+    return out
 
 
 def pod_disruption_budget(w: Workload, ctx: WorkloadContext) -> Optional[dict]:
     """With more than one replica possible, voluntary disruptions (node drains) take one replica at a time.
     ``maxUnavailable: 1`` never blocks a drain, even at one replica."""
-    if w.autoscaling.max_replicas <= 1:
+    if w.replica_ceiling <= 1:
         return None
     spec = {"maxUnavailable": 1, "selector": {"matchLabels": selector(w)}}
     if ctx.kubernetes_version >= (1, 27):

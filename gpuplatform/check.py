@@ -3,8 +3,16 @@
 ``pulumi preview --policy-pack`` needs the CLI, a backend and credentials for every provider; this runs the
 same validate functions without any of them, with the same per-policy config and enforcement levels
 (``--policy-pack-config`` format: ``{"all": "mandatory", "<policy>": {"enforcementLevel": …, <props>}}``).
-Inputs are wrapped like the engine wraps them, so a policy that reads an unknown value is reported as an
-advisory "can't run during preview", exactly as the CLI reports it.
+What each kind of policy is given is what the engine gives it (docs/policies.md, "What the policies see"):
+
+* resource policies (``Analyze``) get each resource's **inputs**, as authored;
+* stack policies (``AnalyzeStack``) get each resource's **outputs**: a component's are only what it passed to
+  ``register_outputs``, a custom resource's what its provider returned (in a first preview, a Kubernetes object's
+  inputs; after a deployment, the live object with the API server's defaults and controllers' changes).
+
+Both go through the same wire encoding as under the CLI (a protobuf ``Struct``, so every number arrives as a
+float, then ``pulumi_policy``'s own ``deserialize_properties`` and unknown-checking proxy), so a policy that reads
+an unknown value is reported as an advisory "can't run during preview", exactly as the CLI reports it.
 """
 from __future__ import annotations
 
@@ -12,12 +20,14 @@ import json
 import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Optional, Sequence
+from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 
 import yaml
+from google.protobuf import json_format, struct_pb2
 from pulumi_policy import (EnforcementLevel, PolicyCustomTimeouts, PolicyResource, PolicyResourceOptions,
                            ResourceValidationArgs, StackValidationArgs)
-from pulumi_policy.proxy import UnknownValueError, unknown_checking_proxy
+from pulumi_policy.deserialize import deserialize_properties
+from pulumi_policy.proxy import UNKNOWN_STRING_VALUE, UnknownValueError, unknown_checking_proxy
 
 from gpuplatform.records import RegisteredResource
 from gpuplatform.policies import k8s
@@ -59,6 +69,19 @@ def _policy_config(pdef: PolicyDef, config: Optional[Mapping[str, Any]]) -> tupl
     return level, props
 
 
+def with_kubernetes_version(config: Optional[Mapping[str, Any]], version: str) -> dict[str, Any]:
+    """``config`` with ``kubernetesVersion`` set for every policy that reads the target cluster's version (the
+    API-version policies); it wins over the version a checked GpuPlatform registers."""
+    out = dict(config or {})
+    for pdef in POLICY_DEFS:
+        if "kubernetesVersion" in pdef.config:
+            entry = out.get(pdef.id)
+            if isinstance(entry, str):
+                entry = {"enforcementLevel": entry}
+            out[pdef.id] = {**(entry or {}), "kubernetesVersion": version}
+    return out
+
+
 def _opts(protect: bool) -> PolicyResourceOptions:
     return PolicyResourceOptions(protect=protect, ignore_changes=[], delete_before_replace=None, aliases=[],
                                  custom_timeouts=PolicyCustomTimeouts(0, 0, 0), additional_secret_outputs=[])
@@ -68,10 +91,41 @@ def _urn(r: RegisteredResource) -> str:
     return r.urn or f"urn:pulumi:offline::gpu-platform::{r.type}::{r.name}"
 
 
+# ------------------------------------------------------------------------------------------------ wire
+def _wire_value(value: Any) -> Any:
+    """A property as the engine marshals it: unknowns as the unknown sentinel (``KeepUnknowns``)."""
+    if type(value).__name__ == "Unknown":  # pulumi.output.Unknown: a value the preview does not know yet
+        return UNKNOWN_STRING_VALUE
+    if isinstance(value, Mapping):
+        return {str(k): _wire_value(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_wire_value(v) for v in value]
+    return value
+
+
+def as_policy_sees(props: Mapping[str, Any]) -> Any:
+    """``props`` as ``pulumi_policy`` hands them to a policy: through a protobuf ``Struct`` (numbers become
+    floats, as in ``Analyze``/``AnalyzeStack`` of pulumi-policy ``policy.py``, which call
+    ``json_format.MessageToDict``), deserialized and wrapped in the unknown-checking proxy."""
+    struct = struct_pb2.Struct()
+    struct.update(_wire_value(props))
+    return unknown_checking_proxy(deserialize_properties(json_format.MessageToDict(struct)))
+
+
+StackState = Callable[[RegisteredResource], Mapping[str, Any]]
+"""What ``AnalyzeStack`` receives for one resource: its outputs at some point of its life."""
+
+
+def first_preview_outputs(r: RegisteredResource) -> Mapping[str, Any]:
+    return r.engine_outputs()
+
+
 # ------------------------------------------------------------------------------------------------ running
 def run_policies(resources: Sequence[RegisteredResource], config: Optional[Mapping[str, Any]] = None,
-                 policies: Optional[Iterable[PolicyDef]] = None) -> list[Violation]:
-    """Run every policy of the pack (or ``policies``) over ``resources``; disabled policies are skipped."""
+                 policies: Optional[Iterable[PolicyDef]] = None,
+                 stack_state: StackState = first_preview_outputs) -> list[Violation]:
+    """Run every policy of the pack (or ``policies``) over ``resources``; disabled policies are skipped.
+    Resource policies judge inputs; stack policies judge ``stack_state`` (default: a first preview's outputs)."""
     defs = list(policies) if policies is not None else POLICY_DEFS
     by_urn = {_urn(r): r for r in resources}
     out: list[Violation] = []
@@ -86,10 +140,12 @@ def run_policies(resources: Sequence[RegisteredResource], config: Optional[Mappi
                                  pdef.severity.value if pdef.severity else ""))
 
         if pdef.scope == "resource":
+            if pdef.reset is not None:
+                pdef.reset()  # a run is one update: nothing carries over from an earlier one
             for r in resources:
                 _run_resource(pdef, r, props, level, add)
         else:
-            stack = [PolicyResource(r.type, unknown_checking_proxy(r.inputs), _urn(r), r.name, _opts(r.protect),
+            stack = [PolicyResource(r.type, as_policy_sees(stack_state(r)), _urn(r), r.name, _opts(r.protect),
                                     None, None, [], {}) for r in resources]
             args = StackValidationArgs(stack, props)
             try:
@@ -102,8 +158,8 @@ def run_policies(resources: Sequence[RegisteredResource], config: Optional[Mappi
 
 def _run_resource(pdef: PolicyDef, r: RegisteredResource, props: dict, level: EnforcementLevel, add) -> None:
     def args_for(inputs: Mapping[str, Any]) -> ResourceValidationArgs:
-        return ResourceValidationArgs(r.type, unknown_checking_proxy(dict(inputs)), _urn(r), r.name,
-                                      _opts(r.protect), None, props)
+        return ResourceValidationArgs(r.type, as_policy_sees(inputs), _urn(r), r.name, _opts(r.protect), None,
+                                      props)
 
     inputs: Mapping[str, Any] = r.inputs
     try:

@@ -64,6 +64,8 @@ def cmd_check(args) -> int:
     # the same format as `pulumi preview --policy-pack-config`; the environment and exposure settings of a stack
     # are read from its GpuPlatform component, so stacks need none
     policy_config = _policy_config(args.policy_config)
+    if args.kube_version:
+        policy_config = check.with_kubernetes_version(policy_config, args.kube_version)
     if args.strict:
         policy_config = check.with_strict(policy_config)
     errors: list = []
@@ -159,6 +161,8 @@ def parser() -> argparse.ArgumentParser:
     check.add_argument("--format", choices=["table", "json", "sarif"], default="table",
                        help="sarif: SARIF 2.1.0 for code scanning")
     check.add_argument("--output", metavar="FILE", help="write the report to FILE instead of stdout")
+    check.add_argument("--kube-version", metavar="MAJOR.MINOR", help="target cluster version for the API-version "
+                       "policies (default: the stack's cluster version; plain YAML: any removed API is reported)")
     check.set_defaults(func=cmd_check)
     verify = sub.add_parser("verify", help="check a live cluster against what the stack declares")
     _add_source(verify)

@@ -57,7 +57,7 @@ def capacity_rows(cfg: PlatformConfig) -> list[dict]:
             "resource": f.resource_name, "unitsPerNode": f.units_per_node, "unit": f.unit, "maxNodes": f.max_nodes,
             "unitsAtMax": f.units_per_node * f.max_nodes,
             "workloads": [{"name": w.name, "replicasPerNode": f.replicas_per_node(w.gpu),
-                           "replicasAtMax": f.max_replicas(w.gpu), "maxReplicas": w.autoscaling.max_replicas}
+                           "replicasAtMax": f.max_replicas(w.gpu), "maxReplicas": w.replica_ceiling}
                           for w in workloads],
         })
     return rows
@@ -78,8 +78,30 @@ def latency_rows(cfg: PlatformConfig) -> list[dict]:
             poll = duration_seconds(iv.hpa_sync) if w.autoscaling.autoscaler == "hpa" else scrape
             rows.append({"workload": w.name, "metric": t.metric, "apiName": src.api_name,
                          "autoscaler": w.autoscaling.autoscaler, "collect": collect, "scrape": scrape,
-                         "window": window, "poll": poll, "worstCaseSeconds": collect + scrape + window + poll})
+                         "window": window, "poll": poll, "worstCaseSeconds": collect + scrape + window + poll,
+                         "stepResponse": step_response(cfg, w)})
     return rows
+
+
+_STEP_RESPONSES: dict[str, dict] = {}
+
+
+def step_response(cfg: PlatformConfig, w) -> dict:
+    """``gpuplatform simulate --trace step`` for the workload: seconds from the load step to the first scale-up
+    decision and until ready replicas cover the new load. Workloads that differ only in names, images and
+    exposure share one simulation."""
+    from gpuplatform.simulate.report import resolve_trace
+    from gpuplatform.simulate.engine import simulate
+
+    pool = cfg.pool(w.node_pool)
+    key = "|".join((w.model_dump_json(include={"node_pool", "gpu", "probes", "autoscaling", "service_model"}),
+                    pool.model_dump_json() if pool else "", cfg.monitoring.model_dump_json(),
+                    cfg.cluster.model_dump_json(), cfg.settings.namespace))
+    if key not in _STEP_RESPONSES:
+        result = simulate(cfg, "", w.name, resolve_trace(cfg, w.name, "step", None))
+        _STEP_RESPONSES[key] = {"trace": "step", "firstScaleUpSeconds": result.first_scale_up_s,
+                                "capacityReadySeconds": result.capacity_ready_s}
+    return _STEP_RESPONSES[key]
 
 
 def _table(rows: list[list[str]]) -> str:
@@ -102,11 +124,18 @@ def capacity_text(rows: list[dict]) -> str:
 def latency_text(rows: list[dict]) -> str:
     if not rows:
         return "(no autoscaled workloads)"
-    table = [["WORKLOAD", "METRIC", "API NAME", "COLLECT", "SCRAPE", "WINDOW", "POLL", "WORST CASE"]]
+    table = [["WORKLOAD", "METRIC", "API NAME", "COLLECT", "SCRAPE", "WINDOW", "POLL", "WORST CASE",
+              "SIMULATED STEP: SCALE-UP / READY"]]
     for r in rows:
+        step = r["stepResponse"]
         table.append([r["workload"], r["metric"], r["apiName"], f"{r['collect']}s", f"{r['scrape']}s",
-                      f"{r['window']}s", f"{r['poll']}s ({r['autoscaler']})", f"{r['worstCaseSeconds']}s"])
+                      f"{r['window']}s", f"{r['poll']}s ({r['autoscaler']})", f"{r['worstCaseSeconds']}s",
+                      f"{_secs(step['firstScaleUpSeconds'])} / {_secs(step['capacityReadySeconds'])}"])
     return _table(table)
+
+
+def _secs(value) -> str:
+    return "never" if value is None else f"{value:g}s"
 
 
 def _mask(value: Any, secrets: set[str]) -> Any:
@@ -177,7 +206,8 @@ def run_plan(raw: dict[str, Any], stack: str, out_dir: str | None, fmt: str, out
     else:
         out.write(f"Stack {stack}: {len(records)} resources\n\n{tree_text(records)}\n\n")
         out.write(f"GPU capacity\n{capacity_text(capacity_rows(cfg))}\n\n")
-        out.write(f"Metric latency (change on the GPU -> HPA sees it)\n{latency_text(latency_rows(cfg))}\n")
+        out.write(f"Metric latency (change on the GPU -> HPA sees it; simulated step: gpuplatform simulate "
+                  f"--trace step)\n{latency_text(latency_rows(cfg))}\n")
         if out_dir:
             out.write(f"\nWrote {Path(out_dir) / 'plan.json'} and {Path(out_dir) / 'manifests'}/\n")
     return 0

@@ -17,6 +17,12 @@ class RegisteredResource:
     """False for ComponentResources."""
     protect: bool = False
     """The ``protect`` resource option."""
+    import_id: str = ""
+    """The ``import`` resource option: the id of an existing object the engine adopts instead of creating."""
+    ignore_changes: tuple = ()
+    """The ``ignore_changes`` resource option."""
+    retain_on_delete: bool = False
+    """The ``retain_on_delete`` resource option: ``pulumi destroy`` forgets the resource instead of deleting it."""
     depends_on: list[str] = field(default_factory=list)
     """Logical names of explicit ``depends_on`` resources."""
     urn: str = ""
@@ -27,6 +33,19 @@ class RegisteredResource:
     """Every string registered inside a secret. The SDK marks a whole top-level input secret when any value in
     it is, so this is a superset of the secret values themselves: tests use it to prove a secret was registered
     as one; the plan masks the known secret values only, so the rest stays reviewable."""
+    outputs: Optional[dict[str, Any]] = None
+    """What the engine stores as the resource's outputs, where it differs from its inputs: for a component,
+    exactly what it passed to ``register_outputs`` (None: it never did, and the engine keeps no outputs at all).
+    None for a custom resource: a first preview's provider hands back its inputs (see :func:`engine_outputs`)."""
+
+    def engine_outputs(self) -> dict[str, Any]:
+        """The properties ``AnalyzeStack`` receives for this resource in a first preview: its outputs
+        (pulumi ``pkg/resource/deploy/step_generator.go``, ``AnalyzeResources``). A component contributes only
+        what it registered; a custom resource in preview, what its provider returned, which for a Kubernetes
+        object the provider cannot dry-run is its inputs (pulumi-kubernetes ``provider.go``, ``Create``)."""
+        if self.outputs is not None:
+            return self.outputs
+        return self.inputs if self.custom else {}
 
     @property
     def is_kubernetes_object(self) -> bool:

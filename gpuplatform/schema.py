@@ -9,6 +9,8 @@ def stack_file_schema() -> dict:
     target = defs.get("MetricTarget", {}).get("properties", {}).get("metric")
     if target is not None:
         target["enum"] = sorted(METRICS)  # editors complete and check metric names from the catalog
+        target["description"] = (target.get("description", "") + " Units of the targets: " + "; ".join(
+            f"{name}: {m.unit_info.description}" for name, m in sorted(METRICS.items())) + ".").strip()
     config_props = {f"{PROJECT}:{key}": prop for key, prop in model["properties"].items()}
     required = [f"{PROJECT}:{key}" for key in model.get("required", [])]
     return {

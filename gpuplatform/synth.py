@@ -49,6 +49,8 @@ INVOKES: dict[str, Callable[[Any], dict]] = {
 COMPUTED: dict[str, Callable[[str], dict]] = {
     "alicloud:cs/managedKubernetes:ManagedKubernetes": lambda name: {"id": f"c-offline-{name}"},
     "alicloud:cs/nodePool:NodePool": lambda name: {"nodePoolId": f"np-offline-{name}"},
+    # read, never created: the ARMS GPU exporter DaemonSet, offline without tolerations of its own
+    "kubernetes:apps/v1:DaemonSet": lambda name: {"spec": {"template": {"spec": {"tolerations": []}}}},
 }
 
 
@@ -99,6 +101,9 @@ class RecordingMonitor(MockMonitor):
         return resource_pb2.RegisterResourceResponse(urn=urn, id=resource_id, object=outputs)
 
     def RegisterResourceOutputs(self, request):
+        """``register_outputs``: the engine replaces a component's outputs with exactly these (pulumi
+        ``pkg/resource/deploy/step_executor.go``, ``executeRegisterResourceOutputs``), and they are all
+        ``AnalyzeStack`` ever sees of a component."""
         self.mocks.outputs[request.urn] = request.outputs
         return super().RegisterResourceOutputs(request)
 
@@ -177,11 +182,13 @@ def synthesize(config: dict[str, Any], program: Optional[Callable[[], Any]] = No
     for urn, req in monitor.requests:
         secrets: set[str] = set()
         inputs = normalize(rpc.deserialize_properties(req.object), secrets)
+        registered = mocks.outputs.get(urn)
+        outputs = None if registered is None else normalize(rpc.deserialize_properties(registered, True))
         out.append(RegisteredResource(
             type=req.type, name=req.name, inputs=inputs, parent=_name_of(req.parent), custom=bool(req.custom),
-            protect=bool(req.protect), depends_on=[_name_of(d) for d in req.dependencies], urn=urn,
-            provider=req.provider,
-            secret_strings=frozenset(secrets)))
+            protect=bool(req.protect), retain_on_delete=bool(req.retainOnDelete), import_id=req.importId,
+            ignore_changes=tuple(req.ignoreChanges), depends_on=[_name_of(d) for d in req.dependencies], urn=urn,
+            provider=req.provider, secret_strings=frozenset(secrets), outputs=outputs))
     return out
 
 

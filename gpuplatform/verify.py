@@ -15,6 +15,8 @@ Check ids (stable; ``docs/verify.md`` describes each):
 * ``metrics.listed``, ``metrics.value`` (one per workload and HPA metric)
 * ``hpa.scaling-active``, ``hpa.current-metrics`` (one per workload)
 * ``podmonitor.present`` (workloads scaled on inference-server metrics)
+* ``nodes.mig-partitioned`` (one per MIG pool with nodes)
+* ``ingress.address`` (one per workload with an ingress)
 * ``credential.lifetime``, ``cluster.csi-driver`` (ACK), ``cluster.pod-network`` (new ACK clusters with flannel):
   the ACK behaviours docs/ack.md lists as unverified
 """
@@ -216,7 +218,32 @@ def check_pool(pool: PoolFacts, cfg: PlatformConfig, core: k8s.CoreV1Api) -> tup
     else:
         out.append(_pass("nodes.gpu-capacity", subject,
                          f"every node exposes {resource} >= {expected} ({pool.unit} per node)"))
+    if pool.mode == "mig" and pool.mig_strategy == "mixed":
+        out.append(check_mig_partitioned(pool, nodes))
     return out, len(nodes)
+
+
+def check_mig_partitioned(pool: PoolFacts, nodes: list) -> CheckResult:
+    """With MIG on, a whole GPU is no longer an ``nvidia.com/gpu``: any left means GPUs outside MIG mode, which a
+    pod asking for a whole GPU would take from the pool meant to be partitioned."""
+    subject = f"pool/{pool.name}"
+    whole = []
+    for n in nodes:
+        cap = (n.status.capacity or {}) if n.status else {}
+        count = int(parse_quantity(cap.get(sharing.RESOURCE_GPU, "0")))
+        if count:
+            whole.append(f"{n.metadata.name}: {sharing.RESOURCE_GPU}={count}")
+    if not whole:
+        return _pass("nodes.mig-partitioned", subject, f"no whole GPUs left: every GPU is in MIG mode")
+    if pool.on_ack:
+        cause = (f"ACK partitions GPUs of nodes labelled {sharing.ACK_SCHEDULE_LABEL}={sharing.ACK_MIG} through "
+                 f"{sharing.ACK_SHARING_ADDON}: check the add-on is installed and its pods run on the node, and that "
+                 f"the node's MIG layout label {sharing.NVIDIA_MIG_CONFIG_LABEL}={pool.node_labels.get(sharing.NVIDIA_MIG_CONFIG_LABEL)} "
+                 "is the key ACK reads (unverified: see docs/ack.md)")
+    else:
+        cause = ("the MIG manager has not enabled MIG mode on these GPUs (GPU Operator mig-manager not running, "
+                 f"{sharing.NVIDIA_MIG_STATE_LABEL} not 'success'), or a GPU needs a reset that a running client blocks")
+    return _fail("nodes.mig-partitioned", subject, "whole GPUs outside MIG mode: " + "; ".join(whole), cause)
 
 
 # ================================================================================================ aggregated APIs
@@ -633,7 +660,43 @@ def run_verify(cfg: PlatformConfig, api_client: k8s.ApiClient) -> list[CheckResu
     for w in cfg.workloads:
         if uses_app_metrics(w):
             results.append(check_pod_monitor(cfg, w, custom))
+    networking = k8s.NetworkingV1Api(api_client)
+    for w in cfg.workloads:
+        if w.exposure.ingress is not None:
+            results += [check_ingress(cfg, w, name, networking) for name in ingress_names(w)]
     return results
+
+
+def ingress_names(w: Workload) -> list[str]:
+    """Names of the workload's Ingress objects, as ``workload_manifests.ingresses`` gives them."""
+    ing = w.exposure.ingress
+    routes = ing.all_routes()
+    return [w.name] if len(routes) == 1 and not ing.routes else [f"{w.name}-{r.port}" for r in routes]
+
+
+def check_ingress(cfg: PlatformConfig, w: Workload, name: str, networking: k8s.NetworkingV1Api) -> CheckResult:
+    """An Ingress gets an address only from a controller serving its class. ``pulumi up`` waits for it when the
+    stack installs the controller; with an external controller it does not, so this is where a missing one shows."""
+    ns, ing = cfg.settings.namespace, w.exposure.ingress
+    subject = f"ingress/{ns}/{name}"
+    try:
+        obj = networking.read_namespaced_ingress(name, ns, _request_timeout=REQUEST_TIMEOUT)
+    except Exception as exc:  # noqa: BLE001
+        if _not_found(exc):
+            return _fail("ingress.address", subject, "Ingress not found", "the stack is not applied")
+        return _fail("ingress.address", subject, f"cannot read it ({_api_error(exc)})",
+                     "the credentials lack 'get ingresses'")
+    lb = (obj.status.load_balancer.ingress or []) if obj.status and obj.status.load_balancer else []
+    addresses = [a.ip or a.hostname for a in lb if a.ip or a.hostname]
+    if addresses:
+        return _pass("ingress.address", subject, f"address {', '.join(addresses)} (class {ing.class_name})")
+    if ing.controller_for(cfg.is_ack) == "addon":
+        cause = ("ACK's nginx-ingress-controller add-on is not running or its SLB was not created (kube-system "
+                 "pods nginx-ingress-controller; the add-on status in the ACK console)")
+    else:
+        cause = (f"the external controller for ingressClassName '{ing.class_name}' is not installed, not running or "
+                 "serves another class (exposure.ingress.controller is 'external', so `pulumi up` did not wait)")
+    return _fail("ingress.address", subject, "no address in .status.loadBalancer", cause)
 
 
 # ================================================================================================ output

@@ -6,6 +6,9 @@ are silent at apply time (the HPA shows ``<unknown>`` and never scales).
 """
 from __future__ import annotations
 
+import threading
+from typing import Any
+
 from gpuplatform.catalogs.gpus import close_matches
 from gpuplatform.catalogs.metrics import METRICS
 from gpuplatform.catalogs.kubernetes import (NOT_SCALABLE_KINDS, REMOVED_APIS, SCALE_SUBRESOURCE_KINDS, api_group,
@@ -296,15 +299,78 @@ def hpa_replica_bounds(r, config, report):
                f"it never scales")
 
 
-@stack_policy(
+class AuthoredScaling:
+    """Authored inputs of workloads and autoscalers, as the engine's ``Analyze`` calls hand them over.
+
+    Whether a workload's ``spec.replicas`` was *authored* only its inputs tell: its outputs, which are all
+    ``AnalyzeStack`` sees, carry ``spec.replicas`` after every deployment (the API server defaults it to 1, the HPA
+    controller writes its choice through the scale subresource). The engine calls ``Analyze`` with the inputs of
+    every resource it registers, unchanged ones included (pulumi ``pkg/resource/deploy/step_generator.go``,
+    ``analyzeAll``), one resource per call, in one analyzer process per update. So the policy remembers, per
+    stack, which workloads authored a replica count and which workloads an autoscaler targets, and reports on
+    whichever of a pair arrives second: every pair once, in any order. The engine may analyze in parallel, hence
+    the lock; a re-analyzed resource replaces what was remembered of it."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._replicas: dict[tuple, dict[str, tuple[str, Any]]] = {}
+        self._scalers: dict[tuple, dict[str, str]] = {}
+
+    def reset(self) -> None:
+        with self._lock:
+            self._replicas.clear()
+            self._scalers.clear()
+
+    @staticmethod
+    def _stack(urn: str) -> str:
+        return "::".join(urn.split("::")[:2])
+
+    def workload(self, r, replicas) -> list[str]:
+        """Record a workload; the labels of the autoscalers already known to target it if it sets replicas."""
+        key = (self._stack(r.urn), r.namespace, r.kind, r.obj_name)
+        with self._lock:
+            for entries in self._replicas.values():
+                entries.pop(r.urn, None)
+            if replicas is None:
+                return []
+            self._replicas.setdefault(key, {})[r.urn] = (r.label, replicas)
+            return sorted(self._scalers.get(key, {}).values())
+
+    def scaler(self, r, target_kind: str, target_name: str) -> list[tuple[str, Any]]:
+        """Record an autoscaler; the (label, replicas) of known workloads it targets that set replicas."""
+        key = (self._stack(r.urn), r.namespace, target_kind, target_name)
+        with self._lock:
+            for entries in self._scalers.values():
+                entries.pop(r.urn, None)
+            self._scalers.setdefault(key, {})[r.urn] = r.label
+            return sorted(self._replicas.get(key, {}).values())
+
+
+AUTHORED_SCALING = AuthoredScaling()
+
+
+@resource_policy(
     "deployment-no-replicas-with-autoscaler",
-    "A workload scaled by an HPA or ScaledObject must not set spec.replicas: every update resets the replica "
-    "count the autoscaler chose (and server-side apply conflicts with the controller manager).",
+    "A workload scaled by an HPA or ScaledObject must not author spec.replicas: every update resets the replica "
+    "count the autoscaler chose (and server-side apply conflicts with the controller manager). Judged on inputs: "
+    "the live object always has spec.replicas, set by the API server or the autoscaler.",
     category=CATEGORY, severity=MEDIUM, level=ADVISORY, hardening=True,
+    kinds=("Deployment", "StatefulSet", "HorizontalPodAutoscaler", "ScaledObject"),
     refs=("kube-score deployment-targeted-by-hpa-does-not-have-replicas-configured", "pulumi-kubernetes#2491"),
-    remediation="Remove spec.replicas from the Deployment.")
-def no_replicas_with_autoscaler(view, config, report):
-    for s, target in view.scaled_targets():
-        replicas = k8s.get(target.props, "spec", "replicas")
-        if replicas is not None:
-            report(f"{target.label} sets spec.replicas={replicas} but is scaled by {s.resource.label}", target)
+    remediation="Remove spec.replicas from the Deployment.", reset=AUTHORED_SCALING.reset)
+def no_replicas_with_autoscaler(r, config, report):
+    spec = k8s.as_map(k8s.get(r.props, "spec"))
+    if r.kind in ("Deployment", "StatefulSet"):
+        replicas = spec.get("replicas")
+        for scaler in AUTHORED_SCALING.workload(r, replicas):
+            report(f"{r.label} sets spec.replicas={_number(replicas)} but is scaled by {scaler}")
+        return
+    ref = k8s.as_map(spec.get("scaleTargetRef"))
+    kind = str(ref.get("kind") or ("Deployment" if r.kind == "ScaledObject" else ""))
+    for workload, replicas in AUTHORED_SCALING.scaler(r, kind, str(ref.get("name") or "")):
+        report(f"{r.label} scales {workload}, which sets spec.replicas={_number(replicas)}")
+
+
+def _number(value) -> str:
+    q = k8s.quantity(value)
+    return k8s.fmt_number(q) if q is not None else str(value)

@@ -71,6 +71,9 @@ class PolicyDef:
     remediable: bool = False
     hardening: bool = False
     """A hardening gap rather than a defect: advisory by default, mandatory under the strict pack config."""
+    reset: Optional[Callable[[], None]] = None
+    """Forget what the policy remembered of earlier ``Analyze`` calls; the offline runner calls it before each run
+    (under the CLI every update has its own analyzer process)."""
 
     def config_with_defaults(self, given: Optional[Mapping[str, Any]]) -> dict[str, Any]:
         out = {k: v.get("default") for k, v in self.config.items()}
@@ -97,7 +100,8 @@ def resource_policy(id: str, description: str, *, category: str, severity: Sever
                     level: EnforcementLevel = MANDATORY, kinds: Sequence[str] = (), types: Sequence[str] = (),
                     refs: Sequence[str] = (), config: Optional[dict[str, dict]] = None, remediation: str = "",
                     remediate: Optional[Callable[[Resource, dict], Optional[dict]]] = None,
-                    skip_patches: bool = True, hardening: bool = False):
+                    skip_patches: bool = True, hardening: bool = False,
+                    reset: Optional[Callable[[], None]] = None):
     """Declare a resource policy. ``fn(resource, config, report)`` runs only for the listed kinds/types."""
     config = dict(config or {})
 
@@ -133,7 +137,7 @@ def resource_policy(id: str, description: str, *, category: str, severity: Sever
             config_schema=_schema(config), remediate=remediate_fn if remediate else None, severity=severity,
             tags=[category], remediation_steps=remediation or None)
         pdef = PolicyDef(id, description, category, severity, level, "resource", tuple(refs), config, remediation,
-                         policy, remediable=remediate is not None, hardening=hardening)
+                         policy, remediable=remediate is not None, hardening=hardening, reset=reset)
         holder["def"] = pdef
         _register(pdef)
         return fn

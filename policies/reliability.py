@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from gpuplatform.catalogs.kubernetes import REMOVED_APIS
+from gpuplatform.catalogs.kubernetes import INTRODUCED_APIS, REMOVED_APIS, served_by
 from gpuplatform.policies import k8s
 from gpuplatform.policies.registry import ADVISORY, HIGH, MEDIUM, prop, resource_policy, stack_policy
 from gpuplatform.policies.stack import ACK_CLUSTER_TYPES, ACK_NODE_POOL_TYPE, PROMETHEUS_ADAPTER_CHART, RELEASE_TYPE
@@ -110,8 +110,10 @@ def pdb_allows_disruption(r, config, report):
     max_u, min_a = spec.get("maxUnavailable"), spec.get("minAvailable")
     if max_u is None and min_a is None:
         report(f"{r.label} sets neither minAvailable nor maxUnavailable")
-    if max_u is not None and str(max_u).strip() in ("0", "0%"):
-        report(f"{r.label} sets maxUnavailable {max_u}: no voluntary disruption is ever allowed")
+    # numbers arrive as floats (the engine's wire format), so 0 is compared as a quantity, not as text
+    if max_u is not None and (k8s.quantity(max_u) == 0 or str(max_u).strip() == "0%"):
+        report(f"{r.label} sets maxUnavailable {k8s.fmt_number(0) if k8s.quantity(max_u) == 0 else max_u}: no "
+               f"voluntary disruption is ever allowed")
     if min_a is not None and str(min_a).strip() == "100%":
         report(f"{r.label} sets minAvailable 100%: no voluntary disruption is ever allowed")
 
@@ -202,18 +204,32 @@ def protect_prod(view, config, report):
             report(f"{r.label} is not protected", r)
 
 
-@resource_policy(
+@stack_policy(
     "no-removed-api-versions",
-    "Objects must not use API versions that current clusters no longer serve (extensions/v1beta1, apps/v1beta1, "
-    "autoscaling/v2beta1, apiregistration.k8s.io/v1beta1, …): the copy-pasted guides use them.",
-    category=CATEGORY, severity=HIGH, skip_patches=False,
+    "Objects must use API versions the target cluster serves (extensions/v1beta1, apps/v1beta1, "
+    "autoscaling/v2beta1, apiregistration.k8s.io/v1beta1, … are gone from current clusters; autoscaling/v2 needs "
+    "1.23): the copy-pasted guides use removed ones. The target version comes from the GpuPlatform component's "
+    "outputs, this policy's kubernetesVersion or `check --kube-version`; without one, any removed version is "
+    "reported.",
+    category=CATEGORY, severity=HIGH,
     refs=("kube-score stable-version", "Kyverno check-deprecated-apis", "Gatekeeper verifydeprecatedapi",
           "pulumi disallowBetaResource"),
+    config={"kubernetesVersion": prop("string", "Target cluster version (major.minor) when no GpuPlatform is "
+                                      "checked.", "")},
     remediation="Use the replacement apiVersion named in the message.")
-def no_removed_apis(r, config, report):
-    if not r.type.startswith("kubernetes:") or "helm.sh" in r.type or not r.api_version:
-        return
-    removed = REMOVED_APIS.get(r.api_version)
-    if removed:
-        (major, minor), replacement = removed
-        report(f"{r.label} uses {r.api_version}, removed in Kubernetes {major}.{minor}; use {replacement}")
+def no_removed_apis(view, config, report):
+    # a stack policy because the target version is a fact of the stack; apiVersion reads the same in outputs
+    version = view.kubernetes_version(config)
+    for r in view.resources:
+        if not r.type.startswith("kubernetes:") or "helm.sh" in r.type or not r.api_version:
+            continue
+        removed = REMOVED_APIS.get(r.api_version)
+        if version is None:
+            if removed:
+                (major, minor), replacement = removed
+                report(f"{r.label} uses {r.api_version}, removed in Kubernetes {major}.{minor}; use {replacement}", r)
+        elif not served_by(r.api_version, version):
+            why = (f"removed in {removed[0][0]}.{removed[0][1]}; use {removed[1]}" if removed else
+                   f"served from {'.'.join(map(str, INTRODUCED_APIS[r.api_version]))}")
+            report(f"{r.label} uses {r.api_version}, which Kubernetes {version[0]}.{version[1]} does not serve "
+                   f"({why})", r)

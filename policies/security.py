@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import re
 
-from gpuplatform.catalogs.kubernetes import (INTERNAL_LB_ANNOTATIONS, INTERNAL_LB_CLASSES, READ_ONLY_API_GROUPS,
-                                            SECRET_ENV_PATTERN)
+from gpuplatform.catalogs.kubernetes import (INTERNAL_LB_ANNOTATIONS, INTERNAL_LB_CLASSES, POD_SECURITY_ENFORCE,
+                                             READ_ONLY_API_GROUPS, ROOT_OPT_OUT_ANNOTATION, SECRET_ENV_PATTERN)
 from gpuplatform.policies import k8s, system
 from gpuplatform.policies.registry import (ADVISORY, CRITICAL, HIGH, MANDATORY, MEDIUM, prop, resource_policy,
                                            stack_policy)
@@ -248,6 +248,8 @@ def run_as_non_root(r, config, report):
     spec, comp = _subject(r, config)
     if spec is None or (comp is not None and comp.runs_as_root) or spec.get("hostUsers") is False:
         return
+    if root_opt_out(r):
+        return  # reported by the advisory pod-root-opt-out instead
     pod_nonroot = k8s.get(spec, "securityContext", "runAsNonRoot") is True
     if k8s.get(spec, "securityContext", "runAsUser") == 0:
         report(f"{r.label}: pod runAsUser is 0")
@@ -257,6 +259,41 @@ def run_as_non_root(r, config, report):
             report(f"{r.label} container {k8s.container_name(c)}: runAsNonRoot is not true")
         if _csc(c, "runAsUser") == 0:
             report(f"{r.label} container {k8s.container_name(c)}: runAsUser is 0")
+
+
+def root_opt_out(r) -> bool:
+    """The workload's pods carry the documented non-root opt-out annotation (stack key ``runAsRoot``)."""
+    meta = k8s.get(r.props, "spec", "template", "metadata") if r.kind != "Pod" else k8s.get(r.props, "metadata")
+    return str(k8s.get(meta, "annotations", ROOT_OPT_OUT_ANNOTATION, default="")).lower() == "true"
+
+
+# Pod Security admission checks a pod against its namespace's enforce level
+# (kubernetes.io/docs/concepts/security/pod-security-admission/); running as root is allowed from the baseline
+# level down, and only restricted forbids it (kubernetes.io/docs/concepts/security/pod-security-standards/).
+ROOT_ADMITTING_LEVELS = ("baseline", "privileged")
+
+
+@stack_policy(
+    "pod-root-opt-out",
+    f"Workloads that opt out of non-root ({ROOT_OPT_OUT_ANNOTATION}: \"true\", stack key runAsRoot) are listed "
+    "for review, and must live in a namespace whose Pod Security enforce level admits root (baseline): in a "
+    "restricted namespace the API server rejects their pods.",
+    category=POD_SECURITY, severity=MEDIUM, level=ADVISORY,
+    refs=("Kubernetes Pod Security Standards: Running as Non-root (restricted)", "Pod Security Admission labels"),
+    remediation="Prefer an image that runs as a non-root user; otherwise keep the workload in a baseline namespace.")
+def pod_root_opt_out(view, config, report):
+    namespaces = {ns.obj_name: ns for ns in view.objects("Namespace")}
+    for w in view.objects(*k8s.WORKLOAD_KINDS):
+        if not root_opt_out(w):
+            continue
+        ns = namespaces.get(w.namespace)
+        level = k8s.get(ns.props, "metadata", "labels", POD_SECURITY_ENFORCE) if ns is not None else None
+        if ns is not None and (level or "privileged") not in ROOT_ADMITTING_LEVELS:
+            report(f"{w.label} runs as root, but namespace {w.namespace} enforces Pod Security {level}, which "
+                   "rejects its pods; allowed: a baseline namespace", w)
+        else:
+            report(f"{w.label} runs as root by the documented opt-out (namespace {w.namespace}, Pod Security "
+                   f"{level or 'not in this stack'})", w)
 
 
 def _deny_escalation(r, config):

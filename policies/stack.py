@@ -15,9 +15,8 @@ from typing import Any, Iterable, Iterator, Mapping, Optional
 import yaml
 
 from gpuplatform.catalogs import sharing
-from gpuplatform.catalogs.metrics import METRICS, MetricDef, MetricSource
+from gpuplatform.catalogs.metrics import METRICS, MetricDef, MetricSource, served_names
 from gpuplatform.catalogs.versions import CHARTS
-from gpuplatform.components.adapter_rules import served_names
 from gpuplatform.policies import k8s
 from gpuplatform.policies.registry import Resource, resource_from
 

@@ -85,9 +85,12 @@ class AckCredentialApi(OfflineMocks):
     or revoked. The provider passes the argument through (TF service_alicloud_cs.go,
     DescribeClusterKubeConfigWithExpiration)."""
 
-    def __init__(self, now: dt.datetime):
+    def __init__(self, now: dt.datetime, reissue_default: bool = False):
+        """``reissue_default``: model an API that, against what its documentation implies, issues a new
+        long-lived kubeconfig on every call (the unverified case in docs/ack.md)."""
         super().__init__()
         self.now = now
+        self.reissue_default = reissue_default
         self.issued = 0
         self.expiry: dict[str, dt.datetime] = {OFFLINE_KUBECONFIG: now + dt.timedelta(days=3 * 365)}
 
@@ -97,8 +100,12 @@ class AckCredentialApi(OfflineMocks):
         self.invokes.append((args.token, dict(args.args)))
         self.invoke_providers.append(args.provider or "")
         minutes = args.args.get("temporaryDurationMinutes")
-        if not minutes:
+        if not minutes and not self.reissue_default:
             kubeconfig = OFFLINE_KUBECONFIG
+        elif not minutes:
+            self.issued += 1
+            kubeconfig = OFFLINE_KUBECONFIG.replace("token: offline", f"token: reissued-{self.issued}")
+            self.expiry[kubeconfig] = self.now + dt.timedelta(days=3 * 365)
         else:
             self.issued += 1
             kubeconfig = OFFLINE_KUBECONFIG.replace("token: offline", f"token: temporary-{self.issued}")

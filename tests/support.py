@@ -1,6 +1,9 @@
-"""Shared test helpers: stack files, offline synthesis, resource lookup."""
+"""Shared test helpers: stack files, offline synthesis, resource lookup, fresh virtualenvs."""
 import copy
+import os
 from pathlib import Path
+
+import pytest
 
 from gpuplatform.components.stack_config import namespace_from_stack_file
 from gpuplatform.synth import stack_config_from_namespace, synthesize
@@ -25,3 +28,19 @@ def one(records, type_token: str, name: str | None = None):
     found = [r for r in of_type(records, type_token) if name is None or r.name == name]
     assert len(found) == 1, f"expected one {type_token} {name or ''}, got {[r.name for r in found]}"
     return found[0]
+
+
+def wheelhouse():
+    """Wheels `make install` collects (GPUPLATFORM_WHEELHOUSE): fresh venvs install offline, from there only."""
+    path = os.environ.get("GPUPLATFORM_WHEELHOUSE")
+    if path and (REPO / path / ".complete").is_file():
+        return REPO / path
+    if os.environ.get("CI") == "true":
+        pytest.fail("GPUPLATFORM_WHEELHOUSE names no complete wheelhouse; run the tests with `make test`")
+    pytest.skip("no wheelhouse: run `make test` (it collects the wheels fresh virtualenvs install from)")
+
+
+def clean_env(venv_root) -> dict:
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")}
+    env["PATH"] = f"{venv_root / 'bin'}{os.pathsep}{env.get('PATH', '')}"
+    return env

@@ -243,3 +243,55 @@ def _strings(value):
     elif isinstance(value, list):
         for v in value:
             yield from _strings(v)
+
+
+# ---------------------------------------------------------------------------------------------- docs/ack.md
+def test_every_unverified_behaviour_has_a_verify_check_and_a_first_deploy_line():
+    import re
+
+    from support import REPO
+
+    doc = (REPO / "docs" / "ack.md").read_text()
+    readme = (REPO / "README.md").read_text()
+    first_deploy = readme[readme.index("### First deploy on ACK"):readme.index("### After `pulumi up`: verify")]
+    verify_source = (REPO / "gpuplatform" / "verify.py").read_text()
+    rows = [line for line in doc.splitlines() if line.startswith("|") and "**unverified**" in line]
+    assert rows
+    for row in rows:
+        checks = re.findall(r"verify ((?:`[a-z-]+\.[a-z-]+`(?:, )?)+)", row)
+        ids = [c for group in checks for c in re.findall(r"`([a-z-]+\.[a-z-]+)`", group)]
+        assert ids, f"no verify check named in: {row}"
+        for check in ids:
+            assert f'"{check}"' in verify_source, f"{check} is not a verify check"
+            assert check in first_deploy, f"{check} is not in the README's first deploy section"
+    for row in doc.splitlines():
+        if row.startswith("|") and not row.startswith("|---") and not row.startswith("| behaviour"):
+            assert "verified-by-source" in row or "**unverified**" in row, row
+
+
+# ---------------------------------------------------------------------------------------------- 3b. ack-ram-tool
+def test_ack_ram_tool_credential_keeps_no_client_credential_and_is_stable_even_if_ack_reissues():
+    import yaml
+
+    raw = stack_raw("dev")
+    raw["cluster"]["credential"] = "ack-ram-tool"
+    api = AckCredentialApi(now=dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc), reissue_default=True)
+    config = stack_config_from_namespace(raw)
+    runs = [one(synthesize(config, mocks=api), "pulumi:providers:kubernetes").inputs for _ in range(2)]
+    assert api.issued == 2, "the model handed out a new credential on each run"
+    assert runs[0] == runs[1]
+    kubeconfig = yaml.safe_load(runs[0]["kubeconfig"])
+    user = kubeconfig["users"][0]["user"]
+    assert set(user) == {"exec"} and user["exec"]["command"] == "ack-ram-tool"
+    assert user["exec"]["args"][:4] == ["credential-plugin", "get-credential", "--cluster-id",
+                                        "c-offline-gpu-cluster-ack"]
+    assert kubeconfig["clusters"][0]["cluster"] == {"server": "https://127.0.0.1:6443"}
+
+
+def test_default_credential_depends_on_ack_returning_the_same_kubeconfig():
+    """The unverified assumption, made visible: were ACK to reissue the default kubeconfig on every call, the
+    provider would change on every run (the README's first-deploy preview check catches it)."""
+    api = AckCredentialApi(now=dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc), reissue_default=True)
+    config = stack_config_from_namespace(stack_raw("dev"))
+    runs = [one(synthesize(config, mocks=api), "pulumi:providers:kubernetes").inputs for _ in range(2)]
+    assert runs[0] != runs[1]

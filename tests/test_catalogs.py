@@ -3,7 +3,7 @@ import pytest
 
 from gpuplatform.catalogs import capacity, sharing
 from gpuplatform.catalogs.gpus import GPU_MODELS, INSTANCE_TYPES, close_matches, instance_type, mig_instance_families
-from gpuplatform.catalogs.metrics import EXPORTERS, METRICS, series_query
+from gpuplatform.catalogs.metrics import EXPORTERS, METRICS, UNITS, convert_query, series_query
 from gpuplatform.catalogs.mig import MIG_PROFILES, max_instances, mig_config_label_value
 from gpuplatform.catalogs.versions import CHARTS
 
@@ -78,7 +78,38 @@ def test_metric_catalog_validity_by_sharing_mode():
     assert (sm.series, sm.scope, sm.labels.pod) == ("DCGM_CUSTOM_PROCESS_SM_UTIL", "pod", "PodName")
     assert METRICS["triton_queue_time_us"].source("triton").api_name == "avg_time_queue_us"
     assert METRICS["gpu_util"].source("ack-legacy").api_name == "duty_cycle_current"
-    assert METRICS["gpu_fb_used"].source("ack-legacy").api_name == "memory_used_bytes_current"
+    assert METRICS["gpu_fb_used"].source("ack-legacy").api_name == "memory_used_mib_current"
+
+
+def test_every_source_has_a_unit_and_serves_its_metric_unit():
+    for metric in METRICS.values():
+        assert metric.unit in UNITS, metric.name
+        for src in metric.sources:
+            assert src.unit in UNITS, (metric.name, src.exporter)
+            assert UNITS[src.unit].dimension == UNITS[metric.unit].dimension, (metric.name, src.exporter)
+            assert src.served_unit == metric.unit
+            if src.unit == metric.unit:
+                assert src.metrics_query == src.query
+            else:
+                assert src.metrics_query != src.query
+
+
+def test_legacy_memory_in_bytes_is_served_in_mib():
+    src = METRICS["gpu_fb_used"].source("ack-legacy")
+    assert (src.unit, src.served_unit) == ("bytes", "MiB")
+    assert src.metrics_query == f"({src.query}) / 1048576"
+
+
+@pytest.mark.parametrize("from_unit, to_unit, expected", [
+    ("bytes", "MiB", "(q) / 1048576"), ("MiB", "bytes", "(q) * 1048576"), ("us", "ms", "(q) / 1000"),
+    ("ratio", "percent", "(q) * 100"), ("percent", "percent", "q")])
+def test_convert_query(from_unit, to_unit, expected):
+    assert convert_query("q", from_unit, to_unit) == expected
+
+
+def test_convert_query_refuses_other_dimensions():
+    with pytest.raises(ValueError, match="cannot convert MiB to us"):
+        convert_query("q", "MiB", "us")
 
 
 def test_every_source_names_a_known_exporter_and_lowercase_api_names_off_ack():

@@ -31,6 +31,8 @@ def test_plan_json_format(capsys):
     assert main(["plan", "--stack", "prod", "--format", "json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["capacity"][0]["unitsPerNode"] == 56
+    step = doc["metricLatency"][0].pop("stepResponse")  # its figures: tests/test_simulate.py
+    assert set(step) == {"trace", "firstScaleUpSeconds", "capacityReadySeconds"}
     assert doc["metricLatency"][0] == {"workload": "flower", "metric": "triton_queue_time_us",
                                        "apiName": "avg_time_queue_us", "autoscaler": "hpa", "collect": 0,
                                        "scrape": 10, "window": 30, "poll": 15, "worstCaseSeconds": 55}

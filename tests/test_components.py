@@ -240,8 +240,12 @@ def test_prod_triton_service_has_monitor_ingress_and_claims(stack_records):
     mon = one(records, "kubernetes:monitoring.coreos.com/v1:PodMonitor")
     assert mon.inputs["spec"]["podMetricsEndpoints"] == [{"port": "metrics", "path": "/metrics", "interval": "10s"}]
     assert "gpu-monitoring-kube-prometheus-stack" in mon.depends_on
-    ingress = one(records, "kubernetes:networking.k8s.io/v1:Ingress")
-    assert ingress.inputs["metadata"]["annotations"] == {"nginx.ingress.kubernetes.io/backend-protocol": "GRPC"}
+    ingresses = {r.inputs["metadata"]["name"]: r.inputs for r in of_type(records, "kubernetes:networking.k8s.io/v1:Ingress")}
+    # one Ingress per served port: the backend protocol annotation applies to a whole Ingress object
+    assert {name: i["metadata"]["annotations"]["nginx.ingress.kubernetes.io/backend-protocol"]
+            for name, i in ingresses.items()} == {"flower-http": "HTTP", "flower-grpc": "GRPC"}
+    assert ingresses["flower-grpc"]["spec"]["tls"] == [{"hosts": ["flower-grpc.inference.example.com"],
+                                                        "secretName": "flower-tls"}]
     svc = one(records, "kubernetes:core/v1:Service")
     assert svc.inputs["spec"]["type"] == "ClusterIP"
     assert [p["name"] for p in svc.inputs["spec"]["ports"]] == ["http", "grpc"]  # metrics port not exposed
@@ -254,8 +258,9 @@ def test_prod_triton_service_has_monitor_ingress_and_claims(stack_records):
 def test_each_workload_object_waits_only_for_what_it_needs(stack_records):
     deps = {r.type.rsplit(":", 1)[1]: set(r.depends_on) for r in stack_records("prod") if r.parent == "gpu-flower"}
     namespace, pool, prometheus = "gpu-workloads-namespace", "gpu-a100-mig-pool", "gpu-monitoring-kube-prometheus-stack"
-    for kind in ("Service", "Ingress", "PodDisruptionBudget", "HorizontalPodAutoscaler", "PersistentVolumeClaim"):
+    for kind in ("Service", "PodDisruptionBudget", "HorizontalPodAutoscaler", "PersistentVolumeClaim"):
         assert deps[kind] == {namespace}, kind  # not minutes behind a node pool or a Helm release
+    assert deps["Ingress"] == {namespace, "gpu-cluster-nginx-ingress-controller"}  # its address needs the controller
     assert deps["PersistentVolume"] == set()  # cluster-scoped
     assert deps["PodMonitor"] == {namespace, prometheus}  # its CRD comes with kube-prometheus-stack
     assert {namespace, pool} < deps["Deployment"] and prometheus not in deps["Deployment"]
@@ -421,7 +426,8 @@ def test_no_duplicate_urns_with_many_workloads():
     for i in range(3):
         w = copy.deepcopy(base)
         w["name"] = f"flower-{i}"
-        w["exposure"]["ingress"]["host"] = f"flower-{i}.inference.example.com"
+        for route in w["exposure"]["ingress"]["routes"]:
+            route["host"] = f"{route['port']}-{i}.inference.example.com"
         raw["workloads"].append(w)
     records = synth(raw)  # synthesize raises on duplicate URNs
     assert len(of_type(records, HPA_V2)) == 3

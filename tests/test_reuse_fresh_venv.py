@@ -1,6 +1,5 @@
 """examples/reuse as its own project: a fresh virtualenv built from its requirements.txt alone, a consumer with
 its own ``components/`` folder, and an offline plan, all outside this checkout."""
-import os
 import shutil
 import subprocess
 import sys
@@ -8,19 +7,9 @@ import venv
 
 import pytest
 
-from support import REPO
+from support import REPO, clean_env, wheelhouse
 
 EXAMPLE = REPO / "examples" / "reuse"
-
-
-def wheelhouse():
-    """Wheels `make install` collects (GPUPLATFORM_WHEELHOUSE): fresh venvs install offline, from there only."""
-    path = os.environ.get("GPUPLATFORM_WHEELHOUSE")
-    if path and (REPO / path / ".complete").is_file():
-        return REPO / path
-    if os.environ.get("CI") == "true":
-        pytest.fail("GPUPLATFORM_WHEELHOUSE names no complete wheelhouse; run the tests with `make test`")
-    pytest.skip("no wheelhouse: run `make test` (it collects the wheels fresh virtualenvs install from)")
 
 
 def _run(cmd, cwd, env=None, timeout=600):
@@ -41,17 +30,11 @@ def consumer_venv(tmp_path_factory):
     return root
 
 
-def _clean_env(venv_root) -> dict:
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")}
-    env["PATH"] = f"{venv_root / 'bin'}{os.pathsep}{env.get('PATH', '')}"
-    return env
-
-
 def test_reuse_example_installs_and_plans_in_a_fresh_venv(consumer_venv, tmp_path):
     project = tmp_path / "team-project"
     shutil.copytree(EXAMPLE, project, ignore=shutil.ignore_patterns("requirements.txt", "__pycache__"))
     assert (project / "components" / "__init__.py").is_file()  # the consumer's own components/ folder
-    env = _clean_env(consumer_venv)
+    env = clean_env(consumer_venv)
     probe = _run([consumer_venv / "bin" / "python", "-c",
                   "import gpuplatform.components as c, gpuplatform; print(c.__file__); print(gpuplatform.__path__)"],
                  cwd=project, env=env)

@@ -127,7 +127,7 @@ def test_keda_cools_down_to_zero_and_a_gpu_metric_cannot_wake_it(tmp_path) -> No
 def test_table_output_and_plot(tmp_path) -> None:
     png = tmp_path / "out.png"
     code, out, err = cli("simulate", "--stack", "dev", "--workload", "bert-intent-detection", "--trace", "spike",
-                         "--plot", str(png))
+                         "--duration", "10m", "--plot", str(png))
     assert code == 0, err
     assert "first scale-up decision" in out and "REPLICAS" in out
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 20000
@@ -157,3 +157,78 @@ def test_bad_arguments_exit_2(args, expected) -> None:
 def test_trace_rows_hold_until_the_next_row() -> None:
     trace = Trace("t", (0, 10, 20), (1.0, 5.0, 2.0), 30)
     assert [trace.demand(t) for t in (0, 9, 10, 19, 25)] == [1.0, 1.0, 5.0, 5.0, 2.0]
+
+
+def test_plan_prints_the_simulated_step_response_next_to_the_formula() -> None:
+    code, out, err = cli("plan", "--stack", "prod", "--format", "json")
+    assert code == 0, err
+    rows = json.loads(out)["metricLatency"]
+    flower = next(r for r in rows if r["workload"] == "flower")
+    code, sim_out, _ = cli("simulate", "--stack", "prod", "--workload", "flower", "--trace", "step", "--format",
+                           "json")
+    sim = json.loads(sim_out)
+    assert flower["stepResponse"] == {"trace": "step", "firstScaleUpSeconds": sim["first_scale_up_s"],
+                                      "capacityReadySeconds": sim["capacity_ready_s"]}
+    code, text, _ = cli("plan", "--stack", "prod")
+    line = next(ln for ln in text.splitlines() if ln.startswith("flower ") and "avg_time_queue_us" in ln)
+    assert f"{flower['worstCaseSeconds']}s" in line
+    assert f"{sim['first_scale_up_s']:g}s / {sim['capacity_ready_s']:g}s" in line
+
+
+class _Tty(io.StringIO):
+    def __init__(self, tty: bool):
+        super().__init__()
+        self.tty = tty
+
+    def isatty(self) -> bool:
+        return self.tty
+
+
+def test_progress_bar_only_on_a_terminal_and_only_for_long_runs(monkeypatch) -> None:
+    from gpuplatform.simulate import engine
+
+    assert engine.progress_bar(_Tty(False)) is None
+    clock = iter([0.0, 0.5, 1.0, 3.0, 4.0, 5.0])
+    monkeypatch.setattr(engine.time, "monotonic", lambda: next(clock))
+    stream = _Tty(True)
+    update = engine.progress_bar(stream)
+    update(0.1)                  # 0.5 s in: nothing yet
+    assert stream.getvalue() == ""
+    update(0.2)                  # 1.0 s
+    update(0.5)                  # 3.0 s: shown
+    update(1.0)
+    shown = stream.getvalue()
+    assert "50.0%" in shown and "100.0%" in shown and shown.endswith("\n") and "20.0%" not in shown
+    quick = _Tty(True)
+    clock2 = iter([0.0, 0.1, 0.2])
+    monkeypatch.setattr(engine.time, "monotonic", lambda: next(clock2))
+    fast = engine.progress_bar(quick)
+    fast(0.5)
+    fast(1.0)
+    assert quick.getvalue() == ""
+
+
+def test_prod_stack_file_states_what_the_simulation_shows(prod_step_json) -> None:
+    import re
+
+    text = (REPO / "stacks" / "Pulumi.prod.yaml").read_text()
+    decision = re.search(r"first scale-up decision comes (\d+) s later", text)
+    ready = re.search(r"ready capacity covers the load after (\d+) s", text)
+    assert decision and ready, "the prod stack file must state the simulated step response"
+    assert float(decision.group(1)) == prod_step_json["first_scale_up_s"]
+    assert float(ready.group(1)) == prod_step_json["capacity_ready_s"]
+
+
+def test_a_workload_without_autoscaler_is_refused() -> None:
+    from support import stack_raw
+
+    from gpuplatform.components.errors import ConfigError
+    from gpuplatform.components.validation import load
+    from gpuplatform.simulate.engine import find_workload
+
+    raw = stack_raw("prod")
+    raw["workloads"][0].pop("autoscaling")
+    raw["workloads"][0]["replicas"] = 2
+    cfg = load(raw)
+    with pytest.raises(ConfigError, match="no loop to simulate"):
+        find_workload(cfg, "flower")

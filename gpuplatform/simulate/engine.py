@@ -171,6 +171,11 @@ def find_workload(cfg: PlatformConfig, name: str) -> Workload:
     if w is None:
         raise ConfigError([ConfigIssue("workloads", f"no workload named {name!r}; workloads: "
                                                     f"{one_of(x.name for x in cfg.workloads)}")])
+    if w.fixed:
+        scaled = [x.name for x in cfg.workloads if not x.fixed]
+        raise ConfigError([ConfigIssue("workloads", f"{name!r} runs a fixed number of replicas (no autoscaler), so "
+                                                    f"there is no loop to simulate; autoscaled workloads: "
+                                                    f"{one_of(scaled) if scaled else 'none'}")])
     return w
 
 

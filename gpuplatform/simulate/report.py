@@ -84,30 +84,33 @@ def write_plot(r: Result, path: str) -> None:
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
+        from matplotlib.ticker import MaxNLocator
     except ImportError:
         raise ConfigError([ArgumentIssue("--plot", "needs matplotlib: pip install -r requirements.txt")]) from None
     t = [e["t"] / 60 for e in r.timeline]
-    fig, (ax1, ax2, ax3) = plt.subplots(3, 1, figsize=(11, 8.5), sharex=True, constrained_layout=True)
+    fig, (ax1, ax2, ax3) = plt.subplots(3, 1, figsize=(12, 8.5), sharex=True, constrained_layout=True)
     fig.suptitle(f"{r.stack} / {r.workload}: {r.trace} trace, {r.autoscaler} on {r.api_name}", fontsize=13)
     ax1.plot(t, [e["demand"] for e in r.timeline], color="tab:blue", label="demand (req/s)")
     ax1.step(t, [e["ready"] * r.plan.rps_at_target for e in r.timeline], where="post", color="tab:green",
              label="ready replicas x req/s at target")
     ax1.set_ylabel("requests / s")
-    ax1.legend(loc="upper left")
     metric = [math.nan if e["metric"] is None else e["metric"] for e in r.timeline]
     ax2.step(t, metric, where="post", color="tab:orange", label=f"metric the HPA read ({r.unit})")
     ax2.axhline(r.target, color="tab:red", linestyle="--", label=f"target {r.target:g} {r.unit}")
-    ax2.set_ylabel(f"{r.api_name}\n({r.unit})")
-    ax2.legend(loc="upper left")
-    for key, color, style in (("desired", "tab:purple", ":"), ("replicas", "tab:blue", "-"),
-                              ("ready", "tab:green", "-"), ("nodes", "black", "--")):
-        ax3.step(t, [e[key] for e in r.timeline], where="post", color=color, linestyle=style, label=key)
+    ax2.set_ylabel(f"metric ({r.unit})")
+    # drawn widest first, so lines that coincide (replicas = ready in steady state) stay visible
+    for key, color, style, width in (("nodes", "0.55", "-", 5.0), ("replicas", "tab:blue", "-", 3.0),
+                                     ("ready", "tab:green", "-", 1.6), ("desired", "tab:purple", ":", 1.6)):
+        label = "nodes (ready)" if key == "nodes" else key
+        ax3.step(t, [e[key] for e in r.timeline], where="post", color=color, linestyle=style, linewidth=width,
+                 label=label)
     ax3.set_ylabel("count")
     ax3.set_xlabel("minutes")
-    ax3.legend(loc="upper left", ncol=4)
+    ax3.yaxis.set_major_locator(MaxNLocator(integer=True))
     for ax in (ax1, ax2, ax3):
         ax.grid(True, alpha=0.3)
         ax.set_ylim(bottom=0)
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=9, frameon=False)
     summary = (f"first scale-up {_s(r.first_scale_up_s)}, capacity ready {_s(r.capacity_ready_s)}, "
                f"above target {r.over_target_s:g}s, GPU-h {r.gpu_hours:g} (lower bound {r.oracle_gpu_hours:g})")
     ax1.set_title(summary, fontsize=10)

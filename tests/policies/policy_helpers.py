@@ -31,21 +31,24 @@ def stack_resources(stack: str) -> list[RegisteredResource]:
     version = kubernetes_version(cfg)
     prod = cfg.settings.is_prod
     protect = cfg.settings.protect_resources
-    out = [RegisteredResource("gpuplatform:index:GpuPlatform", "platform", {
-        "environment": cfg.settings.environment, "kubernetesVersion": cfg.cluster.kubernetes_version,
-        "clusterKind": cfg.cluster.kind, "allowPublicEndpoints": cfg.settings.allow_public_endpoints,
-        "protect": protect}, custom=False)]
+    platform = {"environment": cfg.settings.environment, "kubernetesVersion": cfg.cluster.kubernetes_version,
+                "clusterKind": cfg.cluster.kind, "allowPublicEndpoints": cfg.settings.allow_public_endpoints,
+                "protect": protect}
+    # a component's props are its inputs; what the stack policies see is what it registers as outputs, which for
+    # these two components includes the same facts (test_policy_engine.py proves it on the real components)
+    out = [RegisteredResource("gpuplatform:index:GpuPlatform", "platform", platform, custom=False, outputs=platform)]
     if cfg.cluster.kind == "ack-managed":
         out.append(RegisteredResource("alicloud:cs/managedKubernetes:ManagedKubernetes", "cluster",
                                       {"name": "c"}, protect=protect))
     for pool in cfg.node_pools:
         f = facts[pool.name]
-        out.append(RegisteredResource("gpuplatform:index:GpuNodePool", pool.name, {
+        pool_props = {
             "poolName": f.name, "gpuModel": f.model.name, "gpusPerNode": f.gpus_per_node, "maxNodes": f.max_nodes,
             "sharingMode": f.mode, "migProfile": f.mig_profile, "migStrategy": f.mig_strategy,
             "cgpuPolicy": f.cgpu_policy, "resourceName": f.resource_name, "unitsPerNode": f.units_per_node,
-            "nodeLabels": f.node_labels, "tolerations": f.tolerations, "nodeSelector": f.node_selector},
-            custom=False))
+            "nodeLabels": f.node_labels, "tolerations": f.tolerations, "nodeSelector": f.node_selector}
+        out.append(RegisteredResource("gpuplatform:index:GpuNodePool", pool.name, pool_props, custom=False,
+                                      outputs=pool_props))
         if cfg.is_ack:
             out.append(RegisteredResource("alicloud:cs/nodePool:NodePool", f"{pool.name}-pool", {
                 "clusterId": "c-1", "nodePoolName": pool.name, "instanceTypes": list(pool.instance_types),
@@ -69,7 +72,7 @@ def stack_resources(stack: str) -> list[RegisteredResource]:
                                  kubernetes_version=version, hpa_api_version=hpa_api_version(cfg),
                                  on_ack=cfg.is_ack, rule_window=window, metric_sources=wm.context_sources(cfg, w))
         objs = [wm.deployment(w, ctx), wm.service(w, ctx), wm.hpa(w, ctx), wm.scaled_object(w, ctx),
-                wm.pod_disruption_budget(w, ctx), wm.pod_monitor(w, ctx), wm.ingress(w, ctx),
+                wm.pod_disruption_budget(w, ctx), wm.pod_monitor(w, ctx), *wm.ingresses(w, ctx),
                 *wm.nfs_volume_objects(w, ctx)]
         for o in objs:
             if o is not None:

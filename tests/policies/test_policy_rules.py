@@ -179,6 +179,10 @@ CASES = {
     "pod-run-as-non-root": (
         _mutate("prod", lambda rs: None),
         _mutate("prod", lambda rs: container(rs)["securityContext"].update(runAsNonRoot=False))),
+    "pod-root-opt-out": (
+        _mutate("prod", lambda rs: None),
+        _mutate("prod", lambda rs: find(rs, "Deployment").inputs["spec"]["template"]["metadata"].update(
+            annotations={"gpuplatform.io/run-as-root": "true"}))),
     "pod-no-privilege-escalation": (
         _mutate("prod", lambda rs: None),
         _mutate("prod", lambda rs: container(rs)["securityContext"].pop("allowPrivilegeEscalation"))),

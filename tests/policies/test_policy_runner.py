@@ -26,9 +26,13 @@ def test_config_overrides_level_and_properties():
     assert [v.level for v in levels] == ["mandatory"]
 
 
-def test_platform_props_allow_public_endpoints():
-    platform = RegisteredResource("gpuplatform:index:GpuPlatform", "p", {"allowPublicEndpoints": True}, custom=False)
+def test_platform_outputs_allow_public_endpoints():
+    registered = {"allowPublicEndpoints": True}
+    platform = RegisteredResource("gpuplatform:index:GpuPlatform", "p", registered, custom=False, outputs=registered)
     assert run_policies(_svc() + [platform]) == []
+    # the same value only as a constructor prop: the engine's AnalyzeStack never sees it
+    unregistered = RegisteredResource("gpuplatform:index:GpuPlatform", "p", registered, custom=False)
+    assert [v.policy_id for v in run_policies(_svc() + [unregistered])] == ["service-no-public-loadbalancer"]
 
 
 def test_unknown_value_at_preview_becomes_advisory():

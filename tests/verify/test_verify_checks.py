@@ -62,7 +62,7 @@ def test_prod_healthy_all_checks_pass(fake_api, prod_cfg):
     assert results[("exporter.ready", "daemonset/monitoring/dcgm-exporter")].ok
     assert results[("metrics.value", "flower/triton_queue_time_us")].message == \
         "2 pod value(s): flower-5cf8b78894-jng2g=0, flower-5cf8b78894-x7q9d=12500m"
-    assert results[("hpa.current-metrics", PROD_HPA)].message == "TARGETS avg_time_queue_us 6250m/50"
+    assert results[("hpa.current-metrics", PROD_HPA)].message == "TARGETS avg_time_queue_us 4800/5000"
     assert results[("podmonitor.present", "podmonitor/inference/flower")].ok
     assert "/apis/custom.metrics.k8s.io/v1beta1/namespaces/inference/pods/*/avg_time_queue_us" in server.paths()
 
@@ -125,7 +125,7 @@ def test_exporter_not_scheduled_on_tainted_gpu_nodes(fake_api, staging_cfg):
 def test_hpa_without_current_metrics_is_unknown(fake_api, prod_cfg):
     results, _ = verify(fake_api, prod_cfg, "prod", "hpa-unknown")
     assert failed(results) == {("hpa.scaling-active", PROD_HPA), ("hpa.current-metrics", PROD_HPA)}
-    assert results[("hpa.current-metrics", PROD_HPA)].message == "TARGETS avg_time_queue_us <unknown>/50"
+    assert results[("hpa.current-metrics", PROD_HPA)].message == "TARGETS avg_time_queue_us <unknown>/5000"
     active = results[("hpa.scaling-active", PROD_HPA)]
     assert "ScalingActive=False (FailedGetPodsMetric: the HPA was unable to compute the replica count" in active.message
 
@@ -160,7 +160,7 @@ def test_pod_monitor_not_selected_and_no_samples(fake_api, prod_cfg):
 
 def test_mig_layout_not_applied(fake_api, prod_cfg):
     results, _ = verify(fake_api, prod_cfg, "prod", "mig-not-applied")
-    assert failed(results) == {("nodes.gpu-capacity", "pool/a100-mig")}
+    assert failed(results) == {("nodes.gpu-capacity", "pool/a100-mig"), ("nodes.mig-partitioned", "pool/a100-mig")}
     cap = results[("nodes.gpu-capacity", "pool/a100-mig")]
     assert cap.message == "cn-shanghai.192.168.3.41: no nvidia.com/mig-1g.5gb (expected 56)"
     assert cap.cause.startswith("MIG partitions not applied: nvidia.com/mig.config.state=failed")
@@ -239,3 +239,24 @@ def test_keda_hpa_scaled_to_zero_passes_and_missing_one_names_keda():
     missing = check_hpa(cfg, workload, Autoscaling(False))
     assert [(r.check, r.ok, r.message) for r in missing] == [("hpa.scaling-active", False, "HPA not found")]
     assert "ScaledObject is missing or invalid" in missing[0].cause
+
+
+# ------------------------------------------------------------------------------------------------ ingress, MIG
+def test_ingress_address_from_its_controller(fake_api, prod_cfg):
+    results, _ = verify(fake_api, prod_cfg, "prod", "healthy")
+    for route in ("http", "grpc"):  # prod routes its HTTP and gRPC ports through one Ingress each
+        assert results[("ingress.address", f"ingress/inference/flower-{route}")].message == \
+            "address 192.168.5.17 (class nginx)"
+    results, _ = verify(fake_api, prod_cfg, "prod", "ingress-no-address")
+    assert failed(results) == {("ingress.address", "ingress/inference/flower-http"),
+                               ("ingress.address", "ingress/inference/flower-grpc")}
+    assert "nginx-ingress-controller add-on" in results[("ingress.address", "ingress/inference/flower-http")].cause
+
+
+def test_whole_gpus_left_on_a_mig_pool_point_at_ack_mig_partitioning(fake_api, prod_cfg):
+    results, _ = verify(fake_api, prod_cfg, "prod", "healthy")
+    assert results[("nodes.mig-partitioned", "pool/a100-mig")].ok
+    results, _ = verify(fake_api, prod_cfg, "prod", "mig-not-applied")
+    mig = results[("nodes.mig-partitioned", "pool/a100-mig")]
+    assert not mig.ok and mig.message == "whole GPUs outside MIG mode: cn-shanghai.192.168.3.41: nvidia.com/gpu=8"
+    assert "ack-ai-installer" in mig.cause and "ack.node.gpu.schedule=mig" in mig.cause

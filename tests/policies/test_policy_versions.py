@@ -1,0 +1,66 @@
+"""API-version policies judge against the target cluster's version: the stack's (registered by GpuPlatform), the
+policy's kubernetesVersion, or ``check --kube-version``. The package's own output for an old cluster passes its
+own pack."""
+import json
+from pathlib import Path
+
+import pytest
+
+from gpuplatform.check import load_manifests, run_policies, with_kubernetes_version
+from gpuplatform.cli import main
+from gpuplatform.policies.registry import by_id
+from live_state import live_outputs
+from support import stack_raw, synth
+
+API_POLICIES = [by_id("no-removed-api-versions"), by_id("hpa-api-version-served")]
+SEED = Path(__file__).resolve().parents[1] / "fixtures" / "seed_manifests" / "001_legacy_ack_guide.yaml"
+HPA = {"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler", "metadata": {"name": "h", "namespace": "x"},
+       "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "d"}, "maxReplicas": 2}}
+
+
+@pytest.fixture(scope="module")
+def old_cluster():
+    """The local stack on a 1.22 cluster, synthesized by the real program."""
+    raw = stack_raw("local")
+    raw["cluster"]["kubernetesVersion"] = "1.22"
+    return synth(raw)
+
+
+def test_the_packages_own_output_on_an_old_cluster_passes_its_pack(old_cluster):
+    hpa_versions = {r.inputs["apiVersion"] for r in old_cluster if r.inputs.get("kind") == "HorizontalPodAutoscaler"}
+    assert hpa_versions and hpa_versions <= {"autoscaling/v2beta1", "autoscaling/v2beta2"}
+    assert run_policies(old_cluster) == []
+    assert run_policies(old_cluster, policies=API_POLICIES, stack_state=live_outputs(old_cluster)) == []
+
+
+def test_the_target_version_decides(old_cluster):
+    """The same objects against a cluster that no longer serves them (config, as `check --kube-version` sets it)."""
+    out = run_policies(old_cluster, with_kubernetes_version(None, "1.26"), policies=API_POLICIES)
+    assert out and all("1.26 does not serve" in v.message for v in out)
+    assert {v.policy_id for v in out} == {"no-removed-api-versions", "hpa-api-version-served"}
+
+
+@pytest.mark.parametrize("version,reported", [
+    (None, {"extensions/v1beta1", "autoscaling/v2beta1"}),     # no target: anything removed anywhere
+    ("1.22", {"extensions/v1beta1"}),                           # v2beta1 is still served on 1.22
+    ("1.25", {"extensions/v1beta1", "autoscaling/v2beta1"}),
+])
+def test_plain_yaml_is_judged_against_the_given_version(version, reported):
+    config = with_kubernetes_version(None, version) if version else None
+    out = run_policies(load_manifests([SEED]), config, policies=[by_id("no-removed-api-versions")])
+    assert {m for v in out for m in reported if m in v.message} == reported and len(out) == len(reported), out
+
+
+def test_an_api_not_yet_served_is_reported(tmp_path, capsys):
+    path = tmp_path / "hpa.yaml"
+    path.write_text(json.dumps(HPA))
+
+    def api_messages(version):
+        main(["check", "--manifests", str(path), "--kube-version", version, "--format", "json"])
+        return [v["message"] for v in json.loads(capsys.readouterr().out)
+                if v["policy_id"] in ("no-removed-api-versions", "hpa-api-version-served")]
+
+    old = api_messages("1.22")
+    assert old and all("autoscaling/v2, which Kubernetes 1.22 does not serve" in m for m in old)
+    assert any("served from 1.23" in m for m in old)
+    assert api_messages("1.23") == []

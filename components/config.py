@@ -434,8 +434,12 @@ class Autoscaling(Model):
     metrics: list[MetricTarget] = Field(default_factory=list)
     """One or more metrics (required with ``hpa`` and ``keda``); the HPA follows the largest recommendation.
     Default none."""
+    hpa_api_version: Optional[Literal["autoscaling/v2", "autoscaling/v2beta2", "autoscaling/v2beta1"]] = None
+    """HPA apiVersion. Default: ``autoscaling/v2`` from Kubernetes 1.23, ``autoscaling/v2beta2`` before (served
+    1.12 to 1.25, same metric shape and ``behavior``). ``autoscaling/v2beta1`` (served up to 1.24, no
+    ``behavior``) only when asked for here, e.g. to match the 2020 ACK guide's objects."""
     behavior: Optional[Behavior] = None
-    """Scaling behavior overrides (autoscaling/v2 only). Default: fast scale-up, cautious scale-down (see
+    """Scaling behavior overrides (autoscaling/v2 and v2beta2; v2beta1 has none). Default: fast scale-up, cautious scale-down (see
     workload_manifests)."""
 
 

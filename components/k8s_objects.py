@@ -16,6 +16,7 @@ TYPED = {
     ("networking.k8s.io/v1", "Ingress"): k8s.networking.v1.Ingress,
     ("policy/v1", "PodDisruptionBudget"): k8s.policy.v1.PodDisruptionBudget,
     ("autoscaling/v2", "HorizontalPodAutoscaler"): k8s.autoscaling.v2.HorizontalPodAutoscaler,
+    ("autoscaling/v2beta2", "HorizontalPodAutoscaler"): k8s.autoscaling.v2beta2.HorizontalPodAutoscaler,
     ("autoscaling/v2beta1", "HorizontalPodAutoscaler"): k8s.autoscaling.v2beta1.HorizontalPodAutoscaler,
     ("rbac.authorization.k8s.io/v1", "ClusterRole"): k8s.rbac.v1.ClusterRole,
     ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"): k8s.rbac.v1.ClusterRoleBinding,

@@ -13,7 +13,7 @@ from typing import Any, Callable, Optional
 from pydantic import ValidationError
 
 from gpuplatform.catalogs import ack, sharing
-from gpuplatform.catalogs.kubernetes import HPA_TOLERANCE, INTRODUCED_APIS, SECRET_ENV_PATTERN
+from gpuplatform.catalogs.kubernetes import HPA_TOLERANCE, INTRODUCED_APIS, SECRET_ENV_PATTERN, served_by
 from gpuplatform.catalogs.gpus import GPU_MODELS, INSTANCE_TYPES, close_matches, instance_type, mig_instance_families
 from gpuplatform.catalogs.metrics import METRICS
 from gpuplatform.catalogs.mig import profiles_for
@@ -29,6 +29,7 @@ K8S_VERSION = re.compile(r"^(\d+)\.(\d+)(?:\.(\d+))?(?:-aliyun\.\d+)?$")
 SECRET_ENV = re.compile(SECRET_ENV_PATTERN)
 MIN_KUBERNETES = (1, 20)
 HPA_V2_MIN = INTRODUCED_APIS["autoscaling/v2"]
+HPA_API_VERSIONS = ("autoscaling/v2", "autoscaling/v2beta2", "autoscaling/v2beta1")
 MAX_POOL_NAME = 40
 MAX_WORKLOAD_NAME = 50
 
@@ -87,10 +88,14 @@ def kubernetes_version(cfg: PlatformConfig) -> tuple[int, int] | None:
     return (int(m.group(1)), int(m.group(2))) if m else None
 
 
-def hpa_api_version(cfg: PlatformConfig) -> str:
-    """``autoscaling/v2`` from 1.23 on, ``autoscaling/v2beta1`` before (the ACK guide documents both)."""
+def hpa_api_version(cfg: PlatformConfig, workload: Workload | None = None) -> str:
+    """The workload's ``autoscaling.hpaApiVersion`` if set; else ``autoscaling/v2`` from 1.23 on and
+    ``autoscaling/v2beta2`` before: v2beta2 is served from 1.12 to 1.25 and has ``behavior``, which v2beta1 lacks
+    (kubernetes.io deprecation guide, "HorizontalPodAutoscaler" v1.25/v1.26 removals)."""
+    if workload is not None and workload.autoscaling.hpa_api_version:
+        return workload.autoscaling.hpa_api_version
     version = kubernetes_version(cfg)
-    return "autoscaling/v2" if version is None or version >= HPA_V2_MIN else "autoscaling/v2beta1"
+    return "autoscaling/v2" if version is None or version >= HPA_V2_MIN else "autoscaling/v2beta2"
 
 
 def _suggest(value: str, choices) -> str:
@@ -451,10 +456,17 @@ def _check_autoscaling(cfg: PlatformConfig, p: str, w: Workload, f: PoolFacts | 
     if a.autoscaler == "keda" and cfg.monitoring.backend != "self-hosted":
         out.add(f"{pa}.autoscaler", "'keda' queries Prometheus directly and needs the self-hosted backend; "
                 "allowed with backend 'arms': hpa")
+    api = hpa_api_version(cfg, w)
+    if a.autoscaler == "hpa" and version is not None and not served_by(api, version):
+        out.add(f"{pa}.hpaApiVersion", f"{fmt(api)} is not served by Kubernetes {version[0]}.{version[1]}; allowed: "
+                f"{one_of(v for v in HPA_API_VERSIONS if served_by(v, version))}")
+    if a.autoscaler == "keda" and a.hpa_api_version:
+        out.add(f"{pa}.hpaApiVersion", f"{fmt(a.hpa_api_version)}: KEDA creates the HPA of a ScaledObject itself; "
+                "remove it")
     if a.behavior is not None:
-        if version is not None and version < HPA_V2_MIN:
-            out.add(f"{pa}.behavior", f"needs autoscaling/v2 (Kubernetes >= 1.23); the cluster runs "
-                    f"{cfg.cluster.kubernetes_version}, whose autoscaling/v2beta1 has no behavior")
+        if a.autoscaler == "hpa" and api == "autoscaling/v2beta1":
+            out.add(f"{pa}.behavior", "autoscaling/v2beta1 has no behavior; allowed: remove it, or hpaApiVersion "
+                    "autoscaling/v2beta2 (Kubernetes 1.12-1.25) or autoscaling/v2 (1.23+)")
         for side in ("scale_up", "scale_down"):
             rules = getattr(a.behavior, side)
             if rules is None:

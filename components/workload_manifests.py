@@ -309,7 +309,8 @@ def hpa(w: Workload, ctx: WorkloadContext) -> Optional[dict]:
         return None
     target_ref = {"apiVersion": "apps/v1", "kind": "Deployment", "name": w.name}
     spec = {"scaleTargetRef": target_ref, "minReplicas": a.min_replicas, "maxReplicas": a.max_replicas}
-    if ctx.hpa_api_version == "autoscaling/v2":
+    api = a.hpa_api_version or ctx.hpa_api_version
+    if api != "autoscaling/v2beta1":  # v2beta2 has v2's metric shape and behavior
         spec["metrics"] = [{"type": "Pods", "pods": {
             "metric": {"name": ctx.metric_sources[t.metric].api_name},
             "target": {"type": "AverageValue", "averageValue": quantity(t.target)}}} for t in a.metrics]
@@ -318,7 +319,7 @@ def hpa(w: Workload, ctx: WorkloadContext) -> Optional[dict]:
         spec["metrics"] = [{"type": "Pods", "pods": {"metricName": ctx.metric_sources[t.metric].api_name,
                                                      "targetAverageValue": quantity(t.target)}}
                            for t in a.metrics]
-    return {"apiVersion": ctx.hpa_api_version, "kind": "HorizontalPodAutoscaler",
+    return {"apiVersion": api, "kind": "HorizontalPodAutoscaler",
             "metadata": meta(w.name, ctx, w), "spec": spec}
 
 

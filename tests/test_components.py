@@ -77,7 +77,7 @@ def test_legacy_cgpu_label_and_ack_cgpu_on_dedicated_cluster():
     assert labels_of(one(records, NODE_POOL))["cgpu"] == "true"
     addons = {r.inputs["name"] for r in of_type(records, "alicloud:cs/kubernetesAddon:KubernetesAddon")}
     assert sharing.ACK_LEGACY_SHARING_ADDON in addons and sharing.ACK_SHARING_ADDON not in addons
-    assert one(records, "kubernetes:autoscaling/v2beta1:HorizontalPodAutoscaler")
+    assert one(records, "kubernetes:autoscaling/v2beta2:HorizontalPodAutoscaler")  # 1.22: v2beta2, not v2beta1
 
 
 def test_kubeconfig_target_registers_no_alibaba_resource(stack_records):
@@ -153,14 +153,18 @@ def test_pods_are_scheduled_on_their_pool_with_restricted_security(stack_records
                                                                        "livenessProbe"}
 
 
-@pytest.mark.parametrize("version,api", [("1.22", "autoscaling/v2beta1"), ("1.23", "autoscaling/v2"),
-                                         ("1.30", "autoscaling/v2")])
-def test_hpa_api_version_follows_cluster_version(version, api):
+@pytest.mark.parametrize("version,asked,api", [("1.22", None, "autoscaling/v2beta2"), ("1.23", None, "autoscaling/v2"),
+                                               ("1.30", None, "autoscaling/v2"),
+                                               ("1.22", "autoscaling/v2beta1", "autoscaling/v2beta1")])
+def test_hpa_api_version_follows_cluster_version(version, asked, api):
+    """Below 1.23 v2beta2 (served 1.12-1.25, with behavior); v2beta1 only when the stack asks for it."""
     raw = stack_raw("staging")
     raw["cluster"]["kubernetesVersion"] = version
+    if asked:
+        raw["workloads"][0]["autoscaling"]["hpaApiVersion"] = asked
     hpa = one(synth(raw), f"kubernetes:{api}:HorizontalPodAutoscaler")
     metric = hpa.inputs["spec"]["metrics"][0]["pods"]
-    if api == "autoscaling/v2":
+    if api != "autoscaling/v2beta1":
         assert metric == {"metric": {"name": "DCGM_CUSTOM_PROCESS_SM_UTIL"},
                           "target": {"type": "AverageValue", "averageValue": "20"}}
         assert hpa.inputs["spec"]["behavior"]["scaleDown"]["stabilizationWindowSeconds"] == 300

@@ -110,10 +110,14 @@ CASES = [
      "nodePools[0].name", ["'A10_Pool'", "lowercase"]),
     ("bad-workload-name", "staging", set_in(["workloads", 0, "name"], "1bert"), "workloads[0].name",
      ["'1bert'", "starting with a letter"]),
-    ("behavior-before-1.23", "staging", compose(
+    ("hpa-api-version-not-served", "staging", set_in(["workloads", 0, "autoscaling", "hpaApiVersion"],
+                                                     "autoscaling/v2beta1"),
+     "workloads[0].autoscaling.hpaApiVersion", ["'autoscaling/v2beta1'", "1.30", "allowed: autoscaling/v2"]),
+    ("behavior-on-v2beta1", "staging", compose(
         set_in(["cluster", "kubernetesVersion"], "1.22"),
+        set_in(["workloads", 0, "autoscaling", "hpaApiVersion"], "autoscaling/v2beta1"),
         set_in(["workloads", 0, "autoscaling", "behavior"], {"scaleDown": {"stabilizationWindowSeconds": 600}})),
-     "workloads[0].autoscaling.behavior", ["autoscaling/v2", "1.23", "1.22"]),
+     "workloads[0].autoscaling.behavior", ["v2beta1 has no behavior", "autoscaling/v2beta2"]),
     ("max-replicas-beyond-capacity", "staging", set_in(["workloads", 0, "autoscaling", "maxReplicas"], 11),
      "workloads[0].autoscaling.maxReplicas", ["11", "at most 10", "1 per node x 10 nodes"]),
     ("replica-never-fits", "staging", set_in(["workloads", 0, "gpu", "count"], 2), "workloads[0].gpu.count",
@@ -227,3 +231,10 @@ def test_memory_next_to_a_metric_that_falls_is_accepted():
     raw = stack_raw("staging")
     raw["workloads"][0]["autoscaling"]["metrics"].append({"metric": "gpu_mem_used", "target": 4000})
     assert load(raw).workloads[0].autoscaling.metrics[1].metric == "gpu_mem_used"
+
+
+def test_behavior_below_1_23_is_served_by_v2beta2():
+    raw = stack_raw("staging")
+    raw["cluster"]["kubernetesVersion"] = "1.22"
+    raw["workloads"][0]["autoscaling"]["behavior"] = {"scaleDown": {"stabilizationWindowSeconds": 600}}
+    assert load(raw).workloads[0].autoscaling.behavior.scale_down.stabilization_window_seconds == 600

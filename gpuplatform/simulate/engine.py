@@ -478,7 +478,7 @@ def _first_change(trace: Trace) -> int:
 def _hpa_spec(cfg: PlatformConfig, w: Workload) -> dict:
     a = w.autoscaling
     spec = {"minReplicas": max(a.min_replicas, 1), "maxReplicas": a.max_replicas}
-    if a.autoscaler == "keda" or hpa_api_version(cfg) == "autoscaling/v2":
+    if a.autoscaler == "keda" or hpa_api_version(cfg, w) != "autoscaling/v2beta1":
         spec["behavior"] = behavior(a.behavior)
     return spec
 

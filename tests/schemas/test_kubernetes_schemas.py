@@ -24,6 +24,7 @@ from kubernetes_validate import utils as kv_utils
 
 from cloudcoil.models.keda import v1alpha1 as keda_v1alpha1
 from cloudcoil.models.prometheus_operator import v1 as monitoring_v1
+from gpuplatform.catalogs.kubernetes import served_by
 from gpuplatform.components.stack_config import namespace_from_stack_file
 from gpuplatform.components.validation import kubernetes_version, load
 from gpuplatform.plan import manifest_files
@@ -71,9 +72,17 @@ def local_mig(strategy: str) -> dict:
 
 
 def staging_k8s_122() -> dict:
-    """Below 1.23 the HPA falls back to autoscaling/v2beta1, a different object shape."""
+    """Below 1.23 the HPA is autoscaling/v2beta2 (v2's shape, with behavior), validated by the bundled versions
+    that still serve it."""
     raw = stack_namespace("staging")
     raw["cluster"]["kubernetesVersion"] = "1.22"
+    return raw
+
+
+def staging_k8s_122_v2beta1() -> dict:
+    """autoscaling/v2beta1 only when the stack asks for it: a different object shape."""
+    raw = staging_k8s_122()
+    raw["workloads"][0]["autoscaling"]["hpaApiVersion"] = "autoscaling/v2beta1"
     return raw
 
 
@@ -97,6 +106,7 @@ CASES = {
     "local-mig-single": functools.partial(local_mig, "single"),
     "local-mig-mixed": functools.partial(local_mig, "mixed"),
     "staging-k8s-1.22": staging_k8s_122,
+    "staging-k8s-1.22-v2beta1": staging_k8s_122_v2beta1,
     "staging-public-lb": staging_public_lb,
     "dev-cgpu-core-mem": dev_core_mem,
 }
@@ -206,13 +216,17 @@ def schema_error(doc: dict, version: str, patch: bool = False) -> str | None:
     return _RESULTS[key]
 
 
-def versions_for(c: Case) -> list[str]:
-    """The cluster's own minor (when kubernetes-validate bundles a schema set that old) and 1.28 onwards."""
+def versions_for(c: Case, doc: dict | None = None) -> list[str]:
+    """The cluster's own minor (when kubernetes-validate bundles a schema set that old) and 1.28 onwards. An
+    apiVersion removed before 1.28 (catalogs.kubernetes) is checked against every bundled version that serves it
+    (autoscaling/v2beta2 for clusters below 1.23: 1.25)."""
     out = list(CHECKED_VERSIONS)
     if c.version is not None and _mm(BUNDLED[0]) <= c.version <= _mm(BUNDLED[-1]):
         own = f"{c.version[0]}.{c.version[1]}.0"
         if own not in out:
             out.insert(0, own)
+    if doc is not None and not any(served_by(doc["apiVersion"], _mm(v)) for v in out):
+        return [v for v in BUNDLED if served_by(doc["apiVersion"], _mm(v))] or out
     return out
 
 
@@ -247,7 +261,7 @@ def test_builtin_object_matches_kubernetes_schema(case_name, filename):
     c = case(case_name)
     doc = c.objects[filename]
     patch = filename in c.patches
-    errors = {v: err for v in versions_for(c) if (err := schema_error(doc, v, patch))}
+    errors = {v: err for v in versions_for(c, doc) if (err := schema_error(doc, v, patch))}
     if errors and all(isinstance(e, MissingSchema) for e in errors.values()) and not serving_versions(doc):
         if (doc["apiVersion"], doc["kind"]) == ("autoscaling/v2beta1", "HorizontalPodAutoscaler"):
             assert_hpa_v2beta1_shape(doc)
@@ -288,7 +302,10 @@ def test_variants_exercise_what_they_claim():
     assert "nvidia.com/mig-1g.5gb" in requests("local-mig-mixed", "echo-gpu")
     assert "nvidia.com/gpu" in requests("local-mig-single", "echo-gpu")
     assert not any(k.startswith("nvidia.com/mig-") for k in requests("local-mig-single", "echo-gpu"))
-    assert doc("staging-k8s-1.22", "HorizontalPodAutoscaler", "bert-intent-detection")["apiVersion"] == \
+    v2beta2 = doc("staging-k8s-1.22", "HorizontalPodAutoscaler", "bert-intent-detection")
+    assert v2beta2["apiVersion"] == "autoscaling/v2beta2" and "behavior" in v2beta2["spec"]
+    assert versions_for(case("staging-k8s-1.22"), v2beta2) == ["1.25.0"]
+    assert doc("staging-k8s-1.22-v2beta1", "HorizontalPodAutoscaler", "bert-intent-detection")["apiVersion"] == \
         "autoscaling/v2beta1"
     svc = doc("staging-public-lb", "Service", "bert-intent-detection")
     assert svc["spec"]["type"] == "LoadBalancer"

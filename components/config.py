@@ -422,6 +422,23 @@ class Behavior(Model):
     """Overrides the scale-down defaults (300s window, -1 pod per 60s)."""
 
 
+class Activation(Model):
+    """What wakes a workload KEDA scaled to zero: a signal that exists while no pod of it runs. A pod-sourced
+    metric (GPU utilization, Triton queue time) has no series at zero replicas, so it can never wake it."""
+
+    source: Literal["ingress", "prometheus"]
+    """``ingress``: requests per second the ingress-nginx controller counts for this workload's ingress hosts
+    (``nginx_ingress_controller_requests``; it counts requests that find no ready pod too). ``prometheus``:
+    ``query`` over series of another job, such as a queue's length from its exporter."""
+    query: Optional[str] = None
+    """PromQL returning one value (``prometheus`` only), e.g. ``sum(redis_list_length{job="redis",key="jobs"})``.
+    Default none."""
+    target: float = Field(gt=0)
+    """Value per replica KEDA's HPA also scales on from 1 replica up (requests per second for ``ingress``)."""
+    activation_threshold: float = Field(0.0, ge=0)
+    """Wake from zero when the value exceeds this (KEDA ``activationThreshold``). Default 0: any request."""
+
+
 class Autoscaling(Model):
     autoscaler: Literal["hpa", "keda", "none"] = "hpa"
     """``hpa``: a HorizontalPodAutoscaler on custom metrics; ``keda``: a KEDA ScaledObject (scale to zero);
@@ -438,6 +455,8 @@ class Autoscaling(Model):
     """HPA apiVersion. Default: ``autoscaling/v2`` from Kubernetes 1.23, ``autoscaling/v2beta2`` before (served
     1.12 to 1.25, same metric shape and ``behavior``). ``autoscaling/v2beta1`` (served up to 1.24, no
     ``behavior``) only when asked for here, e.g. to match the 2020 ACK guide's objects."""
+    activation: Optional[Activation] = None
+    """Required with ``minReplicas: 0`` (KEDA): the trigger that wakes the workload from zero. Default none."""
     behavior: Optional[Behavior] = None
     """Scaling behavior overrides (autoscaling/v2 and v2beta2; v2beta1 has none). Default: fast scale-up, cautious scale-down (see
     workload_manifests)."""

@@ -453,6 +453,7 @@ def _check_autoscaling(cfg: PlatformConfig, p: str, w: Workload, f: PoolFacts | 
     if a.min_replicas == 0 and a.autoscaler == "hpa":
         out.add(f"{pa}.minReplicas", "0 needs scale to zero; allowed with autoscaler 'hpa': >= 1 "
                 "(use autoscaler: keda to scale GPU workloads to zero)")
+    _check_activation(cfg, pa, w, out)
     if a.autoscaler == "keda" and cfg.monitoring.backend != "self-hosted":
         out.add(f"{pa}.autoscaler", "'keda' queries Prometheus directly and needs the self-hosted backend; "
                 "allowed with backend 'arms': hpa")
@@ -524,6 +525,44 @@ def _check_autoscaling(cfg: PlatformConfig, p: str, w: Workload, f: PoolFacts | 
         if metric.category == "app" and not any(port.protocol == "metrics" for port in w.ports):
             out.add(f"{pm}.metric", f"{fmt(t.metric)} is scraped from the pods, but the workload has no port with "
                     "protocol 'metrics' (e.g. Triton's 8002); allowed: add one")
+
+
+def _check_activation(cfg: PlatformConfig, pa: str, w: Workload, out: _Issues) -> None:
+    """At zero replicas KEDA decides 0 -> 1 from its triggers' activation alone (KEDA docs, "Scaling Deployments":
+    activation phase). A trigger on the workload's own pods returns nothing then (ignoreNullValues reads it as 0),
+    so scale to zero needs a trigger whose series exists without the pods."""
+    a = w.autoscaling
+    act = a.activation
+    if a.autoscaler == "keda" and a.min_replicas == 0 and act is None:
+        own = ", ".join(fmt(t.metric) for t in a.metrics)
+        out.add(f"{pa}.minReplicas", f"0 would never wake up: {own} come from the workload's own pods, which do not "
+                "exist at zero replicas, so KEDA never activates; allowed: >= 1, or add 'activation' (source "
+                "'ingress': requests at the ingress controller, or 'prometheus': a series of another job such as a "
+                "queue length)")
+    if act is None:
+        return
+    if a.autoscaler != "keda" or a.min_replicas != 0:
+        out.add(f"{pa}.activation", "only used to wake a KEDA workload from zero; allowed with autoscaler 'keda' "
+                "and minReplicas 0")
+    if act.source == "ingress":
+        ing = w.exposure.ingress
+        if ing is None or ing.class_name != "nginx":
+            out.add(f"{pa}.activation.source", "'ingress' counts requests at the ingress-nginx controller, but the "
+                    "workload has no nginx ingress; allowed: add exposure.ingress (className nginx), or source "
+                    "'prometheus'")
+        if act.query is not None:
+            out.add(f"{pa}.activation.query", "only used with source 'prometheus'; the ingress query is generated")
+    else:
+        if not act.query:
+            out.add(f"{pa}.activation.query", "required with source 'prometheus': PromQL over series of another "
+                    "job, e.g. a queue length")
+            return
+        own = sorted({s.series for m in METRICS.values() for s in m.sources} & set(re.findall(r"[A-Za-z_:][\w:]*",
+                                                                                          act.query)))
+        if own:
+            out.add(f"{pa}.activation.query", f"{fmt(act.query)} reads {one_of(own)}, which the workload's pods "
+                    "or their GPUs report and which does not exist at zero replicas; allowed: a series of another "
+                    "job (ingress controller, queue exporter)")
 
 
 def _check_scales_down(pa: str, targets, out: _Issues) -> None:

@@ -331,6 +331,23 @@ def keda_query(w: Workload, ctx: WorkloadContext, metric_name: str) -> str:
     return f"sum({per_pod})"
 
 
+INGRESS_NGINX_REQUESTS = "nginx_ingress_controller_requests"
+"""ingress-nginx's request counter, labelled with the Ingress, its backend Service and the request host
+(kubernetes/ingress-nginx docs/user-guide/monitoring.md); matched by service and host, not namespace, because a
+ServiceMonitor without honorLabels renames the exported ``namespace`` label."""
+
+
+def activation_query(w: Workload, ctx: WorkloadContext) -> str:
+    """The wake-up signal of a workload at zero replicas: a series that does not come from its pods."""
+    act = w.autoscaling.activation
+    if act.source == "prometheus":
+        return act.query
+    # a regex inside a PromQL string: the dot's backslash is itself escaped
+    hosts = "|".join(r.host.replace(".", "\\\\.") for r in w.exposure.ingress.all_routes())
+    return (f'sum(rate({INGRESS_NGINX_REQUESTS}{{service="{w.name}",host=~"{hosts}"}}[{ctx.rule_window}]))'
+            " or vector(0)")
+
+
 def scaled_object(w: Workload, ctx: WorkloadContext) -> Optional[dict]:
     a = w.autoscaling
     if a.autoscaler != "keda":
@@ -339,6 +356,12 @@ def scaled_object(w: Workload, ctx: WorkloadContext) -> Optional[dict]:
                  "metadata": {"serverAddress": ctx.prometheus_url, "query": keda_query(w, ctx, t.metric),
                               "threshold": quantity(t.target), "ignoreNullValues": "true"}}
                 for t in a.metrics]
+    if a.activation is not None:
+        triggers.append({"type": "prometheus", "metricType": "AverageValue",
+                         "metadata": {"serverAddress": ctx.prometheus_url, "query": activation_query(w, ctx),
+                                      "threshold": quantity(a.activation.target),
+                                      "activationThreshold": quantity(a.activation.activation_threshold),
+                                      "ignoreNullValues": "true"}})
     return {"apiVersion": KEDA_API, "kind": "ScaledObject", "metadata": meta(w.name, ctx, w),
             "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": w.name},
                      "minReplicaCount": a.min_replicas, "maxReplicaCount": a.max_replicas,

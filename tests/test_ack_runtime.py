@@ -120,7 +120,7 @@ def test_addon_controller_needs_an_ack_cluster():
 def test_ingress_on_a_kubeconfig_cluster_defaults_to_an_external_controller():
     raw = stack_raw("local")
     raw["workloads"][0]["exposure"] = {"ingress": {"host": "a.example.com", "port": raw["workloads"][0]["ports"][0]["name"]}}
-    annotations = one(synth(raw), INGRESS).inputs["metadata"]["annotations"]
+    annotations = one(synth(raw), INGRESS, "gpu-echo-gpu-ingress").inputs["metadata"]["annotations"]
     assert annotations["pulumi.com/skipAwait"] == "true"
 
 

@@ -27,6 +27,7 @@ test: $(VENV)/.installed $(WHEELHOUSE)/.complete
 
 bench: $(VENV)/.installed
 	$(PY) benchmarks/synth.py
+	$(PY) benchmarks/check_manifests.py
 	$(PY) benchmarks/simulate.py
 
 .PHONY: install plan test bench

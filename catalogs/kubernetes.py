@@ -73,8 +73,54 @@ POD_SECURITY_AUDIT = "pod-security.kubernetes.io/audit"
 ACK_INTRANET_LB = {"service.beta.kubernetes.io/alibaba-cloud-loadbalancer-address-type": "intranet"}
 """The annotation that makes an ACK LoadBalancer Service internal (a VPC-only address)."""
 
-SECRET_ENV_PATTERN = r"(?i)(PASSWORD|PASSWD|SECRET|TOKEN|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY|CREDENTIAL)"
-"""Environment variable names whose values must come from a Secret, never a literal."""
+SECRET_ENV_PATTERN = (r"(?i)^(?!.*_(?:FILE|PATH|DIR|NAME)$).*?(?:^|_)"
+                      r"(?:PASSWORD|PASSWD|SECRET|TOKEN|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY|CREDENTIALS?)(?:_|$)")
+"""Environment variable names whose values must come from a Secret, never a literal. Matched on whole
+``_``-separated words (``HF_TOKEN``, ``OPENAI_API_KEY``, ``AWS_SECRET_ACCESS_KEY``), so that settings such as
+``TOKENIZERS_PARALLELISM`` (Hugging Face tokenizers, set by most vLLM/TGI manifests) are not mistaken for
+secrets, and names of files or objects that hold one (``*_TOKEN_FILE``, ``*_SECRET_NAME``) are not either."""
+
+# --- Services: what makes a LoadBalancer internal ---------------------------------------------------------------
+INTERNAL_LB_ANNOTATIONS: dict[str, tuple[str, ...]] = {
+    # Alibaba Cloud CCM: CLB address type (Alibaba "Configure CLB instances by using annotations")
+    "service.beta.kubernetes.io/alibaba-cloud-loadbalancer-address-type": ("intranet",),
+    # GKE: https://cloud.google.com/kubernetes-engine/docs/how-to/internal-load-balancing (current annotation)
+    "networking.gke.io/load-balancer-type": ("internal",),
+    # GKE before 1.17 and the in-tree GCE provider (kubernetes pkg/cloudprovider/providers/gce/gce_annotations.go)
+    "cloud.google.com/load-balancer-type": ("internal",),
+    # AWS Load Balancer Controller: https://kubernetes-sigs.github.io/aws-load-balancer-controller/latest/guide/
+    # service/annotations/ (aws-load-balancer-scheme: internal | internet-facing)
+    "service.beta.kubernetes.io/aws-load-balancer-scheme": ("internal",),
+    # AWS, deprecated in favour of the scheme but still honoured (same page; "true" is the documented value)
+    "service.beta.kubernetes.io/aws-load-balancer-internal": ("true",),
+    # Azure: https://learn.microsoft.com/azure/aks/internal-lb
+    "service.beta.kubernetes.io/azure-load-balancer-internal": ("true",),
+}
+"""Annotation -> values (compared case-insensitively) that make a ``LoadBalancer`` Service internal, per cloud."""
+INTERNAL_LB_CLASSES = ("networking.gke.io/l4-regional-internal",)
+"""``spec.loadBalancerClass`` values that create an internal load balancer (GKE "About LoadBalancer Services")."""
+ACK_INTRANET_LB = {"service.beta.kubernetes.io/alibaba-cloud-loadbalancer-address-type": "intranet"}
+"""What our components put on an internal LoadBalancer on ACK."""
+
+# --- scale targets ----------------------------------------------------------------------------------------------
+SCALE_SUBRESOURCE_KINDS: dict[str, tuple[str, ...]] = {
+    # built-in kinds with a /scale subresource (kubernetes pkg/registry/apps/*, core replicationcontroller)
+    "Deployment": ("apps",),
+    "StatefulSet": ("apps",),
+    "ReplicaSet": ("apps",),
+    "ReplicationController": ("",),
+    # CRDs that declare subresources.scale in their upstream CRD manifests
+    "LeaderWorkerSet": ("leaderworkerset.x-k8s.io",),   # kubernetes-sigs/lws config/crd
+    "Rollout": ("argoproj.io",),                          # argoproj/argo-rollouts manifests/crds/rollout-crd.yaml
+}
+"""Kinds an HPA can scale, with their API groups: an HPA works against any object with a scale subresource."""
+NOT_SCALABLE_KINDS = ("DaemonSet", "Job", "CronJob", "Pod", "Service", "ConfigMap", "Secret", "Ingress",
+                      "PodDisruptionBudget", "HorizontalPodAutoscaler")
+"""Built-in kinds that have no scale subresource: an HPA aimed at one never scales anything."""
+
+READ_ONLY_API_GROUPS = ("custom.metrics.k8s.io", "external.metrics.k8s.io", "metrics.k8s.io")
+"""Aggregated metrics APIs, which serve only get and list (k8s.io/metrics: pkg/apis/custom_metrics,
+external_metrics): a wildcard verb on them grants no write."""
 
 ROOT_OPT_OUT_ANNOTATION = "gpuplatform.io/run-as-root"
 """Pod template annotation of a workload that opts out of non-root (``runAsRoot``): the policy pack reports it

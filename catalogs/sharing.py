@@ -60,3 +60,35 @@ SHARING_MODES: dict[str, SharingMode] = {
 def mig_resource(profile: str, strategy: str) -> str:
     """Extended resource a pod requests for one MIG instance: mixed names the profile, single reuses nvidia.com/gpu."""
     return f"{MIG_RESOURCE_PREFIX}{profile}" if strategy == "mixed" else RESOURCE_GPU
+
+
+# --- every GPU resource name a device plugin serves ------------------------------------------------------------
+OTHER_GPU_RESOURCES = (
+    f"{RESOURCE_GPU}.shared",  # k8s-device-plugin time-slicing/MPS with renameByDefault (README "Shared Access")
+    "amd.com/gpu",             # ROCm/k8s-device-plugin
+    "gpu.intel.com/i915",      # intel/intel-device-plugins-for-kubernetes GPU plugin
+    "gpu.intel.com/xe",
+    "habana.ai/gaudi",         # HabanaAI device plugin
+)
+GPU_RESOURCE_DOMAINS = ("nvidia.com", "aliyun.com", "amd.com", "gpu.intel.com", "habana.ai")
+
+
+def served_gpu_resources() -> frozenset[str]:
+    """Extended resources GPU device plugins advertise: whole GPUs, cGPU memory and cores, every MIG profile of
+    the catalog (mixed strategy, with the ``+me`` profiles also in the dotted form), and other vendors' GPUs."""
+    from gpuplatform.catalogs.mig import MIG_PROFILES
+
+    mig = {p for profiles in MIG_PROFILES.values() for p in profiles}
+    names = {RESOURCE_GPU, RESOURCE_GPU_MEM, RESOURCE_GPU_CORE, *OTHER_GPU_RESOURCES}
+    for p in mig:
+        names |= {f"{MIG_RESOURCE_PREFIX}{p}", f"{MIG_RESOURCE_PREFIX}{p.replace('+', '.')}",
+                  f"{MIG_RESOURCE_PREFIX}{p}.shared"}
+    return frozenset(names)
+
+
+def looks_like_gpu_resource(name: str) -> bool:
+    """A resource name meant as a GPU: 'gpu' or 'mig-' in it, or a GPU vendor's domain."""
+    domain, _, rest = name.partition("/")
+    if not rest:
+        return "gpu" in name.lower()
+    return "gpu" in name.lower() or rest.startswith("mig-") or domain in GPU_RESOURCE_DOMAINS

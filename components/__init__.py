@@ -1,9 +1,24 @@
-"""Reusable Pulumi components for GPU inference with GPU-metric autoscaling on Kubernetes / ACK."""
-from gpuplatform.components.cluster import GpuCluster, GpuClusterArgs
-from gpuplatform.components.inference_service import InferenceService, InferenceServiceArgs
-from gpuplatform.components.monitoring import GpuMonitoring, GpuMonitoringArgs
-from gpuplatform.components.node_pool import GpuNodePool, GpuNodePoolArgs
-from gpuplatform.components.platform import GpuPlatform, GpuPlatformArgs
+"""Reusable Pulumi components for GPU inference with GPU-metric autoscaling on Kubernetes / ACK.
 
-__all__ = ["GpuCluster", "GpuClusterArgs", "GpuNodePool", "GpuNodePoolArgs", "GpuMonitoring", "GpuMonitoringArgs",
-           "InferenceService", "InferenceServiceArgs", "GpuPlatform", "GpuPlatformArgs"]
+The classes load on first use (PEP 562), so that importing a light submodule (``errors``, ``adapter_rules``) does
+not pull in pulumi_kubernetes and pydantic: ``gpuplatform check --manifests`` stays well under a second.
+"""
+from importlib import import_module
+
+_EXPORTS = {
+    "GpuCluster": "cluster", "GpuClusterArgs": "cluster",
+    "GpuNodePool": "node_pool", "GpuNodePoolArgs": "node_pool",
+    "GpuMonitoring": "monitoring", "GpuMonitoringArgs": "monitoring",
+    "InferenceService": "inference_service", "InferenceServiceArgs": "inference_service",
+    "GpuPlatform": "platform", "GpuPlatformArgs": "platform",
+}
+
+__all__ = list(_EXPORTS)
+
+
+def __getattr__(name: str):
+    if name in _EXPORTS:
+        value = getattr(import_module(f"{__name__}.{_EXPORTS[name]}"), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

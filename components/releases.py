@@ -30,7 +30,8 @@ def chart_releases(cfg: PlatformConfig) -> list[str]:
     elif uses_gpu_operator(cfg):
         out.append("gpu-operator")
     if mon.backend == "self-hosted":
-        out.append("kube-prometheus-stack")
+        if not mon.prometheus_url:  # otherwise an existing Prometheus is used and none is installed
+            out.append("kube-prometheus-stack")
         if mon.exporter == "dcgm" and not simulated and not uses_gpu_operator(cfg):
             out.append("dcgm-exporter")
         if any(w.autoscaling.autoscaler == "keda" for w in cfg.workloads):

@@ -10,7 +10,7 @@ from typing import Optional
 from gpuplatform.catalogs import timeouts
 from gpuplatform.catalogs.kubernetes import (ACK_INTRANET_LB, HPA_DEFAULT_DOWNSCALE_STABILIZATION_SECONDS,
                                              HPA_DEFAULT_SCALE_UP, KEDA_API, PROMETHEUS_OPERATOR_API,
-                                             ROOT_OPT_OUT_ANNOTATION)
+                                             ROOT_OPT_OUT_ANNOTATION, served_by)
 from gpuplatform.catalogs.metrics import METRICS
 from gpuplatform.catalogs.versions import MONITOR_LABELS, in_cluster_prometheus_url
 from gpuplatform.components.adapter_rules import render_metrics_query
@@ -279,7 +279,10 @@ def pod_disruption_budget(w: Workload, ctx: WorkloadContext) -> Optional[dict]:
     spec = {"maxUnavailable": 1, "selector": {"matchLabels": selector(w)}}
     if ctx.kubernetes_version >= (1, 27):
         spec["unhealthyPodEvictionPolicy"] = "AlwaysAllow"
-    return {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": meta(w.name, ctx, w),
+    # policy/v1 is served from 1.21 (catalogs.kubernetes.INTRODUCED_APIS); the 1.20 clusters still supported
+    # get policy/v1beta1, whose PDB has the same maxUnavailable and selector
+    api = "policy/v1" if served_by("policy/v1", ctx.kubernetes_version) else "policy/v1beta1"
+    return {"apiVersion": api, "kind": "PodDisruptionBudget", "metadata": meta(w.name, ctx, w),
             "spec": spec}
 
 
@@ -333,8 +336,9 @@ def keda_query(w: Workload, ctx: WorkloadContext, metric_name: str) -> str:
 
 INGRESS_NGINX_REQUESTS = "nginx_ingress_controller_requests"
 """ingress-nginx's request counter, labelled with the Ingress, its backend Service and the request host
-(kubernetes/ingress-nginx docs/user-guide/monitoring.md); matched by service and host, not namespace, because a
-ServiceMonitor without honorLabels renames the exported ``namespace`` label."""
+(kubernetes/ingress-nginx docs/user-guide/monitoring.md); it also counts the 503s answered while no pod is ready.
+Matched by ``ingress`` and ``host``, never ``namespace``/``service``: a ServiceMonitor without honorLabels gives
+those two to the controller's own target and renames the exported ones ``exported_namespace``/``exported_service``."""
 
 
 def activation_query(w: Workload, ctx: WorkloadContext) -> str:
@@ -344,7 +348,8 @@ def activation_query(w: Workload, ctx: WorkloadContext) -> str:
         return act.query
     # a regex inside a PromQL string: the dot's backslash is itself escaped
     hosts = "|".join(r.host.replace(".", "\\\\.") for r in w.exposure.ingress.all_routes())
-    return (f'sum(rate({INGRESS_NGINX_REQUESTS}{{service="{w.name}",host=~"{hosts}"}}[{ctx.rule_window}]))'
+    names = "|".join(i["metadata"]["name"] for i in ingresses(w, ctx))
+    return (f'sum(rate({INGRESS_NGINX_REQUESTS}{{ingress=~"{names}",host=~"{hosts}"}}[{ctx.rule_window}]))'
             " or vector(0)")
 
 

@@ -17,7 +17,8 @@ an unknown value is reported as an advisory "can't run during preview", exactly 
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+import re
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 
@@ -178,12 +179,94 @@ def exit_code(violations: Iterable[Violation]) -> int:
 
 
 # ------------------------------------------------------------------------------------------------ plain YAML
-def _documents(path: Path) -> Iterable[tuple[Path, Any]]:
-    files = sorted(p for p in path.rglob("*") if p.suffix in (".yaml", ".yml", ".json")) if path.is_dir() \
-        else [path]
-    for f in files:
-        for doc in yaml.safe_load_all(f.read_text()):
-            yield f, doc
+MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
+_HELM_DIRECTIVE = re.compile(r"\{\{-?\s*(?:[^}]*\.(?:Values|Release|Chart|Capabilities|Files)\b|include\s|"
+                             r"template\s|toYaml\b|tpl\s|define\s)")
+"""Go-template actions that only Helm charts use (Prometheus and Alertmanager templates in ConfigMaps use
+``{{ $labels }}``, ``{{ range .Alerts }}``, never these)."""
+
+
+@dataclass(frozen=True)
+class InputError:
+    """A file that could not be read as Kubernetes manifests."""
+
+    path: str
+    line: Optional[int]
+    message: str
+
+    def render(self) -> str:
+        return f"{self.path}:{self.line}: {self.message}" if self.line else f"{self.path}: {self.message}"
+
+
+class ManifestError(Exception):
+    def __init__(self, errors: Sequence[InputError]):
+        super().__init__("\n".join(e.render() for e in errors))
+        self.errors = list(errors)
+
+
+@dataclass
+class Manifests:
+    """What ``check --manifests`` read: the objects, where each one starts, and the files it could not read."""
+
+    resources: list[RegisteredResource] = field(default_factory=list)
+    locations: dict[str, tuple[str, int]] = field(default_factory=dict)
+    """Resource name -> (file, line of the document)."""
+    errors: list[InputError] = field(default_factory=list)
+    files: list[str] = field(default_factory=list)
+
+
+def _files(path: Path, errors: list[InputError]) -> list[Path]:
+    if str(path) == "-":
+        return [path]
+    if not path.exists():
+        errors.append(InputError(str(path), None, "no such file or directory"))
+        return []
+    if path.is_dir():
+        return sorted(p for p in path.rglob("*") if p.is_file() and p.suffix in MANIFEST_SUFFIXES)
+    return [path]
+
+
+def _text(path: Path, errors: list[InputError]) -> Optional[str]:
+    import sys
+
+    raw = sys.stdin.buffer.read() if str(path) == "-" else path.read_bytes()
+    if b"\x00" in raw[:8192]:
+        errors.append(InputError(str(path), None, "is a binary file, not YAML or JSON manifests"))
+        return None
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw[:exc.start].count(b"\n") + 1
+        errors.append(InputError(str(path), line, f"is not UTF-8 text ({exc.reason} at byte {exc.start})"))
+        return None
+    match = _HELM_DIRECTIVE.search(text)
+    if match:
+        line = text[:match.start()].count("\n") + 1
+        snippet = text[match.start():text.find("}}", match.start()) + 2][:60]
+        errors.append(InputError(str(path), line, f"is a Helm template ('{snippet}'); render it first, e.g. "
+                                                  f"'helm template RELEASE CHART -f values.yaml | gpuplatform "
+                                                  f"check --manifests -'"))
+        return None
+    return text
+
+
+def _parse(path: Path, text: str, errors: list[InputError]) -> Iterable[tuple[int, Any]]:
+    """(line, document) for every YAML document; a syntax error ends the file (later documents cannot be
+    located reliably) and is reported with its line and column."""
+    loader = yaml.SafeLoader(text)
+    try:
+        while loader.check_node():
+            node = loader.get_node()
+            yield node.start_mark.line + 1, loader.construct_document(node)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        problem = " ".join(str(x) for x in (getattr(exc, "context", None), getattr(exc, "problem", None)) if x)
+        hint = " (a Helm template? render it with 'helm template' first)" if "{{" in text else ""
+        errors.append(InputError(str(path), mark.line + 1 if mark else None,
+                                 f"invalid YAML{f' at column {mark.column + 1}' if mark else ''}: "
+                                 f"{problem or exc}{hint}"))
+    finally:
+        loader.dispose()
 
 
 def _flatten(doc: Any) -> Iterable[dict]:
@@ -197,23 +280,38 @@ def _flatten(doc: Any) -> Iterable[dict]:
         yield doc
 
 
-def load_manifests(paths: Iterable[str | Path]) -> list[RegisteredResource]:
-    """Kubernetes objects of YAML/JSON files or directories (multi-document, ``List`` kinds, ``helm template``
-    output) as resources the policies can check."""
-    out: list[RegisteredResource] = []
+def read_manifests(paths: Iterable[str | Path]) -> Manifests:
+    """Kubernetes objects of YAML/JSON files, directories or ``-`` (stdin): multi-document files, ``List`` kinds,
+    ``helm template`` output. Files that cannot be read are recorded in ``errors`` (file and line) and the
+    others are still read, so one bad file hides nothing."""
+    out = Manifests()
     seen: dict[str, int] = {}
     for p in paths:
-        for _, doc in _documents(Path(p)):
-            for obj in _flatten(doc):
-                ns = k8s.get(obj, "metadata", "namespace")
-                name = f"{ns}/{k8s.name_of(obj)}" if ns else (k8s.name_of(obj) or obj["kind"].lower())
-                token = k8s.type_token(str(obj["apiVersion"]), str(obj["kind"]))
-                key = f"{token}::{name}"
-                seen[key] = seen.get(key, 0) + 1
-                if seen[key] > 1:
-                    name = f"{name}#{seen[key]}"
-                out.append(RegisteredResource(type=token, name=name, inputs=obj))
+        for f in _files(Path(p), out.errors):
+            text = _text(f, out.errors)
+            if text is None:
+                continue
+            out.files.append(str(f))
+            for line, doc in _parse(f, text, out.errors):
+                for obj in _flatten(doc):
+                    ns = k8s.get(obj, "metadata", "namespace")
+                    name = f"{ns}/{k8s.name_of(obj)}" if ns else (k8s.name_of(obj) or str(obj["kind"]).lower())
+                    token = k8s.type_token(str(obj["apiVersion"]), str(obj["kind"]))
+                    key = f"{token}::{name}"
+                    seen[key] = seen.get(key, 0) + 1
+                    if seen[key] > 1:
+                        name = f"{name}#{seen[key]}"
+                    out.resources.append(RegisteredResource(type=token, name=name, inputs=obj))
+                    out.locations[f"{token}::{name}"] = (str(f), line)
     return out
+
+
+def load_manifests(paths: Iterable[str | Path]) -> list[RegisteredResource]:
+    """The objects of :func:`read_manifests`; raises :class:`ManifestError` when a file cannot be read."""
+    read = read_manifests(paths)
+    if read.errors:
+        raise ManifestError(read.errors)
+    return read.resources
 
 
 # ------------------------------------------------------------------------------------------------ output
@@ -237,3 +335,81 @@ def format_table(violations: Sequence[Violation]) -> str:
 
 def format_json(violations: Sequence[Violation]) -> str:
     return json.dumps([asdict(v) for v in violations], indent=2)
+
+
+# ------------------------------------------------------------------------------------------------ SARIF
+SARIF_VERSION = "2.1.0"
+SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
+_SARIF_LEVEL = {EnforcementLevel.MANDATORY.value: "error", EnforcementLevel.ADVISORY.value: "warning"}
+# GitHub code scanning ranks security results by this property (docs "SARIF support for code scanning")
+_SECURITY_SEVERITY = {"critical": "9.0", "high": "7.0", "medium": "5.0", "low": "3.0"}
+
+
+def _uri(path: str) -> str:
+    p = Path(path)
+    try:
+        p = p.resolve().relative_to(Path.cwd().resolve())
+    except ValueError:
+        pass
+    return p.as_posix()
+
+
+def _location(path: str, line: Optional[int]) -> dict:
+    physical: dict[str, Any] = {"artifactLocation": {"uri": _uri(path)}}
+    if line:
+        physical["region"] = {"startLine": line}
+    return {"physicalLocation": physical}
+
+
+def format_sarif(violations: Sequence[Violation], locations: Optional[Mapping[str, tuple[str, int]]] = None,
+                 default_location: Optional[tuple[str, Optional[int]]] = None,
+                 errors: Sequence[InputError] = (), policies: Optional[Sequence[PolicyDef]] = None) -> str:
+    """One SARIF 2.1.0 run: a rule per policy, a result per violation located at the document that declares the
+    resource (or ``default_location``, e.g. the stack file), and unreadable inputs as tool notifications."""
+    from gpuplatform.policies.registry import LOW
+
+    defs = list(policies if policies is not None else POLICY_DEFS)
+    index = {p.id: i for i, p in enumerate(defs)}
+    rules = []
+    for p in defs:
+        severity = (p.severity or LOW).value
+        props: dict[str, Any] = {"tags": [p.category] + (["hardening"] if p.hardening else [])}
+        if p.category in ("security", "pod-security"):
+            props["security-severity"] = _SECURITY_SEVERITY.get(severity, "5.0")
+        rules.append({"id": p.id, "name": p.id, "shortDescription": {"text": p.description.split(": ")[0][:120]},
+                      "fullDescription": {"text": p.description},
+                      "help": {"text": p.remediation or p.description},
+                      "defaultConfiguration": {"level": _SARIF_LEVEL.get(p.level.value, "note")},
+                      "properties": props})
+    results = []
+    for v in violations:
+        result: dict[str, Any] = {"ruleId": v.policy_id, "level": _SARIF_LEVEL.get(v.level, "note"),
+                                  "message": {"text": v.message}}
+        if v.policy_id in index:
+            result["ruleIndex"] = index[v.policy_id]
+        where = (locations or {}).get(f"{v.resource_type}::{v.resource_name}") or default_location
+        if where:
+            result["locations"] = [_location(where[0], where[1])]
+        results.append(result)
+    notifications = [{"level": "error", "message": {"text": e.message}, "locations": [_location(e.path, e.line)]}
+                     for e in errors]
+    run = {"tool": {"driver": {"name": "gpuplatform", "informationUri": "https://www.pulumi.com/docs/iac/"
+                                                                       "using-pulumi/crossguard/",
+                               "rules": rules}},
+           "invocations": [{"executionSuccessful": not errors, "toolExecutionNotifications": notifications}],
+           "results": results}
+    return json.dumps({"$schema": SARIF_SCHEMA, "version": SARIF_VERSION, "runs": [run]}, indent=2)
+
+
+def with_strict(config: Optional[Mapping[str, Any]]) -> dict[str, Any]:
+    """``config`` with every hardening policy raised to mandatory (what ``--strict`` and ``policies/strict.json``
+    do); an explicit setting for a policy in ``config`` still wins."""
+    from gpuplatform.policies.registry import strict_config
+
+    out: dict[str, Any] = dict(strict_config())
+    for key, value in (config or {}).items():
+        if key in out and isinstance(value, Mapping) and "enforcementLevel" not in value:
+            out[key] = {"enforcementLevel": out[key], **value}
+        else:
+            out[key] = value
+    return out

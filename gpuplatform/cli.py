@@ -6,8 +6,6 @@ import sys
 from pathlib import Path
 from typing import Optional
 
-from gpuplatform.components.errors import ConfigError, ConfigIssue
-
 STACKS_DIR = Path(__file__).resolve().parent.parent / "stacks"
 DEFAULT_STACK = "dev"
 EXIT_CONFIG = 2
@@ -28,6 +26,7 @@ def _add_source(p: argparse.ArgumentParser) -> None:
 
 
 def _load_raw(args) -> tuple[dict, str]:
+    from gpuplatform.components.errors import ConfigError, ConfigIssue
     from gpuplatform.components.stack_config import namespace_from_stack_file
 
     path, stack = stack_file(args)
@@ -64,11 +63,22 @@ def cmd_check(args) -> int:
 
     # the same format as `pulumi preview --policy-pack-config`; the environment and exposure settings of a stack
     # are read from its GpuPlatform component, so stacks need none
-    policy_config = json.loads(Path(args.policy_config).read_text()) if args.policy_config else None
+    policy_config = _policy_config(args.policy_config)
     if args.kube_version:
         policy_config = check.with_kubernetes_version(policy_config, args.kube_version)
+    if args.strict:
+        policy_config = check.with_strict(policy_config)
+    errors: list = []
+    locations: dict = {}
+    default_location = None
     if args.manifests:
-        resources = check.load_manifests(args.manifests)
+        read = check.read_manifests(args.manifests)
+        resources, errors, locations = read.resources, read.errors, read.locations
+        if not resources and not errors:
+            sys.stderr.write(f"nothing to check: no Kubernetes objects (documents with apiVersion and kind) in "
+                             f"{', '.join(args.manifests)}" + ("" if read.files else " (no .yaml, .yml or .json "
+                                                                                    "files)") + "\n")
+            return EXIT_CONFIG
     else:
         from gpuplatform.components.validation import load
         from gpuplatform.synth import stack_config_from_namespace, synthesize
@@ -76,10 +86,40 @@ def cmd_check(args) -> int:
         raw, stack = _load_raw(args)
         load(raw)
         resources = synthesize(stack_config_from_namespace(raw), stack=stack)
+        default_location = (str(stack_file(args)[0]), None)
     violations = check.run_policies(resources, policy_config)
-    sys.stdout.write(check.format_json(violations) if args.format == "json" else check.format_table(violations))
-    sys.stdout.write("\n")
+    if args.format == "json":
+        text = check.format_json(violations)
+    elif args.format == "sarif":
+        text = check.format_sarif(violations, locations, default_location, errors)
+    else:
+        text = check.format_table(violations)
+    if args.output:
+        Path(args.output).write_text(text + "\n")
+    else:
+        sys.stdout.write(text + "\n")
+    for e in errors:
+        sys.stderr.write(f"error: {e.render()}\n")
+    if errors:
+        sys.stderr.write(f"{len(errors)} input error(s); the other files were checked\n")
+        return EXIT_CONFIG
     return check.exit_code(violations)
+
+
+def _policy_config(path: Optional[str]) -> Optional[dict]:
+    if not path:
+        return None
+    from gpuplatform.components.errors import ConfigError, ConfigIssue
+
+    try:
+        data = json.loads(Path(path).read_text())
+    except OSError as exc:
+        raise ConfigError([ConfigIssue("--policy-config", f"{path!r}: {exc.strerror}")]) from None
+    except json.JSONDecodeError as exc:
+        raise ConfigError([ConfigIssue("--policy-config", f"{path!r} line {exc.lineno}: {exc.msg}")]) from None
+    if not isinstance(data, dict):
+        raise ConfigError([ConfigIssue("--policy-config", f"{path!r} must hold a JSON object")])
+    return data
 
 
 def cmd_verify(args) -> int:
@@ -113,9 +153,14 @@ def parser() -> argparse.ArgumentParser:
     schema.set_defaults(func=cmd_schema)
     check = sub.add_parser("check", help="run the policy pack offline on a stack or on plain manifests")
     _add_source(check)
-    check.add_argument("--manifests", nargs="+", metavar="PATH", help="YAML files or directories to check")
+    check.add_argument("--manifests", nargs="+", metavar="PATH",
+                       help="YAML/JSON files or directories to check ('-' reads standard input)")
     check.add_argument("--policy-config", metavar="FILE", help="policy config JSON (as --policy-pack-config)")
-    check.add_argument("--format", choices=["table", "json"], default="table")
+    check.add_argument("--strict", action="store_true",
+                       help="raise the hardening policies (Pod Security, probes, resources, ...) to mandatory")
+    check.add_argument("--format", choices=["table", "json", "sarif"], default="table",
+                       help="sarif: SARIF 2.1.0 for code scanning")
+    check.add_argument("--output", metavar="FILE", help="write the report to FILE instead of stdout")
     check.add_argument("--kube-version", metavar="MAJOR.MINOR", help="target cluster version for the API-version "
                        "policies (default: the stack's cluster version; plain YAML: any removed API is reported)")
     check.set_defaults(func=cmd_check)
@@ -142,9 +187,14 @@ def main(argv: Optional[list[str]] = None) -> int:
     args = parser().parse_args(argv)
     try:
         return args.func(args)
-    except ConfigError as exc:
-        sys.stderr.write(exc.render() + "\n")
-        return EXIT_CONFIG
+    except Exception as exc:
+        # the check path must not import the components (pulumi_kubernetes, pydantic: most of a second), so the
+        # error class is looked up only once one is raised
+        errors = sys.modules.get("gpuplatform.components.errors")
+        if errors is not None and isinstance(exc, errors.ConfigError):
+            sys.stderr.write(exc.render() + "\n")
+            return EXIT_CONFIG
+        raise
 
 
 ONE_SHOT_COMMANDS = ("plan", "check")

@@ -10,14 +10,15 @@ import threading
 from typing import Any
 
 from gpuplatform.catalogs.gpus import close_matches
-from gpuplatform.catalogs.kubernetes import served_by
+from gpuplatform.catalogs.metrics import METRICS
+from gpuplatform.catalogs.kubernetes import (NOT_SCALABLE_KINDS, REMOVED_APIS, SCALE_SUBRESOURCE_KINDS, api_group,
+                                            served_by)
 from gpuplatform.policies import k8s
 from gpuplatform.policies.registry import ADVISORY, HIGH, LOW, MEDIUM, prop, resource_policy, stack_policy
-from gpuplatform.policies.stack import hpa_metrics, lookup_metric
+from gpuplatform.policies.stack import adapter_config_error, hpa_metrics, lookup_metric
 
 CATEGORY = "autoscaling"
 CUSTOM_METRIC_TYPES = ("Pods", "Object")
-SCALABLE_KINDS = ("Deployment", "StatefulSet")
 
 
 @stack_policy(
@@ -38,12 +39,30 @@ def hpa_metric_served(view, config, report):
             if m.type not in CUSTOM_METRIC_TYPES or m.name in served:
                 continue
             if not view.adapter_rule_sets:
-                why = "no adapter configuration is among the checked resources"
+                broken = view.adapter_config_errors
+                if not broken:
+                    continue  # nothing to compare with: context-cannot-verify says so, as an advisory
+                cm, key, error = broken[0]
+                why = f"the adapter config in {cm.label} ({key}) is not valid YAML: {error}"
             else:
                 near = close_matches(m.name, served)
                 why = "no adapter rule serves it" + (f" (did you mean {', '.join(near)}?)" if near else
                                                      f"; served: {', '.join(sorted(served)) or 'none'}")
             report(f"{s.resource.label} asks for {m.type} metric '{m.name}', but {why}", s.resource)
+
+
+@resource_policy(
+    "adapter-config-valid",
+    "A prometheus-adapter configuration held in a ConfigMap must be valid YAML with a list of rules: the adapter "
+    "refuses to start on a config it cannot parse, and every HPA on custom metrics stops.",
+    category=CATEGORY, severity=HIGH, kinds=("ConfigMap",),
+    refs=("prometheus-adapter docs/config.md", "prometheus-adapter cmd/adapter/adapter.go (config load)"),
+    remediation="Fix the YAML at the line the message names.")
+def adapter_config_valid(r, config, report):
+    for key, value in k8s.as_map(k8s.get(r.props, "data")).items():
+        error = adapter_config_error(value)
+        if error:
+            report(f"{r.label} data '{key}' is an adapter config that does not parse: {error}")
 
 
 def _monitor_namespaces(monitor) -> tuple[bool, set[str]]:
@@ -84,12 +103,16 @@ def _scrapes(view, monitor, workload, pod_labels, ports) -> bool:
     remediation="Give the workload a port with protocol 'metrics' so the component creates the PodMonitor.")
 def hpa_app_metric_scraped(view, config, report):
     monitors = view.objects("PodMonitor", "ServiceMonitor")
+    if not monitors:
+        return  # scrape configuration elsewhere (Helm values, a managed Prometheus): context-cannot-verify
     for s, target in view.scaled_targets():
         app = [m for m in s.metrics if (found := lookup_metric(m.name)) and found[0].category == "app"]
         if not app:
             continue
-        labels = k8s.pod_labels(target.kind, target.props)
         spec = k8s.pod_spec(target.kind, target.props)
+        if spec is None:
+            continue  # a custom kind (LeaderWorkerSet, Rollout) whose pod template we do not read
+        labels = k8s.pod_labels(target.kind, target.props)
         ports = {k8s.get(p, "name") for c in k8s.containers(spec, init=False)
                  for p in k8s.as_list(k8s.get(c, "ports"))}
         if not any(_scrapes(view, mon, target, labels, ports) for mon in monitors):
@@ -99,25 +122,66 @@ def hpa_app_metric_scraped(view, config, report):
 
 @stack_policy(
     "hpa-target-exists",
-    "An autoscaler's scaleTargetRef must name a Deployment/StatefulSet of the stack, in its namespace, by "
-    "apps/v1 (the NVIDIA article's HPA points at apps/v1beta1, which no current cluster serves).",
+    "An autoscaler's scaleTargetRef must name a kind with a scale subresource (Deployment, StatefulSet, "
+    "ReplicaSet, LeaderWorkerSet, Argo Rollout, ...) by an API version that is still served, and, when the target "
+    "is among the checked resources, one in the autoscaler's namespace (the NVIDIA article's HPA points at "
+    "apps/v1beta1, which no current cluster serves).",
     category=CATEGORY, severity=HIGH,
     refs=("kube-score horizontalpodautoscaler-has-target", "kube-linter dangling-horizontalpodautoscaler",
-          "Gatekeeper K8sHorizontalPodAutoscaler"),
-    config={"allowExternalTargets": prop("boolean", "Accept targets that are not among the checked resources.",
-                                         False)},
-    remediation="Point scaleTargetRef at the workload's Deployment with apiVersion apps/v1.")
+          "Gatekeeper K8sHorizontalPodAutoscaler", "HPA docs: any resource with a scale subresource"),
+    remediation="Point scaleTargetRef at the workload with its current apiVersion (apps/v1 for Deployments).")
 def hpa_target_exists(view, config, report):
     for s in view.scalers:
-        if s.target_api_version is not None and s.target_api_version != "apps/v1":
-            report(f"{s.resource.label} targets {s.target_kind} {s.target_name} by {s.target_api_version}; "
-                   f"use apps/v1", s.resource)
-        if s.target_kind not in SCALABLE_KINDS:
-            report(f"{s.resource.label} targets kind '{s.target_kind}'; allowed: {', '.join(SCALABLE_KINDS)}",
-                   s.resource)
-        elif view.target_of(s) is None and not config["allowExternalTargets"]:
-            report(f"{s.resource.label} targets {s.target_kind} {s.resource.namespace}/{s.target_name}, which is "
-                   f"not among the checked resources", s.resource)
+        if s.target_kind in NOT_SCALABLE_KINDS:
+            report(f"{s.resource.label} targets kind '{s.target_kind}', which has no scale subresource; "
+                   f"scalable kinds: {', '.join(SCALE_SUBRESOURCE_KINDS)}", s.resource)
+            continue
+        av = s.target_api_version
+        if av and av in REMOVED_APIS:
+            (major, minor), replacement = REMOVED_APIS[av]
+            report(f"{s.resource.label} targets {s.target_kind} {s.target_name} by {av}, removed in Kubernetes "
+                   f"{major}.{minor}; use {replacement}", s.resource)
+        elif av and s.target_kind in SCALE_SUBRESOURCE_KINDS and \
+                api_group(av) not in SCALE_SUBRESOURCE_KINDS[s.target_kind]:
+            groups = " or ".join(g or "core" for g in SCALE_SUBRESOURCE_KINDS[s.target_kind])
+            report(f"{s.resource.label} targets {s.target_kind} {s.target_name} by {av}; {s.target_kind} is "
+                   f"served by the {groups} API group", s.resource)
+
+
+@stack_policy(
+    "context-cannot-verify",
+    "Cross-object checks whose other half is not among the checked inputs: an autoscaler's target, the adapter "
+    "configuration serving its custom metrics (Helm values, a managed adapter), the monitor scraping its "
+    "inference-server metric, a scale target of a custom kind. Reported as advisory 'cannot verify', never as a "
+    "violation: check the objects together to verify them.",
+    category=CATEGORY, severity=LOW, level=ADVISORY,
+    refs=("kube-score horizontalpodautoscaler-has-target (skips external targets)",),
+    config={"allowExternalTargets": prop("boolean", "Do not mention targets that are not among the checked "
+                                         "resources.", False),
+            "externalMetrics": prop("array", "Metric names served by an adapter outside the checked resources.",
+                                    [], items={"type": "string"})},
+    remediation="Check the autoscaler together with its target, the adapter config and the monitors, or list "
+                "externally served metrics in hpa-metric-served's externalMetrics.")
+def context_cannot_verify(view, config, report):
+    no_adapter = not view.adapter_rule_sets and not view.adapter_config_errors
+    no_monitors = not view.objects("PodMonitor", "ServiceMonitor")
+    for s in view.scalers:
+        target = view.target_of(s)
+        if target is None and s.target_kind not in NOT_SCALABLE_KINDS and not config["allowExternalTargets"]:
+            why = ("" if s.target_kind in SCALE_SUBRESOURCE_KINDS else
+                   f"; nor that kind {s.target_kind} has a scale subresource")
+            report(f"cannot verify {s.resource.label}: its target {s.target_kind} {s.resource.namespace}/"
+                   f"{s.target_name} is not among the checked resources{why}", s.resource)
+        custom = [m.name for m in s.metrics if m.type in CUSTOM_METRIC_TYPES and m.name not in config[
+            "externalMetrics"]]
+        if custom and no_adapter:
+            report(f"cannot verify that {', '.join(repr(n) for n in custom)} of {s.resource.label} "
+                   f"{'is' if len(custom) == 1 else 'are'} served: no adapter configuration is among the checked "
+                   f"resources", s.resource)
+        app = [m.name for m in s.metrics if (found := lookup_metric(m.name)) and found[0].category == "app"]
+        if app and target is not None and no_monitors:
+            report(f"cannot verify that '{app[0]}' of {s.resource.label} is scraped from {target.label}: no "
+                   f"PodMonitor or ServiceMonitor is among the checked resources", s.resource)
 
 
 @stack_policy(
@@ -145,7 +209,7 @@ def hpa_api_version_served(view, config, report):
     "hpa-pods-metric-average-value",
     "Pods metrics are averaged over the pods, so their target must be type AverageValue; 'Utilization' is only "
     "defined for Resource metrics (the ACK guide's HPA pairs type Utilization with averageValue).",
-    category=CATEGORY, severity=LOW, level=ADVISORY, kinds=("HorizontalPodAutoscaler",),
+    category=CATEGORY, severity=LOW, level=ADVISORY, hardening=True, kinds=("HorizontalPodAutoscaler",),
     refs=("kubernetes validation.go (Pods metric requires averageValue)",),
     remediation="target: {type: AverageValue, averageValue: <per-pod value>}.")
 def pods_metric_average_value(r, config, report):
@@ -159,25 +223,51 @@ def pods_metric_average_value(r, config, report):
             report(f"{r.label}: Pods metric '{m.name}' has no average value target")
 
 
-@resource_policy(
+def _exporters(view) -> set[str]:
+    """Which GPU exporters the checked resources run: the ACK adapter release implies ACK's exporter; a
+    dcgm-exporter release or DaemonSet (by image) dcgm-exporter."""
+    from gpuplatform.catalogs.system_components import matches
+    from gpuplatform.policies.stack import ACK_ADAPTER_CHART
+
+    found = set()
+    if view.releases(ACK_ADAPTER_CHART):
+        found.add("ack")
+    if view.releases("dcgm-exporter") or any(
+            matches(str(k8s.get(c, "image", default="")), ("nvidia/k8s/dcgm-exporter",))
+            for d in view.objects("DaemonSet") for c in k8s.containers(k8s.pod_spec(d.kind, d.props))):
+        found.add("dcgm")
+    return found
+
+
+@stack_policy(
     "hpa-metric-per-pod",
     "A Pods metric must be one the exporter reports per pod: node-level series (e.g. the ACK exporter's device "
-    "utilization) cannot be averaged over an HPA's pods.",
-    category=CATEGORY, severity=MEDIUM, kinds=("HorizontalPodAutoscaler",),
-    refs=("ACK GPU-metric HPA guide (node-only metrics)",),
+    "utilization) cannot be averaged over an HPA's pods. A name two exporters share (DCGM_FI_DEV_GPU_UTIL: "
+    "per node from ACK's exporter, per pod from dcgm-exporter with Kubernetes attribution) is judged by the "
+    "exporter among the checked resources, and not at all when none is.",
+    category=CATEGORY, severity=MEDIUM,
+    refs=("ACK GPU-metric HPA guide (node-only metrics)", "dcgm-exporter#138 (pod attribution)"),
     remediation="Use a per-pod metric of the catalog (scope 'pod') for the stack's exporter.")
-def metric_per_pod(r, config, report):
-    for m in hpa_metrics(k8s.as_map(k8s.get(r.props, "spec"))):
-        found = lookup_metric(m.name)
-        if m.type == "Pods" and found and found[1].scope != "pod":
-            report(f"{r.label}: '{m.name}' is reported per node by the {found[1].exporter} exporter, not per pod")
+def metric_per_pod(view, config, report):
+    exporters = _exporters(view)
+    for s in view.scalers:
+        for m in s.metrics:
+            if m.type != "Pods":
+                continue
+            sources = [src for metric in METRICS.values() for src in metric.sources
+                       if m.name in (src.api_name, src.series)]
+            if exporters:
+                sources = [src for src in sources if src.exporter in exporters]
+            if sources and all(src.scope != "pod" for src in sources):
+                report(f"{s.resource.label}: '{m.name}' is reported per node by the {sources[0].exporter} exporter, "
+                       f"not per pod", s.resource)
 
 
 @resource_policy(
     "hpa-metric-scales-down",
     "Metrics that never fall when load falls (GPU memory: servers pre-allocate and keep it) keep an HPA at its "
     "peak replica count.",
-    category=CATEGORY, severity=LOW, level=ADVISORY, kinds=("HorizontalPodAutoscaler",),
+    category=CATEGORY, severity=LOW, level=ADVISORY, hardening=True, kinds=("HorizontalPodAutoscaler",),
     refs=("prometheus-adapter#644",),
     remediation="Scale on utilization or queue metrics; keep memory metrics for alerts.")
 def metric_scales_down(r, config, report):
@@ -264,7 +354,8 @@ AUTHORED_SCALING = AuthoredScaling()
     "A workload scaled by an HPA or ScaledObject must not author spec.replicas: every update resets the replica "
     "count the autoscaler chose (and server-side apply conflicts with the controller manager). Judged on inputs: "
     "the live object always has spec.replicas, set by the API server or the autoscaler.",
-    category=CATEGORY, severity=MEDIUM, kinds=("Deployment", "StatefulSet", "HorizontalPodAutoscaler", "ScaledObject"),
+    category=CATEGORY, severity=MEDIUM, level=ADVISORY, hardening=True,
+    kinds=("Deployment", "StatefulSet", "HorizontalPodAutoscaler", "ScaledObject"),
     refs=("kube-score deployment-targeted-by-hpa-does-not-have-replicas-configured", "pulumi-kubernetes#2491"),
     remediation="Remove spec.replicas from the Deployment.", reset=AUTHORED_SCALING.reset)
 def no_replicas_with_autoscaler(r, config, report):

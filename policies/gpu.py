@@ -6,10 +6,10 @@ pod's own resources and node selector when checking plain YAML.
 from __future__ import annotations
 
 from gpuplatform.catalogs import capacity, sharing
-from gpuplatform.catalogs.gpus import GPU_MODELS, gpu_model, instance_type
+from gpuplatform.catalogs.gpus import GPU_MODELS, close_matches, gpu_model, instance_type
 from gpuplatform.catalogs.metrics import METRICS
 from gpuplatform.catalogs.mig import mig_config_label_value, profiles_for
-from gpuplatform.policies import k8s
+from gpuplatform.policies import k8s, system
 from gpuplatform.policies.registry import CRITICAL, HIGH, MEDIUM, prop, resource_policy, stack_policy
 from gpuplatform.policies.stack import ACK_NODE_POOL_TYPE, POOL_TYPE, lookup_metric
 
@@ -247,9 +247,9 @@ def gpu_pod_placement(view, config, report):
         selector = k8s.as_map(k8s.get(spec, "nodeSelector"))
         required = k8s.get(spec, "affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution")
         if not view.pools:
-            if not selector and not required:
-                report(f"{w.label} asks for GPUs but selects no nodes (no nodeSelector or required node affinity)",
-                       w)
+            # without the pools there is nothing to place against: GPU nodes carry the device plugin's resource
+            # (and usually a taint the ExtendedResourceToleration admission plugin tolerates), so a pod that only
+            # requests GPUs is scheduled onto GPU nodes
             continue
         pool = view.pool_of(w)
         if pool is None:
@@ -296,3 +296,58 @@ def hpa_within_capacity(view, config, report):
             report(f"{s.resource.label} allows {s.max_replicas} replicas of {target.label}, but pool "
                    f"{k8s.get(pool, 'poolName')} holds at most {cap} ({int(nodes)} nodes x {int(gpus)} {model.name})",
                    s.resource)
+
+
+@resource_policy(
+    "gpu-resource-known",
+    "A GPU-like resource name must be one a device plugin serves (nvidia.com/gpu, the MIG profiles, cGPU memory "
+    "and cores, other vendors' GPUs): the scheduler waits forever for a resource no node advertises "
+    "('Insufficient nvidia.com/gpu-all').",
+    category=CATEGORY, severity=CRITICAL, kinds=k8s.WORKLOAD_KINDS,
+    refs=("k8s-device-plugin README (resource names)", "k8s-device-plugin#430"),
+    config={"extraResources": prop("array", "Further GPU resource names your device plugins serve.", [],
+                                   items={"type": "string"})},
+    remediation="Use the resource name the pool's device plugin advertises (catalogs/sharing.py).")
+def gpu_resource_known(r, config, report):
+    served = sharing.served_gpu_resources() | set(config["extraResources"])
+    for c in k8s.containers(k8s.pod_spec(r.kind, r.props)):
+        names = {str(k) for part in ("requests", "limits")
+                 for k in k8s.as_map(k8s.get(c, "resources", part))}
+        for name in sorted(n for n in names if sharing.looks_like_gpu_resource(n) and n not in served):
+            near = close_matches(name, served)
+            report(f"{r.label} container {k8s.container_name(c)} asks for '{name}', which no GPU device plugin "
+                   f"serves" + (f" (did you mean {', '.join(near)}?)" if near else ""))
+
+
+NVIDIA_VISIBLE_DEVICES = "NVIDIA_VISIBLE_DEVICES"
+_NO_DEVICES = ("", "none", "void")
+
+
+@resource_policy(
+    "gpu-visible-devices-isolated",
+    "A container must not set NVIDIA_VISIBLE_DEVICES to 'all' or to more devices than it requests: the NVIDIA "
+    "container runtime honours the variable in unprivileged containers (nvidia-container-toolkit "
+    "accept-nvidia-visible-devices-envvar-when-unprivileged, on by default), so the pod uses GPUs the scheduler "
+    "gave to other pods. GPU system components that monitor every GPU are exempt.",
+    category=CATEGORY, severity=CRITICAL, kinds=k8s.WORKLOAD_KINDS,
+    refs=("nvidia-container-toolkit: NVIDIA_VISIBLE_DEVICES (all | none | void | index/UUID list)",
+          "Kyverno check-nvidia-gpu"),
+    remediation="Remove NVIDIA_VISIBLE_DEVICES and request the GPUs (limits nvidia.com/gpu); the device plugin "
+                "sets the variable to the devices it allocated.")
+def gpu_visible_devices(r, config, report):
+    comp = system.component_of(r)
+    if comp is not None and comp.sees_all_gpus:
+        return
+    for c in k8s.containers(k8s.pod_spec(r.kind, r.props)):
+        value = next((k8s.get(e, "value") for e in k8s.as_list(k8s.get(c, "env"))
+                      if k8s.get(e, "name") == NVIDIA_VISIBLE_DEVICES), None)
+        if value is None or str(value).strip().lower() in _NO_DEVICES:
+            continue
+        asked = sum(k8s.quantity(lim if lim is not None else req) or 0
+                    for key, (req, lim) in k8s.gpu_resources(c).items()
+                    if key == sharing.RESOURCE_GPU or key.startswith(sharing.MIG_RESOURCE_PREFIX))
+        text = str(value).strip()
+        devices = None if text.lower() == "all" else len([d for d in text.split(",") if d.strip()])
+        if devices is None or devices > asked:
+            report(f"{r.label} container {k8s.container_name(c)} sets {NVIDIA_VISIBLE_DEVICES}={text} but "
+                   f"requests {k8s.fmt_number(asked)} GPU(s): it sees GPUs allocated to other pods")

@@ -69,6 +69,8 @@ class PolicyDef:
     remediation: str
     policy: Union[ResourceValidationPolicy, StackValidationPolicy]
     remediable: bool = False
+    hardening: bool = False
+    """A hardening gap rather than a defect: advisory by default, mandatory under the strict pack config."""
     reset: Optional[Callable[[], None]] = None
     """Forget what the policy remembered of earlier ``Analyze`` calls; the offline runner calls it before each run
     (under the CLI every update has its own analyzer process)."""
@@ -98,7 +100,8 @@ def resource_policy(id: str, description: str, *, category: str, severity: Sever
                     level: EnforcementLevel = MANDATORY, kinds: Sequence[str] = (), types: Sequence[str] = (),
                     refs: Sequence[str] = (), config: Optional[dict[str, dict]] = None, remediation: str = "",
                     remediate: Optional[Callable[[Resource, dict], Optional[dict]]] = None,
-                    skip_patches: bool = True, reset: Optional[Callable[[], None]] = None):
+                    skip_patches: bool = True, hardening: bool = False,
+                    reset: Optional[Callable[[], None]] = None):
     """Declare a resource policy. ``fn(resource, config, report)`` runs only for the listed kinds/types."""
     config = dict(config or {})
 
@@ -134,7 +137,7 @@ def resource_policy(id: str, description: str, *, category: str, severity: Sever
             config_schema=_schema(config), remediate=remediate_fn if remediate else None, severity=severity,
             tags=[category], remediation_steps=remediation or None)
         pdef = PolicyDef(id, description, category, severity, level, "resource", tuple(refs), config, remediation,
-                         policy, remediable=remediate is not None, reset=reset)
+                         policy, remediable=remediate is not None, hardening=hardening, reset=reset)
         holder["def"] = pdef
         _register(pdef)
         return fn
@@ -144,7 +147,7 @@ def resource_policy(id: str, description: str, *, category: str, severity: Sever
 
 def stack_policy(id: str, description: str, *, category: str, severity: Severity,
                  level: EnforcementLevel = MANDATORY, refs: Sequence[str] = (),
-                 config: Optional[dict[str, dict]] = None, remediation: str = ""):
+                 config: Optional[dict[str, dict]] = None, remediation: str = "", hardening: bool = False):
     """Declare a stack policy. ``fn(view, config, report)``; ``report(message, resource)`` names the resource."""
     from gpuplatform.policies.stack import StackView
 
@@ -165,12 +168,18 @@ def stack_policy(id: str, description: str, *, category: str, severity: Severity
             name=id, description=description, validate=validate, enforcement_level=level,
             config_schema=_schema(config), severity=severity, tags=[category], remediation_steps=remediation or None)
         pdef = PolicyDef(id, description, category, severity, level, "stack", tuple(refs), config, remediation,
-                         policy)
+                         policy, hardening=hardening)
         holder["def"] = pdef
         _register(pdef)
         return fn
 
     return decorate
+
+
+def strict_config() -> dict[str, str]:
+    """The pack config that raises every hardening policy to mandatory (``policies/strict.json``,
+    ``gpuplatform check --strict``)."""
+    return {p.id: MANDATORY.value for p in REGISTRY if p.hardening}
 
 
 def by_id(policy_id: str) -> PolicyDef:

@@ -6,7 +6,7 @@ import re
 
 from gpuplatform.catalogs.kubernetes import INTRODUCED_APIS, REMOVED_APIS, served_by
 from gpuplatform.policies import k8s
-from gpuplatform.policies.registry import HIGH, MEDIUM, prop, resource_policy, stack_policy
+from gpuplatform.policies.registry import ADVISORY, HIGH, MEDIUM, prop, resource_policy, stack_policy
 from gpuplatform.policies.stack import ACK_CLUSTER_TYPES, ACK_NODE_POOL_TYPE, PROMETHEUS_ADAPTER_CHART, RELEASE_TYPE
 
 CATEGORY = "reliability"
@@ -18,7 +18,7 @@ ENVIRONMENT = prop("string", "Environment when no GpuPlatform is checked.", "")
     "container-probes",
     "Long-running containers need readiness and liveness probes: readiness keeps a replica that is still loading "
     "its model out of the Service (and out of the HPA's average), liveness restarts a hung server.",
-    category=CATEGORY, severity=MEDIUM, kinds=k8s.LONG_RUNNING_KINDS,
+    category=CATEGORY, severity=MEDIUM, level=ADVISORY, hardening=True, kinds=k8s.LONG_RUNNING_KINDS,
     refs=("Kyverno require-probes", "Checkov CKV_K8S_8", "Checkov CKV_K8S_9", "Polaris readinessProbeMissing",
           "Polaris livenessProbeMissing", "kube-score pod-probes"),
     remediation="Set the workload's probes (Triton: /v2/health/ready and /v2/health/live).")
@@ -31,12 +31,14 @@ def container_probes(r, config, report):
 
 @resource_policy(
     "container-resources",
-    "Containers must request and limit CPU and memory, so GPU nodes are not overcommitted by their neighbours "
-    "and the scheduler places replicas where they fit.",
-    category=CATEGORY, severity=MEDIUM, kinds=k8s.WORKLOAD_KINDS,
+    "Containers must request CPU and memory and limit memory, so GPU nodes are not overcommitted by their "
+    "neighbours and the scheduler places replicas where they fit (a CPU limit only when requireCpuLimit is set).",
+    category=CATEGORY, severity=MEDIUM, level=ADVISORY, hardening=True, kinds=k8s.WORKLOAD_KINDS,
     refs=("Kyverno require-pod-requests-limits", "Checkov CKV_K8S_10", "Checkov CKV_K8S_11", "Checkov CKV_K8S_12",
           "Checkov CKV_K8S_13", "kube-score container-resources", "Polaris cpuRequestsMissing"),
-    config={"requireCpuLimit": prop("boolean", "Also require a CPU limit.", True)},
+    config={"requireCpuLimit": prop("boolean", "Also require a CPU limit (off by default: a CPU limit throttles "
+                                               "a busy server, so current practice sets CPU requests and memory "
+                                               "limits only).", False)},
     remediation="Set the workload's resources (cpu, memory); the component uses them as requests and limits.")
 def container_resources(r, config, report):
     for c in k8s.containers(k8s.pod_spec(r.kind, r.props)):
@@ -45,7 +47,9 @@ def container_resources(r, config, report):
             for res in ("cpu", "memory"):
                 if kind == "limits" and res == "cpu" and not config["requireCpuLimit"]:
                     continue
-                if k8s.get(c, "resources", kind, res) is None:
+                # an unset request defaults to the limit (Kubernetes "Resource Management for Pods and Containers")
+                if k8s.get(c, "resources", kind, res) is None and (
+                        kind == "limits" or k8s.get(c, "resources", "limits", res) is None):
                     missing.append(f"{kind}.{res}")
         if missing:
             report(f"{r.label} container {k8s.container_name(c)} has no {', '.join(missing)}")
@@ -63,7 +67,7 @@ def image_tag(image: str) -> str | None:
     "image-pinned",
     "Images must carry an explicit tag other than 'latest' (or a digest): a moving tag changes the model server "
     "under a running HPA without a deployment.",
-    category=CATEGORY, severity=HIGH, kinds=k8s.WORKLOAD_KINDS,
+    category=CATEGORY, severity=HIGH, level=ADVISORY, hardening=True, kinds=k8s.WORKLOAD_KINDS,
     refs=("Kyverno disallow-latest-tag", "Checkov CKV_K8S_14", "Polaris tagNotSpecified",
           "kube-score container-image-tag", "kube-linter latest-tag"),
     remediation="Use an explicit version tag, e.g. tritonserver:24.08-py3.")
@@ -82,7 +86,7 @@ def image_pinned(r, config, report):
     "helm-chart-pinned",
     "Helm releases must pin an exact chart version; without one every preview may install a newer chart (the "
     "prometheus-adapter chart changed its TLS and RBAC defaults between majors).",
-    category=CATEGORY, severity=HIGH, types=(RELEASE_TYPE,),
+    category=CATEGORY, severity=HIGH, level=ADVISORY, hardening=True, types=(RELEASE_TYPE,),
     refs=("pulumi.md 5.3: Release must pin version",),
     remediation="Set version from catalogs/versions.py.")
 def helm_chart_pinned(r, config, report):
@@ -97,7 +101,7 @@ def helm_chart_pinned(r, config, report):
     "pdb-allows-disruption",
     "A PodDisruptionBudget must allow at least one voluntary disruption: maxUnavailable 0 or minAvailable 100% "
     "blocks every node drain, including GPU driver upgrades and MIG reconfiguration.",
-    category=CATEGORY, severity=HIGH, kinds=("PodDisruptionBudget",),
+    category=CATEGORY, severity=HIGH, level=ADVISORY, hardening=True, kinds=("PodDisruptionBudget",),
     refs=("Polaris pdbDisruptionsIsZero", "kube-linter pdb-max-unavailable", "Gatekeeper K8sPodDisruptionBudget",
           "Kyverno pdb-maxunavailable", "pulumi disallow-zero-voluntary-disruption"),
     remediation="Use maxUnavailable: 1.")
@@ -118,7 +122,7 @@ def pdb_allows_disruption(r, config, report):
     "pdb-below-autoscaler-min",
     "A PDB's integer minAvailable must stay below the minReplicas of the autoscaler (or the replicas) of the "
     "workload it covers; otherwise at minimum scale no pod may be evicted and drains hang.",
-    category=CATEGORY, severity=MEDIUM,
+    category=CATEGORY, severity=MEDIUM, level=ADVISORY, hardening=True,
     refs=("Polaris pdbMinAvailableGreaterThanHPAMinReplicas", "Kyverno deployment-replicas-higher-than-pdb",
           "kube-linter pdb-min-available"),
     remediation="Use maxUnavailable: 1 instead of minAvailable.")
@@ -145,7 +149,7 @@ def pdb_below_min(view, config, report):
     "gpu-deployment-topology-spread",
     "GPU workloads that can run more than one replica must spread them (topologySpreadConstraints or pod "
     "anti-affinity), so one node or zone failure does not take all replicas.",
-    category=CATEGORY, severity=MEDIUM,
+    category=CATEGORY, severity=MEDIUM, level=ADVISORY, hardening=True,
     refs=("Polaris topologySpreadConstraint", "kube-score pod-topology-spread-constraints",
           "kube-linter no-anti-affinity", "Kyverno topologyspreadconstraints-policy"),
     remediation="Add topologySpreadConstraints on kubernetes.io/hostname and topology.kubernetes.io/zone.")
@@ -167,7 +171,7 @@ def gpu_topology_spread(view, config, report):
     "adapter-high-availability",
     "In production the custom metrics adapter must run at least two replicas with a PodDisruptionBudget: when "
     "its APIService is unavailable every HPA on custom metrics stops and namespace deletion hangs.",
-    category=CATEGORY, severity=HIGH,
+    category=CATEGORY, severity=HIGH, level=ADVISORY, hardening=True,
     refs=("kube-prometheus PR #1095", "kubernetes#75788"),
     config={"environments": PROD, "environment": ENVIRONMENT,
             "minReplicas": prop("integer", "Fewest adapter replicas.", 2, minimum=1)},
@@ -188,7 +192,7 @@ def adapter_ha(view, config, report):
     "protect-prod-infrastructure",
     "In production the ACK cluster and its node pools must carry the protect option: a replacement (many node "
     "pool fields force one) would drop or double GPU capacity.",
-    category=CATEGORY, severity=HIGH,
+    category=CATEGORY, severity=HIGH, level=ADVISORY, hardening=True,
     refs=("Pulumi protect option", "terraform-provider-alicloud node pool ForceNew fields"),
     config={"environments": PROD, "environment": ENVIRONMENT},
     remediation="settings.protect (default true in prod).")

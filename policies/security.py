@@ -1,19 +1,24 @@
 """Security: RBAC anti-patterns, secrets in plain env, unverified aggregated APIs, public endpoints, and the
 restricted Pod Security Standard for inference pods.
 
-GPU system components legitimately need some privileges (device plugin: the kubelet socket directory;
-dcgm-exporter: the pod-resources socket and SYS_ADMIN for profiling metrics; MIG manager: host PID/IPC to
-restart GPU clients). They are exempted narrowly, by (namespace, object name, policy id), never by namespace.
+GPU system components legitimately need some host access (device plugin: the kubelet socket directory;
+dcgm-exporter: the pod-resources socket and SYS_ADMIN for profiling metrics; GPU Operator operands: the driver
+root, host PID/IPC). Every pod policy asks :mod:`gpuplatform.policies.system` whether the workload is such a
+component and whether the access it judges is one the component's upstream manifests document.
+
+Levels: privileged containers, host namespaces, literal credentials, cluster-admin and wildcard-write RBAC,
+unverified aggregated APIs and unintended public LoadBalancers are mandatory (real security holes); the restricted
+Pod Security fields are hardening (advisory unless the strict pack config raises them).
 """
 from __future__ import annotations
 
 import re
 
-from gpuplatform.catalogs.kubernetes import (ACK_INTRANET_LB, POD_SECURITY_ENFORCE, ROOT_OPT_OUT_ANNOTATION,
-                                             SECRET_ENV_PATTERN)
-from gpuplatform.catalogs.versions import CHARTS
-from gpuplatform.policies import k8s
-from gpuplatform.policies.registry import ADVISORY, CRITICAL, HIGH, MEDIUM, prop, resource_policy, stack_policy
+from gpuplatform.catalogs.kubernetes import (INTERNAL_LB_ANNOTATIONS, INTERNAL_LB_CLASSES, POD_SECURITY_ENFORCE,
+                                             READ_ONLY_API_GROUPS, ROOT_OPT_OUT_ANNOTATION, SECRET_ENV_PATTERN)
+from gpuplatform.policies import k8s, system
+from gpuplatform.policies.registry import (ADVISORY, CRITICAL, HIGH, MANDATORY, MEDIUM, prop, resource_policy,
+                                           stack_policy)
 from gpuplatform.policies.stack import PROMETHEUS_ADAPTER_CHART
 
 CATEGORY = "security"
@@ -26,22 +31,6 @@ SECCOMP = "pod-seccomp-profile"
 NO_PRIVILEGED = "pod-no-privileged"
 NO_HOST_NAMESPACES = "pod-no-host-namespaces"
 RESTRICTED_VOLUMES = "pod-restricted-volumes"
-_ROOT_RULES = (RUN_AS_NON_ROOT, NO_PRIVILEGE_ESCALATION, DROP_ALL, SECCOMP)
-
-_OPERATOR_NS = CHARTS["gpu-operator"].namespace
-_DCGM = CHARTS["dcgm-exporter"]
-GPU_SYSTEM_EXEMPTIONS: frozenset[tuple[str, str, str]] = frozenset(
-    # GPU Operator operands run privileged with host mounts (assets/state-*/…_daemonset.yaml)
-    [(_OPERATOR_NS, "nvidia-device-plugin-daemonset", r) for r in (NO_PRIVILEGED, RESTRICTED_VOLUMES, *_ROOT_RULES)]
-    + [(_OPERATOR_NS, "nvidia-dcgm-exporter", r) for r in (NO_PRIVILEGED, RESTRICTED_VOLUMES, *_ROOT_RULES)]
-    + [(_OPERATOR_NS, "nvidia-mig-manager", r)
-       for r in (NO_PRIVILEGED, NO_HOST_NAMESPACES, RESTRICTED_VOLUMES, *_ROOT_RULES)]
-    # dcgm-exporter chart: root + SYS_ADMIN for DCGM_FI_PROF_* metrics, read-only pod-resources hostPath
-    + [(_DCGM.namespace, _DCGM.release, r) for r in (RUN_AS_NON_ROOT, DROP_ALL, RESTRICTED_VOLUMES)]
-    # Alibaba gpushare device plugin: host network and the kubelet device-plugin directory
-    + [("kube-system", "gpushare-device-plugin-ds", r) for r in (NO_HOST_NAMESPACES, RESTRICTED_VOLUMES)]
-)
-"""(namespace, object name, policy id) the restricted pod policies skip."""
 
 EXEMPTIONS_CONFIG = {"exemptions": prop(
     "array", "Extra exemptions: objects by namespace and name, for this policy only.", [],
@@ -55,11 +44,6 @@ BROAD_GROUPS = ("system:serviceaccounts", "system:authenticated", "system:unauth
 CERT_MANAGER_CA_ANNOTATION = "cert-manager.io/inject-ca-from"
 
 
-def exempt(r, policy_id: str, config) -> bool:
-    if (r.namespace, r.obj_name, policy_id) in GPU_SYSTEM_EXEMPTIONS:
-        return True
-    return any(k8s.get(e, "namespace") == r.namespace and k8s.get(e, "name") == r.obj_name
-               for e in config.get("exemptions") or [])
 
 
 def _pod(r):
@@ -100,10 +84,14 @@ def no_system_groups(r, config, report):
             report(f"{r.label} binds {kind} {name}")
 
 
+WRITE_VERBS = ("create", "update", "patch", "delete", "deletecollection", "escalate", "bind", "impersonate")
+
+
 @resource_policy(
     "rbac-no-wildcards",
-    "Roles must not use '*' verbs or resources (the prometheus-adapter chart's server-resources role does; the "
-    "HPA controller already reads custom metrics through its bootstrap role).",
+    "Roles must not grant '*' verbs, nor write verbs on '*' resources: a wildcard grants every write, including "
+    "ones added to the API later. The aggregated metrics APIs (custom.metrics.k8s.io and friends) serve only get "
+    "and list, so a wildcard there grants no write (the prometheus-adapter chart's server-resources role).",
     category=CATEGORY, severity=HIGH, kinds=("ClusterRole", "Role"),
     refs=("Kyverno restrict-wildcard-verbs", "Kyverno restrict-wildcard-resources", "Checkov CKV_K8S_49",
           "kube-linter wildcard-in-rules"),
@@ -113,9 +101,15 @@ def no_wildcards(r, config, report):
     if r.obj_name in config["allowedRoles"]:
         return
     for i, rule in enumerate(k8s.as_list(k8s.get(r.props, "rules"))):
-        for key in ("verbs", "resources", "apiGroups"):
-            if "*" in [str(v) for v in k8s.as_list(k8s.get(rule, key))] and key != "apiGroups":
-                report(f"{r.label} rules[{i}] grants '*' {key}")
+        groups = [str(g) for g in k8s.as_list(k8s.get(rule, "apiGroups"))]
+        if groups and all(g in READ_ONLY_API_GROUPS for g in groups):
+            continue
+        verbs = [str(v) for v in k8s.as_list(k8s.get(rule, "verbs"))]
+        resources = [str(v) for v in k8s.as_list(k8s.get(rule, "resources"))]
+        if "*" in verbs:
+            report(f"{r.label} rules[{i}] grants '*' verbs")
+        elif "*" in resources and any(v in WRITE_VERBS for v in verbs):
+            report(f"{r.label} rules[{i}] grants {', '.join(v for v in verbs if v in WRITE_VERBS)} on '*' resources")
 
 
 # ------------------------------------------------------------------------------------------------ secrets / TLS
@@ -129,6 +123,8 @@ def no_wildcards(r, config, report):
     remediation="Use valueFrom.secretKeyRef (the workload's secretEnv).")
 def no_plaintext_secrets(r, config, report):
     pattern = re.compile(config["pattern"])
+    if system.user_exempt(r, config):
+        return
     for c in k8s.containers(_pod(r)):
         for e in k8s.as_list(k8s.get(c, "env")):
             name, value = str(k8s.get(e, "name", default="")), k8s.get(e, "value")
@@ -175,9 +171,17 @@ def adapter_release_tls(view, config, report):
 
 # ------------------------------------------------------------------------------------------------ exposure
 def _is_internal(svc, config) -> bool:
+    """Whether a LoadBalancer Service asks its cloud for an internal address (catalogs.kubernetes lists the
+    annotations of ACK, GKE, AWS and Azure, with their sources)."""
+    if k8s.get(svc.props, "spec", "loadBalancerClass") in INTERNAL_LB_CLASSES:
+        return True
     annotations = k8s.as_map(k8s.get(svc.props, "metadata", "annotations"))
-    wanted = {**ACK_INTRANET_LB, **(config.get("internalAnnotations") or {})}
-    return any(annotations.get(k) == v for k, v in wanted.items())
+    extra = {k: (str(v),) for k, v in (config.get("internalAnnotations") or {}).items()}
+    for key, values in {**INTERNAL_LB_ANNOTATIONS, **extra}.items():
+        value = annotations.get(key)
+        if value is not None and str(value).strip().lower() in [v.lower() for v in values]:
+            return True
+    return False
 
 
 @stack_policy(
@@ -196,14 +200,15 @@ def no_public_lb(view, config, report):
         return
     for svc in view.objects("Service"):
         if k8s.get(svc.props, "spec", "type") == "LoadBalancer" and not _is_internal(svc, config):
-            report(f"{svc.label} is an Internet-facing LoadBalancer (no intranet annotation)", svc)
+            report(f"{svc.label} is an Internet-facing LoadBalancer (no internal-load-balancer annotation of ACK, "
+                   f"GKE, AWS or Azure)", svc)
 
 
 @resource_policy(
     "service-metrics-port-not-exposed",
     "Services reachable from outside the cluster (LoadBalancer, NodePort) must not expose metrics ports: the "
     "Triton article publishes port 8002 to the Internet. Prometheus scrapes pods directly.",
-    category=CATEGORY, severity=MEDIUM, kinds=("Service",),
+    category=CATEGORY, severity=MEDIUM, kinds=("Service",), level=ADVISORY, hardening=True,
     refs=("checks.md A3",),
     config={"ports": prop("array", "Port numbers that are metrics ports whatever their name.", [],
                           items={"type": "integer"})},
@@ -219,9 +224,19 @@ def metrics_port_not_exposed(r, config, report):
 
 
 # ------------------------------------------------------------------------------------------------ pod security
-def _pod_policy(id, description, refs, remediation, severity=HIGH, remediate=None):
+def _pod_policy(id, description, refs, remediation, severity=HIGH, remediate=None, hardening=True):
     return resource_policy(id, description, category=POD_SECURITY, severity=severity, kinds=k8s.WORKLOAD_KINDS,
-                           refs=refs, config=dict(EXEMPTIONS_CONFIG), remediation=remediation, remediate=remediate)
+                           refs=refs, config=dict(EXEMPTIONS_CONFIG), remediation=remediation, remediate=remediate,
+                           level=ADVISORY if hardening else MANDATORY, hardening=hardening)
+
+
+def _subject(r, config):
+    """(pod spec, system component) of a workload the pod policies judge; spec None when there is nothing to
+    judge (not a workload, or exempted by the pack config)."""
+    spec = _pod(r)
+    if spec is None or system.user_exempt(r, config):
+        return None, None
+    return spec, system.component_of(r)
 
 
 @_pod_policy(RUN_AS_NON_ROOT, "Containers must run as non-root: runAsNonRoot true (pod or container) and "
@@ -230,8 +245,8 @@ def _pod_policy(id, description, refs, remediation, severity=HIGH, remediate=Non
               "Polaris runAsRootAllowed", "kube-linter run-as-non-root"),
              "Set securityContext.runAsNonRoot: true and a non-zero runAsUser.")
 def run_as_non_root(r, config, report):
-    spec = _pod(r)
-    if spec is None or exempt(r, RUN_AS_NON_ROOT, config) or spec.get("hostUsers") is False:
+    spec, comp = _subject(r, config)
+    if spec is None or (comp is not None and comp.runs_as_root) or spec.get("hostUsers") is False:
         return
     if root_opt_out(r):
         return  # reported by the advisory pod-root-opt-out instead
@@ -282,8 +297,8 @@ def pod_root_opt_out(view, config, report):
 
 
 def _deny_escalation(r, config):
-    spec = _pod(r)
-    if spec is None or exempt(r, NO_PRIVILEGE_ESCALATION, config):
+    spec, comp = _subject(r, config)
+    if spec is None or (comp is not None and comp.privileged):
         return None
     props = k8s.plain(r.props)
     changed = False
@@ -301,8 +316,8 @@ def _deny_escalation(r, config):
              "Set securityContext.allowPrivilegeEscalation: false (remediation fills it in where unset).",
              remediate=_deny_escalation)
 def no_privilege_escalation(r, config, report):
-    spec = _pod(r)
-    if spec is None or exempt(r, NO_PRIVILEGE_ESCALATION, config):
+    spec, comp = _subject(r, config)
+    if spec is None or (comp is not None and comp.privileged):
         return
     for c in k8s.containers(spec):
         if _csc(c, "allowPrivilegeEscalation") is not False:
@@ -314,14 +329,17 @@ def no_privilege_escalation(r, config, report):
               "Checkov CKV_K8S_37"),
              "Set securityContext.capabilities.drop: [ALL].")
 def drop_all(r, config, report):
-    spec = _pod(r)
-    if spec is None or exempt(r, DROP_ALL, config):
+    spec, comp = _subject(r, config)
+    if spec is None:
         return
+    allowed = {"NET_BIND_SERVICE", *(comp.capabilities if comp else ())}
     for c in k8s.containers(spec):
+        if comp is not None and (comp.privileged or comp.runs_as_root) and _csc(c, "privileged") is True:
+            continue
         caps = k8s.as_map(_csc(c, "capabilities"))
-        if "ALL" not in [str(x) for x in k8s.as_list(caps.get("drop"))]:
+        if "ALL" not in [str(x) for x in k8s.as_list(caps.get("drop"))] and comp is None:
             report(f"{r.label} container {k8s.container_name(c)}: capabilities do not drop ALL")
-        added = [str(x) for x in k8s.as_list(caps.get("add")) if str(x) != "NET_BIND_SERVICE"]
+        added = [str(x) for x in k8s.as_list(caps.get("add")) if str(x) not in allowed and "ALL" not in allowed]
         if added:
             report(f"{r.label} container {k8s.container_name(c)}: adds capabilities {', '.join(added)}")
 
@@ -332,8 +350,8 @@ def drop_all(r, config, report):
               "kube-score container-seccomp-profile"),
              "Set the pod's securityContext.seccompProfile.type: RuntimeDefault.")
 def seccomp(r, config, report):
-    spec = _pod(r)
-    if spec is None or exempt(r, SECCOMP, config):
+    spec, comp = _subject(r, config)
+    if spec is None:
         return
     pod_type = k8s.get(spec, "securityContext", "seccompProfile", "type")
     if pod_type is not None and pod_type not in SECURE_SECCOMP:
@@ -342,17 +360,19 @@ def seccomp(r, config, report):
         ctype = k8s.get(c, "securityContext", "seccompProfile", "type")
         if ctype is not None and ctype not in SECURE_SECCOMP:
             report(f"{r.label} container {k8s.container_name(c)}: seccompProfile is {ctype}")
-        elif ctype is None and pod_type not in SECURE_SECCOMP:
+        elif ctype is None and pod_type not in SECURE_SECCOMP and comp is None:
+            # upstream node agents leave the profile to the runtime default; an explicit Unconfined still counts
             report(f"{r.label} container {k8s.container_name(c)}: no RuntimeDefault/Localhost seccomp profile")
 
 
-@_pod_policy(NO_PRIVILEGED, "Containers must not run privileged.",
+@_pod_policy(NO_PRIVILEGED, "Containers must not run privileged, unless the workload is a GPU system component "
+             "whose upstream manifests run it privileged (GPU Operator operands).",
              ("PSS baseline privileged", "Kyverno disallow-privileged-containers", "Checkov CKV_K8S_16",
               "Polaris runAsPrivileged", "kube-linter privileged-container"),
-             "Remove securityContext.privileged.", severity=CRITICAL)
+             "Remove securityContext.privileged.", severity=CRITICAL, hardening=False)
 def no_privileged(r, config, report):
-    spec = _pod(r)
-    if spec is None or exempt(r, NO_PRIVILEGED, config):
+    spec, comp = _subject(r, config)
+    if spec is None or (comp is not None and comp.privileged):
         return
     for c in k8s.containers(spec):
         if _csc(c, "privileged") is True:
@@ -360,17 +380,21 @@ def no_privileged(r, config, report):
 
 
 @_pod_policy(NO_HOST_NAMESPACES, "Pods must not share the host's network, PID or IPC namespace, nor bind "
-             "host ports.",
+             "host ports, unless they are a GPU system component documented to (node-exporter, MIG manager).",
              ("PSS baseline hostNamespaces/hostPorts", "Kyverno disallow-host-namespaces", "Checkov CKV_K8S_17",
               "Checkov CKV_K8S_18", "Checkov CKV_K8S_19", "kube-linter host-network"),
-             "Remove hostNetwork/hostPID/hostIPC and hostPort.", severity=CRITICAL)
+             "Remove hostNetwork/hostPID/hostIPC and hostPort.", severity=CRITICAL, hardening=False)
 def no_host_namespaces(r, config, report):
-    spec = _pod(r)
-    if spec is None or exempt(r, NO_HOST_NAMESPACES, config):
+    spec, comp = _subject(r, config)
+    if spec is None:
         return
+    allowed = {"hostNetwork": comp is not None and comp.host_network, "hostPID": comp is not None and comp.host_pid,
+               "hostIPC": comp is not None and comp.host_ipc}
     for key in ("hostNetwork", "hostPID", "hostIPC"):
-        if spec.get(key) is True:
+        if spec.get(key) is True and not allowed[key]:
             report(f"{r.label} sets {key}: true")
+    if comp is not None and (comp.host_ports or comp.host_network):
+        return
     for c in k8s.containers(spec):
         for p in k8s.as_list(k8s.get(c, "ports")):
             if k8s.get(p, "hostPort") not in (None, 0):
@@ -378,16 +402,19 @@ def no_host_namespaces(r, config, report):
 
 
 @_pod_policy(RESTRICTED_VOLUMES, "Pods may only use the volume types restricted Pod Security allows: no "
-             "hostPath (model caches on the node), no inline nfs (use a PersistentVolume and claim).",
+             "hostPath (model caches on the node), no inline nfs (use a PersistentVolume and claim). GPU system "
+             "components may mount the host paths their upstream manifests mount.",
              ("PSS restricted volumes", "Kyverno restrict-volume-types", "Kyverno disallow-host-path",
               "Polaris hostPathSet", "kube-linter sensitive-host-mounts"),
              "Use a PersistentVolumeClaim (the component turns nfs volumes into a static PV + claim).")
 def restricted_volumes(r, config, report):
-    spec = _pod(r)
-    if spec is None or exempt(r, RESTRICTED_VOLUMES, config):
+    spec, comp = _subject(r, config)
+    if spec is None:
         return
     for v in k8s.as_list(k8s.get(spec, "volumes")):
         kinds = [k for k in k8s.as_map(v) if k != "name"]
         bad = [k for k in kinds if k not in RESTRICTED_VOLUME_TYPES]
+        if bad == ["hostPath"] and system.path_allowed(comp, str(k8s.get(v, "hostPath", "path", default=""))):
+            continue
         if bad:
             report(f"{r.label} volume {k8s.get(v, 'name')} is of type {', '.join(bad)}")

@@ -179,6 +179,17 @@ class StackView:
         return out
 
     @cached_property
+    def adapter_config_errors(self) -> list[tuple[Resource, str, str]]:
+        """(ConfigMap, key, parse error) of every adapter config that cannot be read."""
+        out = []
+        for cm in self.objects("ConfigMap"):
+            for key, value in k8s.as_map(k8s.get(cm.props, "data")).items():
+                error = adapter_config_error(value)
+                if error:
+                    out.append((cm, str(key), error))
+        return out
+
+    @cached_property
     def served_metrics(self) -> set[str]:
         names: set[str] = set()
         for _, rules in self.adapter_rule_sets:
@@ -222,14 +233,31 @@ class StackView:
                 and s.resource.namespace == workload.namespace]
 
 
-def _adapter_rules_in(value: Any) -> Optional[list]:
-    """Rules of a prometheus-adapter config file held in a ConfigMap value, or None if it is not one."""
-    if not isinstance(value, str) or "seriesQuery" not in value:
+def _looks_like_adapter_config(value: Any) -> bool:
+    return isinstance(value, str) and "seriesQuery" in value
+
+
+def adapter_config_error(value: Any) -> Optional[str]:
+    """Why a ConfigMap value that is meant as a prometheus-adapter config cannot be read (the YAML parser's
+    message with its line and column), or None when it parses to a mapping or is no adapter config at all."""
+    if not _looks_like_adapter_config(value):
         return None
     try:
         doc = yaml.safe_load(value)
-    except yaml.YAMLError:
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
+        return where + str(getattr(exc, "problem", None) or exc)
+    if not isinstance(doc, dict):
+        return f"a {type(doc).__name__} instead of a mapping with 'rules'"
+    return None
+
+
+def _adapter_rules_in(value: Any) -> Optional[list]:
+    """Rules of a prometheus-adapter config file held in a ConfigMap value, or None if it is not one."""
+    if not _looks_like_adapter_config(value) or adapter_config_error(value):
         return None
+    doc = yaml.safe_load(value)
     rules = doc.get("rules") if isinstance(doc, dict) else None
     if not isinstance(rules, list):
         return None

@@ -54,12 +54,22 @@ def apiservice(**spec):
                      **spec}}
 
 
-def mig_manager(namespace):
+def mig_manager(namespace, image="nvcr.io/nvidia/cloud-native/k8s-mig-manager:v0.12.1"):
     return {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "nvidia-mig-manager",
                                                                       "namespace": namespace},
             "spec": {"template": {"spec": {"hostPID": True, "containers": [
-                {"name": "m", "image": "nvcr.io/nvidia/cloud-native/k8s-mig-manager:v0.12.1",
-                 "securityContext": {"privileged": True}}]}}}}
+                {"name": "m", "image": image, "securityContext": {"privileged": True}}]}}}}
+
+
+def adapter_config(text):
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "adapter-config", "namespace": "monitoring"},
+            "data": {"config.yaml": text}}
+
+
+def external_hpa(rs):
+    """An HPA whose target and adapter config are not among the checked resources."""
+    hpa = find(rs, "HorizontalPodAutoscaler").inputs
+    return [r for r in extra(hpa)]
 
 
 def _mutate(stack, fn):
@@ -108,7 +118,14 @@ CASES = {
         _mutate("prod", lambda rs: hpa_metric(rs).update(name="avg_time_queue_ms"))),
     "hpa-app-metric-scraped": (
         _mutate("prod", lambda rs: None),
-        _mutate("prod", lambda rs: rs.remove(find(rs, "PodMonitor")))),
+        _mutate("prod", lambda rs: find(rs, "PodMonitor").inputs["spec"].update(
+            selector={"matchLabels": {"app": "someone-else"}}))),
+    "adapter-config-valid": (
+        _plain(adapter_config("rules:\n- seriesQuery: 'up'\n  metricsQuery: 'sum(up)'\n")),
+        _plain(adapter_config("rules:\n- seriesQuery: 'up'\n   metricsQuery: sum(up)\n"))),
+    "context-cannot-verify": (
+        _mutate("prod", lambda rs: None),
+        lambda: external_hpa(stack_resources("prod"))),
     "hpa-target-exists": (
         _mutate("prod", lambda rs: None),
         _mutate("prod", lambda rs: find(rs, "HorizontalPodAutoscaler").inputs["spec"]["scaleTargetRef"].update(
@@ -133,6 +150,13 @@ CASES = {
     "deployment-no-replicas-with-autoscaler": (
         _mutate("prod", lambda rs: None),
         _mutate("prod", lambda rs: find(rs, "Deployment").inputs["spec"].update(replicas=3))),
+    "gpu-resource-known": (
+        _mutate("prod", lambda rs: None),
+        _mutate("prod", lambda rs: container(rs)["resources"]["limits"].update({"nvidia.com/gpu-all": "1"}))),
+    "gpu-visible-devices-isolated": (
+        _mutate("prod", lambda rs: None),
+        _mutate("prod", lambda rs: container(rs).setdefault("env", []).append(
+            {"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"}))),
     "rbac-no-cluster-admin-binding": (_plain(binding()), _plain(binding("cluster-admin"))),
     "rbac-no-system-group-binding": (
         _plain(binding()), _plain(binding(subjects=[{"kind": "Group", "name": "system:authenticated"}]))),
@@ -168,7 +192,9 @@ CASES = {
     "pod-seccomp-profile": (
         _mutate("prod", lambda rs: None),
         _mutate("prod", lambda rs: container(rs)["securityContext"].update(seccompProfile={"type": "Unconfined"}))),
-    "pod-no-privileged": (_plain(mig_manager("gpu-operator")), _plain(mig_manager("inference"))),
+    # recognised by its image, whatever its namespace; the same privileges for an application image are a hole
+    "pod-no-privileged": (_plain(mig_manager("team-a")),
+                          _plain(mig_manager("gpu-operator", image="registry.example.com/team/trainer:1.0"))),
     "pod-no-host-namespaces": (
         _mutate("prod", lambda rs: None),
         _mutate("prod", lambda rs: pod_spec(find(rs, "Deployment")).update(hostNetwork=True))),

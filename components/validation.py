@@ -18,6 +18,8 @@ from gpuplatform.catalogs.gpus import GPU_MODELS, INSTANCE_TYPES, close_matches,
 from gpuplatform.catalogs.metrics import METRICS
 from gpuplatform.catalogs.mig import profiles_for
 from gpuplatform.catalogs.versions import KUBERNETES_SUPPORTED, chart, minor_text
+
+MIN_KUBERNETES = KUBERNETES_SUPPORTED[0]
 from gpuplatform.components.config import SECRET_KEYS, PlatformConfig, Workload, duration_seconds
 from gpuplatform.components.errors import ConfigError, ConfigIssue, fmt, one_of
 from gpuplatform.components.k8s_validity import DNS_LABEL, check_kubernetes_validity

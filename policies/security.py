@@ -132,6 +132,28 @@ def no_plaintext_secrets(r, config, report):
                 report(f"{r.label} container {k8s.container_name(c)}: env {name} holds a literal value")
 
 
+CUSTOM_METRICS_APISERVICE = "v1beta1.custom.metrics.k8s.io"
+
+
+@stack_policy(
+    "custom-metrics-single-adapter",
+    f"Only one adapter may serve {CUSTOM_METRICS_APISERVICE}: an APIService has one backend, so a second adapter "
+    "(ack-prometheus-operator's prometheusAdapter, a copied guide APIService) takes it over and the HPAs read "
+    "rules nobody generated.",
+    category=CATEGORY, severity=HIGH,
+    refs=("Kubernetes API aggregation: one APIService per group/version", "prometheus-adapter templates/custom-metrics-apiservice.yaml"),
+    remediation="Keep one adapter: disable the other chart's adapter or drop the extra APIService.")
+def custom_metrics_single_adapter(view, config, report):
+    from gpuplatform.policies.stack import ACK_ADAPTER_CHART, PROMETHEUS_ADAPTER_CHART
+
+    claimants = [r for chart in (PROMETHEUS_ADAPTER_CHART, ACK_ADAPTER_CHART) for r in view.releases(chart)]
+    claimants += [r for r in view.objects("APIService") if r.obj_name == CUSTOM_METRICS_APISERVICE]
+    if len(claimants) > 1:
+        names = ", ".join(r.label for r in claimants)
+        for r in claimants[1:]:
+            report(f"{CUSTOM_METRICS_APISERVICE} is claimed {len(claimants)} times ({names})", r)
+
+
 @resource_policy(
     "apiservice-tls-verified",
     "An aggregated APIService must verify its backend's certificate: insecureSkipTLSVerify must be unset and a "

@@ -179,6 +179,9 @@ CASES = {
     "pod-run-as-non-root": (
         _mutate("prod", lambda rs: None),
         _mutate("prod", lambda rs: container(rs)["securityContext"].update(runAsNonRoot=False))),
+    "custom-metrics-single-adapter": (
+        _mutate("prod", lambda rs: None),
+        lambda: stack_resources("prod") + extra(apiservice(insecureSkipTLSVerify=False))),
     "pod-root-opt-out": (
         _mutate("prod", lambda rs: None),
         _mutate("prod", lambda rs: find(rs, "Deployment").inputs["spec"]["template"]["metadata"].update(

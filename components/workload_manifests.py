@@ -333,8 +333,9 @@ def keda_query(w: Workload, ctx: WorkloadContext, metric_name: str) -> str:
 
 INGRESS_NGINX_REQUESTS = "nginx_ingress_controller_requests"
 """ingress-nginx's request counter, labelled with the Ingress, its backend Service and the request host
-(kubernetes/ingress-nginx docs/user-guide/monitoring.md); matched by service and host, not namespace, because a
-ServiceMonitor without honorLabels renames the exported ``namespace`` label."""
+(kubernetes/ingress-nginx docs/user-guide/monitoring.md); it also counts the 503s answered while no pod is ready.
+Matched by ``ingress`` and ``host``, never ``namespace``/``service``: a ServiceMonitor without honorLabels gives
+those two to the controller's own target and renames the exported ones ``exported_namespace``/``exported_service``."""
 
 
 def activation_query(w: Workload, ctx: WorkloadContext) -> str:
@@ -344,7 +345,8 @@ def activation_query(w: Workload, ctx: WorkloadContext) -> str:
         return act.query
     # a regex inside a PromQL string: the dot's backslash is itself escaped
     hosts = "|".join(r.host.replace(".", "\\\\.") for r in w.exposure.ingress.all_routes())
-    return (f'sum(rate({INGRESS_NGINX_REQUESTS}{{service="{w.name}",host=~"{hosts}"}}[{ctx.rule_window}]))'
+    names = "|".join(i["metadata"]["name"] for i in ingresses(w, ctx))
+    return (f'sum(rate({INGRESS_NGINX_REQUESTS}{{ingress=~"{names}",host=~"{hosts}"}}[{ctx.rule_window}]))'
             " or vector(0)")
 
 

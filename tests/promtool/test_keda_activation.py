@@ -20,10 +20,13 @@ def _triggers() -> list[dict]:
 
 
 def _controller(service: str, host: str, status: str, values: str) -> dict:
+    # as scraped through a ServiceMonitor with honorLabels false: the target's namespace/service win, the
+    # exported ones are renamed
     labels = (f'controller_class="k8s.io/ingress-nginx",controller_namespace="ingress-nginx",'
               f'controller_pod="ingress-nginx-controller-5d8f",exported_namespace="inference",ingress="{service}",'
-              f'service="{service}",host="{host}",method="POST",path="/",status="{status}",'
-              'namespace="ingress-nginx",job="ingress-nginx-controller-metrics"')
+              f'exported_service="{service}",host="{host}",method="POST",path="/",status="{status}",'
+              'namespace="ingress-nginx",service="ingress-nginx-controller-metrics",'
+              'job="ingress-nginx-controller-metrics"')
     return {"series": f"{REQUESTS}{{{labels}}}", "values": values}
 
 

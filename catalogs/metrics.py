@@ -73,6 +73,8 @@ UNITS: dict[str, Unit] = {u.name: u for u in (
     Unit("us", "time", 1e-6, "microseconds"),
     Unit("ms", "time", 1e-3, "milliseconds"),
     Unit("requests", "count", 1.0, "requests"),
+    Unit("celsius", "temperature", 1.0, "degrees Celsius"),
+    Unit("mW", "power", 1e-3, "milliwatts"),
 )}
 
 
@@ -223,6 +225,18 @@ METRICS: dict[str, MetricDef] = {
             frozenset({"exclusive", "mig"}),
             (MetricSource("ack", DCGM_GR_ENGINE_ACTIVE, DCGM_GR_ENGINE_ACTIVE, "pod", _AVG, "ratio"),
              MetricSource("dcgm", DCGM_GR_ENGINE_ACTIVE, "gpu_engine_active", "pod", _AVG, "ratio"))),
+        # the 2020 ACK guide's table also lists temperature and power (temperature_celsius_current,
+        # power_usage_milliwatts_current), served from gpu_exporter's per-GPU nvidia_gpu_temperature_celsius and
+        # nvidia_gpu_power_usage_milliwatts (the exporter's own metric names and units)
+        MetricDef(
+            "gpu_temperature", "GPU temperature of each pod's GPUs (average over its GPUs)",
+            "celsius", "gpu", frozenset({"exclusive"}),
+            (MetricSource("ack-legacy", "nvidia_gpu_temperature_celsius", "temperature_celsius_current", "pod",
+                          _AVG, "celsius"),)),
+        MetricDef(
+            "gpu_power", "Power drawn by each pod's GPUs", "mW", "gpu", frozenset({"exclusive"}),
+            (MetricSource("ack-legacy", "nvidia_gpu_power_usage_milliwatts", "power_usage_milliwatts_current",
+                          "pod", _SUM, "mW"),)),
         MetricDef(
             "triton_queue_time_us", "Triton average queue time per request over the rule window", "us", "app",
             ALL_MODES,

@@ -297,7 +297,10 @@ class Monitoring(Model):
     adapter: Optional[Literal["ack-alibaba-cloud-metrics-adapter", "prometheus-adapter"]] = None
     """Custom metrics adapter. Default the ACK adapter with arms, prometheus-adapter with self-hosted."""
     prometheus_url: Optional[str] = None
-    """Prometheus HTTP API the adapter queries. Default: the ARMS intranet URL, or the in-cluster service."""
+    """Prometheus HTTP API the adapter (and KEDA) queries, a complete ``http(s)://host:port[/path]`` URL. With
+    ``self-hosted`` it names an existing Prometheus (e.g. ack-prometheus-operator's), and no kube-prometheus-stack
+    is installed: that Prometheus must scrape the exporters, and its operator serves the monitor CRDs. Default:
+    the ARMS intranet URL, or the kube-prometheus-stack this stack installs."""
     intervals: Intervals = Field(default_factory=Intervals)
     """Collection, scrape, rule and relist intervals (validated to agree). Default: 15s/15s/30s/1m."""
     alerts: bool = True

@@ -165,7 +165,8 @@ def workload_context(cfg: PlatformConfig, workload: Workload, facts: PoolFacts,
         namespace=cfg.workload_namespace(workload), pool=facts, kubernetes_version=kubernetes_version(cfg) or (1, 31),
         hpa_api_version=hpa_api_version(cfg), on_ack=cfg.is_ack, scrape_interval=mon.intervals.scrape,
         rule_window=mon.intervals.rule_window,
-        **({"prometheus_url": prometheus_url} if prometheus_url else {}),
+        **({"prometheus_url": url} if (url := prometheus_url or (mon.prometheus_url if mon.backend == "self-hosted"
+                                                                   else None)) else {}),
         metric_sources=wm.context_sources(cfg, workload))
 
 

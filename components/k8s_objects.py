@@ -15,6 +15,7 @@ TYPED = {
     ("v1", "PersistentVolumeClaim"): k8s.core.v1.PersistentVolumeClaim,
     ("networking.k8s.io/v1", "Ingress"): k8s.networking.v1.Ingress,
     ("policy/v1", "PodDisruptionBudget"): k8s.policy.v1.PodDisruptionBudget,
+    ("policy/v1beta1", "PodDisruptionBudget"): k8s.policy.v1beta1.PodDisruptionBudget,
     ("autoscaling/v2", "HorizontalPodAutoscaler"): k8s.autoscaling.v2.HorizontalPodAutoscaler,
     ("autoscaling/v2beta2", "HorizontalPodAutoscaler"): k8s.autoscaling.v2beta2.HorizontalPodAutoscaler,
     ("autoscaling/v2beta1", "HorizontalPodAutoscaler"): k8s.autoscaling.v2beta1.HorizontalPodAutoscaler,

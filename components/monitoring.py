@@ -75,7 +75,10 @@ def dcgm_exporter_values(cfg: PlatformConfig) -> dict:
 def prometheus_adapter_values(cfg: PlatformConfig, prometheus_url: pulumi.Input[str]) -> dict:
     prod = cfg.settings.is_prod
     values = {
-        "prometheus": {"url": prometheus_url, "port": "" if cfg.monitoring.backend == "arms" else PROMETHEUS_PORT},
+        # the chart appends ':<port>' to the URL unless port is empty (templates/deployment.yaml --prometheus-url):
+        # ARMS and a stack's own prometheusUrl are complete URLs
+        "prometheus": {"url": prometheus_url, "port": "" if cfg.monitoring.backend == "arms"
+                       or cfg.monitoring.prometheus_url else PROMETHEUS_PORT},
         "metricsRelistInterval": cfg.monitoring.intervals.adapter_relist,
         # rules.external stays empty: external.metrics.k8s.io belongs to KEDA when a workload uses it
         "rules": {"default": False, "custom": generated_rules(cfg), "external": []},
@@ -250,10 +253,17 @@ class GpuMonitoring(pulumi.ComponentResource):
         # node-exporter (host network/PID/paths) and dcgm-exporter (SYS_ADMIN, pod-resources hostPath) need a
         # privileged namespace; inference workloads stay in their restricted namespace
         ns = self._namespace("namespace", MONITORING_NS, "privileged")
-        kps = release(f"{n}-kube-prometheus-stack", "kube-prometheus-stack", kube_prometheus_stack_values(cfg),
-                      mon.helm_values.kube_prometheus_stack, self._opts(ns), namespace=MONITORING_NS)
-        self.crd_owners = {api_group(PROMETHEUS_OPERATOR_API): kps}
-        self.prometheus_url = pulumi.Output.from_input(in_cluster_prometheus_url())
+        if mon.prometheus_url:
+            # an existing Prometheus (e.g. ack-prometheus-operator's): install none; its operator already serves
+            # the monitoring.coreos.com CRDs our monitors and rules use, so they wait for nothing of ours
+            kps = ns
+            self.crd_owners = {}
+            self.prometheus_url = pulumi.Output.from_input(mon.prometheus_url)
+        else:
+            kps = release(f"{n}-kube-prometheus-stack", "kube-prometheus-stack", kube_prometheus_stack_values(cfg),
+                          mon.helm_values.kube_prometheus_stack, self._opts(ns), namespace=MONITORING_NS)
+            self.crd_owners = {api_group(PROMETHEUS_OPERATOR_API): kps}
+            self.prometheus_url = pulumi.Output.from_input(in_cluster_prometheus_url())
         simulated = getattr(cfg.cluster, "simulate_gpus", False)
         if mon.exporter == "dcgm" and simulated:
             register(f"{n}-simulated-exporter-monitor", simulated_exporter_service_monitor(cfg), self._opts(kps))
@@ -268,7 +278,7 @@ class GpuMonitoring(pulumi.ComponentResource):
                                         self._opts(cm_ns), namespace=cm_chart.namespace))
         self._adapter_rbac(self._opts(ns))
         self.adapter = release(f"{n}-prometheus-adapter", "prometheus-adapter",
-                               prometheus_adapter_values(cfg, f"http://{PROMETHEUS_HOST}"),
+                               prometheus_adapter_values(cfg, mon.prometheus_url or f"http://{PROMETHEUS_HOST}"),
                                mon.helm_values.prometheus_adapter, self._opts(*adapter_deps),
                                namespace=MONITORING_NS)
         if any(w.autoscaling.autoscaler == "keda" for w in cfg.workloads):

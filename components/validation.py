@@ -131,6 +131,9 @@ def check_cluster(cfg: PlatformConfig, facts: dict[str, PoolFacts], out: _Issues
         if mon.adapter_kind == "ack-alibaba-cloud-metrics-adapter":
             out.add("monitoring.adapter", "'ack-alibaba-cloud-metrics-adapter' needs an ACK cluster; "
                     "allowed for cluster kind 'kubeconfig': prometheus-adapter")
+    if mon.prometheus_url is not None and not re.match(r"^https?://[^/\s:]+(:\d+)?(/\S*)?$", mon.prometheus_url):
+        out.add("monitoring.prometheusUrl", f"{fmt(mon.prometheus_url)} is not a Prometheus URL; allowed: "
+                "http(s)://host[:port][/path], e.g. http://ack-prometheus-operator-prometheus.monitoring.svc:9090")
     if mon.exporter == "ack" and mon.backend != "arms":
         out.add("monitoring.gpuExporter", "'ack' (the ACK GPU exporter) is collected by ACK managed Prometheus; "
                 "allowed with backend 'self-hosted': dcgm, ack-legacy")

@@ -10,7 +10,7 @@ from typing import Optional
 from gpuplatform.catalogs import timeouts
 from gpuplatform.catalogs.kubernetes import (ACK_INTRANET_LB, HPA_DEFAULT_DOWNSCALE_STABILIZATION_SECONDS,
                                              HPA_DEFAULT_SCALE_UP, KEDA_API, PROMETHEUS_OPERATOR_API,
-                                             ROOT_OPT_OUT_ANNOTATION)
+                                             ROOT_OPT_OUT_ANNOTATION, served_by)
 from gpuplatform.catalogs.metrics import METRICS
 from gpuplatform.catalogs.versions import MONITOR_LABELS, in_cluster_prometheus_url
 from gpuplatform.components.adapter_rules import render_metrics_query
@@ -279,7 +279,10 @@ def pod_disruption_budget(w: Workload, ctx: WorkloadContext) -> Optional[dict]:
     spec = {"maxUnavailable": 1, "selector": {"matchLabels": selector(w)}}
     if ctx.kubernetes_version >= (1, 27):
         spec["unhealthyPodEvictionPolicy"] = "AlwaysAllow"
-    return {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": meta(w.name, ctx, w),
+    # policy/v1 is served from 1.21 (catalogs.kubernetes.INTRODUCED_APIS); the 1.20 clusters still supported
+    # get policy/v1beta1, whose PDB has the same maxUnavailable and selector
+    api = "policy/v1" if served_by("policy/v1", ctx.kubernetes_version) else "policy/v1beta1"
+    return {"apiVersion": api, "kind": "PodDisruptionBudget", "metadata": meta(w.name, ctx, w),
             "spec": spec}
 
 

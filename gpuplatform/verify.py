@@ -248,7 +248,8 @@ def check_mig_partitioned(pool: PoolFacts, nodes: list) -> CheckResult:
 
 # ================================================================================================ aggregated APIs
 def check_apiservice(name: str, expected_ns: str, installer: str,
-                     reg: k8s.ApiregistrationV1Api) -> tuple[CheckResult, Optional[k8s.V1APIService]]:
+                     reg: k8s.ApiregistrationV1Api, expected_service: Optional[str] = None
+                     ) -> tuple[CheckResult, Optional[k8s.V1APIService]]:
     subject = f"apiservice/{name}"
     try:
         svc = reg.read_api_service(name, _request_timeout=REQUEST_TIMEOUT)
@@ -270,9 +271,10 @@ def check_apiservice(name: str, expected_ns: str, installer: str,
                      "(ServiceNotFound) or not answering discovery (FailedDiscoveryCheck: crash loop, TLS "
                      "mismatch, unreachable Prometheus URL). While unavailable, HPAs show <unknown> and namespace "
                      "deletion hangs on discovery"), svc
-    if ref is not None and ref.namespace != expected_ns:
+    if ref is not None and (ref.namespace != expected_ns or (expected_service and ref.name != expected_service)):
         return _fail("apiservice.available", subject,
-                     f"Available=True but served by {backend}, not by {installer} in namespace {expected_ns}",
+                     f"Available=True but served by {backend}, not by {installer} in namespace {expected_ns}"
+                     + (f" (service {expected_service})" if expected_service else ""),
                      "another adapter registered this APIService first (only one may own it); the HPAs read "
                      "that adapter's rules, not the ones this stack generated"), svc
     return _pass("apiservice.available", subject, f"Available=True (backend service {backend})"), svc
@@ -636,12 +638,17 @@ def run_verify(cfg: PlatformConfig, api_client: k8s.ApiClient) -> list[CheckResu
 
     reg = k8s.ApiregistrationV1Api(api_client)
     adapter = chart(cfg.monitoring.adapter_kind)
-    apis = [(CUSTOM_METRICS_APISERVICE, adapter.namespace, f"{adapter.release} (namespace {adapter.namespace})")]
+    # a second adapter in the same namespace (ack-prometheus-operator's prometheusAdapter installs into
+    # 'monitoring' too) is told apart by its service: the prometheus-adapter chart names it after the release
+    # (templates/service.yaml, k8s-prometheus-adapter.fullname: the release name when it contains the chart name)
+    own_service = adapter.release if cfg.monitoring.adapter_kind == "prometheus-adapter" else None
+    apis = [(CUSTOM_METRICS_APISERVICE, adapter.namespace, f"{adapter.release} (namespace {adapter.namespace})",
+             own_service)]
     if any(w.autoscaling.autoscaler == "keda" for w in cfg.workloads):
         keda = chart("keda")
-        apis.append((EXTERNAL_METRICS_APISERVICE, keda.namespace, f"KEDA (namespace {keda.namespace})"))
-    for name, ns, installer in apis:
-        result, svc = check_apiservice(name, ns, installer, reg)
+        apis.append((EXTERNAL_METRICS_APISERVICE, keda.namespace, f"KEDA (namespace {keda.namespace})", None))
+    for name, ns, installer, service in apis:
+        result, svc = check_apiservice(name, ns, installer, reg, service)
         results.append(result)
         if svc is not None:
             pods = check_adapter_pods(svc, core)

@@ -13,6 +13,7 @@ import pytest
 
 from gpuplatform.catalogs import capacity
 from gpuplatform.catalogs.gpus import GPU_MODELS
+from gpuplatform.catalogs.kubernetes import served_by
 from gpuplatform.check import run_policies
 from gpuplatform.components.errors import ConfigError
 from gpuplatform.components.stack_config import namespace_from_stack_file
@@ -48,7 +49,45 @@ def rejected(raw: dict) -> dict[str, str]:
 # ---------------------------------------------------------------------------------------------- the examples
 def test_one_example_per_seed_scenario():
     # 000 is the Chinese edition of 002, so 002 stands for both
-    assert {"002", "003", "004"} <= set(EXAMPLES)
+    assert {"001", "002", "003", "004"} <= set(EXAMPLES)
+
+
+def test_001_legacy_on_the_oldest_supported_version_uses_the_existing_prometheus():
+    from gpuplatform.components.validation import MIN_KUBERNETES
+
+    cfg = load(example_raw("001"))
+    assert kubernetes_version(cfg) == MIN_KUBERNETES
+    records = example_records("001")
+    charts = {r.inputs.get("chart") for r in records if r.type == "kubernetes:helm.sh/v3:Release"}
+    assert "kube-prometheus-stack" not in charts and "prometheus-adapter" in charts
+    adapter = next(r for r in records if r.type == "kubernetes:helm.sh/v3:Release"
+                   and r.inputs.get("chart") == "prometheus-adapter")
+    assert adapter.inputs["values"]["prometheus"] == {
+        "url": "http://ack-prometheus-operator-prometheus.monitoring.svc:9090", "port": ""}
+    served = {r["name"]["as"] for r in adapter.inputs["values"]["rules"]["custom"]}
+    assert served == {"duty_cycle_current"}
+    assert objects("001", "PodDisruptionBudget")["bert-intent-detection"]["apiVersion"] == "policy/v1beta1"
+    hpa = objects("001", "HorizontalPodAutoscaler")["bert-intent-detection"]
+    assert hpa["apiVersion"] in ("autoscaling/v2beta1", "autoscaling/v2beta2")
+
+
+@pytest.mark.parametrize("metric,api_name", [("gpu_temperature", "temperature_celsius_current"),
+                                             ("gpu_power", "power_usage_milliwatts_current")])
+def test_legacy_temperature_and_power_metrics_are_served(metric, api_name):
+    raw = example_raw("001")
+    raw["workloads"][0]["autoscaling"]["metrics"] = [{"metric": metric, "target": 70}]
+    load(raw)
+    records = synthesize(stack_config_from_namespace(raw))
+    adapter = next(r for r in records if r.type == "kubernetes:helm.sh/v3:Release"
+                   and r.inputs.get("chart") == "prometheus-adapter")
+    assert {r["name"]["as"] for r in adapter.inputs["values"]["rules"]["custom"]} == {api_name}
+
+
+@pytest.mark.parametrize("url", ["ack-prometheus-operator-prometheus:9090", "http://", "ftp://prom:9090"])
+def test_prometheus_url_must_be_a_url(url):
+    raw = example_raw("001")
+    raw["monitoring"]["prometheusUrl"] = url
+    assert "not a Prometheus URL" in rejected(raw)["monitoring.prometheusUrl"]
 
 
 @pytest.mark.parametrize("seed", sorted(EXAMPLES))
@@ -58,12 +97,18 @@ def test_example_plans_and_passes_check(seed):
     mandatory = [v for v in run_policies(records) if v.mandatory]
     assert mandatory == []
     version = kubernetes_version(cfg)
+    oldest_bundled = (1, 25)  # kubernetes-validate bundles schemas from 1.25 on
     schema_version = f"{max(version, (1, 28))[0]}.{max(version, (1, 28))[1]}.0"
     crd_groups = ("monitoring.coreos.com", "keda.sh")  # covered by the schema suite's CRD models
     for r in records:
-        if r.is_kubernetes_object and not r.type.endswith("Patch") and \
-                r.inputs["apiVersion"].split("/")[0] not in crd_groups:
-            kubernetes_validate.validate(r.inputs, schema_version, strict=True)
+        if not r.is_kubernetes_object or r.type.endswith("Patch") or \
+                r.inputs["apiVersion"].split("/")[0] in crd_groups:
+            continue
+        if version < oldest_bundled and not served_by(r.inputs["apiVersion"], (1, 28)):
+            # an API only older clusters serve (policy/v1beta1, autoscaling/v2beta1): no bundled schema has it
+            assert served_by(r.inputs["apiVersion"], version), r.inputs["apiVersion"]
+            continue
+        kubernetes_validate.validate(r.inputs, schema_version, strict=True)
 
 
 def test_003_seven_triton_replicas_on_one_partitioned_a100_with_http_and_grpc_ingress():

@@ -260,3 +260,12 @@ def test_whole_gpus_left_on_a_mig_pool_point_at_ack_mig_partitioning(fake_api, p
     mig = results[("nodes.mig-partitioned", "pool/a100-mig")]
     assert not mig.ok and mig.message == "whole GPUs outside MIG mode: cn-shanghai.192.168.3.41: nvidia.com/gpu=8"
     assert "ack-ai-installer" in mig.cause and "ack.node.gpu.schedule=mig" in mig.cause
+
+
+def test_second_adapter_in_the_same_namespace_is_named(fake_api, prod_cfg):
+    # ack-prometheus-operator's prometheusAdapter also installs into 'monitoring' and claims the same APIService
+    results, _ = verify(fake_api, prod_cfg, "prod", "second-adapter")
+    api = results[("apiservice.available", "apiservice/v1beta1.custom.metrics.k8s.io")]
+    assert not api.ok
+    assert "served by monitoring/ack-prometheus-operator-prometheus-adapter" in api.message
+    assert "(service prometheus-adapter)" in api.message and "another adapter" in api.cause

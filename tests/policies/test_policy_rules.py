@@ -160,7 +160,7 @@ CASES = {
     "rbac-no-cluster-admin-binding": (_plain(binding()), _plain(binding("cluster-admin"))),
     "rbac-no-system-group-binding": (
         _plain(binding()), _plain(binding(subjects=[{"kind": "Group", "name": "system:authenticated"}]))),
-    "rbac-no-wildcards": (_plain(role()), _plain(role(verbs=["*"]))),
+    "rbac-no-wildcards": (_plain(role(verbs=["*"])), _plain(role(verbs=["*"], resources=["*"]))),
     "container-no-plaintext-secrets": (
         _mutate("prod", lambda rs: None),
         _mutate("prod", lambda rs: container(rs).setdefault("env", []).append({"name": "HF_TOKEN",

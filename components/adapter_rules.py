@@ -20,12 +20,16 @@ this, and the test suite evaluates every rendered query with ``promtool`` on exp
 from gpuplatform.catalogs.metrics import MetricSource, WINDOW, series_query, served_names  # noqa: F401 - re-exported
 
 
-def rule(source: MetricSource, window: str) -> dict:
+def rule(source: MetricSource, window: str, per_node: bool = False) -> dict:
+    """``per_node``: a pod-scoped rule also maps the node label, so the API serves ``nodes/<name>`` besides
+    ``pods/<name>`` and ``namespaces/<name>`` (what the ACK guide's rules list)."""
     lab = source.labels
     if source.scope == "node":
         overrides = {lab.node: {"resource": "node"}}
     else:
         overrides = {lab.namespace: {"resource": "namespace"}, lab.pod: {"resource": "pod"}}
+        if per_node and lab.node:
+            overrides[lab.node] = {"resource": "node"}
     return {
         "seriesQuery": series_query(source),
         "resources": {"overrides": overrides},
@@ -72,3 +76,18 @@ def render_for_nodes(source: MetricSource, nodes: list[str], window: str) -> str
 
 def _regex_escape(series: str) -> str:
     return series.replace(".", "\\.")
+
+
+def listed_resources(rule_list: list[dict]) -> set[str]:
+    """``<resource>/<metric>`` entries ``kubectl get --raw /apis/custom.metrics.k8s.io/v1beta1`` lists: one per
+    metric name and resource its overrides map (prometheus-adapter lists every resource a rule's series can be
+    attributed to, for each name the rule serves)."""
+    from gpuplatform.catalogs.metrics import served_names
+
+    plural = {"pod": "pods", "namespace": "namespaces", "node": "nodes"}
+    out = set()
+    for r in rule_list:
+        for name in served_names([r]):
+            for o in (r.get("resources") or {}).get("overrides", {}).values():
+                out.add(f"{plural.get(o['resource'], o['resource'])}/{name}")
+    return out

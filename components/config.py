@@ -303,6 +303,10 @@ class Monitoring(Model):
     the ARMS intranet URL, or the kube-prometheus-stack this stack installs."""
     intervals: Intervals = Field(default_factory=Intervals)
     """Collection, scrape, rule and relist intervals (validated to agree). Default: 15s/15s/30s/1m."""
+    ack_guide_rules: bool = False
+    """Serve every ACK GPU exporter metric of the catalog, pod metrics also per node, so ``kubectl get --raw
+    /apis/custom.metrics.k8s.io/v1beta1`` lists what the ACK guide shows (its five rules), not only the metrics
+    the HPAs use. Needs ``gpuExporter: ack``. Default false."""
     alerts: bool = True
     """Install the PrometheusRule with autoscaling and GPU alerts. Default true."""
     dashboard: bool = True

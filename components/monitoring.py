@@ -22,6 +22,7 @@ from gpuplatform.catalogs.sharing import POOL_LABEL
 from gpuplatform.catalogs.versions import ARMS_GPU_EXPORTER, IMAGES, MONITOR_LABELS, PROMETHEUS_HOST, PROMETHEUS_PORT
 from gpuplatform.catalogs.versions import chart
 from gpuplatform.catalogs.versions import in_cluster_prometheus_url
+from gpuplatform.catalogs.metrics import METRICS
 from gpuplatform.components import adapter_rules
 from gpuplatform.components.alerts import alerts, dashboard_json, prometheus_rule_groups
 from gpuplatform.components.config import PlatformConfig, duration_seconds
@@ -41,7 +42,13 @@ def adapter_replicas(cfg: PlatformConfig) -> int:
 
 
 def generated_rules(cfg: PlatformConfig) -> list[dict]:
-    return adapter_rules.rules(used_sources(cfg), cfg.monitoring.intervals.rule_window)
+    mon = cfg.monitoring
+    if mon.ack_guide_rules:
+        # every ACK-exporter metric of the catalog, pod metrics also per node: the set the ACK guide configures
+        sources = used_sources(cfg) + [s for m in METRICS.values() for s in m.sources if s.exporter == "ack"]
+        unique = list({(s.exporter, s.api_name): s for s in sources}.values())
+        return [adapter_rules.rule(s, mon.intervals.rule_window, per_node=True) for s in unique]
+    return adapter_rules.rules(used_sources(cfg), mon.intervals.rule_window)
 
 
 def kube_prometheus_stack_values(cfg: PlatformConfig) -> dict:

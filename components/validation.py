@@ -154,6 +154,9 @@ def check_cluster(cfg: PlatformConfig, facts: dict[str, PoolFacts], out: _Issues
     if mon.prometheus_url is not None and not re.match(r"^https?://[^/\s:]+(:\d+)?(/\S*)?$", mon.prometheus_url):
         out.add("monitoring.prometheusUrl", f"{fmt(mon.prometheus_url)} is not a Prometheus URL; allowed: "
                 "http(s)://host[:port][/path], e.g. http://ack-prometheus-operator-prometheus.monitoring.svc:9090")
+    if mon.ack_guide_rules and mon.exporter != "ack":
+        out.add("monitoring.ackGuideRules", f"true, but the guide's rules read the ACK GPU exporter and this stack "
+                f"uses {fmt(mon.exporter)}; allowed: true only with gpuExporter 'ack' (backend arms)")
     if mon.exporter == "ack" and mon.backend != "arms":
         out.add("monitoring.gpuExporter", "'ack' (the ACK GPU exporter) is collected by ACK managed Prometheus; "
                 "allowed with backend 'self-hosted': dcgm, ack-legacy")

@@ -85,12 +85,16 @@ def no_system_groups(r, config, report):
 
 
 WRITE_VERBS = ("create", "update", "patch", "delete", "deletecollection", "escalate", "bind", "impersonate")
+ESCALATION_RESOURCES = ("roles", "clusterroles", "rolebindings", "clusterrolebindings", "users", "groups",
+                        "serviceaccounts", "serviceaccounts/token")
+"""Where a '*' verb includes escalate, bind or impersonate (Kubernetes RBAC "Privilege escalation prevention")."""
 
 
 @resource_policy(
     "rbac-no-wildcards",
-    "Roles must not grant '*' verbs, nor write verbs on '*' resources: a wildcard grants every write, including "
-    "ones added to the API later. The aggregated metrics APIs (custom.metrics.k8s.io and friends) serve only get "
+    "Roles must not grant write verbs on '*' resources, nor '*' verbs on RBAC objects or identities (which include "
+    "escalate, bind and impersonate): such a wildcard grants every write, including resources added later. '*' "
+    "verbs on named ordinary resources (an operator managing its own objects) are not a wildcard grant. The aggregated metrics APIs (custom.metrics.k8s.io and friends) serve only get "
     "and list, so a wildcard there grants no write (the prometheus-adapter chart's server-resources role).",
     category=CATEGORY, severity=HIGH, kinds=("ClusterRole", "Role"),
     refs=("Kyverno restrict-wildcard-verbs", "Kyverno restrict-wildcard-resources", "Checkov CKV_K8S_49",
@@ -106,9 +110,9 @@ def no_wildcards(r, config, report):
             continue
         verbs = [str(v) for v in k8s.as_list(k8s.get(rule, "verbs"))]
         resources = [str(v) for v in k8s.as_list(k8s.get(rule, "resources"))]
-        if "*" in verbs:
-            report(f"{r.label} rules[{i}] grants '*' verbs")
-        elif "*" in resources and any(v in WRITE_VERBS for v in verbs):
+        if "*" in verbs and ("*" in resources or any(x in ESCALATION_RESOURCES for x in resources)):
+            report(f"{r.label} rules[{i}] grants '*' verbs on {', '.join(resources)}")
+        elif "*" in resources and any(v in WRITE_VERBS or v == "*" for v in verbs):
             report(f"{r.label} rules[{i}] grants {', '.join(v for v in verbs if v in WRITE_VERBS)} on '*' resources")
 
 
@@ -132,10 +136,32 @@ def no_plaintext_secrets(r, config, report):
                 report(f"{r.label} container {k8s.container_name(c)}: env {name} holds a literal value")
 
 
+CUSTOM_METRICS_APISERVICE = "v1beta1.custom.metrics.k8s.io"
+
+
+@stack_policy(
+    "custom-metrics-single-adapter",
+    f"Only one adapter may serve {CUSTOM_METRICS_APISERVICE}: an APIService has one backend, so a second adapter "
+    "(ack-prometheus-operator's prometheusAdapter, a copied guide APIService) takes it over and the HPAs read "
+    "rules nobody generated.",
+    category=CATEGORY, severity=HIGH,
+    refs=("Kubernetes API aggregation: one APIService per group/version", "prometheus-adapter templates/custom-metrics-apiservice.yaml"),
+    remediation="Keep one adapter: disable the other chart's adapter or drop the extra APIService.")
+def custom_metrics_single_adapter(view, config, report):
+    from gpuplatform.policies.stack import ACK_ADAPTER_CHART, PROMETHEUS_ADAPTER_CHART
+
+    claimants = [r for chart in (PROMETHEUS_ADAPTER_CHART, ACK_ADAPTER_CHART) for r in view.releases(chart)]
+    claimants += [r for r in view.objects("APIService") if r.obj_name == CUSTOM_METRICS_APISERVICE]
+    if len(claimants) > 1:
+        names = ", ".join(r.label for r in claimants)
+        for r in claimants[1:]:
+            report(f"{CUSTOM_METRICS_APISERVICE} is claimed {len(claimants)} times ({names})", r)
+
+
 @resource_policy(
     "apiservice-tls-verified",
-    "An aggregated APIService must verify its backend's certificate: insecureSkipTLSVerify must be unset and a "
-    "caBundle (or cert-manager CA injection) given. The custom metrics API decides scaling; a spoofed backend "
+    "An aggregated APIService must verify its backend's certificate: insecureSkipTLSVerify must be unset (the "
+    "caBundle may be injected after install, as KEDA and cert-manager do). The custom metrics API decides scaling; a spoofed backend "
     "scales the GPU fleet.",
     category=CATEGORY, severity=HIGH, kinds=("APIService",),
     refs=("APIService API doc: insecureSkipTLSVerify strongly discouraged",),
@@ -144,10 +170,10 @@ def apiservice_tls(r, config, report):
     spec = k8s.as_map(k8s.get(r.props, "spec"))
     if spec.get("service") is None:
         return
+    # without insecureSkipTLSVerify the API server verifies the backend; an empty caBundle is what KEDA and
+    # cert-manager's cainjector fill in after install, so only the opt-out is a hole
     if spec.get("insecureSkipTLSVerify") is True:
         report(f"{r.label} sets insecureSkipTLSVerify: true")
-    elif not spec.get("caBundle") and not k8s.get(r.props, "metadata", "annotations", CERT_MANAGER_CA_ANNOTATION):
-        report(f"{r.label} has no caBundle and no {CERT_MANAGER_CA_ANNOTATION} annotation")
 
 
 @stack_policy(

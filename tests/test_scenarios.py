@@ -293,3 +293,33 @@ def test_cpu_bound_pool_is_rejected_though_gpu_memory_fits():
         w["resources"] = {"cpu": "2", "memory": "3Gi"}
     message = rejected(raw)["nodePools[0].maxNodes"]
     assert "1 of tf-notebook" in message and "4 vCPUs" in message
+
+
+# ---------------------------------------------------------------------------------------------- ACK guide rules (10)
+def _ack_adapter_rules(records) -> list[dict]:
+    adapter = next(r for r in records if r.type == "kubernetes:helm.sh/v3:Release"
+                   and r.inputs.get("chart") == "ack-alibaba-cloud-metrics-adapter")
+    return adapter.inputs["values"]["AlibabaCloudMetricsAdapter"]["prometheus"]["adapter"]["rules"]["custom"]
+
+
+def test_002_serves_what_the_guides_kubectl_get_raw_lists():
+    from gpuplatform.components.adapter_rules import listed_resources
+
+    listed = listed_resources(_ack_adapter_rules(example_records("002")))
+    # the entries the ACK guide's `kubectl get --raw "/apis/custom.metrics.k8s.io/v1beta1"` output shows, and the
+    # four names it says must appear
+    assert {"nodes/DCGM_CUSTOM_PROCESS_SM_UTIL", "pods/DCGM_CUSTOM_PROCESS_SM_UTIL",
+            "namespaces/DCGM_CUSTOM_PROCESS_SM_UTIL", "pods/DCGM_CUSTOM_PROCESS_GPU_MEM_USED_RATIO"} <= listed
+    names = {entry.split("/", 1)[1] for entry in listed}
+    assert {"DCGM_FI_DEV_GPU_UTIL", "DCGM_CUSTOM_PROCESS_SM_UTIL", "DCGM_FI_DEV_FB_USED",
+            "DCGM_CUSTOM_PROCESS_MEM_USED", "DCGM_CUSTOM_PROCESS_GPU_MEM_USED_RATIO"} <= names
+    raw = example_raw("002")
+    del raw["monitoring"]["ackGuideRules"]
+    default = listed_resources(_ack_adapter_rules(synthesize(stack_config_from_namespace(raw))))
+    assert default == {"pods/DCGM_CUSTOM_PROCESS_SM_UTIL", "namespaces/DCGM_CUSTOM_PROCESS_SM_UTIL"}
+
+
+def test_ack_guide_rules_need_the_ack_exporter():
+    raw = example_raw("003")
+    raw["monitoring"]["ackGuideRules"] = True
+    assert "gpuExporter 'ack'" in rejected(raw)["monitoring.ackGuideRules"]

@@ -160,7 +160,7 @@ CASES = {
     "rbac-no-cluster-admin-binding": (_plain(binding()), _plain(binding("cluster-admin"))),
     "rbac-no-system-group-binding": (
         _plain(binding()), _plain(binding(subjects=[{"kind": "Group", "name": "system:authenticated"}]))),
-    "rbac-no-wildcards": (_plain(role()), _plain(role(verbs=["*"]))),
+    "rbac-no-wildcards": (_plain(role(verbs=["*"])), _plain(role(verbs=["*"], resources=["*"]))),
     "container-no-plaintext-secrets": (
         _mutate("prod", lambda rs: None),
         _mutate("prod", lambda rs: container(rs).setdefault("env", []).append({"name": "HF_TOKEN",
@@ -179,6 +179,9 @@ CASES = {
     "pod-run-as-non-root": (
         _mutate("prod", lambda rs: None),
         _mutate("prod", lambda rs: container(rs)["securityContext"].update(runAsNonRoot=False))),
+    "custom-metrics-single-adapter": (
+        _mutate("prod", lambda rs: None),
+        lambda: stack_resources("prod") + extra(apiservice(insecureSkipTLSVerify=False))),
     "pod-root-opt-out": (
         _mutate("prod", lambda rs: None),
         _mutate("prod", lambda rs: find(rs, "Deployment").inputs["spec"]["template"]["metadata"].update(

@@ -129,6 +129,16 @@ def run_policies(resources: Sequence[RegisteredResource], config: Optional[Mappi
     defs = list(policies) if policies is not None else POLICY_DEFS
     by_urn = {_urn(r): r for r in resources}
     out: list[Violation] = []
+    # pulumi-policy decodes a request's properties once and hands the same objects to every policy of the pack
+    # (``Analyze``/``AnalyzeStack`` in its ``policy.py``): so do we, once per resource and once per stack
+    seen_inputs: dict[int, Any] = {}
+    stack_view: list[PolicyResource] = []
+
+    def inputs_seen(r: RegisteredResource) -> Any:
+        if id(r) not in seen_inputs:
+            seen_inputs[id(r)] = as_policy_sees(r.inputs)
+        return seen_inputs[id(r)]
+
     for pdef in defs:
         level, props = _policy_config(pdef, config)
         if level == EnforcementLevel.DISABLED:
@@ -143,11 +153,12 @@ def run_policies(resources: Sequence[RegisteredResource], config: Optional[Mappi
             if pdef.reset is not None:
                 pdef.reset()  # a run is one update: nothing carries over from an earlier one
             for r in resources:
-                _run_resource(pdef, r, props, level, add)
+                _run_resource(pdef, r, props, level, add, inputs_seen(r))
         else:
-            stack = [PolicyResource(r.type, as_policy_sees(stack_state(r)), _urn(r), r.name, _opts(r.protect),
-                                    None, None, [], {}) for r in resources]
-            args = StackValidationArgs(stack, props)
+            if not stack_view:
+                stack_view.extend(PolicyResource(r.type, as_policy_sees(stack_state(r)), _urn(r), r.name,
+                                                 _opts(r.protect), None, None, [], {}) for r in resources)
+            args = StackValidationArgs(stack_view, props)
             try:
                 pdef.policy.validate(args, lambda msg, urn=None: add(msg, by_urn.get(urn)))
             except UnknownValueError as exc:
@@ -156,18 +167,17 @@ def run_policies(resources: Sequence[RegisteredResource], config: Optional[Mappi
     return out
 
 
-def _run_resource(pdef: PolicyDef, r: RegisteredResource, props: dict, level: EnforcementLevel, add) -> None:
-    def args_for(inputs: Mapping[str, Any]) -> ResourceValidationArgs:
-        return ResourceValidationArgs(r.type, as_policy_sees(inputs), _urn(r), r.name, _opts(r.protect), None,
-                                      props)
+def _run_resource(pdef: PolicyDef, r: RegisteredResource, props: dict, level: EnforcementLevel, add,
+                  seen: Any) -> None:
+    def args_for(inputs_seen: Any) -> ResourceValidationArgs:
+        return ResourceValidationArgs(r.type, inputs_seen, _urn(r), r.name, _opts(r.protect), None, props)
 
-    inputs: Mapping[str, Any] = r.inputs
     try:
         if level == EnforcementLevel.REMEDIATE and pdef.remediable:
-            fixed = pdef.policy.remediate(args_for(inputs))
+            fixed = pdef.policy.remediate(args_for(seen))
             if fixed:
-                inputs = fixed
-        pdef.policy.validate(args_for(inputs), lambda msg, urn=None: add(msg, r))
+                seen = as_policy_sees(fixed)
+        pdef.policy.validate(args_for(seen), lambda msg, urn=None: add(msg, r))
     except UnknownValueError as exc:
         add(f"can't run policy '{pdef.id}' on {r.name} during preview: {exc.message}", r,
             EnforcementLevel.ADVISORY)

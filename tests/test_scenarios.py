@@ -52,18 +52,13 @@ def test_one_example_per_seed_scenario():
     assert {"001", "002", "003", "004"} <= set(EXAMPLES)
 
 
-LEGACY_BELOW_PINNED_CHARTS = pytest.mark.xfail(strict=True, raises=ConfigError, reason=(
-    "example 001 runs Kubernetes 1.20, below what the pinned prometheus-adapter (1.21+) and any supported "
-    "cert-manager (1.33+, which verifies the adapter's APIService) support; the chart catalog rejects it "
-    "(docs/helm.md) until the scenario gets a supported target"))
-
-
-@LEGACY_BELOW_PINNED_CHARTS
 def test_001_legacy_on_the_oldest_supported_version_uses_the_existing_prometheus():
-    from gpuplatform.components.validation import MIN_KUBERNETES
-
-    cfg = load(example_raw("001"))
-    assert kubernetes_version(cfg) == MIN_KUBERNETES
+    raw = example_raw("001")
+    major, minor = kubernetes_version(load(raw))
+    # the oldest version is the catalog's answer, not ours: one minor older, a pinned chart stops supporting it
+    older = copy.deepcopy(raw)
+    older["cluster"]["kubernetesVersion"] = f"{major}.{minor - 1}"
+    assert "is not supported by any pinned" in rejected(older)["cluster.kubernetesVersion"]
     records = example_records("001")
     charts = {r.inputs.get("chart") for r in records if r.type == "kubernetes:helm.sh/v3:Release"}
     assert "kube-prometheus-stack" not in charts and "prometheus-adapter" in charts
@@ -73,14 +68,12 @@ def test_001_legacy_on_the_oldest_supported_version_uses_the_existing_prometheus
         "url": "http://ack-prometheus-operator-prometheus.monitoring.svc:9090", "port": ""}
     served = {r["name"]["as"] for r in adapter.inputs["values"]["rules"]["custom"]}
     assert served == {"duty_cycle_current"}
-    assert objects("001", "PodDisruptionBudget")["bert-intent-detection"]["apiVersion"] == "policy/v1beta1"
-    hpa = objects("001", "HorizontalPodAutoscaler")["bert-intent-detection"]
-    assert hpa["apiVersion"] in ("autoscaling/v2beta1", "autoscaling/v2beta2")
+    assert objects("001", "PodDisruptionBudget")["bert-intent-detection"]["apiVersion"] == "policy/v1"
+    assert objects("001", "HorizontalPodAutoscaler")["bert-intent-detection"]["apiVersion"] == "autoscaling/v2"
 
 
 @pytest.mark.parametrize("metric,api_name", [("gpu_temperature", "temperature_celsius_current"),
                                              ("gpu_power", "power_usage_milliwatts_current")])
-@LEGACY_BELOW_PINNED_CHARTS
 def test_legacy_temperature_and_power_metrics_are_served(metric, api_name):
     raw = example_raw("001")
     raw["workloads"][0]["autoscaling"]["metrics"] = [{"metric": metric, "target": 70}]
@@ -98,8 +91,7 @@ def test_prometheus_url_must_be_a_url(url):
     assert "not a Prometheus URL" in rejected(raw)["monitoring.prometheusUrl"]
 
 
-@pytest.mark.parametrize("seed", [pytest.param(s, marks=LEGACY_BELOW_PINNED_CHARTS) if s == "001" else s
-                                  for s in sorted(EXAMPLES)])
+@pytest.mark.parametrize("seed", sorted(EXAMPLES))
 def test_example_plans_and_passes_check(seed):
     cfg = load(example_raw(seed))
     records = example_records(seed)

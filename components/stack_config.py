@@ -19,13 +19,13 @@ from gpuplatform.components.validation import load
 SECRET_PLACEHOLDER = "offline-placeholder-secret"
 
 
-def _is_secure(value: Any) -> bool:
+def is_secure(value: Any) -> bool:
     """An encrypted stack-file value: ``{secure: v1:…}``."""
     return isinstance(value, dict) and set(value) == {"secure"}
 
 
 def _secure_paths(value: Any, path: str) -> list[str]:
-    if _is_secure(value):
+    if is_secure(value):
         return [path]
     if isinstance(value, dict):
         return [p for k, v in value.items() for p in _secure_paths(v, f"{path}.{k}")]
@@ -64,7 +64,7 @@ def namespace_from_stack_file(path: str | Path) -> dict[str, Any]:
         if ns != PROJECT or not name:
             continue
         if name in SECRET_KEYS:
-            if _is_secure(value):
+            if is_secure(value):
                 out[name] = SECRET_PLACEHOLDER
             elif value is not None:
                 issues.append(plain_text_secret(name))

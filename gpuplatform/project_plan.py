@@ -18,8 +18,7 @@ from typing import Any, TextIO
 import yaml
 
 from gpuplatform.components.errors import ConfigError, ConfigIssue
-
-SECRET_PLACEHOLDER = "offline-placeholder-secret"
+from gpuplatform.components.stack_config import SECRET_PLACEHOLDER, is_secure
 
 
 def _read_yaml(path: Path, what: str) -> dict:
@@ -46,7 +45,7 @@ def project_config(project_dir: Path, stack: str) -> tuple[str, Path, dict[str, 
     config, secret = {}, []
     for key, value in raw.items():
         full = key if ":" in str(key) else f"{name}:{key}"
-        if isinstance(value, dict) and set(value) == {"secure"}:
+        if is_secure(value):
             value = SECRET_PLACEHOLDER
             secret.append(full)
         config[full] = value

@@ -3,7 +3,9 @@
 Pure functions over the catalogs; used by config validation, the plan's capacity table, workloads and policies.
 
 * exclusive: one unit is one whole GPU (``nvidia.com/gpu``).
-* mig: one unit is one MIG instance of the pool's profile (``all-<profile>`` on every GPU).
+* mig: one unit is one MIG instance of the pool's profile (``all-<profile>`` on every GPU); with a per-GPU layout
+  a node advertises several resources (``nvidia.com/mig-<profile>`` per profile, ``nvidia.com/gpu`` for its
+  MIG-disabled GPUs) and each replica draws on the one it asks for.
 * cgpu: one unit is one GiB of ``aliyun.com/gpu-mem`` as the device plugin reports it; a pod's memory must fit
   on one card, and ACK allows at most 20 cGPU pods per card.
 """
@@ -78,6 +80,8 @@ class Replica:
     request: GpuRequest
     cpu: float = 0
     memory: float = 0
+    resource: str = ""
+    """Extended resource the replica's ``count`` is of, for nodes that advertise several (``node_units``)."""
 
 
 @dataclass
@@ -92,22 +96,25 @@ class _Node:
     cards: list
     cpu: float
     memory: float
+    units: dict
 
 
 def pack(mode: str, model: GpuModel, gpus: int, nodes: int, replicas: list[Replica], *,
          vcpus: float | None = None, memory_bytes: float | None = None,
-         mig_profile: str | None = None) -> dict[str, int]:
+         mig_profile: str | None = None, node_units: dict[str, int] | None = None) -> dict[str, int]:
     """Replicas of each workload that stay unplaced when ``replicas`` are packed onto ``nodes`` nodes of the pool.
 
     First fit, largest GPU request first, as the schedulers do for one pool: cGPU memory must fit on one card
     (the gpushare scheduler extender binds a pod to one device, at most ``CGPU_MAX_PODS_PER_GPU`` pods a card), so
     an 8 GiB and a 4 GiB replica share a 14 GiB T4 while two 8 GiB replicas do not; whole GPUs and MIG instances
-    are counted per node. CPU and memory requests must fit the node's vCPUs and memory (``None``: unknown, not
-    checked; the kubelet's reservations are not subtracted, so this is an upper bound).
+    are counted per node and per resource (``node_units``: what one node advertises, for a per-GPU MIG layout;
+    default the pool's one resource). CPU and memory requests must fit the node's vCPUs and memory (``None``:
+    unknown, not checked; the kubelet's reservations are not subtracted, so this is an upper bound).
     """
     per_card = units_per_gpu(mode, model, mig_profile)
+    units = dict(node_units) if node_units is not None else {"": units_per_node(mode, model, gpus, mig_profile)}
     pool = [_Node([_Card(per_card) for _ in range(gpus)], vcpus if vcpus is not None else float("inf"),
-                  memory_bytes if memory_bytes is not None else float("inf")) for _ in range(nodes)]
+                  memory_bytes if memory_bytes is not None else float("inf"), dict(units)) for _ in range(nodes)]
     unplaced: dict[str, int] = {}
 
     def size(r: Replica) -> tuple:
@@ -133,14 +140,10 @@ def _place(mode: str, node: _Node, r: Replica) -> bool:
         card.pods += 1
         card.core -= core
     else:
-        # whole GPUs / MIG instances: the device plugin hands out any free units of the node
-        if sum(c.free for c in node.cards) < r.request.count:
+        # whole GPUs / MIG instances: the device plugin hands out any free devices of the resource on the node
+        if node.units.get(r.resource, 0) < r.request.count:
             return False
-        need = r.request.count
-        for c in node.cards:
-            take = min(c.free, need)
-            c.free -= take
-            need -= take
+        node.units[r.resource] -= r.request.count
     node.cpu -= r.cpu
     node.memory -= r.memory
     return True

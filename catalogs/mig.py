@@ -1,8 +1,20 @@
-"""NVIDIA MIG profiles per GPU model, with the most instances of one profile a single GPU holds.
+"""NVIDIA MIG profiles per GPU model: how many instances of one profile a GPU holds, and where each profile can
+be placed, so that a per-GPU layout (several profiles on one GPU) can be checked before mig-manager applies it.
 
-Source: NVIDIA GPU Operator ``default-mig-parted-config`` (v25.10.1) single-profile ``all-<profile>`` configs.
+Sources:
+* single-profile counts: NVIDIA GPU Operator ``default-mig-parted-config`` (v25.10.1), its ``all-<profile>``
+  configs;
+* placements: the GPU instance placements NVML reports (``nvidia-smi mig -lgipp``; NVML
+  ``nvmlDeviceGetGpuInstancePossiblePlacements``), as listed in the NVIDIA MIG User Guide ("Supported MIG
+  Profiles", docs.nvidia.com/datacenter/tesla/mig-user-guide/supported-mig-profiles.html) and reproduced for the
+  A100 and A30 in NVIDIA/go-nvml ``pkg/nvml/mock/gpus/a100.go`` and ``a30.go``. A placement is a start slot and a
+  size in memory slices; GPU instances may not overlap (NVML refuses to create one that does).
+* the config file format: NVIDIA/mig-parted ``api/spec/v1/spec.go`` (``version: v1``, ``mig-configs`` of
+  ``devices`` / ``mig-enabled`` / ``mig-devices`` entries).
 """
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 MIG_PROFILES: dict[str, dict[str, int]] = {
     "A100-40GB": {"1g.5gb": 7, "1g.5gb+me": 1, "1g.10gb": 4, "2g.10gb": 3, "3g.20gb": 2, "4g.20gb": 1,
@@ -15,6 +27,38 @@ MIG_PROFILES: dict[str, dict[str, int]] = {
 MIG_PROFILES["H100-80GB"] = MIG_PROFILES["A100-80GB"]
 
 MIG_STRATEGIES = ("single", "mixed")
+
+WHOLE_GPU = "whole"
+"""What a workload names (``gpu.migProfile``) to get a MIG-disabled GPU of a per-GPU layout (``nvidia.com/gpu``)."""
+
+
+@dataclass(frozen=True)
+class Placement:
+    size: int
+    """Memory slices the GPU instance occupies."""
+    starts: tuple[int, ...]
+    """Memory slices it may start at."""
+
+
+# The eight-memory-slice GPUs (A100, H100, H200) share one placement table by profile shape: the smallest 1g
+# profile (and its +me variant) fits any of slots 0-6, the 1g profile with twice the memory takes two slices at an
+# even slot, 2g two slices at 0, 2 or 4, 3g four slices at 0 or 4, 4g four slices at 0, and 7g all eight.
+def _eight_slices(one: str, one_double: str, two: str, three: str, four: str, seven: str) -> dict[str, Placement]:
+    return {one: Placement(1, tuple(range(7))), f"{one}+me": Placement(1, tuple(range(7))),
+            one_double: Placement(2, (0, 2, 4, 6)), two: Placement(2, (0, 2, 4)), three: Placement(4, (0, 4)),
+            four: Placement(4, (0,)), seven: Placement(8, (0,))}
+
+
+PLACEMENTS: dict[str, dict[str, Placement]] = {
+    "A100-40GB": _eight_slices("1g.5gb", "1g.10gb", "2g.10gb", "3g.20gb", "4g.20gb", "7g.40gb"),
+    "A100-80GB": _eight_slices("1g.10gb", "1g.20gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb"),
+    "H200": {p: v for p, v in _eight_slices("1g.18gb", "1g.35gb", "2g.35gb", "3g.71gb", "4g.71gb",
+                                            "7g.141gb").items() if p in MIG_PROFILES["H200"]},
+    # the A30 has four memory slices
+    "A30": {"1g.6gb": Placement(1, (0, 1, 2, 3)), "1g.6gb+me": Placement(1, (0, 1, 2, 3)),
+            "2g.12gb": Placement(2, (0, 2)), "2g.12gb+me": Placement(2, (0, 2)), "4g.24gb": Placement(4, (0,))},
+}
+PLACEMENTS["H100-80GB"] = PLACEMENTS["A100-80GB"]
 
 
 def profiles_for(model: str) -> dict[str, int]:
@@ -29,3 +73,35 @@ def max_instances(model: str, profile: str) -> int:
 def mig_config_label_value(profile: str) -> str:
     """Value of the ``nvidia.com/mig.config`` node label that partitions every GPU into ``profile``."""
     return f"all-{profile}"
+
+
+def fits_one_gpu(model: str, devices: dict[str, int]) -> bool:
+    """Whether one GPU of ``model`` can hold all of ``devices`` (profile -> count) at once: every instance needs a
+    free placement, the ``+me`` profiles at most one each (the media engines exist once), as NVML decides."""
+    table = PLACEMENTS.get(model, {})
+    if any(p not in table or n < 0 for p, n in devices.items()):
+        return False
+    if any(n > max_instances(model, p) for p, n in devices.items()):
+        return False
+    # largest first, then a depth-first search over placements: at most seven instances, so this is tiny
+    todo = sorted((p for p, n in devices.items() for _ in range(n)), key=lambda p: -table[p].size)
+    slices = max(start + v.size for v in table.values() for start in v.starts)
+
+    def place(i: int, used: int) -> bool:
+        if i == len(todo):
+            return True
+        spec = table[todo[i]]
+        for start in spec.starts:
+            mask = ((1 << spec.size) - 1) << start
+            if start + spec.size <= slices and not used & mask and place(i + 1, used | mask):
+                return True
+        return False
+
+    return place(0, 0)
+
+
+def mig_parted_entry(devices: list[int] | str, mig_devices: dict[str, int] | None) -> dict:
+    """One entry of a mig-parted config: MIG disabled (the GPU stays whole) when ``mig_devices`` is empty."""
+    if not mig_devices:
+        return {"devices": devices, "mig-enabled": False}
+    return {"devices": devices, "mig-enabled": True, "mig-devices": dict(mig_devices)}

@@ -193,10 +193,27 @@ class CgpuSharing(Model):
     """Also label nodes ``cgpu=true`` (dedicated clusters running the legacy ack-cgpu component). Default false."""
 
 
+class MigLayoutEntry(Model):
+    """How some GPUs of each node are partitioned: one entry of a mig-parted config."""
+
+    devices: list[int]
+    """GPU indices on the node (as ``nvidia-smi`` numbers them), e.g. ``[0]``."""
+    profiles: dict[str, int] = Field(default_factory=dict)
+    """MIG instances per profile on each of these GPUs, e.g. ``{1g.5gb: 7}``. Default none: MIG disabled, the GPUs
+    are served whole as ``nvidia.com/gpu``."""
+
+
 class MigSharing(Model):
     mode: Literal["mig"]
-    profile: str
-    """MIG profile applied to every GPU of the pool, e.g. ``1g.5gb``."""
+    profile: Optional[str] = None
+    """MIG profile applied to every GPU of the pool, e.g. ``1g.5gb``. Default none; set it or ``layout``."""
+    layout: list[MigLayoutEntry] = Field(default_factory=list)
+    """Per-GPU layout instead of ``profile``: each GPU index of a node in exactly one entry, e.g. GPU 0 as seven
+    ``1g.5gb`` instances next to a whole GPU 1. Needs the ``mixed`` strategy and the GPU Operator's mig-manager
+    (clusters of kind ``kubeconfig``). Default none."""
+    config_name: Optional[str] = None
+    """Name of the mig-parted config the layout becomes (the nodes' ``nvidia.com/mig.config`` label value).
+    Default ``gpuplatform-<pool name>``; only with ``layout``."""
     strategy: Literal["single", "mixed"] = "mixed"
     """Device plugin MIG strategy: ``mixed`` exposes ``nvidia.com/mig-<profile>``, ``single`` exposes
     ``nvidia.com/gpu``. Default ``mixed``."""
@@ -353,6 +370,9 @@ class GpuRequestSpec(Model):
     """cGPU memory per replica in GiB (cGPU pools). Default none (required on cGPU pools)."""
     core_percent: Optional[int] = Field(None, ge=1, le=100)
     """cGPU compute share per replica (``core_mem`` pools only). Default none."""
+    mig_profile: Optional[str] = None
+    """On a MIG pool with a per-GPU ``layout``: the profile whose instances ``count`` asks for, or ``whole`` for
+    MIG-disabled GPUs. Default: the pool's only kind of device (required when the layout offers several)."""
 
 
 class NfsVolume(Model):

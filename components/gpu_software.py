@@ -3,14 +3,18 @@
 * ACK: the GPU stack is ACK-managed; cGPU and MIG (ACK's ``ack.node.gpu.schedule=mig`` label) need
   ``ack-ai-installer``, installed as a cluster add-on by :class:`~components.cluster.GpuCluster`.
 * Other clusters with MIG pools: the NVIDIA GPU Operator (pinned) with ``mig.strategy`` and mig-manager
-  following each node's ``nvidia.com/mig.config`` label.
+  following each node's ``nvidia.com/mig.config`` label; a pool with a per-GPU layout adds our own mig-parted
+  config (a ConfigMap the chart creates) holding every pool's config.
 * Simulated GPUs (``simulateGpus``): run-ai/fake-gpu-operator with one topology node pool per GPU pool.
 """
 from typing import Optional
 
+import yaml
+
 import pulumi
 import pulumi_kubernetes as k8s
 
+from gpuplatform.catalogs.mig import max_instances, mig_parted_entry
 from gpuplatform.catalogs.sharing import SIMULATED_POOL_LABEL
 from gpuplatform.catalogs.timeouts import HELM_RELEASE_TIMEOUT_SECONDS
 from gpuplatform.catalogs.versions import KubeMinor, chart
@@ -43,7 +47,7 @@ def gpu_operator_values(pools: list[PoolFacts], monitor_labels: dict, scrape_int
     strategies = {p.mig_strategy for p in pools if p.mode == "mig"}
     return {
         "mig": {"strategy": strategies.pop() if len(strategies) == 1 else "mixed"},
-        "migManager": {"enabled": True, "config": {"default": "all-disabled"}},
+        "migManager": {"enabled": True, "config": mig_manager_config(pools)},
         "dcgmExporter": {
             "enabled": True,
             "env": [{"name": "DCGM_EXPORTER_INTERVAL", "value": str(collect_interval_ms)}],
@@ -51,6 +55,36 @@ def gpu_operator_values(pools: list[PoolFacts], monitor_labels: dict, scrape_int
                                "additionalLabels": dict(monitor_labels)},
         },
     }
+
+
+MIG_PARTED_CONFIG_MAP = "gpuplatform-mig-parted-config"
+MIG_DEFAULT_CONFIG = "all-disabled"
+
+
+def mig_parted_configs(pools: list[PoolFacts]) -> dict[str, list[dict]]:
+    """Every mig-parted config the cluster's MIG pools are labelled with: ``all-disabled`` (the default of
+    unlabelled nodes), each uniform pool's ``all-<profile>`` and each per-GPU layout under its own name."""
+    configs: dict[str, list[dict]] = {MIG_DEFAULT_CONFIG: [mig_parted_entry("all", None)]}
+    for p in sorted((p for p in pools if p.mode == "mig"), key=lambda p: p.name):
+        if p.mig_layout:
+            configs[p.mig_config_name] = [mig_parted_entry(list(devices), dict(profiles))
+                                          for devices, profiles in p.mig_layout]
+        else:
+            configs[p.mig_config] = [mig_parted_entry("all", {p.mig_profile: max_instances(p.model.name,
+                                                                                            p.mig_profile)})]
+    return configs
+
+
+def mig_manager_config(pools: list[PoolFacts]) -> dict:
+    """mig-manager's ``config`` values. Uniform pools use the operator's built-in ``all-<profile>`` configs; a
+    per-GPU layout needs a config of our own, and a named config replaces the built-in ones (gpu-operator
+    ``values.yaml`` ``migManager.config``; ``templates/mig_config.yaml`` creates the ConfigMap, whose key must be
+    ``config.yaml``), so it carries every pool's config and the default."""
+    if not any(p.mig_layout for p in pools):
+        return {"default": MIG_DEFAULT_CONFIG}
+    spec = {"version": "v1", "mig-configs": mig_parted_configs(pools)}
+    return {"default": MIG_DEFAULT_CONFIG, "create": True, "name": MIG_PARTED_CONFIG_MAP,
+            "data": {"config.yaml": yaml.safe_dump(spec, sort_keys=False)}}
 
 
 def release(name: str, release_key: str, values: dict, overrides: dict, opts: pulumi.ResourceOptions,

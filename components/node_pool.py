@@ -75,6 +75,19 @@ def node_pool_inputs(pool: NodePool, facts: PoolFacts) -> dict:
     return out
 
 
+def pool_props(facts: PoolFacts) -> dict:
+    """What a pool registers for the policies and for reuse: its placement, resources and capacity."""
+    return {
+        "poolName": facts.name, "gpuModel": facts.model.name, "gpusPerNode": facts.gpus_per_node,
+        "maxNodes": facts.max_nodes, "sharingMode": facts.mode, "migProfile": facts.mig_profile,
+        "migStrategy": facts.mig_strategy, "migConfig": facts.mig_config,
+        "migLayout": [{"devices": list(d), "profiles": dict(p)} for d, p in facts.mig_layout],
+        "cgpuPolicy": facts.cgpu_policy, "resourceName": facts.resource_name,
+        "nodeResources": facts.node_resources, "unitsPerNode": facts.units_per_node, "nodeLabels": facts.node_labels,
+        "tolerations": facts.tolerations, "nodeSelector": facts.node_selector,
+    }
+
+
 class GpuNodePool(pulumi.ComponentResource):
     """A GPU node pool; outputs the selector, tolerations and capacity its workloads use."""
 
@@ -86,13 +99,7 @@ class GpuNodePool(pulumi.ComponentResource):
     def __init__(self, name: str, args: GpuNodePoolArgs, opts: Optional[pulumi.ResourceOptions] = None):
         spec = _Args.model_validate({"pool": args["pool"], "protect": args.get("protect", False)})
         facts: PoolFacts = args["facts"]
-        props = {
-            "poolName": facts.name, "gpuModel": facts.model.name, "gpusPerNode": facts.gpus_per_node,
-            "maxNodes": facts.max_nodes, "sharingMode": facts.mode, "migProfile": facts.mig_profile,
-            "migStrategy": facts.mig_strategy, "cgpuPolicy": facts.cgpu_policy, "resourceName": facts.resource_name,
-            "unitsPerNode": facts.units_per_node, "nodeLabels": facts.node_labels,
-            "tolerations": facts.tolerations, "nodeSelector": facts.node_selector,
-        }
+        props = pool_props(facts)
         super().__init__("gpuplatform:index:GpuNodePool", name, props, opts)
         self.facts = facts
         self.pool = None

@@ -7,7 +7,7 @@ from typing import Optional
 
 from gpuplatform.catalogs import capacity, sharing, timeouts
 from gpuplatform.catalogs.gpus import GpuModel, gpu_model, instance_type
-from gpuplatform.catalogs.mig import mig_config_label_value
+from gpuplatform.catalogs.mig import WHOLE_GPU, mig_config_label_value
 from gpuplatform.components.config import GpuRequestSpec, NodePool, PlatformConfig
 from gpuplatform.components.k8s_validity import QUANTITY, quantity_value
 
@@ -23,6 +23,10 @@ class PoolFacts:
     simulated: bool
     mig_profile: Optional[str] = None
     mig_strategy: Optional[str] = None
+    mig_layout: tuple = ()
+    """Per-GPU MIG layout: ``((gpu indices), ((profile, count), ...))`` per entry; no profiles means MIG disabled."""
+    mig_config_name: Optional[str] = None
+    """The mig-parted config a layout becomes (the nodes' ``nvidia.com/mig.config`` value)."""
     cgpu_policy: Optional[str] = None
     cgpu_placement: Optional[str] = None
     legacy_cgpu_label: bool = False
@@ -56,7 +60,7 @@ class PoolFacts:
             elif self.mode == "mig":
                 labels[sharing.ACK_SCHEDULE_LABEL] = sharing.ACK_MIG
         if self.mode == "mig":
-            labels[sharing.NVIDIA_MIG_CONFIG_LABEL] = mig_config_label_value(self.mig_profile)
+            labels[sharing.NVIDIA_MIG_CONFIG_LABEL] = self.mig_config
         if self.simulated:
             labels[sharing.SIMULATED_POOL_LABEL] = self.name
         return labels
@@ -71,15 +75,61 @@ class PoolFacts:
             out.append(tol)
         return out
 
+    @property
+    def mig_config(self) -> Optional[str]:
+        """The mig-parted config the pool's nodes are labelled with: the layout's own, or ``all-<profile>``."""
+        if self.mode != "mig":
+            return None
+        return self.mig_config_name if self.mig_layout else mig_config_label_value(self.mig_profile)
+
     # ------------------------------------------------------------------ GPU resources
     @property
-    def resource_name(self) -> str:
-        """The extended resource pods of this pool request."""
+    def node_resources(self) -> dict[str, int]:
+        """GPU extended resources one node advertises, with their amounts (a per-GPU MIG layout advertises one
+        ``nvidia.com/mig-<profile>`` per profile and ``nvidia.com/gpu`` for its MIG-disabled GPUs; the mixed
+        strategy of k8s-device-plugin, ``internal/rm/device_map.go``)."""
+        if not self.mig_layout:
+            return {self.resource_name: self.units_per_node}
+        out: dict[str, int] = {}
+        for devices, profiles in self.mig_layout:
+            for _ in devices:
+                if not profiles:
+                    out[sharing.RESOURCE_GPU] = out.get(sharing.RESOURCE_GPU, 0) + 1
+                for profile, count in profiles:
+                    name = sharing.mig_resource(profile, "mixed")
+                    out[name] = out.get(name, 0) + count
+        return out
+
+    @property
+    def mig_choices(self) -> tuple[str, ...]:
+        """What ``gpu.migProfile`` may name on a layout pool: its profiles, and ``whole`` for MIG-disabled GPUs."""
+        names = {p for _, profiles in self.mig_layout for p, _ in profiles}
+        whole = any(not profiles for _, profiles in self.mig_layout)
+        return tuple(sorted(names)) + ((WHOLE_GPU,) if whole else ())
+
+    @property
+    def resource_name(self) -> Optional[str]:
+        """The extended resource pods of this pool request; None when a per-GPU layout offers several."""
         if self.mode == "cgpu":
             return sharing.RESOURCE_GPU_MEM
         if self.mode == "mig":
+            if self.mig_layout:
+                choices = self.mig_choices
+                return self._mig_resource(choices[0]) if len(choices) == 1 else None
             return sharing.mig_resource(self.mig_profile, self.mig_strategy)
         return sharing.RESOURCE_GPU
+
+    @staticmethod
+    def _mig_resource(choice: str) -> str:
+        return sharing.RESOURCE_GPU if choice == WHOLE_GPU else sharing.mig_resource(choice, "mixed")
+
+    def resource_for(self, request: GpuRequestSpec) -> Optional[str]:
+        """The resource one replica's ``count`` is of: on a layout pool the one ``migProfile`` names (None when it
+        names none the layout offers, or names none of several)."""
+        if self.mig_layout:
+            choice = request.mig_profile or (self.mig_choices[0] if len(self.mig_choices) == 1 else None)
+            return self._mig_resource(choice) if choice in self.mig_choices else None
+        return self.resource_name
 
     def gpu_resources(self, request: GpuRequestSpec) -> dict[str, str]:
         """Requests == limits for the GPU resource of one replica."""
@@ -88,18 +138,29 @@ class PoolFacts:
             if self.cgpu_policy == "core_mem" and request.core_percent:
                 out[sharing.RESOURCE_GPU_CORE] = str(request.core_percent)
             return out
-        return {self.resource_name: str(request.count or 0)}
+        return {self.resource_for(request): str(request.count or 0)}
 
     # ------------------------------------------------------------------ capacity
     @property
     def units_per_node(self) -> int:
+        """GPU units of one node (a layout pool: its instances and whole GPUs together; see node_resources)."""
+        if self.mig_layout:
+            return sum(self.node_resources.values())
         return capacity.units_per_node(self.mode, self.model, self.gpus_per_node, self.mig_profile)
+
+    def units_for(self, request: GpuRequestSpec) -> int:
+        """Units of the replica's own resource one node advertises."""
+        if self.mode == "cgpu":
+            return self.units_per_node
+        return self.node_resources.get(self.resource_for(request), 0)
 
     @property
     def unit(self) -> str:
         return sharing.SHARING_MODES[self.mode].unit
 
     def replicas_per_node(self, request: GpuRequestSpec) -> int:
+        if self.mig_layout:
+            return self.units_for(request) // request.count if request.count else 0
         return capacity.replicas_per_node(self.mode, self.model, self.gpus_per_node, to_request(request),
                                           self.mig_profile)
 
@@ -109,11 +170,13 @@ class PoolFacts:
     def unplaced(self, workloads: list) -> dict[str, int]:
         """Replicas of each workload (at its most replicas) that the pool at its largest cannot place: GPU units
         bin-packed per card, CPU and memory per node (see :func:`catalogs.capacity.pack`)."""
-        replicas = [capacity.Replica(w.name, to_request(w.gpu), _amount(w.resources.cpu), _amount(w.resources.memory))
+        replicas = [capacity.Replica(w.name, to_request(w.gpu), _amount(w.resources.cpu), _amount(w.resources.memory),
+                                     resource=self.resource_for(w.gpu) or "")
                     for w in workloads for _ in range(w.replica_ceiling)]
         return capacity.pack(self.mode, self.model, self.gpus_per_node, self.max_nodes, replicas,
                              vcpus=self.vcpus, memory_bytes=self.memory_gib * 2 ** 30 if self.memory_gib else None,
-                             mig_profile=self.mig_profile)
+                             mig_profile=self.mig_profile,
+                             node_units=self.node_resources if self.mode != "cgpu" else None)
 
 
 def _amount(text: str) -> float:
@@ -148,6 +211,8 @@ def pool_facts(cfg: PlatformConfig, pool: NodePool) -> Optional[PoolFacts]:
         name=pool.name, mode=s.mode, model=model, gpus_per_node=gpus, max_nodes=size, on_ack=cfg.is_ack,
         simulated=getattr(cfg.cluster, "simulate_gpus", False),
         mig_profile=getattr(s, "profile", None), mig_strategy=getattr(s, "strategy", None),
+        mig_layout=tuple((tuple(e.devices), tuple(sorted(e.profiles.items()))) for e in getattr(s, "layout", [])),
+        mig_config_name=mig_layout_config_name(pool) if getattr(s, "layout", None) else None,
         cgpu_policy=getattr(s, "policy", None), cgpu_placement=getattr(s, "placement", None),
         legacy_cgpu_label=getattr(s, "legacy_label", False),
         extra_labels=tuple(sorted(pool.labels.items())),
@@ -156,6 +221,11 @@ def pool_facts(cfg: PlatformConfig, pool: NodePool) -> Optional[PoolFacts]:
         vcpus=min((t.vcpus for t in types), default=None), memory_gib=min((t.memory_gib for t in types), default=None),
         node_provisioning_seconds=_provisioning(cfg, pool),
     )
+
+
+def mig_layout_config_name(pool: NodePool) -> str:
+    """The mig-parted config name of a pool's per-GPU layout: the stack's ``configName`` or one per pool."""
+    return pool.sharing.config_name or f"gpuplatform-{pool.name}"
 
 
 def _provisioning(cfg: PlatformConfig, pool: NodePool) -> int:

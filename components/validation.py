@@ -16,15 +16,15 @@ from gpuplatform.catalogs import ack, sharing
 from gpuplatform.catalogs.kubernetes import HPA_TOLERANCE, INTRODUCED_APIS, SECRET_ENV_PATTERN, served_by
 from gpuplatform.catalogs.gpus import GPU_MODELS, INSTANCE_TYPES, close_matches, instance_type, mig_instance_families
 from gpuplatform.catalogs.metrics import METRICS
-from gpuplatform.catalogs.mig import profiles_for
+from gpuplatform.catalogs.mig import WHOLE_GPU, fits_one_gpu, max_instances, profiles_for
 from gpuplatform.catalogs.versions import KUBERNETES_SUPPORTED, chart, minor_text
 
 MIN_KUBERNETES = KUBERNETES_SUPPORTED[0]
 from gpuplatform.components.config import SECRET_KEYS, PlatformConfig, Workload, duration_seconds
 from gpuplatform.components.errors import ConfigError, ConfigIssue, fmt, one_of
-from gpuplatform.components.k8s_validity import DNS_LABEL, check_kubernetes_validity
+from gpuplatform.components.k8s_validity import DNS_LABEL, check_kubernetes_validity, label_value
 from gpuplatform.components.metric_sources import provider_for
-from gpuplatform.components.pools import PoolFacts, all_pool_facts
+from gpuplatform.components.pools import PoolFacts, all_pool_facts, mig_layout_config_name
 from gpuplatform.components.releases import WHY, allowed_minors, chart_releases, spans_text
 
 DNS_1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
@@ -341,9 +341,13 @@ def _check_pool_hardware(cfg: PlatformConfig, i: int, pool, out: _Issues) -> Non
             out.add(f"{p}.sharing.mode", f"'mig' on {fmt(first.name)}: family {first.family} ({model.name}, GPU "
                     "passthrough) cannot run MIG on ACK; MIG-capable families: "
                     f"{one_of(mig_instance_families())} (e.g. ecs.ebmgn7.26xlarge bare metal)")
-        elif s.profile not in profiles_for(model.name):
+        elif s.profile is not None and s.profile not in profiles_for(model.name):
             out.add(f"{p}.sharing.profile", f"{fmt(s.profile)} is not a MIG profile of {model.name}; allowed: "
                     f"{one_of(profiles_for(model.name))}")
+        elif s.layout:
+            _check_mig_layout(p, s, model.name, (first.gpus if first else pool.gpus_per_node) or 0, out)
+    if s.mode == "mig":
+        _check_mig_choice(cfg, p, pool, out)
     if s.mode == "mig" and cfg.is_ack:
         _check_ack_mig(cfg, p, s, out)
     if s.mode == "cgpu":
@@ -353,6 +357,106 @@ def _check_pool_hardware(cfg: PlatformConfig, i: int, pool, out: _Issues) -> Non
         elif cfg.cluster.kind == "ack-existing" and not cfg.cluster.professional and not s.legacy_label:
             out.add(f"{p}.sharing.legacyLabel", "false on a dedicated (non-Pro) cluster, whose ack-cgpu component "
                     "selects nodes by cgpu=true; allowed: true")
+
+
+def _check_mig_choice(cfg: PlatformConfig, p: str, pool, out: _Issues) -> None:
+    """A MIG pool takes one profile for every GPU, or a per-GPU layout; a layout runs where mig-manager does."""
+    s = pool.sharing
+    if s.profile is None and not s.layout:
+        out.add(f"{p}.sharing.profile", "required: the MIG profile of every GPU (e.g. 1g.5gb), or a per-GPU "
+                "'layout' instead")
+    if s.profile is not None and s.layout:
+        out.add(f"{p}.sharing.layout", f"set with 'profile' ({fmt(s.profile)}); allowed: one of them (profile: "
+                "every GPU alike; layout: per GPU)")
+    if s.config_name is not None and not s.layout:
+        out.add(f"{p}.sharing.configName", f"{fmt(s.config_name)}: names the mig-parted config of a per-GPU "
+                "'layout', which this pool does not have; allowed: remove it, or add a layout")
+    if not s.layout:
+        return
+    if s.strategy != "mixed":
+        # k8s-device-plugin internal/rm/device_map.go: with the single strategy "all devices on the node must be
+        # configured with the same migEnabled value" and carry one MIG device type, or the plugin serves nothing
+        out.add(f"{p}.sharing.strategy", f"{fmt(s.strategy)} with a per-GPU layout: NVIDIA's device plugin serves "
+                "nothing under the single strategy unless every GPU of the node has MIG on with one profile; "
+                "allowed with a layout: mixed")
+    if cfg.is_ack:
+        out.add(f"{p}.sharing.layout", "ACK partitions MIG GPUs itself (ack.node.gpu.schedule=mig) and takes one "
+                "profile per node pool; a per-GPU layout needs the GPU Operator's mig-manager, which runs on "
+                "clusters of kind 'kubeconfig'; allowed on ACK: profile")
+    elif getattr(cfg.cluster, "simulate_gpus", False):
+        # run-ai/fake-gpu-operator internal/migfaker/app.go partitions from its own run.ai/mig.config annotation
+        out.add(f"{p}.sharing.layout", "simulated GPUs (simulateGpus) do not run mig-manager: fake-gpu-operator "
+                "partitions from its own annotation, not a mig-parted config; allowed with simulateGpus: profile")
+    name = mig_layout_config_name(pool)
+    problem = label_value(name)
+    if problem or name.startswith("all-"):
+        where = f"{p}.sharing.configName" if s.config_name else f"{p}.name"
+        out.add(where, f"{fmt(name)} cannot name the pool's mig-parted config: "
+                f"{problem or 'names starting with all- are the GPU Operator own configs'}; allowed: a label value "
+                "of at most 63 letters, digits, '-', '_' or '.', not starting with 'all-'")
+
+
+def check_mig_configs(cfg: PlatformConfig, facts: dict[str, PoolFacts], out: _Issues) -> None:
+    """With a per-GPU layout the GPU Operator reads our mig-parted config instead of its own (gpu-operator
+    values.yaml, ``migManager.config.name``), so that one file carries every pool's config: an ``all-<profile>``
+    must mean one thing for every model that uses it, and a config name one layout."""
+    layouts = {n: f for n, f in facts.items() if f.mig_layout}
+    if not layouts:
+        return
+    index = {pool.name: i for i, pool in enumerate(cfg.node_pools)}
+    uniform: dict[str, dict[int, str]] = {}
+    for f in facts.values():
+        if f.mode == "mig" and not f.mig_layout and f.mig_profile:
+            uniform.setdefault(f.mig_profile, {})[max_instances(f.model.name, f.mig_profile)] = f.name
+    for profile, counts in sorted(uniform.items()):
+        if len(counts) > 1:
+            pools = ", ".join(f"{name} ({n} per GPU)" for n, name in sorted(counts.items()))
+            out.add(f"nodePools[{index[max(counts.items())[1]]}].sharing.profile",
+                    f"{fmt(profile)} holds a different number of instances on the GPUs of pools {pools}, so one "
+                    f"all-{profile} config cannot serve both next to a per-GPU layout; allowed: a layout for one "
+                    "of these pools")
+    owner: dict[str, PoolFacts] = {}
+    for name, f in layouts.items():
+        first = owner.setdefault(f.mig_config_name, f)
+        if first is not f and (first.mig_layout, first.model) != (f.mig_layout, f.model):
+            out.add(f"nodePools[{index[name]}].sharing.configName", f"{fmt(f.mig_config_name)} is already the "
+                    f"layout of pool {fmt(first.name)}, which differs; allowed: another name")
+
+
+def _check_mig_layout(p: str, s, model: str, gpus: int, out: _Issues) -> None:
+    """Each GPU of a node in exactly one entry, and each GPU's instances placeable at once (NVML placements)."""
+    seen: dict[int, int] = {}
+    for j, entry in enumerate(s.layout):
+        pe = f"{p}.sharing.layout[{j}]"
+        if not entry.devices:
+            out.add(f"{pe}.devices", "empty; allowed: GPU indices of the node, e.g. [0]")
+        for index in entry.devices:
+            if gpus and not 0 <= index < gpus:
+                out.add(f"{pe}.devices", f"{index} is not a GPU of a node of this pool ({gpus} GPUs per node); "
+                        f"allowed: 0..{gpus - 1}")
+            elif index in seen:
+                out.add(f"{pe}.devices", f"GPU {index} is already laid out by layout[{seen[index]}]; each GPU "
+                        "belongs to one entry")
+            seen.setdefault(index, j)
+        known = profiles_for(model)
+        for name, count in entry.profiles.items():
+            if name not in known:
+                out.add(f"{pe}.profiles.{name}", f"{fmt(name)} is not a MIG profile of {model}; allowed: "
+                        f"{one_of(known)}")
+            elif count < 1:
+                out.add(f"{pe}.profiles.{name}", f"{count}: allowed: 1..{max_instances(model, name)} (leave the "
+                        "profile out for none)")
+        if all(n in known and c >= 1 for n, c in entry.profiles.items()) and not fits_one_gpu(model, entry.profiles):
+            asked = " + ".join(f"{c} x {n}" for n, c in entry.profiles.items())
+            alone = ", ".join(f"{n} up to {max_instances(model, n)}" for n in entry.profiles)
+            out.add(f"{pe}.profiles", f"{asked} do not fit on one {model}: MIG instances take fixed slots of the "
+                    f"GPU's memory slices and may not overlap ({alone} alone); allowed: a combination NVIDIA lists "
+                    "for the GPU, e.g. 1g.5gb x 7, 2g.10gb x 3 + 1g.5gb x 1, or 3g.20gb x 1 + 4g.20gb x 1 on an "
+                    "A100-40GB")
+    missing = [i for i in range(gpus) if i not in seen]  # gpus 0: unknown, reported with gpusPerNode
+    if gpus and missing:
+        out.add(f"{p}.sharing.layout", f"leaves GPU {', '.join(map(str, missing))} of each node out; every GPU "
+                f"0..{gpus - 1} needs an entry (one without profiles keeps it whole)")
 
 
 def _check_ack_mig(cfg: PlatformConfig, p: str, s, out: _Issues) -> None:
@@ -441,15 +545,35 @@ def _check_env_and_volumes(p: str, w: Workload, out: _Issues) -> None:
         vnames.add(vol.name)
 
 
+def _check_mig_profile_request(p: str, w: Workload, f: PoolFacts, out: _Issues) -> None:
+    asked = w.gpu.mig_profile
+    if f.mode != "mig":
+        if asked is not None:
+            out.add(f"{p}.gpu.migProfile", f"{fmt(asked)}: pool {fmt(f.name)} uses sharing {f.mode}, not MIG; "
+                    "allowed: leave it out")
+    elif not f.mig_layout:
+        if asked is not None and asked != f.mig_profile:
+            out.add(f"{p}.gpu.migProfile", f"{fmt(asked)}: pool {fmt(f.name)} partitions every GPU into "
+                    f"{f.mig_profile}; allowed: {f.mig_profile}, or leave it out")
+    elif asked is None and len(f.mig_choices) > 1:
+        out.add(f"{p}.gpu.migProfile", f"required on pool {fmt(f.name)}, whose per-GPU layout offers several "
+                f"kinds of device; allowed: {one_of(f.mig_choices)} ({WHOLE_GPU}: a MIG-disabled GPU)")
+    elif asked is not None and asked not in f.mig_choices:
+        out.add(f"{p}.gpu.migProfile", f"{fmt(asked)} is not in the layout of pool {fmt(f.name)}; allowed: "
+                f"{one_of(f.mig_choices)}")
+
+
 def _check_gpu_request(p: str, w: Workload, f: PoolFacts, out: _Issues) -> None:
     g = w.gpu
+    _check_mig_profile_request(p, w, f, out)
     if f.mode in ("exclusive", "mig"):
-        unit = "whole GPUs" if f.mode == "exclusive" else f"MIG instances ({f.resource_name})"
+        resource = f.resource_for(g) or "a MIG resource"
+        unit = "whole GPUs" if f.mode == "exclusive" else f"devices ({resource})"
         if g.count is None:
             out.add(f"{p}.gpu.count", f"required on pool {fmt(f.name)} (sharing {f.mode}): the number of {unit}")
         if g.memory_gib is not None or g.core_percent is not None:
             out.add(f"{p}.gpu", f"memoryGib/corePercent request cGPU, but pool {fmt(f.name)} uses sharing "
-                    f"{f.mode}; allowed: count ({f.resource_name})")
+                    f"{f.mode}; allowed: count ({resource})")
     else:
         if g.count is not None:
             out.add(f"{p}.gpu.count", f"{g.count}: pool {fmt(f.name)} shares GPUs with cGPU; allowed: "
@@ -466,9 +590,11 @@ def _check_gpu_request(p: str, w: Workload, f: PoolFacts, out: _Issues) -> None:
                     f"{fmt(f.name)} uses {f.cgpu_policy}")
     if not any(issue.path.startswith(f"{p}.gpu") for issue in out) and f.replicas_per_node(g) < 1:
         field, value = ("memoryGib", g.memory_gib) if f.mode == "cgpu" else ("count", g.count)
+        have = f.units_for(g)
+        unit = f.resource_for(g) if f.mig_layout else f.unit
         out.add(f"{p}.gpu.{field}", f"{value}: one replica needs more than a node of pool {fmt(f.name)} has "
-                f"({f.units_per_node} {f.unit} per node), so the pod would stay Pending; allowed: "
-                f"1..{f.units_per_node}, or a pool with larger nodes")
+                f"({have} {unit} per node), so the pod would stay Pending; allowed: "
+                f"1..{have}, or a pool with larger nodes")
 
 
 def _check_autoscaling(cfg: PlatformConfig, p: str, w: Workload, f: PoolFacts | None, version, out: _Issues) -> None:
@@ -726,6 +852,8 @@ def _packing(f: PoolFacts) -> str:
     per_node = f"{f.vcpus} vCPUs and {f.memory_gib} GiB per node" if f.vcpus else "CPU and memory not known"
     if f.mode == "cgpu":
         return f"{f.model.reported_gib} GiB per {f.model.name} card, a replica's memory on one card; {per_node}"
+    if f.mig_layout:
+        return f"{', '.join(f'{n} {r}' for r, n in sorted(f.node_resources.items()))} per node; {per_node}"
     return f"{f.units_per_node} {f.unit} per node; {per_node}"
 
 
@@ -773,6 +901,7 @@ def _check_replicas(cfg: PlatformConfig, p: str, w: Workload, f: Optional[PoolFa
 
 
 RULES: tuple[Rule, ...] = (check_cluster, check_chart_versions, check_ack_cluster, check_adapter_adoption, check_intervals, check_pools,
+                           check_mig_configs,
                            check_workloads, check_pool_totals,
                            check_kubernetes_validity)
 

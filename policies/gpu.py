@@ -8,7 +8,7 @@ from __future__ import annotations
 from gpuplatform.catalogs import capacity, sharing
 from gpuplatform.catalogs.gpus import GPU_MODELS, close_matches, gpu_model, instance_type
 from gpuplatform.catalogs.metrics import METRICS
-from gpuplatform.catalogs.mig import mig_config_label_value, profiles_for
+from gpuplatform.catalogs.mig import fits_one_gpu, mig_config_label_value, profiles_for
 from gpuplatform.policies import k8s, system
 from gpuplatform.policies.registry import CRITICAL, HIGH, MEDIUM, prop, resource_policy, stack_policy
 from gpuplatform.policies.stack import ACK_NODE_POOL_TYPE, POOL_TYPE, lookup_metric
@@ -75,7 +75,8 @@ def _ack_labels(props) -> dict[str, str]:
 
 @resource_policy(
     "gpu-mig-profile-valid",
-    "A MIG pool's profile must exist for its GPU model, and the instance family must support MIG on ACK "
+    "A MIG pool's profile must exist for its GPU model, a per-GPU layout must fit each GPU (MIG instances take "
+    "fixed, non-overlapping slots of its memory slices), and the instance family must support MIG on ACK "
     "(passthrough families such as ecs.gn7 cannot run MIG even with A100s).",
     category=CATEGORY, severity=CRITICAL, types=(POOL_TYPE, ACK_NODE_POOL_TYPE),
     refs=("mig-parted assert --valid-config", "gpu-operator default-mig-parted-config"),
@@ -86,9 +87,18 @@ def mig_profile_valid(r, config, report):
             return
         model, profile = k8s.get(r.props, "gpuModel"), k8s.get(r.props, "migProfile")
         profiles = profiles_for(str(model))
+        layout = k8s.as_list(k8s.get(r.props, "migLayout"))
         if not profiles:
             report(f"pool {r.name}: GPU model '{model}' has no MIG support; MIG-capable models: "
                    f"{', '.join(sorted(n for n, g in GPU_MODELS.items() if g.mig_capable))}")
+        elif layout:
+            for entry in layout:
+                devices = {str(k): int(k8s.quantity(v) or 0) for k, v in k8s.as_map(k8s.get(entry, "profiles")).items()}
+                if devices and not fits_one_gpu(str(model), devices):
+                    shown = " + ".join(f"{n} x {p}" for p, n in devices.items())
+                    report(f"pool {r.name}: GPUs {k8s.as_list(k8s.get(entry, 'devices'))} cannot hold {shown} "
+                           f"on one {model}; allowed profiles: {', '.join(profiles)}, in combinations whose "
+                           "instances fit the GPU's memory slices")
         elif profile not in profiles:
             report(f"pool {r.name}: MIG profile '{profile}' does not exist on {model}; allowed: "
                    f"{', '.join(profiles)}")
@@ -169,23 +179,25 @@ def cgpu_memory_fits(view, config, report):
 
 @stack_policy(
     "gpu-resource-matches-pool",
-    "The GPU resource a pod asks for must be the one its pool advertises: whole GPUs on exclusive pools, "
-    "cGPU memory on cGPU pools, the profile's MIG resource on MIG pools.",
+    "The GPU resource a pod asks for must be one its pool advertises: whole GPUs on exclusive pools, "
+    "cGPU memory on cGPU pools, the profile's MIG resource on MIG pools (a per-GPU layout advertises each of its "
+    "profiles, and nvidia.com/gpu for its MIG-disabled GPUs).",
     category=CATEGORY, severity=CRITICAL,
     refs=("k8s-device-plugin MIG strategies", "ACK cGPU"),
-    remediation="Request the pool's resource (GpuNodePool.resourceName) or select the right pool.")
+    remediation="Request a resource the pool advertises (GpuNodePool.nodeResources) or select the right pool.")
 def resource_matches_pool(view, config, report):
     for w, spec in _gpu_workloads(view):
         asked = k8s.pod_gpu_resources(spec)
         pool = view.pool_of(w)
-        if pool is not None and k8s.get(pool, "resourceName"):
-            allowed = {str(k8s.get(pool, "resourceName"))}
+        advertised = _advertised(pool) if pool is not None else set()
+        if advertised:
+            allowed = set(advertised)
             if k8s.get(pool, "sharingMode") == "cgpu":
                 allowed.add(sharing.RESOURCE_GPU_CORE)
             wrong = sorted(set(asked) - allowed)
             if wrong:
                 report(f"{w.label} asks {', '.join(wrong)} but pool {k8s.get(pool, 'poolName')} "
-                       f"({k8s.get(pool, 'sharingMode')}) advertises {k8s.get(pool, 'resourceName')}", w)
+                       f"({k8s.get(pool, 'sharingMode')}) advertises {', '.join(sorted(advertised))}", w)
             continue
         mode = _mode_from_selector(spec)
         implied = k8s.mode_of_resources(asked)
@@ -195,6 +207,15 @@ def resource_matches_pool(view, config, report):
         elif mode == "exclusive" and implied is not None:
             report(f"{w.label} selects exclusive GPU nodes but asks {', '.join(sorted(asked))} instead of "
                    f"{sharing.RESOURCE_GPU}", w)
+
+
+def _advertised(pool) -> set[str]:
+    """GPU resources a pool's nodes advertise: ``nodeResources`` (every resource of a per-GPU MIG layout), or the
+    one ``resourceName`` of pools registered before it existed."""
+    resources = {str(k) for k in k8s.as_map(k8s.get(pool, "nodeResources"))}
+    if not resources and k8s.get(pool, "resourceName"):
+        resources = {str(k8s.get(pool, "resourceName"))}
+    return resources
 
 
 def _fix_gpu_limits(r, config):
@@ -288,6 +309,17 @@ def hpa_within_capacity(view, config, report):
             request = capacity.GpuRequest(memory_gib=asked.get(sharing.RESOURCE_GPU_MEM, 0),
                                           core_percent=int(asked.get(sharing.RESOURCE_GPU_CORE, 0)))
         else:
+            per_node = {str(k): k8s.quantity(v) for k, v in k8s.as_map(k8s.get(pool, "nodeResources")).items()}
+            if per_node and all(v is not None for v in per_node.values()):
+                # a node holds as many replicas as its scarcest requested resource allows
+                counts = {res: n for res, n in asked.items() if res in per_node and n}
+                if counts:
+                    cap = int(nodes) * min(int(per_node[res] // n) for res, n in counts.items())
+                    if s.max_replicas > cap:
+                        report(f"{s.resource.label} allows {s.max_replicas} replicas of {target.label}, but pool "
+                               f"{k8s.get(pool, 'poolName')} holds at most {cap} ({int(nodes)} nodes x "
+                               f"{', '.join(f'{int(per_node[r])} {r}' for r in counts)})", s.resource)
+                continue
             request = capacity.GpuRequest(count=int(asked.get(str(k8s.get(pool, "resourceName")), 0)))
         if not (request.count or request.memory_gib):
             continue

@@ -10,6 +10,7 @@ from gpuplatform.components.pools import all_pool_facts
 from gpuplatform.components.stack_config import load_stack_file
 from gpuplatform.components.validation import hpa_api_version, kubernetes_version
 from gpuplatform.check import run_policies
+from gpuplatform.components.node_pool import pool_props as node_pool_props
 from gpuplatform.records import RegisteredResource
 from gpuplatform.policies.registry import by_id
 
@@ -42,11 +43,7 @@ def stack_resources(stack: str) -> list[RegisteredResource]:
                                       {"name": "c"}, protect=protect))
     for pool in cfg.node_pools:
         f = facts[pool.name]
-        pool_props = {
-            "poolName": f.name, "gpuModel": f.model.name, "gpusPerNode": f.gpus_per_node, "maxNodes": f.max_nodes,
-            "sharingMode": f.mode, "migProfile": f.mig_profile, "migStrategy": f.mig_strategy,
-            "cgpuPolicy": f.cgpu_policy, "resourceName": f.resource_name, "unitsPerNode": f.units_per_node,
-            "nodeLabels": f.node_labels, "tolerations": f.tolerations, "nodeSelector": f.node_selector}
+        pool_props = node_pool_props(f)
         out.append(RegisteredResource("gpuplatform:index:GpuNodePool", pool.name, pool_props, custom=False,
                                       outputs=pool_props))
         if cfg.is_ack:

@@ -7,6 +7,7 @@ from typing import Any, TextIO
 import yaml
 
 from gpuplatform.catalogs.metrics import METRICS, is_windowed
+from gpuplatform.catalogs.sharing import RESOURCE_GPU
 from gpuplatform.components.config import SECRET_KEYS, PlatformConfig, duration_seconds
 from gpuplatform.components.metric_sources import source_for
 from gpuplatform.components.pools import all_pool_facts
@@ -45,19 +46,27 @@ def tree_text(records: list[RegisteredResource]) -> str:
 
 
 def capacity_rows(cfg: PlatformConfig) -> list[dict]:
+    """One row per pool and GPU resource its nodes advertise (a per-GPU MIG layout advertises several)."""
     facts = all_pool_facts(cfg)
     rows = []
     for pool in cfg.node_pools:
         f = facts[pool.name]
-        sharing = f.mode + (f" {f.mig_profile} ({f.mig_strategy})" if f.mode == "mig" else "") + \
-            (f" {f.cgpu_policy}/{f.cgpu_placement}" if f.mode == "cgpu" else "")
+        if f.mig_layout:
+            sharing = f"mig layout {f.mig_config} ({f.mig_strategy})"
+        else:
+            sharing = f.mode + (f" {f.mig_profile} ({f.mig_strategy})" if f.mode == "mig" else "") + \
+                (f" {f.cgpu_policy}/{f.cgpu_placement}" if f.mode == "cgpu" else "")
         workloads = [w for w in cfg.workloads if w.node_pool == pool.name]
+        unit = "GiB" if f.mode == "cgpu" else None
         rows.append({
             "pool": pool.name, "gpu": f"{f.gpus_per_node} x {f.model.name}", "sharing": sharing,
-            "resource": f.resource_name, "unitsPerNode": f.units_per_node, "unit": f.unit, "maxNodes": f.max_nodes,
-            "unitsAtMax": f.units_per_node * f.max_nodes,
-            "workloads": [{"name": w.name, "replicasPerNode": f.replicas_per_node(w.gpu),
-                           "replicasAtMax": f.max_replicas(w.gpu), "maxReplicas": w.replica_ceiling}
+            "maxNodes": f.max_nodes, "nodeLabels": f.node_labels, "labelByHand": not cfg.is_ack,
+            "resources": [{"resource": r, "unitsPerNode": n, "unitsAtMax": n * f.max_nodes,
+                           "unit": unit or ("GPU" if r == RESOURCE_GPU else "MIG instance")}
+                          for r, n in sorted(f.node_resources.items())],
+            "workloads": [{"name": w.name, "resource": f.resource_for(w.gpu) if f.mode != "cgpu" else f.resource_name,
+                           "replicasPerNode": f.replicas_per_node(w.gpu), "replicasAtMax": f.max_replicas(w.gpu),
+                           "maxReplicas": w.replica_ceiling}
                           for w in workloads],
         })
     return rows
@@ -112,13 +121,19 @@ def _table(rows: list[list[str]]) -> str:
 def capacity_text(rows: list[dict]) -> str:
     table = [["POOL", "GPUS/NODE", "SHARING", "RESOURCE", "UNITS/NODE", "MAX NODES", "UNITS AT MAX"]]
     for r in rows:
-        table.append([r["pool"], r["gpu"], r["sharing"], r["resource"], f"{r['unitsPerNode']} {r['unit']}",
-                      r["maxNodes"], r["unitsAtMax"]])
-    fits = [["WORKLOAD", "POOL", "REPLICAS/NODE", "REPLICAS AT MAX", "maxReplicas"]]
+        for k, res in enumerate(r["resources"]):
+            first = [r["pool"], r["gpu"], r["sharing"]] if k == 0 else ["", "", ""]
+            table.append(first + [res["resource"], f"{res['unitsPerNode']} {res['unit']}",
+                                  r["maxNodes"] if k == 0 else "", res["unitsAtMax"]])
+    fits = [["WORKLOAD", "POOL", "RESOURCE", "REPLICAS/NODE", "REPLICAS AT MAX", "maxReplicas"]]
     for r in rows:
-        fits += [[w["name"], r["pool"], w["replicasPerNode"], w["replicasAtMax"], w["maxReplicas"]]
+        fits += [[w["name"], r["pool"], w["resource"], w["replicasPerNode"], w["replicasAtMax"], w["maxReplicas"]]
                  for w in r["workloads"]]
-    return _table(table) + ("\n\n" + _table(fits) if len(fits) > 1 else "")
+    labels = [f"  {r['pool']}: " + " ".join(f"{k}={v}" for k, v in sorted(r["nodeLabels"].items()))
+              for r in rows if r.get("labelByHand")]
+    text = _table(table) + ("\n\n" + _table(fits) if len(fits) > 1 else "")
+    return text + ("\n\nLabel the nodes of each pool (this cluster's nodes exist already):\n" + "\n".join(labels)
+                   if labels else "")
 
 
 def latency_text(rows: list[dict]) -> str:

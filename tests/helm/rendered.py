@@ -14,11 +14,12 @@ from typing import Callable
 import pytest
 
 import helm_engine
-from gpuplatform.catalogs.versions import CHARTS, Chart
+from gpuplatform.catalogs.versions import CHARTS, KUBERNETES_SUPPORTED, Chart, KubeMinor
 from gpuplatform.components.config import PlatformConfig
+from gpuplatform.components.stack_config import namespace_from_stack_file
 from gpuplatform.components.validation import kubernetes_version, load
 from gpuplatform.records import RegisteredResource
-from support import stack_raw, synth
+from support import REPO, stack_raw, synth
 
 RELEASE_TYPE = "kubernetes:helm.sh/v3:Release"
 NOT_PUBLIC = {"ack-alibaba-cloud-metrics-adapter"}
@@ -53,12 +54,56 @@ def legacy_exporter() -> dict:
     return raw
 
 
+def triton_mig() -> dict:
+    """Example 003: a node with two A100s, one partitioned into seven 1g.5gb instances next to a whole one (a
+    per-GPU MIG layout, so the GPU Operator gets a mig-parted config of ours)."""
+    return copy.deepcopy(namespace_from_stack_file(REPO / "examples" / "003-triton-mig" / "Pulumi.003-triton-mig.yaml"))
+
+
+def gpu_operator_mig_layouts() -> dict:
+    """Example 003 plus a second layout pool (two GPUs alike, a GPU of two profiles, a whole GPU) and a uniform
+    pool: one mig-parted config must carry both layouts and the uniform pool's ``all-<profile>``."""
+    raw = triton_mig()
+    raw["nodePools"] += [
+        {"name": "h100-split", "gpuModel": "H100-80GB", "gpusPerNode": 4, "autoscaling": False, "desiredNodes": 2,
+         "sharing": {"mode": "mig", "layout": [{"devices": [0, 1], "profiles": {"3g.40gb": 2}},
+                                               {"devices": [2], "profiles": {"2g.20gb": 2, "1g.10gb": 3}},
+                                               {"devices": [3]}]}},
+        {"name": "a30-mig", "gpuModel": "A30", "gpusPerNode": 2, "autoscaling": False, "desiredNodes": 1,
+         "sharing": {"mode": "mig", "profile": "2g.12gb", "strategy": "mixed"}},
+    ]
+    return raw
+
+
 CONFIGS: dict[str, Callable[[], dict]] = {
     **{s: functools.partial(stack_raw, s) for s in ("dev", "staging", "prod", "local")},
     "gpu-operator-mig": gpu_operator_mig,
+    "triton-mig": triton_mig,
+    "gpu-operator-mig-layouts": gpu_operator_mig_layouts,
     "arms-prometheus-adapter": arms_prometheus_adapter,
     "legacy-exporter": legacy_exporter,
 }
+
+
+def _newest_minor_picking(release_key: str, version: str) -> KubeMinor | None:
+    """The newest Kubernetes minor the package supports at which ``release_key`` gets ``version``."""
+    (lo_major, lo_minor), (hi_major, hi_minor) = KUBERNETES_SUPPORTED
+    minors = [(lo_major, m) for m in range(lo_minor, hi_minor + 1)] if lo_major == hi_major else []
+    chart = CHARTS[release_key]
+    picked = [m for m in minors if (v := chart.for_kubernetes(m)) is not None and v.version == version]
+    return max(picked) if picked else None
+
+
+PIN_VARIANTS: dict[str, tuple[str, str, str]] = {
+    f"{base}@gpu-operator-{v.version}": (base, "gpu-operator", v.version)
+    for base in ("gpu-operator-mig", "triton-mig") for v in CHARTS["gpu-operator"].versions[1:]
+}
+"""Variant name -> (configuration, release key, older pinned version): the release as the program registers it
+for the configuration, rendered alone with the older pin at the newest minor that picks that pin. No valid stack
+reaches the older GPU Operator pin today (the operator runs on kubeconfig clusters, which always install
+prometheus-adapter and so cert-manager, whose supported pin needs 1.33+, where the newer operator pin wins), but
+the pin stays in the catalog and its templates differ (v25.10 always renders ``migManager.config.name``), so the
+values we send are rendered with it too."""
 
 
 # ---------------------------------------------------------------------------------------------- rendering
@@ -135,6 +180,8 @@ def _render_release(rel: RenderedRelease, charts: helm_engine.ChartsDir, minor: 
 
 
 def render_stack(name: str, charts: helm_engine.ChartsDir) -> RenderedStack:
+    if name in PIN_VARIANTS:
+        return render_pin_variant(name, charts)
     raw = CONFIGS[name]()
     cfg = load(raw)
     minor = kubernetes_version(cfg)
@@ -158,3 +205,22 @@ def render_stack(name: str, charts: helm_engine.ChartsDir) -> RenderedStack:
     for rel in releases.values():
         _render_release(rel, charts, minor, api)
     return RenderedStack(name, raw, cfg, minor, records, releases, unrendered, frozenset(api))
+
+
+def render_pin_variant(name: str, charts: helm_engine.ChartsDir) -> RenderedStack:
+    """One release of a configuration, with the values the program registered, rendered with an older pin at the
+    newest Kubernetes minor that picks it (``PIN_VARIANTS``)."""
+    base, release_key, version = PIN_VARIANTS[name]
+    raw = CONFIGS[base]()
+    cfg = load(raw)
+    minor = _newest_minor_picking(release_key, version)
+    if minor is None:
+        pytest.fail(f"no Kubernetes minor in {KUBERNETES_SUPPORTED} picks {release_key} {version}", pytrace=False)
+    chart = CHARTS[release_key]
+    (record,) = [r for r in synth(copy.deepcopy(raw)) if r.type == RELEASE_TYPE and r.inputs["name"] == chart.release]
+    rel = RenderedRelease(record, chart, version, helm_engine.to_json(record.inputs.get("values") or {}))
+    api = helm_engine.builtin_api_versions(minor)
+    _render_release(rel, charts, minor, api)
+    api = api | helm_engine.crd_api_versions(rel.crds)
+    _render_release(rel, charts, minor, api)
+    return RenderedStack(name, raw, cfg, minor, [record], {rel.name: rel}, [], frozenset(api))

@@ -1,7 +1,9 @@
 """Every Helm release of every stack (and of the configurations no stack takes), rendered by the real Helm engine
 at the stack's Kubernetes version, must be what that cluster accepts."""
+import copy
 import functools
 import json
+from dataclasses import dataclass
 
 import jsonschema
 import kubernetes_validate
@@ -11,7 +13,7 @@ from kubernetes_validate import utils as kv_utils
 import helm_engine
 from gpuplatform.catalogs.versions import CHARTS
 from gpuplatform.components.releases import chart_releases
-from rendered import CONFIGS, NOT_PUBLIC
+from rendered import CONFIGS, NOT_PUBLIC, PIN_VARIANTS
 
 CONFIG_NAMES = list(CONFIGS)
 
@@ -57,7 +59,43 @@ def _strict(schema):
     return out
 
 
-def crd_validators(crds: list[dict]) -> dict[tuple[str, str], jsonschema.protocols.Validator]:
+def as_stored(schema: dict | None, value):
+    """A custom resource as the API server validates it: nulls of fields the schema does not mark ``nullable``
+    pruned, then the schema's defaults applied (kubernetes.io, "Versions in CustomResourceDefinitions" /
+    "Defaulting and Nullable"; apiextensions-apiserver ``pkg/apiserver/schema/defaulting``, ``prunenulls.go`` and
+    ``algorithm.go``). A required field with a default is then present: the GPU Operator v25.10 CRD requires
+    ``spec.operator.defaultRuntime`` and defaults it to ``docker``, and the chart does not render it."""
+    if not isinstance(schema, dict):
+        return value
+    if isinstance(value, dict):
+        props = schema.get("properties") or {}
+        extra = schema.get("additionalProperties") if isinstance(schema.get("additionalProperties"), dict) else None
+        out = {}
+        for key, item in value.items():
+            sub = props.get(key, extra)
+            if item is None and sub is not None and not sub.get("nullable"):
+                continue
+            out[key] = as_stored(sub, item)
+        for key, sub in props.items():
+            if key not in out and "default" in sub:
+                out[key] = as_stored(sub, copy.deepcopy(sub["default"]))
+        return out
+    if isinstance(value, list):
+        return [as_stored(schema.get("items"), item) for item in value]
+    return value
+
+
+@dataclass
+class CrdSchema:
+    schema: dict
+    validator: jsonschema.protocols.Validator
+
+    def errors(self, doc: dict) -> list:
+        stored = as_stored(self.schema, doc)
+        return sorted(self.validator.iter_errors(stored), key=lambda e: list(map(str, e.absolute_path)))
+
+
+def crd_validators(crds: list[dict]) -> dict[tuple[str, str], CrdSchema]:
     out = {}
     for crd in crds:
         spec = crd["spec"]
@@ -65,8 +103,23 @@ def crd_validators(crds: list[dict]) -> dict[tuple[str, str], jsonschema.protoco
             schema = (version.get("schema") or {}).get("openAPIV3Schema")
             if version.get("served", True) and schema:
                 out[(f"{spec['group']}/{version['name']}", spec["names"]["kind"])] = \
-                    jsonschema.Draft7Validator(_strict(schema))
+                    CrdSchema(schema, jsonschema.Draft7Validator(_strict(schema)))
     return out
+
+
+def test_custom_resources_are_checked_after_null_pruning_and_defaulting():
+    schema = {"type": "object", "required": ["runtime", "name"], "properties": {
+        "runtime": {"type": "string", "default": "docker"},
+        "name": {"type": "string"},
+        "label": {"type": "string"},
+        "note": {"type": "string", "nullable": True},
+        "items": {"type": "array", "items": {"type": "object", "properties": {"n": {"type": "integer", "default": 1}}}}}}
+    crd = CrdSchema(schema, jsonschema.Draft7Validator(_strict(schema)))
+    assert as_stored(schema, {"name": "a", "label": None, "note": None, "items": [{}]}) == \
+        {"name": "a", "note": None, "items": [{"n": 1}], "runtime": "docker"}
+    assert crd.errors({"name": "a", "label": None}) == []
+    assert [e.message for e in crd.errors({"label": "x"})] == ["'name' is a required property"]
+    assert crd.errors({"name": "a", "extra": 1}), "unknown fields stay errors (strict field validation)"
 
 
 _BUILTIN: dict[tuple[str, str], str | None] = {}
@@ -91,7 +144,7 @@ def _label(origin: str, doc: dict) -> str:
     return f"{origin} {doc.get('apiVersion')} {doc.get('kind')} {meta.get('namespace', '')}/{meta.get('name')}"
 
 
-@pytest.mark.parametrize("name", CONFIG_NAMES)
+@pytest.mark.parametrize("name", CONFIG_NAMES + list(PIN_VARIANTS))
 def test_rendered_and_authored_objects_are_valid_for_the_cluster(rendered, name):
     """Built-in kinds against the strict OpenAPI schemas of the stack's own Kubernetes minor; custom resources
     (the charts' and ours) against the CRDs the stack's charts install; a kind neither knows fails."""
@@ -102,7 +155,7 @@ def test_rendered_and_authored_objects_are_valid_for_the_cluster(rendered, name)
     for origin, doc in stack.all_objects():
         key = (doc["apiVersion"], doc["kind"])
         if key in custom:
-            problems = sorted(custom[key].iter_errors(doc), key=lambda e: list(map(str, e.absolute_path)))
+            problems = custom[key].errors(doc)
             errors += [f"{_label(origin, doc)}: {'.'.join(map(str, e.absolute_path))}: {e.message}"
                        for e in problems[:3]]
         elif (err := builtin_error(doc, version)) is not None:
@@ -110,7 +163,7 @@ def test_rendered_and_authored_objects_are_valid_for_the_cluster(rendered, name)
     assert not errors, f"{len(errors)} objects rejected at Kubernetes {version}:\n" + "\n".join(errors)
 
 
-@pytest.mark.parametrize("name", CONFIG_NAMES)
+@pytest.mark.parametrize("name", CONFIG_NAMES + list(PIN_VARIANTS))
 def test_every_served_api_version_is_one_the_cluster_serves(rendered, name):
     """What a chart chose from .Capabilities must exist in the cluster: built-ins of the minor or installed CRDs."""
     stack = rendered(name)

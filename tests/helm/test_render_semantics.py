@@ -9,12 +9,13 @@ import yaml
 
 import helm_engine
 from gpuplatform.catalogs.kubernetes import MANAGED_CONTROL_PLANE_COMPONENTS
+from gpuplatform.catalogs.mig import fits_one_gpu, max_instances
 from gpuplatform.catalogs.versions import CHARTS, IMAGES
 from gpuplatform.components.monitoring import managed_control_plane
 from gpuplatform.components.pools import all_pool_facts
-from gpuplatform.components.releases import chart_releases
+from gpuplatform.components.releases import chart_releases, chart_version
 from gpuplatform.components.validation import load
-from rendered import CONFIGS
+from rendered import CONFIGS, PIN_VARIANTS
 
 BUILTIN_CLUSTER_SCOPED = {
     "Namespace", "Node", "PersistentVolume", "ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition",
@@ -147,18 +148,160 @@ def test_exporter_monitor_honours_labels_at_the_interval_the_latency_model_assum
 
 
 # ---------------------------------------------------------------------------------------------- GPU software
-@pytest.mark.parametrize("name", _configs_with("gpu-operator"))
+_MIG_PROFILE_FORMAT = re.compile(r"(\d+c\.)?\d+g\.\d+gb(\+[a-z]+)*")
+"""A MIG profile name as mig-parted accepts it in ``mig-devices`` (``[<C>c.]<G>g.<M>gb[+<attribute>]``;
+NVIDIA/go-nvlib ``AssertValidMigProfileFormat``, called by mig-parted ``pkg/types/mig_config.go``)."""
+
+
+def mig_parted_spec_errors(spec) -> list[str]:
+    """Why mig-parted would refuse a config file, by the rules of NVIDIA/mig-parted ``api/spec/v1/spec.go``
+    (``Spec.UnmarshalJSON``, ``MigConfigSpec.UnmarshalJSON``) and ``pkg/types/mig_config.go``
+    (``MigConfig.AssertValidFormat``): ``version`` must be ``v1``; only ``version`` and ``mig-configs`` at the top;
+    ``mig-configs`` a non-empty map of non-empty lists; each entry needs ``devices`` (``all`` or a list of ints)
+    and ``mig-enabled`` (a bool), may also have ``device-filter`` and ``mig-devices`` and nothing else;
+    ``mig-devices`` is required when enabled and must be empty when disabled; counts are ints >= 0, not all 0."""
+    if not isinstance(spec, dict):
+        return [f"not a map: {spec!r}"]
+    errors = []
+    if spec.get("version") != "v1":
+        errors.append(f"version {spec.get('version')!r}, want 'v1'")
+    errors += [f"unexpected field {k!r}" for k in spec if k not in ("version", "mig-configs")]
+    configs = spec.get("mig-configs")
+    if not isinstance(configs, dict) or not configs:
+        return errors + ["mig-configs: at least one entry is required"]
+    for name, entries in configs.items():
+        if not isinstance(entries, list) or not entries:
+            errors.append(f"{name}: at least one entry is required")
+            continue
+        for i, e in enumerate(entries):
+            where = f"{name}[{i}]"
+            if not isinstance(e, dict):
+                errors.append(f"{where}: not a map")
+                continue
+            errors += [f"{where}: missing required field {k}" for k in ("devices", "mig-enabled") if k not in e]
+            errors += [f"{where}: unexpected field {k!r}" for k in e
+                       if k not in ("device-filter", "devices", "mig-enabled", "mig-devices")]
+            devices = e.get("devices")
+            if not (devices == "all" or (isinstance(devices, list)
+                                         and all(isinstance(d, int) and not isinstance(d, bool) for d in devices))):
+                errors.append(f"{where}: devices {devices!r}, want 'all' or a list of ints")
+            enabled, mig_devices = e.get("mig-enabled"), e.get("mig-devices")
+            if not isinstance(enabled, bool):
+                errors.append(f"{where}: mig-enabled {enabled!r} is not a bool")
+            if enabled is True and mig_devices is None:
+                errors.append(f"{where}: missing required field 'mig-devices' when 'mig-enabled' is true")
+            if enabled is False and mig_devices:
+                errors.append(f"{where}: MIG devices included when 'mig-enabled' is false")
+            if mig_devices is not None and not isinstance(mig_devices, dict):
+                errors.append(f"{where}: mig-devices {mig_devices!r} is not a map")
+            elif mig_devices:
+                for profile, count in mig_devices.items():
+                    if not _MIG_PROFILE_FORMAT.fullmatch(str(profile)):
+                        errors.append(f"{where}: invalid format for {profile!r}")
+                    if not isinstance(count, int) or isinstance(count, bool) or count < 0:
+                        errors.append(f"{where}: invalid count {count!r} for {profile!r}")
+                if not any(isinstance(c, int) and c > 0 for c in mig_devices.values()):
+                    errors.append(f"{where}: all counts for all MigProfiles are 0")
+    return errors
+
+
+def test_mig_parted_checker_refuses_what_mig_parted_refuses():
+    good = {"version": "v1", "mig-configs": {
+        "all-disabled": [{"devices": "all", "mig-enabled": False}],
+        "split": [{"devices": [0], "mig-enabled": True, "mig-devices": {"1g.5gb": 7}},
+                  {"devices": [1], "mig-enabled": False}]}}
+    assert mig_parted_spec_errors(good) == []
+    bad = [
+        {"mig-configs": good["mig-configs"]},
+        {**good, "default": "all-disabled"},
+        {"version": "v1", "mig-configs": {}},
+        {"version": "v1", "mig-configs": {"empty": []}},
+        {"version": "v1", "mig-configs": {"x": [{"devices": "all"}]}},
+        {"version": "v1", "mig-configs": {"x": [{"devices": "some", "mig-enabled": False}]}},
+        {"version": "v1", "mig-configs": {"x": [{"devices": [0], "mig-enabled": True}]}},
+        {"version": "v1", "mig-configs": {"x": [{"devices": [0], "mig-enabled": False, "mig-devices": {"1g.5gb": 1}}]}},
+        {"version": "v1", "mig-configs": {"x": [{"devices": [0], "mig-enabled": True, "mig-devices": {"1g.5gb": 0}}]}},
+        {"version": "v1", "mig-configs": {"x": [{"devices": [0], "mig-enabled": True, "mig-devices": {"big": 1}}]}},
+        {"version": "v1", "mig-configs": {"x": [{"devices": [0], "mig-enabled": False, "profiles": {}}]}},
+    ]
+    for spec in bad:
+        assert mig_parted_spec_errors(spec), spec
+
+
+def _mig_parted_config_maps(stack, rel) -> list[dict]:
+    return [d for d in rel.installed() if d["kind"] == "ConfigMap" and "config.yaml" in (d.get("data") or {})
+            and "mig-configs" in str(d["data"]["config.yaml"])]
+
+
+@pytest.mark.parametrize("name", _configs_with("gpu-operator") + list(PIN_VARIANTS))
 def test_gpu_operator_mig_config_is_what_the_pools_ask(rendered, name):
+    """mig-manager applies, per node, the mig-parted config its ``nvidia.com/mig.config`` label names, from the
+    ConfigMap ClusterPolicy ``spec.migManager.config.name`` points at, or from the operator's own built-in configs
+    when no name is set. A named config replaces the built-ins (gpu-operator ``values.yaml`` ``migManager.config``;
+    the chart creates the ConfigMap with ``templates/mig_config.yaml``), so with a per-GPU layout ours must hold
+    every config the pools' labels name."""
     stack = rendered(name)
+    rel = stack.releases[CHARTS["gpu-operator"].release]
     (_, policy), = _of_kind(stack, "ClusterPolicy")
-    mig_pools = [f for f in all_pool_facts(stack.cfg).values() if f.mode == "mig"]
-    assert mig_pools
-    assert policy["spec"]["mig"]["strategy"] == ({f.mig_strategy for f in mig_pools}.pop()
-                                                 if len({f.mig_strategy for f in mig_pools}) == 1 else "mixed")
-    assert policy["spec"]["migManager"]["enabled"] is True
-    for f in mig_pools:
-        # mig-manager applies the named config of the node's nvidia.com/mig.config label
-        assert f.node_labels.get("nvidia.com/mig.config") == f"all-{f.mig_profile}", f.node_labels
+    pools = [f for f in all_pool_facts(stack.cfg).values() if f.mode == "mig"]
+    assert pools
+    layout_pools = [f for f in pools if f.mig_layout]
+    strategies = {f.mig_strategy for f in pools}
+    mig_manager = policy["spec"]["migManager"]
+    assert mig_manager["enabled"] is True
+    assert mig_manager["config"]["default"] == "all-disabled"
+    config_maps = _mig_parted_config_maps(stack, rel)
+
+    if not layout_pools:
+        # the operator's built-in configs hold every all-<profile>: no ConfigMap of ours, no name
+        assert policy["spec"]["mig"]["strategy"] == (strategies.pop() if len(strategies) == 1 else "mixed")
+        assert not mig_manager["config"].get("name"), mig_manager["config"]
+        assert config_maps == []
+        for f in pools:
+            assert f.node_labels["nvidia.com/mig.config"] == f"all-{f.mig_profile}", f.node_labels
+        return
+
+    # MIG-disabled GPUs next to MIG devices (and several profiles) need the mixed strategy
+    # (NVIDIA/k8s-device-plugin internal/rm/device_map.go: single needs one MIG type and migEnabled on all GPUs)
+    assert policy["spec"]["mig"]["strategy"] == "mixed"
+    assert len(config_maps) == 1, [_meta(d)["name"] for d in config_maps]
+    (cm,) = config_maps
+    name = mig_manager["config"].get("name")
+    assert name and _meta(cm).get("name") == name, (name, _meta(cm).get("name"))
+    # the operator reads it from its own namespace (the release's, where its Deployment runs)
+    (operator,) = [d for d in rel.installed() if d["kind"] == "Deployment" and _meta(d)["name"] == "gpu-operator"]
+    assert (_meta(cm).get("namespace") or rel.namespace) == (_meta(operator).get("namespace") or rel.namespace) \
+        == rel.namespace
+    assert set(cm["data"]) == {"config.yaml"}
+    spec = yaml.safe_load(cm["data"]["config.yaml"])
+    assert mig_parted_spec_errors(spec) == []
+    configs = spec["mig-configs"]
+    # the default of unlabelled nodes must exist in ours, since ours replaces the built-ins
+    assert configs.get("all-disabled") == [{"devices": "all", "mig-enabled": False}], sorted(configs)
+    for f in pools:
+        label = f.node_labels["nvidia.com/mig.config"]
+        assert label in configs, (f.name, label, sorted(configs))
+        entries = configs[label]
+        if not f.mig_layout:
+            assert entries == [{"devices": "all", "mig-enabled": True,
+                                "mig-devices": {f.mig_profile: max_instances(f.model.name, f.mig_profile)}}]
+            continue
+        indices = [i for e in entries for i in e["devices"]]
+        assert sorted(indices) == list(range(f.gpus_per_node)), (f.name, indices)
+        found = sorted((tuple(e["devices"]), tuple(sorted((e.get("mig-devices") or {}).items()))) for e in entries)
+        assert found == sorted(f.mig_layout), (f.name, found, f.mig_layout)
+        for e in entries:
+            assert e["mig-enabled"] is bool(e.get("mig-devices")), e
+            assert not e["mig-enabled"] or fits_one_gpu(f.model.name, e["mig-devices"]), (f.name, e)
+
+
+def test_older_gpu_operator_pins_render_the_values_at_a_minor_that_picks_them(rendered):
+    assert PIN_VARIANTS, "one GPU Operator pin only: nothing older to render"
+    for name, (_, key, version) in PIN_VARIANTS.items():
+        stack = rendered(name)
+        (rel,) = stack.releases.values()
+        assert rel.version == version and chart_version(key, stack.minor) == version, (name, stack.minor)
+        assert version != chart_version(key, rendered(name.split("@")[0]).minor)
 
 
 @pytest.mark.parametrize("name", _configs_with("fake-gpu-operator"))

@@ -199,15 +199,22 @@ def check_pool(pool: PoolFacts, cfg: PlatformConfig, core: k8s.CoreV1Api) -> tup
     else:
         out.append(_pass("nodes.taints", subject, f"all nodes carry the {len(pool.taints)} declared taint(s)"))
 
+    if pool.mode == "mig":
+        out.append(check_mig_resources(pool, nodes))
+        if _mig_manager_runs(pool):
+            out.append(check_mig_config(pool, nodes))
+        if pool.mig_strategy == "mixed":
+            out.append(check_mig_partitioned(pool, nodes))
+        return out, len(nodes)
+
     resource, expected = pool.resource_name, pool.units_per_node
     short, causes = [], []
     for n in nodes:
-        cap = (n.status.capacity or {}) if n.status else {}
-        if resource not in cap:
+        have = _allocatable(n).get(resource)
+        if have is None:
             short.append(f"{n.metadata.name}: no {resource} (expected {expected})")
             causes.append(_capacity_cause(pool, n))
             continue
-        have = int(parse_quantity(cap[resource]))
         if have < expected:
             short.append(f"{n.metadata.name}: {resource}={have} (expected {expected})")
             causes.append(_capacity_cause(pool, n) if have == 0 else
@@ -218,22 +225,123 @@ def check_pool(pool: PoolFacts, cfg: PlatformConfig, core: k8s.CoreV1Api) -> tup
     else:
         out.append(_pass("nodes.gpu-capacity", subject,
                          f"every node exposes {resource} >= {expected} ({pool.unit} per node)"))
-    if pool.mode == "mig" and pool.mig_strategy == "mixed":
-        out.append(check_mig_partitioned(pool, nodes))
     return out, len(nodes)
 
 
-def check_mig_partitioned(pool: PoolFacts, nodes: list) -> CheckResult:
-    """With MIG on, a whole GPU is no longer an ``nvidia.com/gpu``: any left means GPUs outside MIG mode, which a
-    pod asking for a whole GPU would take from the pool meant to be partitioned."""
+def _allocatable(node: k8s.V1Node) -> dict[str, int]:
+    """GPU extended resources the scheduler can hand out on the node (``status.allocatable``, quantity strings)."""
+    alloc = (node.status.allocatable or {}) if node.status else {}
+    served = sharing.served_gpu_resources()
+    return {k: int(parse_quantity(v)) for k, v in alloc.items()
+            if k in served or k.startswith(sharing.MIG_RESOURCE_PREFIX)}
+
+
+def _mig_manager_runs(pool: PoolFacts) -> bool:
+    """The GPU Operator's mig-manager partitions the pool's GPUs (kubeconfig clusters with real GPUs); ACK
+    partitions them itself and fake-gpu-operator only simulates them."""
+    return pool.mode == "mig" and not pool.on_ack and not pool.simulated
+
+
+def _mig_cause(pool: PoolFacts, node: k8s.V1Node) -> str:
+    """Why a node of a MIG pool does not advertise the declared devices, read from mig-manager's node labels: it
+    sets ``nvidia.com/mig.config.state`` to ``pending`` (or ``rebooting``) while it applies the config the node's
+    ``nvidia.com/mig.config`` label names, then ``success``, or ``failed`` when it cannot, first of all when that
+    config is not in its config file (NVIDIA/mig-parted ``pkg/mig/reconfigure/reconfigure.go``: ``Run``;
+    ``validateMigConfig`` runs ``mig-parted assert --valid-config``)."""
+    if not _mig_manager_runs(pool):
+        return _capacity_cause(pool, node)
+    labels = node.metadata.labels or {}
+    label, state = labels.get(sharing.NVIDIA_MIG_CONFIG_LABEL), labels.get(sharing.NVIDIA_MIG_STATE_LABEL)
+    if label != pool.mig_config:
+        return (f"the node is labelled {sharing.NVIDIA_MIG_CONFIG_LABEL}={label or '(unset)'}, not {pool.mig_config}: "
+                "mig-manager applies the config the label names (label the node as `gpuplatform plan` lists)")
+    if state in ("pending", "rebooting"):
+        return (f"mig-manager is still applying {pool.mig_config} ({sharing.NVIDIA_MIG_STATE_LABEL}={state}): it "
+                "stops the GPU clients, repartitions the GPUs and restarts the device plugin; run verify with --wait")
+    if state == "failed":
+        if pool.mig_layout:
+            # imported here: it loads the Pulumi SDK, which the other checks never need
+            from gpuplatform.components.gpu_software import MIG_PARTED_CONFIG_MAP
+
+            return (f"mig-manager could not apply {pool.mig_config} ({sharing.NVIDIA_MIG_STATE_LABEL}=failed): the "
+                    f"custom config was not picked up, so '{pool.mig_config}' is not in the file mig-manager reads "
+                    f"(ClusterPolicy spec.migManager.config.name must be {MIG_PARTED_CONFIG_MAP}, the ConfigMap the "
+                    "gpu-operator release creates; a ClusterPolicy edited by hand or an operator installed outside "
+                    "this stack keeps the built-in configs), or a process outside Kubernetes holds the GPUs")
+        return (f"mig-manager could not apply {pool.mig_config} ({sharing.NVIDIA_MIG_STATE_LABEL}=failed): the "
+                "ClusterPolicy names a config file without it, or a process outside Kubernetes holds the GPUs")
+    if state != "success":
+        return (f"mig-manager has not run on the node ({sharing.NVIDIA_MIG_STATE_LABEL} unset): the GPU Operator or "
+                "its mig-manager is not running there")
+    return (f"mig-manager applied {pool.mig_config}, but the device plugin advertises other devices: it does not "
+            f"run the 'mixed' MIG strategy (ClusterPolicy spec.mig.strategy) or has not restarted since, or a GPU "
+            "failed its health check")
+
+
+def check_mig_resources(pool: PoolFacts, nodes: list) -> CheckResult:
+    """Every GPU resource the pool's MIG partitioning advertises, exactly, on every node: one
+    ``nvidia.com/mig-<profile>`` per profile (mixed strategy) and ``nvidia.com/gpu`` for a layout's MIG-disabled
+    GPUs (NVIDIA/k8s-device-plugin ``internal/rm/device_map.go``); MIG resources the pool does not declare count as
+    0 (the kubelet keeps a resource at 0 once its device plugin stops advertising it)."""
     subject = f"pool/{pool.name}"
-    whole = []
+    expected = pool.node_resources
+    wrong, causes = [], []
     for n in nodes:
-        cap = (n.status.capacity or {}) if n.status else {}
-        count = int(parse_quantity(cap.get(sharing.RESOURCE_GPU, "0")))
-        if count:
-            whole.append(f"{n.metadata.name}: {sharing.RESOURCE_GPU}={count}")
+        have = _allocatable(n)
+        undeclared = {r: v for r, v in have.items()
+                      if r.startswith(sharing.MIG_RESOURCE_PREFIX) and r not in expected and v}
+        diffs = [f"{r} expected {want}, found {have[r] if r in have else 'none'}"
+                 for r, want in sorted(expected.items()) if have.get(r) != want]
+        diffs += [f"{r} expected 0, found {v}" for r, v in sorted(undeclared.items())]
+        if diffs:
+            wrong.append(f"node {n.metadata.name}: " + ", ".join(diffs))
+            causes.append(_mig_cause(pool, n))
+    shown = ", ".join(f"{r}={v}" for r, v in sorted(expected.items()))
+    if wrong:
+        return _fail("nodes.gpu-capacity", subject, f"pool {pool.name}: " + "; ".join(wrong), causes[0])
+    what = f"the {pool.mig_config} layout" if pool.mig_layout else f"{pool.unit} per node"
+    return _pass("nodes.gpu-capacity", subject, f"every node exposes exactly {shown} ({what})")
+
+
+def check_mig_config(pool: PoolFacts, nodes: list) -> CheckResult:
+    """mig-manager (GPU Operator) applies the config a node's ``nvidia.com/mig.config`` label names and reports
+    ``nvidia.com/mig.config.state=success`` once it is in place."""
+    subject = f"pool/{pool.name}"
+    wrong, causes = [], []
+    for n in nodes:
+        labels = n.metadata.labels or {}
+        label, state = labels.get(sharing.NVIDIA_MIG_CONFIG_LABEL), labels.get(sharing.NVIDIA_MIG_STATE_LABEL)
+        bad = []
+        if label != pool.mig_config:
+            bad.append(f"{sharing.NVIDIA_MIG_CONFIG_LABEL}={label or '(unset)'} (expected {pool.mig_config})")
+        if state != "success":
+            bad.append(f"{sharing.NVIDIA_MIG_STATE_LABEL}={state or '(unset)'} (expected success)")
+        if bad:
+            wrong.append(f"node {n.metadata.name}: " + ", ".join(bad))
+            causes.append(_mig_cause(pool, n))
+    if wrong:
+        return _fail("nodes.mig-config", subject, f"pool {pool.name}: " + "; ".join(wrong), causes[0])
+    return _pass("nodes.mig-config", subject,
+                 f"every node has {sharing.NVIDIA_MIG_CONFIG_LABEL}={pool.mig_config}, applied (state success)")
+
+
+def check_mig_partitioned(pool: PoolFacts, nodes: list) -> CheckResult:
+    """With MIG on, a whole GPU is no longer an ``nvidia.com/gpu``: any beyond the MIG-disabled GPUs of a per-GPU
+    layout means GPUs outside MIG mode, which a pod asking for a whole GPU would take from the pool meant to be
+    partitioned."""
+    subject = f"pool/{pool.name}"
+    allowed = pool.node_resources.get(sharing.RESOURCE_GPU, 0) if pool.mig_layout else 0
+    whole, first = [], None
+    for n in nodes:
+        count = _allocatable(n).get(sharing.RESOURCE_GPU, 0)
+        if count > allowed:
+            first = first or n
+            whole.append(f"{n.metadata.name}: {sharing.RESOURCE_GPU}={count}"
+                         + (f" (the layout leaves {allowed} whole)" if pool.mig_layout else ""))
     if not whole:
+        if allowed:
+            return _pass("nodes.mig-partitioned", subject,
+                         f"no whole GPUs beyond the layout's {allowed} MIG-disabled GPU(s) per node")
         return _pass("nodes.mig-partitioned", subject, f"no whole GPUs left: every GPU is in MIG mode")
     if pool.on_ack:
         cause = (f"ACK partitions GPUs of nodes labelled {sharing.ACK_SCHEDULE_LABEL}={sharing.ACK_MIG} through "
@@ -241,8 +349,7 @@ def check_mig_partitioned(pool: PoolFacts, nodes: list) -> CheckResult:
                  f"the node's MIG layout label {sharing.NVIDIA_MIG_CONFIG_LABEL}={pool.node_labels.get(sharing.NVIDIA_MIG_CONFIG_LABEL)} "
                  "is the key ACK reads (unverified: see docs/ack.md)")
     else:
-        cause = ("the MIG manager has not enabled MIG mode on these GPUs (GPU Operator mig-manager not running, "
-                 f"{sharing.NVIDIA_MIG_STATE_LABEL} not 'success'), or a GPU needs a reset that a running client blocks")
+        cause = _mig_cause(pool, first)
     return _fail("nodes.mig-partitioned", subject, "whole GPUs outside MIG mode: " + "; ".join(whole), cause)
 
 

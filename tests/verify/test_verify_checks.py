@@ -56,7 +56,7 @@ def test_prod_healthy_all_checks_pass(fake_api, prod_cfg):
     results, server = verify(fake_api, prod_cfg, "prod", "healthy")
     assert failed(results) == set()
     assert results[("nodes.gpu-capacity", "pool/a100-mig")].message == \
-        "every node exposes nvidia.com/mig-1g.5gb >= 56 (MIG instance per node)"
+        "every node exposes exactly nvidia.com/mig-1g.5gb=56 (MIG instance per node)"
     assert results[("nodes.labels", "pool/a100-mig")].message == "all nodes carry the 3 declared labels"
     assert results[("adapter.ready", "service/monitoring/prometheus-adapter")].message == "2/2 adapter pods ready"
     assert results[("exporter.ready", "daemonset/monitoring/dcgm-exporter")].ok
@@ -162,7 +162,7 @@ def test_mig_layout_not_applied(fake_api, prod_cfg):
     results, _ = verify(fake_api, prod_cfg, "prod", "mig-not-applied")
     assert failed(results) == {("nodes.gpu-capacity", "pool/a100-mig"), ("nodes.mig-partitioned", "pool/a100-mig")}
     cap = results[("nodes.gpu-capacity", "pool/a100-mig")]
-    assert cap.message == "cn-shanghai.192.168.3.41: no nvidia.com/mig-1g.5gb (expected 56)"
+    assert cap.message == "pool a100-mig: node cn-shanghai.192.168.3.41: nvidia.com/mig-1g.5gb expected 56, found none"
     assert cap.cause.startswith("MIG partitions not applied: nvidia.com/mig.config.state=failed")
     assert "'mixed' MIG strategy" in cap.cause
 

@@ -15,7 +15,8 @@ Check ids (stable; ``docs/verify.md`` describes each):
 * ``metrics.listed``, ``metrics.value`` (one per workload and HPA metric)
 * ``hpa.scaling-active``, ``hpa.current-metrics`` (one per workload)
 * ``podmonitor.present`` (workloads scaled on inference-server metrics)
-* ``nodes.mig-partitioned`` (one per MIG pool with nodes)
+* ``nodes.mig-partitioned`` (one per mixed-strategy MIG pool with nodes), ``nodes.mig-config`` (one per MIG pool with
+  nodes that the GPU Operator's mig-manager partitions)
 * ``ingress.address`` (one per workload with an ingress)
 * ``credential.lifetime``, ``cluster.csi-driver`` (ACK), ``cluster.pod-network`` (new ACK clusters with flannel):
   the ACK behaviours docs/ack.md lists as unverified
@@ -228,11 +229,13 @@ def check_pool(pool: PoolFacts, cfg: PlatformConfig, core: k8s.CoreV1Api) -> tup
     return out, len(nodes)
 
 
-def _allocatable(node: k8s.V1Node) -> dict[str, int]:
-    """GPU extended resources the scheduler can hand out on the node (``status.allocatable``, quantity strings)."""
-    alloc = (node.status.allocatable or {}) if node.status else {}
+def _allocatable(node: k8s.V1Node, field: str = "allocatable") -> dict[str, int]:
+    """GPU extended resources the scheduler can hand out on the node (``status.allocatable``, quantity strings).
+    The kubelet's device manager counts every device a plugin advertises in ``capacity`` and only the healthy ones
+    in ``allocatable`` (kubernetes ``pkg/kubelet/cm/devicemanager/manager.go``, ``GetCapacity``)."""
+    amounts = (getattr(node.status, field) or {}) if node.status else {}
     served = sharing.served_gpu_resources()
-    return {k: int(parse_quantity(v)) for k, v in alloc.items()
+    return {k: int(parse_quantity(v)) for k, v in amounts.items()
             if k in served or k.startswith(sharing.MIG_RESOURCE_PREFIX)}
 
 
@@ -295,7 +298,12 @@ def check_mig_resources(pool: PoolFacts, nodes: list) -> CheckResult:
         diffs += [f"{r} expected 0, found {v}" for r, v in sorted(undeclared.items())]
         if diffs:
             wrong.append(f"node {n.metadata.name}: " + ", ".join(diffs))
-            causes.append(_mig_cause(pool, n))
+            capacity = _allocatable(n, "capacity")
+            unhealthy = [f"{r} (capacity {capacity[r]}, allocatable {have.get(r, 0)})"
+                         for r in sorted(expected) if capacity.get(r, 0) > have.get(r, 0)]
+            causes.append(f"the device plugin reports unhealthy devices on node {n.metadata.name}: "
+                          f"{', '.join(unhealthy)}; a GPU failed its health check (XID errors; see the device "
+                          "plugin's log), and the scheduler places nothing on it" if unhealthy else _mig_cause(pool, n))
     shown = ", ".join(f"{r}={v}" for r, v in sorted(expected.items()))
     if wrong:
         return _fail("nodes.gpu-capacity", subject, f"pool {pool.name}: " + "; ".join(wrong), causes[0])

@@ -87,7 +87,18 @@ def test_node_left_on_another_config_is_named_with_what_it_advertises(fake_api, 
     assert results["nodes.mig-partitioned"].ok
 
 
-@pytest.mark.parametrize("variant", ["mig-pending", "config-not-picked-up", "wrong-label"])
+def test_unhealthy_whole_gpu_is_read_from_allocatable_not_capacity(fake_api, triton_cfg):
+    """The whole GPU failed its health check: capacity still counts it, allocatable (what the scheduler uses)
+    does not, and mig-manager's state says nothing about it."""
+    results = node_results(fake_api, triton_cfg, "gpu-unhealthy")
+    assert {k for k, r in results.items() if not r.ok} == {"nodes.gpu-capacity"}
+    cap = results["nodes.gpu-capacity"]
+    assert cap.message == "pool a100-mig: node gpu-a100-01: nvidia.com/gpu expected 1, found 0"
+    assert cap.cause.startswith("the device plugin reports unhealthy devices on node gpu-a100-01: "
+                                "nvidia.com/gpu (capacity 1, allocatable 0); a GPU failed its health check")
+
+
+@pytest.mark.parametrize("variant", ["mig-pending", "config-not-picked-up", "wrong-label", "gpu-unhealthy"])
 def test_every_mig_failure_names_pool_node_and_cause(fake_api, triton_cfg, variant):
     for check, r in node_results(fake_api, triton_cfg, variant).items():
         assert bool(r.cause) == (not r.ok), check

@@ -653,10 +653,11 @@ def _check_autoscaling(cfg: PlatformConfig, p: str, w: Workload, f: PoolFacts | 
                     f"{_suggest(t.metric, METRICS)}")
             continue
         _check_target_range(pm, t.metric, t.target, metric, out)
-        if f is not None and f.mode not in metric.sharing_modes:
-            valid = [m.name for m in METRICS.values() if f.mode in m.sharing_modes]
-            out.add(f"{pm}.metric", f"{fmt(t.metric)} is not meaningful on pool {fmt(f.name)} (sharing {f.mode}): "
-                    f"{_mode_reason(t.metric, f.mode)}; allowed there: {one_of(valid)}")
+        mode = f.mode_for(w.gpu) if f is not None else None
+        if f is not None and mode not in metric.sharing_modes:
+            valid = [m.name for m in METRICS.values() if mode in m.sharing_modes]
+            out.add(f"{pm}.metric", f"{fmt(t.metric)} is not meaningful on pool {fmt(f.name)} (sharing {mode}): "
+                    f"{_mode_reason(t.metric, mode)}; allowed there: {one_of(valid)}")
             continue
         provider = provider_for(cfg, w, metric)
         if metric.category == "app" and provider is None:

@@ -131,4 +131,5 @@ class GpuNodePool(pulumi.ComponentResource):
         # component's are what it registers here), so the pool facts they judge placement and capacity by are
         # registered along with the ids; see docs/policies.md "What the policies see"
         self.register_outputs({**props, "node_pool_id": self.node_pool_id, "node_selector": self.node_selector,
-                               "tolerations": self.tolerations, "units_per_node": self.units_per_node})
+                               "tolerations": self.tolerations, "units_per_node": self.units_per_node,
+                               "node_resources": self.node_resources, "node_labels": self.node_labels})

@@ -277,3 +277,13 @@ def test_mig_policy_checks_each_gpu_of_a_layout():
 def test_example_003_is_the_seeds_node():
     raw = namespace_from_stack_file(EXAMPLES["003"])
     assert raw["nodePools"][0]["sharing"]["layout"] == LAYOUT
+
+
+def test_one_mig_strategy_per_cluster():
+    raw = example_raw("003")
+    single = copy.deepcopy(raw["nodePools"][0])
+    single.update(name="a100-single", gpusPerNode=1, sharing={"mode": "mig", "profile": "3g.20gb",
+                                                              "strategy": "single"})
+    raw["nodePools"].append(single)
+    message = rejected(raw)["nodePools[1].sharing.strategy"]
+    assert "'single'" in message and "'a100-mig' (mixed)" in message and "allowed: mixed" in message

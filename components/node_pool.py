@@ -95,6 +95,10 @@ class GpuNodePool(pulumi.ComponentResource):
     node_selector: pulumi.Output[dict]
     tolerations: pulumi.Output[list]
     units_per_node: pulumi.Output[int]
+    node_resources: pulumi.Output[dict]
+    """GPU extended resources one node advertises, with amounts (several for a per-GPU MIG layout)."""
+    node_labels: pulumi.Output[dict]
+    """Labels the pool's nodes carry (set by the ACK node pool; put on existing nodes by hand elsewhere)."""
 
     def __init__(self, name: str, args: GpuNodePoolArgs, opts: Optional[pulumi.ResourceOptions] = None):
         spec = _Args.model_validate({"pool": args["pool"], "protect": args.get("protect", False)})
@@ -121,8 +125,11 @@ class GpuNodePool(pulumi.ComponentResource):
         self.node_selector = pulumi.Output.from_input(facts.node_selector)
         self.tolerations = pulumi.Output.from_input(facts.tolerations)
         self.units_per_node = pulumi.Output.from_input(facts.units_per_node)
+        self.node_resources = pulumi.Output.from_input(facts.node_resources)
+        self.node_labels = pulumi.Output.from_input(facts.node_labels)
         # the stack policies see a component only through its outputs (AnalyzeStack gets outputs, and a
         # component's are what it registers here), so the pool facts they judge placement and capacity by are
         # registered along with the ids; see docs/policies.md "What the policies see"
         self.register_outputs({**props, "node_pool_id": self.node_pool_id, "node_selector": self.node_selector,
-                               "tolerations": self.tolerations, "units_per_node": self.units_per_node})
+                               "tolerations": self.tolerations, "units_per_node": self.units_per_node,
+                               "node_resources": self.node_resources, "node_labels": self.node_labels})

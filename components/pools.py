@@ -131,6 +131,13 @@ class PoolFacts:
             return self._mig_resource(choice) if choice in self.mig_choices else None
         return self.resource_name
 
+    def mode_for(self, request: GpuRequestSpec) -> str:
+        """How the replica holds its GPU: a MIG-disabled GPU of a per-GPU layout is held whole (``exclusive``), so
+        device-level metrics describe the replica there."""
+        if self.mig_layout and self.resource_for(request) == sharing.RESOURCE_GPU:
+            return "exclusive"
+        return self.mode
+
     def gpu_resources(self, request: GpuRequestSpec) -> dict[str, str]:
         """Requests == limits for the GPU resource of one replica."""
         if self.mode == "cgpu":

@@ -396,6 +396,25 @@ def _check_mig_choice(cfg: PlatformConfig, p: str, pool, out: _Issues) -> None:
                 "of at most 63 letters, digits, '-', '_' or '.', not starting with 'all-'")
 
 
+def check_mig_strategy(cfg: PlatformConfig, facts: dict[str, PoolFacts], out: _Issues) -> None:
+    """The GPU Operator sets one MIG strategy for the whole cluster (ClusterPolicy ``spec.mig.strategy``, from the
+    chart's ``mig.strategy``), so the device plugin of every MIG pool runs it: a pool asking for another strategy
+    would get resources its workloads do not request (mixed serves nvidia.com/mig-<profile>, single
+    nvidia.com/gpu)."""
+    if cfg.is_ack or getattr(cfg.cluster, "simulate_gpus", False):
+        return
+    index = {pool.name: i for i, pool in enumerate(cfg.node_pools)}
+    mig = [f for f in facts.values() if f.mode == "mig"]
+    if len({f.mig_strategy for f in mig}) < 2:
+        return
+    first = mig[0]
+    for f in mig[1:]:
+        if f.mig_strategy != first.mig_strategy:
+            out.add(f"nodePools[{index[f.name]}].sharing.strategy", f"{fmt(f.mig_strategy)} differs from pool "
+                    f"{fmt(first.name)} ({first.mig_strategy}); the GPU Operator runs one MIG strategy for the "
+                    f"whole cluster; allowed: {first.mig_strategy}")
+
+
 def check_mig_configs(cfg: PlatformConfig, facts: dict[str, PoolFacts], out: _Issues) -> None:
     """With a per-GPU layout the GPU Operator reads our mig-parted config instead of its own (gpu-operator
     values.yaml, ``migManager.config.name``), so that one file carries every pool's config: an ``all-<profile>``
@@ -653,10 +672,11 @@ def _check_autoscaling(cfg: PlatformConfig, p: str, w: Workload, f: PoolFacts | 
                     f"{_suggest(t.metric, METRICS)}")
             continue
         _check_target_range(pm, t.metric, t.target, metric, out)
-        if f is not None and f.mode not in metric.sharing_modes:
-            valid = [m.name for m in METRICS.values() if f.mode in m.sharing_modes]
-            out.add(f"{pm}.metric", f"{fmt(t.metric)} is not meaningful on pool {fmt(f.name)} (sharing {f.mode}): "
-                    f"{_mode_reason(t.metric, f.mode)}; allowed there: {one_of(valid)}")
+        mode = f.mode_for(w.gpu) if f is not None else None
+        if f is not None and mode not in metric.sharing_modes:
+            valid = [m.name for m in METRICS.values() if mode in m.sharing_modes]
+            out.add(f"{pm}.metric", f"{fmt(t.metric)} is not meaningful on pool {fmt(f.name)} (sharing {mode}): "
+                    f"{_mode_reason(t.metric, mode)}; allowed there: {one_of(valid)}")
             continue
         provider = provider_for(cfg, w, metric)
         if metric.category == "app" and provider is None:
@@ -901,7 +921,7 @@ def _check_replicas(cfg: PlatformConfig, p: str, w: Workload, f: Optional[PoolFa
 
 
 RULES: tuple[Rule, ...] = (check_cluster, check_chart_versions, check_ack_cluster, check_adapter_adoption, check_intervals, check_pools,
-                           check_mig_configs,
+                           check_mig_strategy, check_mig_configs,
                            check_workloads, check_pool_totals,
                            check_kubernetes_validity)
 

@@ -21,7 +21,8 @@ def main() -> GpuPlatform:
     pulumi.export("kubeconfig", platform.cluster.kubeconfig)
     pulumi.export("prometheusUrl", platform.prometheus_url)
     pulumi.export("nodePools", {name: {"nodeSelector": pool.node_selector, "tolerations": pool.tolerations,
-                                       "gpuUnitsPerNode": pool.units_per_node}
+                                       "gpuUnitsPerNode": pool.units_per_node,
+                                       "gpuResourcesPerNode": pool.node_resources, "nodeLabels": pool.node_labels}
                                 for name, pool in platform.pools.items()})
     pulumi.export("services", {name: {"namespace": cfg.settings.namespace, "service": svc.service_name}
                                for name, svc in platform.services.items()})

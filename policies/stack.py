@@ -154,9 +154,15 @@ class StackView:
 
     def pool_mode(self, workload: Resource) -> Optional[str]:
         pool = self.pool_of(workload)
-        if pool is not None and k8s.get(pool, "sharingMode"):
-            return str(k8s.get(pool, "sharingMode"))
         spec = k8s.pod_spec(workload.kind, workload.props)
+        if pool is not None and k8s.get(pool, "sharingMode"):
+            if k8s.as_list(k8s.get(pool, "migLayout")):
+                # a per-GPU layout (always the mixed strategy) serves MIG instances and whole GPUs: the pod's own
+                # resource tells which it holds, and a whole GPU is the pod's alone
+                asked = k8s.pod_gpu_resources(spec)
+                whole = sharing.RESOURCE_GPU in asked and k8s.mode_of_resources(asked) is None
+                return "exclusive" if whole else "mig"
+            return str(k8s.get(pool, "sharingMode"))
         return k8s.mode_of_resources(k8s.pod_gpu_resources(spec))
 
     # -------------------------------------------------------------------------------------------- adapters

@@ -30,7 +30,8 @@ def test_plan_every_stack_writes_plan_and_manifests(stack, tmp_path, capsys):
 def test_plan_json_format(capsys):
     assert main(["plan", "--stack", "prod", "--format", "json"]) == 0
     doc = json.loads(capsys.readouterr().out)
-    assert doc["capacity"][0]["unitsPerNode"] == 56
+    assert doc["capacity"][0]["resources"] == [{"resource": "nvidia.com/mig-1g.5gb", "unitsPerNode": 56,
+                                                "unitsAtMax": 112, "unit": "MIG instance"}]
     step = doc["metricLatency"][0].pop("stepResponse")  # its figures: tests/test_simulate.py
     assert set(step) == {"trace", "firstScaleUpSeconds", "capacityReadySeconds"}
     assert doc["metricLatency"][0] == {"workload": "flower", "metric": "triton_queue_time_us",

@@ -56,7 +56,9 @@ def replica_memory_mib(cfg: PlatformConfig, w: Workload) -> float:
     if facts.mode == "cgpu":
         return float((w.gpu.memory_gib or 0) * 1024)
     if facts.mode == "mig":
-        gb = re.search(r"\.(\d+)gb", facts.mig_profile or "")
+        # the replica's own device: its MIG profile (a layout pool's ``migProfile``), or a whole GPU
+        profile = w.gpu.mig_profile if facts.mig_layout else facts.mig_profile
+        gb = re.search(r"\.(\d+)gb", profile or "")
         return float(int(gb.group(1)) * 1024 * (w.gpu.count or 1)) if gb else float(facts.model.reported_mib)
     return float(facts.model.reported_mib * (w.gpu.count or 1))
 

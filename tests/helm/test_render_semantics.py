@@ -228,9 +228,10 @@ def test_mig_parted_checker_refuses_what_mig_parted_refuses():
         assert mig_parted_spec_errors(spec), spec
 
 
-def _mig_parted_config_maps(stack, rel) -> list[dict]:
-    return [d for d in rel.installed() if d["kind"] == "ConfigMap" and "config.yaml" in (d.get("data") or {})
-            and "mig-configs" in str(d["data"]["config.yaml"])]
+def _mig_parted_config_maps(rel) -> list[dict]:
+    """ConfigMaps of the release holding a mig-parted config, whatever their key."""
+    return [d for d in rel.installed() if d["kind"] == "ConfigMap"
+            and any("mig-configs" in str(v) for v in (d.get("data") or {}).values())]
 
 
 @pytest.mark.parametrize("name", _configs_with("gpu-operator") + list(PIN_VARIANTS))
@@ -250,7 +251,7 @@ def test_gpu_operator_mig_config_is_what_the_pools_ask(rendered, name):
     mig_manager = policy["spec"]["migManager"]
     assert mig_manager["enabled"] is True
     assert mig_manager["config"]["default"] == "all-disabled"
-    config_maps = _mig_parted_config_maps(stack, rel)
+    config_maps = _mig_parted_config_maps(rel)
 
     if not layout_pools:
         # the operator's built-in configs hold every all-<profile>: no ConfigMap of ours, no name
@@ -264,10 +265,11 @@ def test_gpu_operator_mig_config_is_what_the_pools_ask(rendered, name):
     # MIG-disabled GPUs next to MIG devices (and several profiles) need the mixed strategy
     # (NVIDIA/k8s-device-plugin internal/rm/device_map.go: single needs one MIG type and migEnabled on all GPUs)
     assert policy["spec"]["mig"]["strategy"] == "mixed"
-    assert len(config_maps) == 1, [_meta(d)["name"] for d in config_maps]
-    (cm,) = config_maps
     name = mig_manager["config"].get("name")
-    assert name and _meta(cm).get("name") == name, (name, _meta(cm).get("name"))
+    named = [d for d in rel.installed() if d["kind"] == "ConfigMap" and _meta(d).get("name") == name]
+    assert name and len(named) == 1, (name, [_meta(d).get("name") for d in config_maps])
+    (cm,) = named
+    assert config_maps == [cm], "a second mig-parted config in the release"
     # the operator reads it from its own namespace (the release's, where its Deployment runs)
     (operator,) = [d for d in rel.installed() if d["kind"] == "Deployment" and _meta(d)["name"] == "gpu-operator"]
     assert (_meta(cm).get("namespace") or rel.namespace) == (_meta(operator).get("namespace") or rel.namespace) \
@@ -289,7 +291,9 @@ def test_gpu_operator_mig_config_is_what_the_pools_ask(rendered, name):
         indices = [i for e in entries for i in e["devices"]]
         assert sorted(indices) == list(range(f.gpus_per_node)), (f.name, indices)
         found = sorted((tuple(e["devices"]), tuple(sorted((e.get("mig-devices") or {}).items()))) for e in entries)
-        assert found == sorted(f.mig_layout), (f.name, found, f.mig_layout)
+        (declared,) = [p["sharing"]["layout"] for p in stack.raw["nodePools"] if p["name"] == f.name]
+        wanted = sorted((tuple(e["devices"]), tuple(sorted((e.get("profiles") or {}).items()))) for e in declared)
+        assert found == wanted, (f.name, found, wanted)
         for e in entries:
             assert e["mig-enabled"] is bool(e.get("mig-devices")), e
             assert not e["mig-enabled"] or fits_one_gpu(f.model.name, e["mig-devices"]), (f.name, e)

@@ -111,9 +111,10 @@ def pack(mode: str, model: GpuModel, gpus: int, nodes: int, replicas: list[Repli
     default the pool's one resource). CPU and memory requests must fit the node's vCPUs and memory (``None``:
     unknown, not checked; the kubelet's reservations are not subtracted, so this is an upper bound).
     """
-    per_card = units_per_gpu(mode, model, mig_profile)
+    # cGPU memory is bound to one card; whole GPUs and MIG instances are any free devices of the node
+    cards = gpus if mode == "cgpu" else 0
     units = dict(node_units) if node_units is not None else {"": units_per_node(mode, model, gpus, mig_profile)}
-    pool = [_Node([_Card(per_card) for _ in range(gpus)], vcpus if vcpus is not None else float("inf"),
+    pool = [_Node([_Card(model.reported_gib) for _ in range(cards)], vcpus if vcpus is not None else float("inf"),
                   memory_bytes if memory_bytes is not None else float("inf"), dict(units)) for _ in range(nodes)]
     unplaced: dict[str, int] = {}
 

@@ -155,6 +155,13 @@ class PoolFacts:
             return sum(self.node_resources.values())
         return capacity.units_per_node(self.mode, self.model, self.gpus_per_node, self.mig_profile)
 
+    def unit_of(self, resource: str) -> str:
+        """What one unit of ``resource`` is on this pool: a layout's ``nvidia.com/gpu`` is a whole GPU, while the
+        single strategy serves MIG instances under that same name."""
+        if self.mig_layout:
+            return "GPU" if resource == sharing.RESOURCE_GPU else "MIG instance"
+        return self.unit
+
     def units_for(self, request: GpuRequestSpec) -> int:
         """Units of the replica's own resource one node advertises."""
         if self.mode == "cgpu":

@@ -7,7 +7,6 @@ from typing import Any, TextIO
 import yaml
 
 from gpuplatform.catalogs.metrics import METRICS, is_windowed
-from gpuplatform.catalogs.sharing import RESOURCE_GPU
 from gpuplatform.components.config import SECRET_KEYS, PlatformConfig, duration_seconds
 from gpuplatform.components.metric_sources import source_for
 from gpuplatform.components.pools import all_pool_facts
@@ -57,12 +56,11 @@ def capacity_rows(cfg: PlatformConfig) -> list[dict]:
             sharing = f.mode + (f" {f.mig_profile} ({f.mig_strategy})" if f.mode == "mig" else "") + \
                 (f" {f.cgpu_policy}/{f.cgpu_placement}" if f.mode == "cgpu" else "")
         workloads = [w for w in cfg.workloads if w.node_pool == pool.name]
-        unit = "GiB" if f.mode == "cgpu" else None
         rows.append({
             "pool": pool.name, "gpu": f"{f.gpus_per_node} x {f.model.name}", "sharing": sharing,
             "maxNodes": f.max_nodes, "nodeLabels": f.node_labels, "labelByHand": not cfg.is_ack,
             "resources": [{"resource": r, "unitsPerNode": n, "unitsAtMax": n * f.max_nodes,
-                           "unit": unit or ("GPU" if r == RESOURCE_GPU else "MIG instance")}
+                           "unit": f.unit_of(r)}
                           for r, n in sorted(f.node_resources.items())],
             "workloads": [{"name": w.name, "resource": f.resource_for(w.gpu) if f.mode != "cgpu" else f.resource_name,
                            "replicasPerNode": f.replicas_per_node(w.gpu), "replicasAtMax": f.max_replicas(w.gpu),

@@ -189,7 +189,7 @@ def resource_matches_pool(view, config, report):
     for w, spec in _gpu_workloads(view):
         asked = k8s.pod_gpu_resources(spec)
         pool = view.pool_of(w)
-        advertised = _advertised(pool) if pool is not None else set()
+        advertised = set(_node_units(pool)) if pool is not None else set()
         if advertised:
             allowed = set(advertised)
             if k8s.get(pool, "sharingMode") == "cgpu":
@@ -209,13 +209,13 @@ def resource_matches_pool(view, config, report):
                    f"{sharing.RESOURCE_GPU}", w)
 
 
-def _advertised(pool) -> set[str]:
-    """GPU resources a pool's nodes advertise: ``nodeResources`` (every resource of a per-GPU MIG layout), or the
-    one ``resourceName`` of pools registered before it existed."""
-    resources = {str(k) for k in k8s.as_map(k8s.get(pool, "nodeResources"))}
-    if not resources and k8s.get(pool, "resourceName"):
-        resources = {str(k8s.get(pool, "resourceName"))}
-    return resources
+def _node_units(pool) -> dict:
+    """GPU resource -> amount one node of the pool advertises: ``nodeResources`` (every resource of a per-GPU MIG
+    layout), or the one ``resourceName`` and ``unitsPerNode`` of pools registered by versions before it existed."""
+    units = {str(k): k8s.quantity(v) for k, v in k8s.as_map(k8s.get(pool, "nodeResources")).items()}
+    if not units and k8s.get(pool, "resourceName"):
+        units = {str(k8s.get(pool, "resourceName")): k8s.quantity(k8s.get(pool, "unitsPerNode"))}
+    return units
 
 
 def _fix_gpu_limits(r, config):
@@ -308,26 +308,21 @@ def hpa_within_capacity(view, config, report):
         if mode == "cgpu":
             request = capacity.GpuRequest(memory_gib=asked.get(sharing.RESOURCE_GPU_MEM, 0),
                                           core_percent=int(asked.get(sharing.RESOURCE_GPU_CORE, 0)))
-        else:
-            per_node = {str(k): k8s.quantity(v) for k, v in k8s.as_map(k8s.get(pool, "nodeResources")).items()}
-            if per_node and all(v is not None for v in per_node.values()):
-                # a node holds as many replicas as its scarcest requested resource allows
-                counts = {res: n for res, n in asked.items() if res in per_node and n}
-                if counts:
-                    cap = int(nodes) * min(int(per_node[res] // n) for res, n in counts.items())
-                    if s.max_replicas > cap:
-                        report(f"{s.resource.label} allows {s.max_replicas} replicas of {target.label}, but pool "
-                               f"{k8s.get(pool, 'poolName')} holds at most {cap} ({int(nodes)} nodes x "
-                               f"{', '.join(f'{int(per_node[r])} {r}' for r in counts)})", s.resource)
+            if not request.memory_gib:
                 continue
-            request = capacity.GpuRequest(count=int(asked.get(str(k8s.get(pool, "resourceName")), 0)))
-        if not (request.count or request.memory_gib):
-            continue
-        cap = capacity.pool_replicas(mode, model, int(gpus), int(nodes), request, k8s.get(pool, "migProfile"))
+            cap = capacity.pool_replicas(mode, model, int(gpus), int(nodes), request)
+            per_node = f"{int(gpus)} {model.name}"
+        else:
+            # whole GPUs and MIG instances: a node holds as many replicas as its scarcest requested resource allows
+            units = _node_units(pool)
+            counts = {res: n for res, n in asked.items() if units.get(res) is not None and n}
+            if not counts:
+                continue
+            cap = int(nodes) * min(int(units[res] // n) for res, n in counts.items())
+            per_node = f"{int(gpus)} {model.name}: " + ", ".join(f"{int(units[r])} {r}" for r in counts)
         if s.max_replicas > cap:
             report(f"{s.resource.label} allows {s.max_replicas} replicas of {target.label}, but pool "
-                   f"{k8s.get(pool, 'poolName')} holds at most {cap} ({int(nodes)} nodes x {int(gpus)} {model.name})",
-                   s.resource)
+                   f"{k8s.get(pool, 'poolName')} holds at most {cap} ({int(nodes)} nodes x {per_node})", s.resource)
 
 
 @resource_policy(

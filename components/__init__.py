@@ -10,7 +10,11 @@ _EXPORTS = {
     "GpuNodePool": "node_pool", "GpuNodePoolArgs": "node_pool",
     "GpuMonitoring": "monitoring", "GpuMonitoringArgs": "monitoring",
     "InferenceService": "inference_service", "InferenceServiceArgs": "inference_service",
+    "GpuSoftware": "gpu_software", "GpuSoftwareArgs": "gpu_software",
+    "WorkloadNamespace": "namespace", "WorkloadNamespaceArgs": "namespace",
+    "GpuAlerts": "alerting", "GpuAlertsArgs": "alerting",
     "GpuPlatform": "platform", "GpuPlatformArgs": "platform",
+    "read_project_config": "args",
 }
 
 __all__ = list(_EXPORTS)

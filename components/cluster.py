@@ -19,7 +19,7 @@ With ``credential: ack-ram-tool`` the kubeconfig keeps only the API endpoint and
 credential plugin for every connection. See docs/ack.md.
 """
 import json
-from typing import Optional, TypedDict
+from typing import Literal, Optional, TypedDict
 
 import yaml
 
@@ -30,19 +30,28 @@ from typing_extensions import NotRequired
 from gpuplatform.catalogs import ack
 from gpuplatform.catalogs.versions import ACK_ADDONS
 from gpuplatform.components.config import AckExistingCluster, AckManagedCluster, KubeconfigCluster, Model
+from gpuplatform.components.errors import ConfigError
 from gpuplatform.components.config import Cluster as ClusterSpec
+from gpuplatform.components.assembly import BUILT
 
 
 class GpuClusterArgs(TypedDict):
     cluster: dict
     """Cluster target in the stack-file format (``gpu-platform:cluster``): ``kind`` ack-managed | ack-existing |
-    kubeconfig and its fields. Required."""
-    addons: NotRequired[list[str]]
-    """ACK add-ons (names from ``catalogs/ack.py``) installed as ``KubernetesAddon`` after the cluster exists
-    (e.g. ``arms-prometheus``, ``ack-ai-installer``). The network plugin and CSI driver of a new cluster are not
-    listed here: they come with the cluster. Default none."""
+    kubeconfig and its fields, e.g. ``{"kind": "kubeconfig", "kubernetesVersion": "1.33", "context": "ml"}``.
+    Required."""
+    environment: NotRequired[Literal["dev", "staging", "prod", "local"]]
+    """The environment the cluster serves: ``prod`` protects the cluster and its GPU pools and runs two metrics
+    adapter replicas. Default ``dev``."""
     protect: NotRequired[bool]
-    """Pulumi ``protect`` (and ACK deletion protection) on the cluster. Default false."""
+    """Pulumi ``protect`` (and ACK deletion protection) on the cluster; node pools default to the same. Default:
+    true in ``prod``, false elsewhere."""
+    allow_public_endpoints: NotRequired[bool]
+    """Whether services on this cluster may be exposed as Internet-facing LoadBalancers. Default false."""
+    addons: NotRequired[list[str]]
+    """ACK add-ons (names from ``catalogs/ack.py``) to install besides the ones the components need, which they
+    install themselves (managed Prometheus for ARMS monitoring, the GPU sharing installer for cGPU and MIG pools,
+    the node repair add-ons for managed pools, the NGINX controller for nginx Ingresses). Default none."""
     kubeconfig: NotRequired[pulumi.Input[str]]
     """kubeconfig contents for ``kind: kubeconfig`` (treated as a secret). Default: ``kubeconfigPath`` or
     ``$KUBECONFIG``."""
@@ -95,27 +104,66 @@ class GpuCluster(pulumi.ComponentResource):
     """``alicloud.Provider`` for ``cluster.region``; pass it to every Alibaba resource and invoke. None off ACK."""
 
     def __init__(self, name: str, args: GpuClusterArgs, opts: Optional[pulumi.ResourceOptions] = None):
-        spec = _Args.model_validate({k: v for k, v in args.items() if k != "kubeconfig"})
-        cluster = spec.cluster
-        super().__init__("gpuplatform:index:GpuCluster", name, {"kind": cluster.kind}, opts)
+        from gpuplatform.components import assembly
+        from gpuplatform.components.args import ArgsIssue, check_args, component_label, did_you_mean, raise_for
+        from gpuplatform.components.args import stop_on_config_error
+        from gpuplatform.components.areas import validate_areas as _validate_areas
+
+        raise_for(check_args("GpuCluster", name, args, GpuClusterArgs))
+        label = component_label("GpuCluster", name)
+        self.label = label
+        unknown = [a for a in args.get("addons") or [] if a not in ack.ADDONS]
+        raise_for([ArgsIssue(f"{label} args.addons", f"{a!r} is not an ACK add-on of the catalog"
+                             f"{did_you_mean(a, ack.ADDONS)}; allowed: {', '.join(sorted(ack.ADDONS))}")
+                   for a in unknown])
+        try:
+            cluster = assembly.parse_section(ClusterSpec, args["cluster"], "cluster")
+            self.settings = assembly.settings(args.get("environment", "dev"), args.get("protect"),
+                                              args.get("allow_public_endpoints", False))
+            self.spec = cluster
+            issues = _validate_areas(self.view(), ("cluster",))
+            if issues:
+                raise ConfigError(issues)
+        except ConfigError as exc:
+            stop_on_config_error(exc, {"cluster": f"{label} args.cluster", "settings": f"{label} args"})
+        spec = _Args(cluster=cluster, addons=list(args.get("addons") or []), protect=self.settings.protect_resources,
+                     stack_name=args.get("stack_name"))
+        self.kubernetes_version: str = cluster.kubernetes_version
+        self.environment: str = self.settings.environment
+        self.protect: bool = self.settings.protect_resources
+        self.allow_public_endpoints: bool = self.settings.allow_public_endpoints
+        self.node_pools: list = []
+        """The GpuNodePools built on this cluster so far (each checks the cluster-wide rules against the others)."""
+        # the stack policies read the environment, version and exposure setting of a consumer's stack from these
+        # (a GpuPlatform registers the same; docs/policies.md "What the policies see")
+        super().__init__("gpuplatform:index:GpuCluster", name, {
+            "kind": cluster.kind, "environment": self.environment, "kubernetesVersion": self.kubernetes_version,
+            "allowPublicEndpoints": self.allow_public_endpoints}, opts)
         child = pulumi.ResourceOptions(parent=self)
         self.is_ack = cluster.kind != "kubeconfig"
+        self.is_ack_pro = self.is_ack and bool(getattr(cluster, "professional", False))
+        self.simulate_gpus = bool(getattr(cluster, "simulate_gpus", False))
         self.addons: dict[str, pulumi.Resource] = {}
         """Add-on name -> its ``KubernetesAddon``: what a resource that needs the add-on waits for."""
         self.adopted = isinstance(cluster, AckExistingCluster)
         self.alicloud_provider = None
+        self._ali_opts = None
         if self.is_ack:
             import pulumi_alicloud as alicloud
 
             self.alicloud_provider = alicloud.Provider(f"{name}-alicloud", region=cluster.region, opts=child)
             ali = pulumi.ResourceOptions(parent=self, provider=self.alicloud_provider)
+        self._name = name
         if isinstance(cluster, AckManagedCluster):
             self._create_ack(name, cluster, spec, ali)
         elif isinstance(cluster, AckExistingCluster):
             self.cluster_id = pulumi.Output.from_input(cluster.cluster_id)
             self.vswitch_ids = pulumi.Output.from_input(list(cluster.vswitch_ids))
         if self.is_ack:
-            self._install_addons(name, spec.addons, ali)
+            # On an adopted cluster the add-ons may have been there before the stack: ``retain_on_delete`` keeps
+            # ``pulumi destroy`` from uninstalling what the cluster's other tenants rely on.
+            self._ali_opts = pulumi.ResourceOptions.merge(ali, pulumi.ResourceOptions(retain_on_delete=self.adopted))
+            self.require_addons(*spec.addons)
             # no temporary_duration_minutes: the long-lived kubeconfig, the same on every run (docs/ack.md)
             cred = alicloud.cs.get_cluster_credential_output(
                 cluster_id=self.cluster_id,
@@ -137,9 +185,16 @@ class GpuCluster(pulumi.ComponentResource):
                 provider_args["context"] = cluster.context
         # The provider waits for nothing but the kubeconfig: whatever waits for the provider waits for its
         # dependencies too (the SDK resolves a resource's provider reference before registering it), so the
-        # add-ons are waited for by the objects that need them (see ``addon_dependencies``).
+        # add-ons are waited for by the objects that need them (see ``require_addons``).
         self.provider = k8s.Provider(f"{name}-k8s", **provider_args, opts=child)
+        BUILT.append(self)  # for the tools that read a composed program (components/assembly.py)
         self.register_outputs({"cluster_id": self.cluster_id, "kubeconfig": self.kubeconfig})
+
+    def view(self, node_pools=(), monitoring=None, workloads=(), namespace=None, **extra):
+        """The stack-file config of this cluster and the parts given (see :mod:`components.assembly`)."""
+        from gpuplatform.components import assembly
+
+        return assembly.view(self.settings, self.spec, node_pools, monitoring, workloads, namespace, **extra)
 
     def _create_ack(self, name: str, cluster: AckManagedCluster, spec: _Args, ali: pulumi.ResourceOptions) -> None:
         import pulumi_alicloud as alicloud
@@ -173,21 +228,27 @@ class GpuCluster(pulumi.ComponentResource):
         self.vswitch_ids = pulumi.Output.all(*[s.id for s in switches])
 
     def addon_dependencies(self, *names: str) -> list[pulumi.Resource]:
-        """What a resource that needs the named add-ons waits for (none for add-ons the stack does not install)."""
+        """What a resource that needs the named add-ons waits for, of those installed so far."""
         return [self.addons[n] for n in dict.fromkeys(names) if n in self.addons]
 
-    def _install_addons(self, name: str, addons: list[str], ali: pulumi.ResourceOptions) -> None:
-        """Add-ons on a running cluster: ``KubernetesAddon`` installs a missing add-on, adopts (and updates) one
-        that is already there, and can be added at any later ``pulumi up``; others can depend on it. On an
-        adopted cluster the add-ons may have been there before the stack: ``retain_on_delete`` keeps
-        ``pulumi destroy`` from uninstalling what the cluster's other tenants rely on."""
+    def require_addons(self, *names: str) -> list[pulumi.Resource]:
+        """Install the named ACK add-ons once per cluster (the first component that needs one installs it) and
+        return what a resource that needs them waits for. Off ACK there is nothing to install.
+
+        ``KubernetesAddon`` installs a missing add-on, adopts (and updates) one that is already there, and can be
+        added at any later ``pulumi up``; the add-on is a child of the cluster whichever component asked first,
+        so its URN does not depend on the order components are built in."""
+        if not self.is_ack:
+            return []
         import pulumi_alicloud as alicloud
 
-        ali = pulumi.ResourceOptions.merge(ali, pulumi.ResourceOptions(retain_on_delete=self.adopted))
-        for addon in addons:
+        for addon in dict.fromkeys(names):
+            if addon in self.addons:
+                continue
             catalog = ack.ADDONS[addon]
             kwargs = {"version": ACK_ADDONS[addon]} if ACK_ADDONS.get(addon) else {}
             if catalog.config:
                 kwargs["config"] = json.dumps(catalog.config, sort_keys=True)
             self.addons[addon] = alicloud.cs.KubernetesAddon(
-                f"{name}-{addon}", cluster_id=self.cluster_id, name=addon, opts=ali, **kwargs)
+                f"{self._name}-{addon}", cluster_id=self.cluster_id, name=addon, opts=self._ali_opts, **kwargs)
+        return self.addon_dependencies(*names)

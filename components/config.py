@@ -332,6 +332,12 @@ class Monitoring(Model):
     """Adapter replicas. Default 2 in prod (with a PodDisruptionBudget), 1 elsewhere."""
     helm_values: HelmValues = Field(default_factory=HelmValues)
     """Per-release values overrides (escape hatch). Default none."""
+    metrics: Optional[list[str]] = None
+    """Catalog metrics the custom metrics adapter serves (``gpu_util``, ``triton_queue_time``, ...), GPU metrics
+    from ``gpuExporter`` and app metrics from their server. Default: the metrics the stack's HPAs use; a
+    GpuMonitoring built on its own serves every GPU metric of its exporter."""
+    keda: Optional[bool] = None
+    """Install KEDA (self-hosted). Default: when a workload uses autoscaler ``keda``."""
     adopt_adapter_release: bool = False
     """An ``ack-alibaba-cloud-metrics-adapter`` Helm release is already installed in ``kube-system`` (the way ACK's
     guides install it from the App Catalog): import it into the stack instead of installing a second release that
@@ -341,6 +347,9 @@ class Monitoring(Model):
     @property
     def exporter(self) -> str:
         return self.gpu_exporter or ("ack" if self.backend == "arms" else "dcgm")
+
+    def installs_keda(self, workloads) -> bool:
+        return self.keda if self.keda is not None else any(w.autoscaling.autoscaler == "keda" for w in workloads)
 
     @property
     def adapter_kind(self) -> str:
@@ -425,6 +434,10 @@ class MetricTarget(Model):
     """Target average value per pod, in the metric's catalog unit (percent 0-100, ratio 0-1, MiB, microseconds,
     requests; README lists each metric's). Bounded units must leave room above the target for the HPA's 10%
     tolerance (percent <= 90.909, ratio <= 0.909); Kubernetes keeps thousandths."""
+    unit: Optional[str] = None
+    """The unit ``target`` is written in (``percent``, ``ratio``, ``MiB``, ``us``, ...), checked against the unit the
+    metrics adapter serves the metric in: a target written as a ratio against a metric served in percent would
+    scale at 1/100 of the intended load. Default: the served unit."""
 
 
 class ScalingPolicy(Model):

@@ -7,12 +7,13 @@
   config (a ConfigMap the chart creates) holding every pool's config.
 * Simulated GPUs (``simulateGpus``): run-ai/fake-gpu-operator with one topology node pool per GPU pool.
 """
-from typing import Optional
+from typing import Optional, TypedDict
 
 import yaml
 
 import pulumi
 import pulumi_kubernetes as k8s
+from typing_extensions import NotRequired
 
 from gpuplatform.catalogs.mig import max_instances, mig_parted_entry
 from gpuplatform.catalogs.sharing import SIMULATED_POOL_LABEL
@@ -20,6 +21,9 @@ from gpuplatform.catalogs.timeouts import HELM_RELEASE_TIMEOUT_SECONDS
 from gpuplatform.catalogs.versions import KubeMinor, chart
 from gpuplatform.components.pools import PoolFacts
 from gpuplatform.components.releases import chart_version
+
+from gpuplatform.components.cluster import GpuCluster
+from gpuplatform.components.assembly import BUILT
 
 # fake-gpu-operator reports GPUs by NVIDIA product name
 SIMULATED_PRODUCTS = {"T4": "Tesla-T4", "A10": "NVIDIA-A10", "A100-40GB": "NVIDIA-A100-SXM4-40GB",
@@ -108,3 +112,91 @@ def deep_merge(base: dict, override: dict) -> dict:
     for key, value in (override or {}).items():
         out[key] = deep_merge(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
     return out
+
+
+class GpuSoftwareArgs(TypedDict):
+    cluster: GpuCluster
+    """The cluster the GPU software runs on. Required."""
+    node_pools: list
+    """The GpuNodePools it serves (all GPU pools of the cluster: the operator and the simulated topology are
+    cluster-wide, and a pool left out gets no MIG config or fake GPUs). Required."""
+    intervals: NotRequired[dict]
+    """Collection and scrape intervals of the GPU Operator's dcgm-exporter, in the stack-file format
+    (``gpu-platform:monitoring.intervals``); pass the same as GpuMonitoring's. Default 15s/15s."""
+    helm_values: NotRequired[dict]
+    """Values merged over ours for the GPU Operator release (escape hatch). Default {}."""
+
+
+def gpu_software_kind(on_ack: bool, simulated: bool, pool_modes) -> Optional[str]:
+    """Which GPU software a cluster's pools need from this package: fake-gpu-operator for simulated GPUs, the GPU
+    Operator for MIG on a plain cluster (mig-manager partitions the GPUs); on ACK the GPU stack is ACK's, and
+    whole GPUs on a plain cluster use the device plugin the cluster already runs."""
+    if on_ack:
+        return None
+    if simulated:
+        return "fake-gpu-operator"
+    return "gpu-operator" if "mig" in set(pool_modes) else None
+
+
+class GpuSoftware(pulumi.ComponentResource):
+    """The NVIDIA GPU Operator (MIG on a plain cluster) or fake-gpu-operator (simulated GPUs) for a cluster's GPU
+    pools. Each pool it serves waits for it (``GpuNodePool.gpu_nodes``), so build it before the services."""
+
+    release: k8s.helm.v3.Release
+    kind: str
+    """``gpu-operator`` or ``fake-gpu-operator``."""
+
+    def __init__(self, name: str, args: GpuSoftwareArgs, opts: Optional[pulumi.ResourceOptions] = None):
+        from gpuplatform.components.args import ArgsIssue, check_args, component_label, raise_for
+        from gpuplatform.components.args import stop_on_config_error
+        from gpuplatform.components.assembly import parse_section
+        from gpuplatform.components.config import Intervals, duration_seconds
+        from gpuplatform.components.errors import ConfigError
+        from gpuplatform.components.node_pool import GpuNodePool
+        from gpuplatform.components.validation import kubernetes_version
+
+        raise_for(check_args("GpuSoftware", name, args, GpuSoftwareArgs))
+        label = component_label("GpuSoftware", name)
+        cluster = args["cluster"]
+        pools = list(args["node_pools"])
+        issues = [ArgsIssue(f"{label} args.node_pools[{i}]", f"a {type(p).__name__}: expected a GpuNodePool")
+                  for i, p in enumerate(pools) if not isinstance(p, GpuNodePool)]
+        issues += [ArgsIssue(f"{label} args.node_pools[{i}]", f"pool {p.facts.name!r} belongs to another cluster "
+                             f"({p.cluster.label}); allowed: pools of {cluster.label}")
+                   for i, p in enumerate(pools) if isinstance(p, GpuNodePool) and p.cluster is not cluster]
+        raise_for(issues)
+        kind = gpu_software_kind(cluster.is_ack, cluster.simulate_gpus, [p.facts.mode for p in pools])
+        if kind is None:
+            raise_for([ArgsIssue(f"{label} args.node_pools", "nothing to install: " + (
+                "on ACK the GPU stack is ACK's (cGPU and MIG through the ack-ai-installer add-on, which the pools "
+                "install)" if cluster.is_ack else "whole GPUs on a plain cluster use the NVIDIA device plugin the "
+                "cluster already runs") + "; allowed: GpuSoftware only for simulated GPUs (cluster.simulateGpus) "
+                "or MIG pools on a cluster of kind kubeconfig")])
+        try:
+            intervals = parse_section(Intervals, args.get("intervals") or {}, "monitoring.intervals")
+        except ConfigError as exc:
+            stop_on_config_error(exc, {"monitoring.intervals": f"{label} args.intervals"})
+        super().__init__("gpuplatform:index:GpuSoftware", name, {"kind": kind}, opts)
+        self.kind = kind
+        child = pulumi.ResourceOptions(parent=self, provider=cluster.provider)
+        facts = [p.facts for p in pools]
+        c = chart(kind)
+        from gpuplatform.components.k8s_objects import namespace, register
+        from gpuplatform.catalogs.versions import MONITOR_LABELS
+
+        ns = register(f"{name}-{kind}-namespace", namespace(c.namespace, "privileged"), child)
+        if kind == "fake-gpu-operator":
+            values = fake_gpu_operator_values(facts)
+            overrides = {}
+        else:
+            values = gpu_operator_values(facts, MONITOR_LABELS, intervals.scrape,
+                                         duration_seconds(intervals.exporter_collect) * 1000)
+            overrides = args.get("helm_values") or {}
+        self.release = release(f"{name}-{kind}", kind, values, overrides,
+                               pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[ns])),
+                               kubernetes=kubernetes_version(cluster.view()))
+        for pool in pools:
+            pool.gpu_software.append(self.release)
+            pool.gpu_software_kind = kind
+        BUILT.append(self)  # for the tools that read a composed program (components/assembly.py)
+        self.register_outputs({"kind": kind})

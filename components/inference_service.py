@@ -5,21 +5,24 @@ without ``spec.replicas``, static NFS PersistentVolume/claims for model reposito
 default), an optional L7 Ingress (gRPC-aware), a PodDisruptionBudget, an HPA on the stack's custom metrics (or a
 KEDA ScaledObject) and a PodMonitor for the server's own metrics.
 
-Reuse from another Pulumi project::
+Built from the objects it is composed with (docs/reuse.md)::
 
-    from gpuplatform.components import InferenceService
-    InferenceService("llm", {
-        "workload": {...},        # an item of gpu-platform:workloads (camelCase, stack-file format)
-        "node_pool": {...},       # the item of gpu-platform:nodePools it runs on
-        "namespace": "inference",
-    }, opts=pulumi.ResourceOptions(provider=k8s_provider))
+    from gpuplatform.components import GpuCluster, GpuMonitoring, GpuNodePool, InferenceService, WorkloadNamespace
+    cluster = GpuCluster("ml", {"cluster": {"kind": "kubeconfig", "kubernetesVersion": "1.33"}})
+    pool = GpuNodePool("a10", {"cluster": cluster, "pool": {"name": "a10", "gpuModel": "A10", "gpusPerNode": 1}})
+    monitoring = GpuMonitoring("monitoring", {"cluster": cluster})
+    ns = WorkloadNamespace("ml", {"cluster": cluster, "name": "ml"})
+    InferenceService("llm", {"workload": {...}, "node_pool": pool, "monitoring": monitoring, "namespace": ns})
 
-The args are validated with the same rules as a stack file; a bad spec raises ``pulumi.RunError`` listing every
-problem before anything is registered.
+Before anything is registered the service checks its workload with the stack-file rules and its contracts with
+the objects it is given: the GPU resource is one the pool advertises, the replicas fit the pool (with the other
+services on it), the HPA metric is one the monitoring's adapter serves in the unit of the target, KEDA is
+installed for a ScaledObject, and the namespace suits the pod. A problem raises ``pulumi.RunError`` naming both
+sides and the fix.
 """
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Optional, TypedDict
+from typing import Optional, TypedDict, Union
 
 import pulumi
 from typing_extensions import NotRequired
@@ -27,10 +30,18 @@ from typing_extensions import NotRequired
 from gpuplatform.catalogs.kubernetes import api_group
 from gpuplatform.components import workload_manifests as wm
 from gpuplatform.components.k8s_objects import register
+from gpuplatform.components.addons import ingress_addon
 from gpuplatform.components.config import PlatformConfig, Workload
-from gpuplatform.components.errors import ConfigError
-from gpuplatform.components.pools import PoolFacts, pool_facts
-from gpuplatform.components.validation import hpa_api_version, kubernetes_version, validate
+from gpuplatform.components.contracts import metric_contract
+from gpuplatform.components.errors import ConfigError, ConfigIssue
+from gpuplatform.components.k8s_validity import DNS_LABEL
+from gpuplatform.components.monitoring import GpuMonitoring
+from gpuplatform.components.namespace import WorkloadNamespace
+from gpuplatform.components.node_pool import GpuNodePool
+from gpuplatform.components.pools import PoolFacts
+from gpuplatform.components.validation import hpa_api_version, kubernetes_version
+from gpuplatform.components.areas import validate_areas as _validate_areas
+from gpuplatform.components.assembly import BUILT
 
 class WaitFor(TypedDict, total=False):
     """What each child of an InferenceService waits for, by the part the child plays.
@@ -58,26 +69,29 @@ class WaitFor(TypedDict, total=False):
 
 class InferenceServiceArgs(TypedDict):
     workload: dict
-    """The workload in the stack-file format (an item of ``gpu-platform:workloads``). Required."""
-    node_pool: dict
-    """The node pool it runs on, in the stack-file format (an item of ``gpu-platform:nodePools``). Required."""
-    namespace: NotRequired[str]
-    """Namespace of the objects (must exist). Default ``inference``."""
-    kubernetes_version: NotRequired[str]
-    """Cluster version; picks the HPA API (autoscaling/v2 from 1.23). Default ``1.31``."""
-    on_ack: NotRequired[bool]
-    """The cluster is ACK (ACK sharing labels, intranet LoadBalancer annotation). Default false."""
-    monitoring: NotRequired[dict]
-    """The stack's monitoring in the stack-file format (``gpu-platform:monitoring``): its exporter fixes the HPA
-    metric names, its intervals the PodMonitor and KEDA queries. Default: self-hosted Prometheus with
-    dcgm-exporter and the default intervals."""
-    allow_public_endpoints: NotRequired[bool]
-    """Allow ``PublicLoadBalancer`` exposure. Default false."""
-    prometheus_url: NotRequired[str]
-    """Prometheus the KEDA trigger queries. Default the in-cluster kube-prometheus-stack service."""
+    """The workload in the stack-file format (an item of ``gpu-platform:workloads``; its ``nodePool`` may be left
+    out, the pool object says it). Required."""
+    node_pool: GpuNodePool
+    """The GpuNodePool its replicas run on: the GPU resource, node selector, tolerations and capacity come from
+    it. Required."""
+    namespace: Union[WorkloadNamespace, str]
+    """Where its objects live: a WorkloadNamespace (created and waited for), or the name of a namespace that
+    already exists (``gpuplatform plan`` lists it, ``gpuplatform verify`` checks it). Required."""
+    monitoring: NotRequired[GpuMonitoring]
+    """The GpuMonitoring whose adapter serves its HPA metrics (or whose KEDA runs its ScaledObject) and whose
+    Prometheus scrapes its PodMonitor. Required for an autoscaled workload; default none for a fixed one."""
     wait_for: NotRequired[WaitFor]
-    """What each child waits for besides its parent (see :class:`WaitFor`). Default: every child waits for
-    ``opts.depends_on`` of the component, which is then not applied to the component itself."""
+    """Extra resources its children wait for, by the part each plays (see :class:`WaitFor`); the namespace, GPU
+    nodes, CRDs and ingress controller of the objects given are waited for already. Default none."""
+
+
+REMOVED_ARGS = {
+    "kubernetes_version": "the version is the node_pool's cluster's (GpuCluster args.cluster.kubernetesVersion)",
+    "on_ack": "whether the cluster is ACK comes from the node_pool's GpuCluster",
+    "allow_public_endpoints": "exposure rules come from the node_pool's GpuCluster (args.allow_public_endpoints)",
+    "prometheus_url": "the Prometheus KEDA queries is the monitoring's (GpuMonitoring args.monitoring.prometheusUrl)",
+}
+"""Args of 0.1.0 that the objects now carry: named in the error, with where the value comes from now."""
 
 
 @dataclass(frozen=True)
@@ -116,15 +130,33 @@ class InferenceService(pulumi.ComponentResource):
     service_name: pulumi.Output[str]
 
     def __init__(self, name: str, args: InferenceServiceArgs, opts: Optional[pulumi.ResourceOptions] = None):
-        workload, ctx = _context(args)
+        workload, ctx, composed = _checked(name, args)
+        pool, monitoring, ns = composed
         # the component's depends_on is handed to its children instead, so that it holds back nothing else
-        deps = ChildDependencies.of_args(args.get("wait_for"), _depends_on(opts))
+        extra = dict(args.get("wait_for") or {})
+        on_ack = pool.cluster.is_ack
+        wait_for: WaitFor = {
+            "every_child": list(extra.get("every_child", [])),
+            "namespace": [ns.resource] if isinstance(ns, WorkloadNamespace) else [],
+            "gpu_nodes": pool.gpu_nodes + list(extra.get("gpu_nodes", [])),
+            "crd_owners": {**({g: [o] for g, o in monitoring.crd_owners.items()} if monitoring else {}),
+                           **(extra.get("crd_owners") or {})},
+            "ingress_controller": pool.cluster.require_addons(*ingress_addon(on_ack, workload))
+            + list(extra.get("ingress_controller", [])),
+        }
+        wait_for["namespace"] += list(extra.get("namespace", []))
+        deps = ChildDependencies.of_args(wait_for, _depends_on(opts))
         if opts is not None and opts.depends_on:
             opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions())
             opts.depends_on = None
+        if opts is None or opts.provider is None:
+            opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(provider=pool.cluster.provider))
         super().__init__("gpuplatform:index:InferenceService", name,
                          {"workload": workload.name, "namespace": ctx.namespace, "pool": ctx.pool.name}, opts)
         self.workload, self.context = workload, ctx
+        self.label = f"InferenceService {name!r}"
+        self.node_pool, self.monitoring, self.namespace = pool, monitoring, ns
+        pool.services.append(self)
 
         def add(resource_name: str, obj: dict, *extra: pulumi.Resource) -> pulumi.CustomResource:
             return register(resource_name, obj, pulumi.ResourceOptions(parent=self,
@@ -150,6 +182,7 @@ class InferenceService(pulumi.ComponentResource):
                 setattr(self, suffix, add(f"{name}-{suffix}", obj))
         self.deployment_name = pulumi.Output.from_input(workload.name)
         self.service_name = pulumi.Output.from_input(workload.name)
+        BUILT.append(self)  # for the tools that read a composed program (components/assembly.py)
         self.register_outputs({"deployment_name": self.deployment_name, "service_name": self.service_name})
 
 
@@ -170,42 +203,82 @@ def workload_context(cfg: PlatformConfig, workload: Workload, facts: PoolFacts,
         metric_sources=wm.context_sources(cfg, workload))
 
 
-# An adopted ACK cluster stands in for "some ACK cluster": the workload rules read only that the cluster is ACK
-# and its version, never its id, region or vSwitches.
-_SOME_ACK_CLUSTER = {"kind": "ack-existing", "region": "cn-hangzhou", "clusterId": "c-reused",
-                     "vswitchIds": ["vsw-reused"]}
+def _checked(name: str, args: InferenceServiceArgs):
+    """The workload and its context, after every check of the args and of the contracts with the objects given;
+    ``pulumi.RunError`` with all problems otherwise (nothing is registered then)."""
+    from gpuplatform.components.args import ArgsIssue, check_args, component_label, raise_for, reprefix
+    from gpuplatform.components.assembly import parse_section
+    from gpuplatform.components.gpu_software import gpu_software_kind
 
-
-def service_config(args: InferenceServiceArgs) -> PlatformConfig:
-    """The args as a one-workload stack config, validated with the stack-file rules (ConfigError if bad)."""
-    from gpuplatform.components.validation import parse
-
-    version = args.get("kubernetes_version", "1.31")
-    raw = {
-        # the caller's namespace holds every object, root opt-outs included (the caller labels it)
-        "settings": {"environment": "dev", "namespace": args.get("namespace", "inference"),
-                     "rootNamespace": args.get("namespace", "inference"),
-                     "allowPublicEndpoints": args.get("allow_public_endpoints", False), "createNamespace": False},
-        "cluster": ({**_SOME_ACK_CLUSTER, "kubernetesVersion": version} if args.get("on_ack")
-                    else {"kind": "kubeconfig", "kubernetesVersion": version}),
-        "nodePools": [args["node_pool"]],
-        "monitoring": args.get("monitoring") or {},
-        "workloads": [args["workload"]],
-    }
-    cfg = parse(raw)
-    issues = validate(cfg, installs_charts=False)
-    if issues:
-        raise ConfigError(issues)
-    return cfg
-
-
-def _context(args: InferenceServiceArgs) -> tuple[Workload, wm.WorkloadContext]:
+    label = component_label("InferenceService", name)
+    raw_args = dict(args) if isinstance(args, Mapping) else args
+    removed = [ArgsIssue(f"{label} args.{k}", f"removed in 0.2.0: {why}") for k, why in REMOVED_ARGS.items()
+               if isinstance(raw_args, Mapping) and k in raw_args]
+    if isinstance(raw_args, Mapping):
+        raw_args = {k: v for k, v in raw_args.items() if k not in REMOVED_ARGS}
+    issues = removed + check_args("InferenceService", name, raw_args, InferenceServiceArgs)
+    if isinstance(raw_args, Mapping) and isinstance(raw_args.get("node_pool"), Mapping):
+        issues = [i for i in issues if i.path != f"{label} args.node_pool"]
+        issues.append(ArgsIssue(f"{label} args.node_pool", "a dict in the stack-file format: since 0.2.0 a service "
+                                "takes the GpuNodePool object it runs on (docs/reuse.md, \"Migrating from 0.1\")"))
+    raise_for(issues)
+    pool: GpuNodePool = args["node_pool"]
+    monitoring: Optional[GpuMonitoring] = args.get("monitoring")
+    ns = args["namespace"]
+    cluster = pool.cluster
+    raw_workload = dict(args["workload"])
+    raw_workload.setdefault("nodePool", pool.facts.name)
+    namespace = ns.name if isinstance(ns, WorkloadNamespace) else ns
+    others = [s for s in pool.services]
+    paths = {f"workloads[{len(others)}]": f"{label} args.workload", "nodePools[0]": f"{pool.label} args.pool",
+             "monitoring": f"{monitoring.label} args.monitoring" if monitoring else f"{label} args.monitoring",
+             **{f"workloads[{i}]": f"{s.label} args.workload"
+                for i, s in enumerate(others)}}
     try:
-        cfg = service_config(args)
+        workload = parse_section(Workload, raw_workload, f"workloads[{len(others)}]")
     except ConfigError as exc:
-        raise pulumi.RunError(exc.render()) from None
-    workload = cfg.workloads[0]
-    return workload, workload_context(cfg, workload, pool_facts(cfg, cfg.node_pools[0]), args.get("prometheus_url"))
+        raise_for(reprefix(exc.issues, paths))
+    problems: list[ArgsIssue] = []
+    if workload.node_pool != pool.facts.name:
+        problems.append(ArgsIssue(f"{label} args.workload.nodePool", f"{workload.node_pool!r}, but args.node_pool is "
+                                  f"{pool.label} (pool {pool.facts.name!r}); allowed: {pool.facts.name!r} or leave "
+                                  "it out"))
+    if monitoring is not None and monitoring.cluster is not cluster:
+        problems.append(ArgsIssue(f"{label} args.monitoring", f"{monitoring.label} monitors {monitoring.cluster.label},"
+                                  f" but {pool.label} belongs to {cluster.label}; allowed: the monitoring of the "
+                                  "pool's cluster"))
+    if isinstance(ns, WorkloadNamespace) and ns.cluster is not cluster:
+        problems.append(ArgsIssue(f"{label} args.namespace", f"{ns.label} is created in {ns.cluster.label}, but "
+                                  f"{pool.label} belongs to {cluster.label}; allowed: a namespace of the pool's "
+                                  "cluster"))
+    if isinstance(ns, WorkloadNamespace):
+        if workload.run_as_root and ns.pod_security == "restricted":
+            problems.append(ArgsIssue(f"{label} args.namespace", f"{ns.label} enforces Pod Security 'restricted', "
+                                      "which rejects the pods of a workload with runAsRoot: true; allowed: a "
+                                      "WorkloadNamespace with pod_security 'baseline' for it"))
+    elif not isinstance(ns, str) or not DNS_LABEL.match(ns):
+        problems.append(ArgsIssue(f"{label} args.namespace", f"{ns!r} is not a namespace name; allowed: a "
+                                  "WorkloadNamespace, or the name (a DNS label) of a namespace that exists"))
+    needs = gpu_software_kind(cluster.is_ack, cluster.simulate_gpus, [pool.facts.mode])
+    if needs and pool.gpu_software_kind != needs:
+        problems.append(ArgsIssue(f"{label} args.node_pool", f"{pool.label}'s GPUs are served by {needs}, which no "
+                                  f"GpuSoftware installs for it yet: its pods would stay Pending; allowed: build "
+                                  f"GpuSoftware with node_pools including {pool.label} before the services"))
+    if monitoring is None and not workload.fixed:
+        problems.append(ArgsIssue(f"{label} args.monitoring", f"required: autoscaler {workload.autoscaling.autoscaler!r}"
+                                  " reads metrics some GpuMonitoring serves; allowed: the GpuMonitoring of "
+                                  f"{cluster.label}, or a workload with fixed replicas"))
+    raise_for(problems)
+    mon = monitoring.spec if monitoring else None
+    cfg = cluster.view([pool.spec], mon, [s.workload for s in others] + [workload], namespace=namespace)
+    issues = _validate_areas(cfg, ("workloads",))
+    if monitoring is not None:
+        issues += [ConfigIssue(f"workloads[{len(others)}].{path}", msg) for path, msg in metric_contract(
+            workload, mon, monitoring.served, monitoring.label, monitoring.keda_installed)]
+    raise_for(reprefix(issues, paths))
+    facts = pool.facts
+    ctx = workload_context(cfg, workload, facts)
+    return workload, ctx, (pool, monitoring, ns)
 
 
-__all__ = ["InferenceService", "InferenceServiceArgs", "WaitFor", "service_config", "workload_context"]
+__all__ = ["InferenceService", "InferenceServiceArgs", "WaitFor", "workload_context"]

@@ -19,8 +19,15 @@ def source_for(cfg: PlatformConfig, workload: Workload, name: str) -> Optional[M
 
 
 def used_sources(cfg: PlatformConfig) -> list[MetricSource]:
-    """Distinct sources the stack's HPA-scaled workloads use, in first-use order (KEDA queries Prometheus itself)."""
+    """Distinct sources the adapter serves: ``monitoring.metrics`` where given, else those the stack's HPA-scaled
+    workloads use, in first-use order (KEDA queries Prometheus itself)."""
     seen: dict[tuple, MetricSource] = {}
+    if cfg.monitoring.metrics is not None:
+        for name in cfg.monitoring.metrics:
+            src = served_source(cfg.monitoring.exporter, name)
+            if src is not None:
+                seen.setdefault((src.exporter, src.api_name), src)
+        return list(seen.values())
     for workload in cfg.workloads:
         if workload.autoscaling.autoscaler != "hpa":
             continue
@@ -29,3 +36,19 @@ def used_sources(cfg: PlatformConfig) -> list[MetricSource]:
             if src is not None:
                 seen.setdefault((src.exporter, src.api_name), src)
     return list(seen.values())
+
+
+def served_source(exporter: str, name: str) -> Optional[MetricSource]:
+    """The source the adapter serves ``name`` from: the GPU exporter's for GPU metrics, the one server that exports
+    an app metric (each app metric of the catalog has one)."""
+    metric = METRICS.get(name)
+    if metric is None:
+        return None
+    if metric.category == "gpu":
+        return metric.source(exporter)
+    return metric.sources[0] if len(metric.sources) == 1 else None
+
+
+def default_served_metrics(exporter: str) -> list[str]:
+    """What a GpuMonitoring serves when its args name no metrics: every GPU metric its exporter exports."""
+    return [name for name, m in METRICS.items() if m.category == "gpu" and m.source(exporter) is not None]

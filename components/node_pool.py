@@ -15,33 +15,24 @@ from typing import Optional, TypedDict
 import pulumi
 from typing_extensions import NotRequired
 
-from gpuplatform.components.config import Model, NodePool
+from gpuplatform.components.addons import repair_addons, sharing_addons
+from gpuplatform.components.config import NodePool
 from gpuplatform.components.pools import PoolFacts
+
+from gpuplatform.components.cluster import GpuCluster
+from gpuplatform.components.assembly import BUILT
 
 
 class GpuNodePoolArgs(TypedDict):
+    cluster: GpuCluster
+    """The cluster the pool belongs to (its provider, region, kind and version). Required."""
     pool: dict
-    """Pool spec in the stack-file format (an item of ``gpu-platform:nodePools``). Required. ``autoRepair`` true
-    makes it an ACK managed pool (Pro clusters only); left out it is false here (the platform resolves the
-    stack default)."""
-    facts: PoolFacts
-    """Derived facts (model, labels, capacity) from :func:`components.pools.pool_facts`. Required."""
-    cluster_id: NotRequired[pulumi.Input[str]]
-    """ACK cluster id; when absent no ACK node pool is created (existing non-ACK cluster). Default none."""
-    vswitch_ids: NotRequired[pulumi.Input[list]]
-    """vSwitches of the pool's nodes (ACK). Required with ``cluster_id``."""
+    """The pool in the stack-file format (an item of ``gpu-platform:nodePools``), e.g. ``{"name": "a10",
+    "gpuModel": "A10", "gpusPerNode": 1, "maxNodes": 2}`` on an existing cluster or ``{"name": "a10",
+    "instanceTypes": ["ecs.gn7i-c8g1.2xlarge"], "maxNodes": 4}`` on ACK. Required. ``autoRepair`` left out is
+    resolved as in a stack file (true on ACK Pro)."""
     protect: NotRequired[bool]
-    """Pulumi ``protect``: a replaced GPU pool drops all GPU capacity at once. Default false."""
-    wait_for: NotRequired[list]
-    """Resources the ACK node pool is created after, e.g. the add-ons its auto repair needs. Default none."""
-    alicloud_provider: NotRequired[pulumi.ProviderResource]
-    """The ``alicloud.Provider`` of the cluster's region (``GpuCluster.alicloud_provider``). Required with
-    ``cluster_id``: without it the pool would go to whatever region ``alicloud:region`` names."""
-
-
-class _Args(Model):
-    pool: NodePool
-    protect: bool = False
+    """Pulumi ``protect``: a replaced GPU pool drops all GPU capacity at once. Default: the cluster's."""
 
 
 def node_pool_inputs(pool: NodePool, facts: PoolFacts) -> dict:
@@ -89,7 +80,8 @@ def pool_props(facts: PoolFacts) -> dict:
 
 
 class GpuNodePool(pulumi.ComponentResource):
-    """A GPU node pool; outputs the selector, tolerations and capacity its workloads use."""
+    """A GPU node pool. What its nodes advertise is its contract with the services placed on it: :attr:`facts`
+    (GPU resources and counts, labels, taints, capacity), also exported as outputs."""
 
     node_pool_id: pulumi.Output[str]
     node_selector: pulumi.Output[dict]
@@ -99,29 +91,63 @@ class GpuNodePool(pulumi.ComponentResource):
     """GPU extended resources one node advertises, with amounts (several for a per-GPU MIG layout)."""
     node_labels: pulumi.Output[dict]
     """Labels the pool's nodes carry (set by the ACK node pool; put on existing nodes by hand elsewhere)."""
+    facts: PoolFacts
+    """What the pool's nodes advertise, known before deployment: resources per node, labels, taints,
+    tolerations, node selector, capacity (``max_replicas(request)``)."""
 
     def __init__(self, name: str, args: GpuNodePoolArgs, opts: Optional[pulumi.ResourceOptions] = None):
-        spec = _Args.model_validate({"pool": args["pool"], "protect": args.get("protect", False)})
-        facts: PoolFacts = args["facts"]
+        from gpuplatform.components.args import check_args, component_label, raise_for, stop_on_config_error
+        from gpuplatform.components.assembly import parse_section
+        from gpuplatform.components.errors import ConfigError
+        from gpuplatform.components.pools import pool_facts
+        from gpuplatform.components.areas import validate_areas as _validate_areas
+
+        raise_for(check_args("GpuNodePool", name, args, GpuNodePoolArgs))
+        cluster: GpuCluster = args["cluster"]
+        label = component_label("GpuNodePool", name)
+        others = list(cluster.node_pools)
+        paths = {f"nodePools[{i}]": f"{p.label} args.pool"
+                 for i, p in enumerate(others)} | {f"nodePools[{len(others)}]": f"{label} args.pool",
+                                                   "cluster": f"{label} args.cluster"}
+        try:
+            pool = parse_section(NodePool, args["pool"], f"nodePools[{len(others)}]")
+            cfg = cluster.view([p.spec for p in others] + [pool])
+            issues = _validate_areas(cfg, ("pools",))
+            if issues:
+                raise ConfigError(issues)
+        except ConfigError as exc:
+            stop_on_config_error(exc, paths)
+        self.label = label
+        self.cluster = cluster
+        # the stack default, resolved: a managed (auto-repair) pool on ACK Pro unless the pool says otherwise
+        self.spec: NodePool = pool.model_copy(update={"auto_repair": cfg.pool_managed(pool)})
+        facts = pool_facts(cfg, pool)
         props = pool_props(facts)
         super().__init__("gpuplatform:index:GpuNodePool", name, props, opts)
         self.facts = facts
+        self.services: list = []
+        """The InferenceServices placed on this pool so far (capacity is checked over all of them)."""
+        self.gpu_software: list[pulumi.Resource] = []
+        """What turns the pool's GPUs into schedulable resources besides the ACK add-ons (the GPU Operator or
+        fake-gpu-operator release, added by :class:`GpuSoftware`)."""
+        self.gpu_software_kind: Optional[str] = None
         self.pool = None
-        if args.get("cluster_id") is not None:
+        sharing = cluster.require_addons(*sharing_addons(cluster.is_ack, cluster.is_ack_pro, pool.sharing.mode))
+        if cluster.is_ack:
             import pulumi_alicloud as alicloud
 
-            if args.get("alicloud_provider") is None:
-                raise ValueError(f"GpuNodePool {name!r}: 'alicloud_provider' is required with 'cluster_id' (pass "
-                                 "GpuCluster.alicloud_provider, so the pool goes to the cluster's region)")
-
+            # auto repair is carried out by these add-ons: a pool created before them has nodes nobody repairs
+            repair = cluster.require_addons(*repair_addons(cfg, pool))
             self.pool = alicloud.cs.NodePool(
-                f"{name}-pool", cluster_id=args["cluster_id"], vswitch_ids=args.get("vswitch_ids"),
-                **node_pool_inputs(spec.pool, facts),
-                opts=pulumi.ResourceOptions(parent=self, protect=spec.protect, provider=args["alicloud_provider"],
-                                            depends_on=list(args.get("wait_for") or [])))
+                f"{name}-pool", cluster_id=cluster.cluster_id, vswitch_ids=cluster.vswitch_ids,
+                **node_pool_inputs(self.spec, facts),
+                opts=pulumi.ResourceOptions(parent=self, protect=args.get("protect", cluster.protect),
+                                            provider=cluster.alicloud_provider, depends_on=repair))
             self.node_pool_id = self.pool.node_pool_id
         else:
             self.node_pool_id = pulumi.Output.from_input(facts.name)
+        self._sharing_addons = sharing
+        cluster.node_pools.append(self)
         self.node_selector = pulumi.Output.from_input(facts.node_selector)
         self.tolerations = pulumi.Output.from_input(facts.tolerations)
         self.units_per_node = pulumi.Output.from_input(facts.units_per_node)
@@ -130,6 +156,13 @@ class GpuNodePool(pulumi.ComponentResource):
         # the stack policies see a component only through its outputs (AnalyzeStack gets outputs, and a
         # component's are what it registers here), so the pool facts they judge placement and capacity by are
         # registered along with the ids; see docs/policies.md "What the policies see"
+        BUILT.append(self)  # for the tools that read a composed program (components/assembly.py)
         self.register_outputs({**props, "node_pool_id": self.node_pool_id, "node_selector": self.node_selector,
                                "tolerations": self.tolerations, "units_per_node": self.units_per_node,
                                "node_resources": self.node_resources, "node_labels": self.node_labels})
+
+    @property
+    def gpu_nodes(self) -> list[pulumi.Resource]:
+        """What a Deployment whose pods need this pool's GPUs waits for: the ACK node pool, the add-ons its
+        sharing mode needs and the GPU software serving it."""
+        return [r for r in (self.pool,) if r is not None] + list(self.gpu_software) + list(self._sharing_addons)

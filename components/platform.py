@@ -1,71 +1,66 @@
-"""GpuPlatform: the whole environment a stack config describes, composed from the other components.
+"""GpuPlatform: the whole environment a stack config describes, composed from the public components.
 
-Order matters only where Kubernetes needs it: the workload namespace and the monitoring CRDs exist before the
-objects that use them; node pools and GPU software exist before the Deployments whose pods ask for GPUs. Nothing
-else waits: a Service does not sit behind a node pool or a Helm release (see ``InferenceServiceArgs.wait_for``).
+It builds each child through the same constructors and args a consumer uses (docs/reuse.md), so every stack
+exercises the public API: GpuCluster, a GpuNodePool per pool, GpuSoftware where the pools need it, GpuMonitoring,
+WorkloadNamespaces, an InferenceService per workload and GpuAlerts over them. Order matters only where
+Kubernetes needs it, and each component waits for what its own children need (the namespace, the GPU nodes,
+the CRDs); nothing else waits.
 """
-from typing import Optional, TypedDict
+from typing import Optional, TypedDict, Union
 
 import pulumi
 
-from gpuplatform.catalogs.ack import ARMS_ADDON, AUTO_REPAIR_ADDONS, INGRESS_ADDON
-from gpuplatform.catalogs.sharing import ACK_LEGACY_SHARING_ADDON, ACK_SHARING_ADDON
-from gpuplatform.catalogs.versions import MONITOR_LABELS, chart
+from gpuplatform.components.alerting import GpuAlerts
 from gpuplatform.components.cluster import GpuCluster
-from gpuplatform.components.config import PlatformConfig, duration_seconds
-from gpuplatform.components.gpu_software import fake_gpu_operator_values, gpu_operator_values, release
+from gpuplatform.components.config import PlatformConfig
+from gpuplatform.components.errors import ConfigError
+from gpuplatform.components.gpu_software import GpuSoftware, gpu_software_kind
 from gpuplatform.components.inference_service import InferenceService
-from gpuplatform.components.k8s_objects import namespace, register
+from gpuplatform.components.migrations import moved_from
 from gpuplatform.components.monitoring import GpuMonitoring
+from gpuplatform.components.namespace import WorkloadNamespace
 from gpuplatform.components.node_pool import GpuNodePool
-from gpuplatform.components.pools import all_pool_facts
-from gpuplatform.components.releases import uses_gpu_operator
-from gpuplatform.components.validation import kubernetes_version
 
 
 class GpuPlatformArgs(TypedDict):
-    config: PlatformConfig
-    """The validated stack config (:func:`components.validation.load`). Required."""
+    config: Union[dict, PlatformConfig]
+    """The ``gpu-platform`` namespace in the stack-file format (``settings``, ``cluster``, ``nodePools``,
+    ``monitoring``, ``workloads``, ``kubeconfig``, ``grafanaAdminPassword``), validated as a stack file is; or a
+    config :func:`components.validation.load` returned. Required."""
 
 
-def required_addons(cfg: PlatformConfig) -> list[str]:
-    """ACK add-ons the stack installs on the running cluster (``KubernetesAddon``): managed Prometheus for arms,
-    the GPU sharing installer for cGPU and MIG pools, the node problem detector and lifecycle controller for managed
-    (auto-repair) pools, ACK's NGINX controller for nginx Ingresses. The network plugin and CSI driver come with
-    a new cluster (``catalogs/ack.py``)."""
-    if not cfg.is_ack:
-        return []
-    addons = []
-    if cfg.monitoring.backend == "arms":
-        addons.append(ARMS_ADDON)
-    if any(cfg.pool_managed(p) for p in cfg.node_pools):
-        addons += list(AUTO_REPAIR_ADDONS)
-    addons += sorted({a for p in cfg.node_pools for a in sharing_addons(cfg, p.sharing.mode)})
-    if any(ingress_addon(cfg, w) for w in cfg.workloads):
-        addons.append(INGRESS_ADDON)
-    return addons
+def served_metrics(cfg: PlatformConfig) -> list[str]:
+    """What the stack's adapter serves: ``monitoring.metrics`` where the stack names them, else the metrics of its
+    HPAs in first-use order (KEDA queries Prometheus itself)."""
+    if cfg.monitoring.metrics is not None:
+        return list(cfg.monitoring.metrics)
+    names = [t.metric for w in cfg.workloads if w.autoscaling.autoscaler == "hpa" for t in w.autoscaling.metrics]
+    return list(dict.fromkeys(names))
 
 
-def ingress_addon(cfg: PlatformConfig, w) -> list[str]:
-    """The ACK add-on that serves the workload's Ingress, when the stack installs it."""
-    ing = w.exposure.ingress
-    return [INGRESS_ADDON] if ing is not None and ing.controller_for(cfg.is_ack) == "addon" else []
-
-
-def sharing_addons(cfg: PlatformConfig, mode: str) -> list[str]:
-    """ACK add-ons a pool's sharing mode needs before its pods get GPUs: cGPU and MIG pools both."""
-    if not cfg.is_ack or mode == "exclusive":
-        return []
-    # every ack.node.gpu.schedule value but "default" (cGPU policies, mig) is served by ack-ai-installer
-    # (ACK "labels used by ACK to control GPUs", doc-detail/191140)
-    return [ACK_LEGACY_SHARING_ADDON if mode == "cgpu" and not cfg.is_ack_pro else ACK_SHARING_ADDON]
+def monitoring_args(cfg: PlatformConfig) -> dict:
+    """The stack's monitoring as a GpuMonitoring's ``monitoring`` arg, with what a stack derives from its workloads
+    (the metrics served, whether KEDA is installed) made explicit."""
+    mon = cfg.monitoring.model_dump(by_alias=True, exclude_none=True)
+    mon["metrics"] = served_metrics(cfg)
+    mon["keda"] = cfg.monitoring.installs_keda(cfg.workloads)
+    return mon
 
 
 class GpuPlatform(pulumi.ComponentResource):
     """Cluster, GPU node pools, GPU software, monitoring and inference services of one environment."""
 
     def __init__(self, name: str, args: GpuPlatformArgs, opts: Optional[pulumi.ResourceOptions] = None):
-        cfg: PlatformConfig = args["config"]
+        from gpuplatform.components.args import check_args, raise_for
+        from gpuplatform.components.validation import load
+
+        raise_for(check_args("GpuPlatform", name, args, GpuPlatformArgs))
+        cfg = args["config"]
+        if not isinstance(cfg, PlatformConfig):
+            try:
+                cfg = load(dict(cfg))
+            except ConfigError as exc:
+                raise pulumi.RunError(exc.render()) from None
         s = cfg.settings
         props = {"environment": s.environment, "kubernetesVersion": cfg.cluster.kubernetes_version,
                  "clusterKind": cfg.cluster.kind, "allowPublicEndpoints": s.allow_public_endpoints,
@@ -73,91 +68,56 @@ class GpuPlatform(pulumi.ComponentResource):
         super().__init__("gpuplatform:index:GpuPlatform", name, props, opts)
         child = pulumi.ResourceOptions(parent=self)
         self.cluster = GpuCluster(f"{name}-cluster", {
-            "cluster": cfg.cluster.model_dump(by_alias=True), "addons": required_addons(cfg),
-            "protect": s.protect_resources,
+            "cluster": cfg.cluster.model_dump(by_alias=True, exclude_none=True), "environment": s.environment,
+            **({"protect": s.protect} if s.protect is not None else {}),
+            "allow_public_endpoints": s.allow_public_endpoints,
             **({"kubeconfig": pulumi.Output.secret(cfg.kubeconfig.get_secret_value())} if cfg.kubeconfig else {})},
             opts=child)
-        facts = all_pool_facts(cfg)
-        self.pools = {}
-        for p in cfg.node_pools:
-            # auto repair is carried out by these add-ons: a pool created before them has nodes nobody repairs
-            repair = self.cluster.addon_dependencies(*AUTO_REPAIR_ADDONS) if cfg.pool_managed(p) else []
-            self.pools[p.name] = GpuNodePool(f"{name}-{p.name}", {
-                "pool": {**p.model_dump(by_alias=True), "autoRepair": cfg.pool_managed(p)},
-                "facts": facts[p.name], "protect": s.protect_resources, "wait_for": repair,
-                **({"cluster_id": self.cluster.cluster_id, "vswitch_ids": self.cluster.vswitch_ids,
-                    "alicloud_provider": self.cluster.alicloud_provider} if cfg.is_ack else {})}, opts=child)
-        # Nothing below waits for a node pool unless its pods need GPU nodes: a dependency given to a component
-        # holds back every child of it, so each child gets only its own (pulumi/pulumi sdk/python
-        # runtime/resource.py prepare_resource: parent and dependency URNs are awaited before registering).
+        self.pools = {p.name: GpuNodePool(f"{name}-{p.name}", {
+            "cluster": self.cluster, "pool": p.model_dump(by_alias=True, exclude_none=True)}, opts=child)
+            for p in cfg.node_pools}
+        pools = list(self.pools.values())
         in_cluster = pulumi.ResourceOptions(parent=self, provider=self.cluster.provider)
-        gpu_software = self._gpu_software(name, cfg, facts, in_cluster)
+        self.gpu_software = None
+        if gpu_software_kind(self.cluster.is_ack, self.cluster.simulate_gpus, [p.sharing.mode for p in cfg.node_pools]):
+            # its releases were the platform's own children before 0.2.0 (components/migrations.py)
+            self.gpu_software = GpuSoftware(f"{name}-gpu-software", {
+                "cluster": self.cluster, "node_pools": pools,
+                "intervals": cfg.monitoring.intervals.model_dump(by_alias=True),
+                "helm_values": cfg.monitoring.helm_values.gpu_operator},
+                opts=pulumi.ResourceOptions.merge(in_cluster, pulumi.ResourceOptions(
+                    transformations=[moved_from(self, "gpuplatform:index:GpuSoftware", f"{name}-",
+                                                f"{name}-gpu-software-")])))
         self.monitoring = GpuMonitoring(f"{name}-monitoring", {
-            "config": cfg, "cluster_id": self.cluster.cluster_id,
-            **({"alicloud_provider": self.cluster.alicloud_provider} if cfg.is_ack else {}),
-            "gpu_operator_installed": uses_gpu_operator(cfg),
-            "arms_installed": self.cluster.addon_dependencies(ARMS_ADDON)}, opts=in_cluster)
-        # the namespace needs the cluster (through the provider), not its GPU nodes
-        self.namespace = register(f"{name}-workloads-namespace", namespace(s.namespace, "restricted", warn=True),
-                                  pulumi.ResourceOptions(parent=self, provider=self.cluster.provider)
-                                  ) if s.create_namespace else None
-        # Pod Security labels apply per namespace: root opt-outs get their own baseline namespace, warned and
-        # audited at restricted (kubernetes.io/docs/concepts/security/pod-security-admission/)
-        self.root_namespace = register(
-            f"{name}-root-workloads-namespace", namespace(s.root_namespace_name, "baseline", warn_audit="restricted"),
-            pulumi.ResourceOptions(parent=self, provider=self.cluster.provider)
-        ) if s.create_namespace and any(w.run_as_root for w in cfg.workloads) else None
-        # the same public args a reusing project passes: one way to build a service, validated the same way
-        shared_args = {"namespace": s.namespace, "kubernetes_version": cfg.cluster.kubernetes_version,
-                       "on_ack": cfg.is_ack, "monitoring": cfg.monitoring.model_dump(by_alias=True, exclude_none=True),
-                       "allow_public_endpoints": s.allow_public_endpoints}
-        crd_owners = {group: [owner] for group, owner in self.monitoring.crd_owners.items()}
-        pools = {p.name: p for p in cfg.node_pools}
-        service_opts = pulumi.ResourceOptions(parent=self, provider=self.cluster.provider)
+            "cluster": self.cluster, "node_pools": pools, "monitoring": monitoring_args(cfg),
+            **({"grafana_admin_password": cfg.grafana_admin_password.get_secret_value()}
+               if cfg.grafana_admin_password else {})}, opts=in_cluster)
+        namespaces = {}
+        if s.create_namespace:
+            moved = pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(
+                transformations=[moved_from(self, "gpuplatform:index:WorkloadNamespace")]))
+            namespaces[s.namespace] = WorkloadNamespace(f"{name}-workloads", {
+                "cluster": self.cluster, "name": s.namespace}, opts=moved)
+            if any(w.run_as_root for w in cfg.workloads):
+                namespaces[s.root_namespace_name] = WorkloadNamespace(f"{name}-root-workloads", {
+                    "cluster": self.cluster, "name": s.root_namespace_name, "pod_security": "baseline"}, opts=moved)
+        self.namespace = namespaces.get(s.namespace)
+        self.root_namespace = namespaces.get(s.root_namespace_name)
         self.services = {}
-        prometheus_url = self.monitoring.prometheus_url
         for w in cfg.workloads:
-            pool = pools[w.node_pool]
-            # the Deployment's pods need their own pool's nodes and the software that turns its GPUs into
-            # schedulable resources; nothing else of the service does
-            gpu_nodes = [r for r in (self.pools[pool.name].pool,) if r is not None] + gpu_software + \
-                self.cluster.addon_dependencies(*sharing_addons(cfg, pool.sharing.mode))
-            ns = self.root_namespace if w.run_as_root else self.namespace
-            wait_for = {"namespace": [ns] if ns else [], "gpu_nodes": gpu_nodes, "crd_owners": crd_owners,
-                        "ingress_controller": self.cluster.addon_dependencies(*ingress_addon(cfg, w))}
-            args = dict(shared_args)
-            if w.run_as_root:
-                args["namespace"] = s.root_namespace_name
+            ns_name = cfg.workload_namespace(w)
             self.services[w.name] = InferenceService(f"{name}-{w.name}", {
-                "workload": w.model_dump(by_alias=True, exclude_none=True),
-                "node_pool": pool.model_dump(by_alias=True, exclude_none=True), **args,
-                "wait_for": wait_for}, opts=service_opts)
-        self.prometheus_url = prometheus_url
+                "workload": w.model_dump(by_alias=True, exclude_none=True), "node_pool": self.pools[w.node_pool],
+                "monitoring": self.monitoring, "namespace": namespaces.get(ns_name, ns_name)}, opts=in_cluster)
+        mon = cfg.monitoring
+        if mon.alerts or (mon.dashboard and mon.backend == "self-hosted"):
+            # the alerts and dashboard were the monitoring's own children before 0.2.0
+            self.alerts = GpuAlerts(f"{name}-autoscaling", {
+                "monitoring": self.monitoring, "services": list(self.services.values()), "namespace": s.namespace},
+                opts=pulumi.ResourceOptions.merge(in_cluster, pulumi.ResourceOptions(
+                    transformations=[moved_from(self.monitoring, "gpuplatform:index:GpuAlerts", f"{name}-monitoring-",
+                                                f"{name}-autoscaling-")])))
+        self.prometheus_url = self.monitoring.prometheus_url
         # the stack policies read the environment, cluster version and exposure setting from these outputs: they
         # are all AnalyzeStack sees of a component (docs/policies.md, "What the policies see")
-        self.register_outputs({**props, "cluster_id": self.cluster.cluster_id, "prometheus_url": prometheus_url})
-
-    def _gpu_software(self, name: str, cfg: PlatformConfig, facts: dict, opts: pulumi.ResourceOptions) -> list:
-        """GPU Operator for MIG on non-ACK clusters; fake-gpu-operator for simulated pools. On ACK the GPU
-        stack is managed by ACK (the sharing installer is a cluster add-on)."""
-        if cfg.is_ack:
-            return []
-        out = []
-        iv = cfg.monitoring.intervals
-        if getattr(cfg.cluster, "simulate_gpus", False):
-            c = chart("fake-gpu-operator")
-            ns = register(f"{name}-fake-gpu-operator-namespace", namespace(c.namespace, "privileged"), opts)
-            out.append(release(f"{name}-fake-gpu-operator", "fake-gpu-operator",
-                               fake_gpu_operator_values(list(facts.values())), {},
-                               pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[ns])),
-                               kubernetes=kubernetes_version(cfg)))
-        elif uses_gpu_operator(cfg):
-            c = chart("gpu-operator")
-            ns = register(f"{name}-gpu-operator-namespace", namespace(c.namespace, "privileged"), opts)
-            out.append(release(f"{name}-gpu-operator", "gpu-operator",
-                               gpu_operator_values([f for f in facts.values()], MONITOR_LABELS, iv.scrape,
-                                                   duration_seconds(iv.exporter_collect) * 1000),
-                               cfg.monitoring.helm_values.gpu_operator,
-                               pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[ns])),
-                               kubernetes=kubernetes_version(cfg)))
-        return out
+        self.register_outputs({**props, "cluster_id": self.cluster.cluster_id, "prometheus_url": self.prometheus_url})

@@ -34,7 +34,7 @@ def chart_releases(cfg: PlatformConfig) -> list[str]:
             out.append("kube-prometheus-stack")
         if mon.exporter == "dcgm" and not simulated and not uses_gpu_operator(cfg):
             out.append("dcgm-exporter")
-        if any(w.autoscaling.autoscaler == "keda" for w in cfg.workloads):
+        if mon.installs_keda(cfg.workloads):
             out.append("keda")
     if uses_cert_manager(cfg):
         out.append("cert-manager")

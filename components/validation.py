@@ -21,6 +21,7 @@ from gpuplatform.catalogs.versions import KUBERNETES_SUPPORTED, chart, minor_tex
 
 MIN_KUBERNETES = KUBERNETES_SUPPORTED[0]
 from gpuplatform.components.config import SECRET_KEYS, PlatformConfig, Workload, duration_seconds
+from gpuplatform.components.contracts import check_metrics_served, check_served_metrics
 from gpuplatform.components.errors import ConfigError, ConfigIssue, fmt, one_of
 from gpuplatform.components.k8s_validity import DNS_LABEL, check_kubernetes_validity, label_value
 from gpuplatform.components.metric_sources import provider_for
@@ -923,7 +924,7 @@ def _check_replicas(cfg: PlatformConfig, p: str, w: Workload, f: Optional[PoolFa
 RULES: tuple[Rule, ...] = (check_cluster, check_chart_versions, check_ack_cluster, check_adapter_adoption, check_intervals, check_pools,
                            check_mig_strategy, check_mig_configs,
                            check_workloads, check_pool_totals,
-                           check_kubernetes_validity)
+                           check_kubernetes_validity, check_served_metrics, check_metrics_served)
 
 
 def validate(cfg: PlatformConfig, *, installs_charts: bool = True) -> list[ConfigIssue]:

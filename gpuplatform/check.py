@@ -290,6 +290,21 @@ def _flatten(doc: Any) -> Iterable[dict]:
         yield doc
 
 
+HELM_RELEASE_TYPE = "kubernetes:helm.sh/v3:Release"
+PLAN_RELEASE_KEYS = {"chart", "version", "values", "name", "namespace"}
+"""A Helm release as ``gpuplatform plan --out`` writes it (``helmrelease-<ns>-<name>.yaml``): checked as the
+release resource the program registers, so the adapter rules it carries vouch for the HPAs beside it."""
+
+
+def _plan_release(doc: Any) -> Optional[RegisteredResource]:
+    if not isinstance(doc, dict) or "apiVersion" in doc or not PLAN_RELEASE_KEYS <= set(doc):
+        return None
+    inputs = {k: doc[k] for k in PLAN_RELEASE_KEYS}
+    if doc.get("repository"):
+        inputs["repositoryOpts"] = {"repo": doc["repository"]}
+    return RegisteredResource(type=HELM_RELEASE_TYPE, name=f"{doc['namespace']}/{doc['name']}", inputs=inputs)
+
+
 def read_manifests(paths: Iterable[str | Path]) -> Manifests:
     """Kubernetes objects of YAML/JSON files, directories or ``-`` (stdin): multi-document files, ``List`` kinds,
     ``helm template`` output. Files that cannot be read are recorded in ``errors`` (file and line) and the
@@ -303,6 +318,11 @@ def read_manifests(paths: Iterable[str | Path]) -> Manifests:
                 continue
             out.files.append(str(f))
             for line, doc in _parse(f, text, out.errors):
+                release = _plan_release(doc)
+                if release is not None:
+                    out.resources.append(release)
+                    out.locations[f"{release.type}::{release.name}"] = (str(f), line)
+                    continue
                 for obj in _flatten(doc):
                     ns = k8s.get(obj, "metadata", "namespace")
                     name = f"{ns}/{k8s.name_of(obj)}" if ns else (k8s.name_of(obj) or str(obj["kind"]).lower())

@@ -20,9 +20,20 @@ def stack_file(args) -> tuple[Path, str]:
 
 
 def _add_source(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--stack", help=f"stack name: stacks/Pulumi.<NAME>.yaml, or with --project the project's "
+                   f"Pulumi.<NAME>.yaml (default {DEFAULT_STACK})")
     group = p.add_mutually_exclusive_group()
-    group.add_argument("--stack", help=f"stack name: stacks/Pulumi.<NAME>.yaml (default {DEFAULT_STACK})")
     group.add_argument("--config", help="any file in the stack-file format")
+    group.add_argument("--project", metavar="DIR", help="your own Pulumi project (DIR/Pulumi.yaml) that composes "
+                       "the components, with the config of its Pulumi.<--stack>.yaml")
+
+
+def _project_config(args):
+    """The composed config of a consumer project's one cluster (simulate, verify)."""
+    from gpuplatform.project_plan import one_view, synthesize_project
+
+    _name, _records, views = synthesize_project(args.project, args.stack or DEFAULT_STACK)
+    return one_view(views, args.project)
 
 
 def _load_raw(args) -> tuple[dict, str]:
@@ -41,6 +52,11 @@ def cmd_plan(args) -> int:
         from gpuplatform.project_plan import run_project_plan
 
         return run_project_plan(args.project, args.stack or DEFAULT_STACK, args.out)
+    if args.config and args.stack:
+        from gpuplatform.components.errors import ConfigError, ConfigIssue
+
+        raise ConfigError([ConfigIssue("--stack", "given with --config, which names the stack file itself; "
+                                       "allowed: one of them")])
     from gpuplatform.plan import run_plan
 
     raw, stack = _load_raw(args)
@@ -79,6 +95,11 @@ def cmd_check(args) -> int:
                              f"{', '.join(args.manifests)}" + ("" if read.files else " (no .yaml, .yml or .json "
                                                                                     "files)") + "\n")
             return EXIT_CONFIG
+    elif args.project:
+        from gpuplatform.project_plan import synthesize_project
+
+        _name, resources, _views = synthesize_project(args.project, args.stack or DEFAULT_STACK)
+        default_location = (str(Path(args.project) / "__main__.py"), None)
     else:
         from gpuplatform.components.validation import load
         from gpuplatform.synth import stack_config_from_namespace, synthesize
@@ -126,6 +147,8 @@ def cmd_verify(args) -> int:
     from gpuplatform.components.validation import load
     from gpuplatform.verify import verify_main
 
+    if args.project:
+        return verify_main(_project_config(args), args.kubeconfig, args.context, args.format, args.wait)
     raw, _stack = _load_raw(args)
     return verify_main(load(raw), args.kubeconfig, args.context, args.format, args.wait)
 
@@ -134,6 +157,9 @@ def cmd_simulate(args) -> int:
     from gpuplatform.components.validation import load
     from gpuplatform.simulate.report import run
 
+    if args.project:
+        return run(_project_config(args), args.stack or DEFAULT_STACK, args.workload, args.trace, args.duration,
+                   args.format, args.plot)
     raw, stack = _load_raw(args)
     return run(load(raw), stack, args.workload, args.trace, args.duration, args.format, args.plot)
 
@@ -143,8 +169,6 @@ def parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
     plan = sub.add_parser("plan", help="synthesize a stack offline (no cloud, no Pulumi CLI)")
     _add_source(plan)
-    plan.add_argument("--project", metavar="DIR", help="plan your own Pulumi project (DIR/Pulumi.yaml) that reuses "
-                      "the components, with the config of DIR/Pulumi.<--stack>.yaml")
     plan.add_argument("--out", help="write DIR/plan.json and DIR/manifests/")
     plan.add_argument("--format", choices=["table", "json"], default="table")
     plan.set_defaults(func=cmd_plan)

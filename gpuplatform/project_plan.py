@@ -65,13 +65,13 @@ def _program_environment(main: Path):
         sys.path[:] = path
 
 
-def run_project_plan(project_dir: str, stack: str, out_dir: str | None, out: TextIO | None = None) -> int:
+def synthesize_project(project_dir: str, stack: str):
+    """Run a consumer's program offline: (project name, records, the composed configs of its clusters)."""
     import pulumi
 
-    from gpuplatform.plan import tree_text, write_records
-    from gpuplatform.synth import OFFLINE_SECRETS, synthesize
+    from gpuplatform.components.assembly import composed_views
+    from gpuplatform.synth import synthesize
 
-    out = out or sys.stdout
     name, main, config, secret_keys = project_config(Path(project_dir).resolve(), stack)
     entry = main / "__main__.py"
     if not entry.is_file():
@@ -85,10 +85,59 @@ def run_project_plan(project_dir: str, stack: str, out_dir: str | None, out: Tex
     try:
         records = synthesize(config, program, stack=stack, project=name, secret_keys=secret_keys)
     except pulumi.RunError as exc:
-        raise ConfigError([ConfigIssue("(program)", str(exc))]) from None
+        raise ProgramError(str(exc)) from None
+    return name, records, composed_views()
+
+
+class ProgramError(ConfigError):
+    """The consumer's program stopped with ``pulumi.RunError`` (a component's args, a contract): its message as
+    the Pulumi CLI would print it, without a traceback."""
+
+    def __init__(self, message: str):
+        self.message = message
+        super().__init__([ConfigIssue("(program)", message)])
+
+    def render(self) -> str:
+        return self.message
+
+
+def one_view(views: list, project_dir: str):
+    """The composed config a per-cluster tool works on: the program's only GpuCluster."""
+    if len(views) == 1:
+        return views[0]
+    what = "no GpuCluster" if not views else f"{len(views)} GpuClusters"
+    raise ConfigError([ConfigIssue("(project)", f"{project_dir}: the program builds {what}; allowed: exactly one "
+                                   "(simulate and verify work on one cluster)")])
+
+
+def unmanaged_namespaces(records, views) -> list[str]:
+    """Namespaces services live in that the program does not create: they must exist before ``pulumi up``."""
+    created = {(r.inputs.get("metadata") or {}).get("name") for r in records
+               if r.type == "kubernetes:core/v1:Namespace"}
+    used = {cfg.workload_namespace(w) for cfg in views for w in cfg.workloads}
+    return sorted(used - created)
+
+
+def run_project_plan(project_dir: str, stack: str, out_dir: str | None, out: TextIO | None = None) -> int:
+    from gpuplatform.plan import capacity_rows, capacity_text, latency_rows, latency_text, tree_text, write_records
+    from gpuplatform.synth import OFFLINE_SECRETS
+
+    out = out or sys.stdout
+    name, records, views = synthesize_project(project_dir, stack)
+    capacity = [row for cfg in views for row in capacity_rows(cfg)]
+    latency = [row for cfg in views for row in latency_rows(cfg)]
     if out_dir:
-        write_records(Path(out_dir), stack, records, {SECRET_PLACEHOLDER} | OFFLINE_SECRETS)
+        write_records(Path(out_dir), stack, records, {SECRET_PLACEHOLDER} | OFFLINE_SECRETS, capacity=capacity,
+                      metricLatency=latency)
     out.write(f"Project {name}, stack {stack}: {len(records)} resources\n\n{tree_text(records)}\n")
+    if capacity:
+        out.write(f"\nGPU capacity\n{capacity_text(capacity)}\n")
+        out.write(f"\nMetric latency (change on the GPU -> HPA sees it; simulated step: gpuplatform simulate "
+                  f"--trace step)\n{latency_text(latency)}\n")
+    missing = unmanaged_namespaces(records, views)
+    if missing:
+        out.write(f"\nNamespaces this program does not create (they must exist; gpuplatform verify checks them): "
+                  f"{', '.join(missing)}\n")
     if out_dir:
         out.write(f"\nWrote {Path(out_dir) / 'plan.json'} and {Path(out_dir) / 'manifests'}/\n")
     return 0

@@ -28,6 +28,10 @@ class RegisteredResource:
     depends_on: list[str] = field(default_factory=list)
     """Logical names of explicit ``depends_on`` resources."""
     urn: str = ""
+    aliases: tuple = ()
+    """(parent URN, type, name) the resource had in earlier releases: its ``aliases`` option, resolved."""
+    parent_urn: str = ""
+    """The parent's URN as registered (empty for top-level resources)."""
     provider: str = ""
     """The explicit provider reference (``<provider urn>::<id>``) the engine receives; empty when the resource
     uses its package's default provider (configured from stack config such as ``alicloud:region``)."""

@@ -79,6 +79,21 @@ class OfflineMocks(pulumi.runtime.Mocks):
         return INVOKES.get(args.token, lambda a: {})(args)
 
 
+def alias_specs(request) -> tuple[tuple[str, str, str], ...]:
+    """(parent URN, type, name) of each alias of a registration, with unset fields resolved as the engine resolves
+    them: the resource's own name and type, its own parent unless ``noParent`` (pulumi/pulumi
+    ``proto/pulumi/alias.proto``, ``Alias.Spec``)."""
+    out = []
+    for alias in request.aliases:
+        if alias.urn:
+            out.append(("urn", "", alias.urn))
+            continue
+        spec = alias.spec
+        parent = "" if spec.noParent else (spec.parentUrn or request.parent)
+        out.append((parent, spec.type or request.type, spec.name or request.name))
+    return tuple(out)
+
+
 class RecordingMonitor(MockMonitor):
     """Keeps each registration request as the engine would receive it (inputs, parent, protect, dependencies).
 
@@ -88,6 +103,7 @@ class RecordingMonitor(MockMonitor):
     def __init__(self, mocks: OfflineMocks):
         super().__init__(mocks)
         self.requests: list[tuple[str, Any]] = []
+        self.aliases: dict[str, tuple] = {}
 
     def RegisterResource(self, request):
         urn = self.make_urn(request.parent, request.type, request.name)
@@ -98,6 +114,7 @@ class RecordingMonitor(MockMonitor):
         outputs.update(state)
         self.resources[urn] = MockMonitor.ResourceRegistration(urn, resource_id, state)
         self.requests.append((urn, request))
+        self.aliases[urn] = alias_specs(request)
         return resource_pb2.RegisterResourceResponse(urn=urn, id=resource_id, object=outputs)
 
     def RegisterResourceOutputs(self, request):
@@ -164,6 +181,9 @@ def synthesize(config: dict[str, Any], program: Optional[Callable[[], Any]] = No
         from gpuplatform.program import main as program
     mocks = mocks or OfflineMocks()
     monitor = RecordingMonitor(mocks)
+    from gpuplatform.components.assembly import BUILT
+
+    BUILT.clear()  # what this run builds, for the tools that read a composed program
     pulumi.runtime.reset_options()
     # a plan is a preview: the engine hands back no final values, so the SDK does not decode every input again
     # to stand in for outputs the provider did not return
@@ -185,10 +205,12 @@ def synthesize(config: dict[str, Any], program: Optional[Callable[[], Any]] = No
         registered = mocks.outputs.get(urn)
         outputs = None if registered is None else normalize(rpc.deserialize_properties(registered, True))
         out.append(RegisteredResource(
-            type=req.type, name=req.name, inputs=inputs, parent=_name_of(req.parent), custom=bool(req.custom),
+            type=req.type, name=req.name, inputs=inputs, parent=_name_of(req.parent), parent_urn=req.parent,
+            custom=bool(req.custom),
             protect=bool(req.protect), retain_on_delete=bool(req.retainOnDelete), import_id=req.importId,
             ignore_changes=tuple(req.ignoreChanges), depends_on=[_name_of(d) for d in req.dependencies], urn=urn,
-            provider=req.provider, secret_strings=frozenset(secrets), outputs=outputs))
+            provider=req.provider, secret_strings=frozenset(secrets), outputs=outputs,
+            aliases=monitor.aliases.get(urn, ())))
     return out
 
 

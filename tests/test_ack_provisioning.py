@@ -10,7 +10,7 @@ from ack_provider import (ADDON, ALICLOUD_PROVIDER, CLUSTER, CLUSTER_FORCE_NEW, 
                           AckCredentialApi, installed_addons, node_labels_after_update, resource_region)
 from gpuplatform.catalogs import ack
 from gpuplatform.cli import main
-from gpuplatform.components.platform import required_addons
+from gpuplatform.components.addons import required_addons
 from gpuplatform.components.validation import load
 from gpuplatform.records import SECRET_SIG
 from gpuplatform.synth import OfflineMocks, stack_config_from_namespace, synthesize

@@ -115,26 +115,30 @@ def test_reuse_example_synthesizes_offline(tmp_path):
     plan = json.loads((tmp_path / "plan.json").read_text())
     records = [RegisteredResource(type=r["type"], name=r["name"], inputs=r["inputs"]) for r in plan["resources"]]
     assert one(records, "pulumi:providers:kubernetes").inputs == {"context": "ml-cluster"}  # project config
-    assert one(records, "kubernetes:apps/v1:Deployment").inputs["metadata"]["namespace"] == "ml"
-    types = {r.type for r in records}
-    assert "kubernetes:autoscaling/v2:HorizontalPodAutoscaler" in types
-    hpa = of_type(records, "kubernetes:autoscaling/v2:HorizontalPodAutoscaler")[0]
-    assert hpa.inputs["spec"]["metrics"][0]["pods"]["metric"]["name"] == "gpu_utilization"
-    assert not [t for t in types if t.startswith("alicloud:")]
+    deployments = of_type(records, "kubernetes:apps/v1:Deployment")
+    assert {d.inputs["metadata"]["namespace"] for d in deployments} == {"ml-serving"} and len(deployments) == 2
+    hpas = {h.name: h.inputs["spec"]["metrics"][0]["pods"]["metric"]["name"]
+            for h in of_type(records, "kubernetes:autoscaling/v2:HorizontalPodAutoscaler")}
+    assert hpas == {"embeddings-hpa": "gpu_utilization", "ranker-hpa": "avg_time_queue_us"}
+    assert not [r for r in records if r.type.startswith("alicloud:")]
+    text = out.getvalue()
+    # the same tables as a stack's plan: capacity per pool, the label hint for existing nodes, metric latency
+    assert "GPU capacity" in text and "l20   2 x L20" in text and "l20: gpuplatform.io/pool=l20" in text
+    assert "ranker      triton_queue_time_us  avg_time_queue_us" in text
+    assert [row["pool"] for row in plan["capacity"]] == ["l20"]
 
 
 def test_reuse_with_bad_args_fails_cleanly():
     import pulumi
 
-    from gpuplatform.components import InferenceService
+    from gpuplatform.components import GpuCluster, GpuNodePool, InferenceService
 
     def program():
-        InferenceService("bad", {"workload": {"name": "w", "image": "x:1", "nodePool": "p", "gpu": {"memoryGib": 4},
-                                              "ports": [{"name": "http", "containerPort": 80}],
-                                              "autoscaling": {"maxReplicas": 2,
-                                                              "metrics": [{"metric": "gpu_util", "target": 5}]}},
-                                 "node_pool": {"name": "p", "gpuModel": "T4", "gpusPerNode": 1,
-                                               "sharing": {"mode": "exclusive"}}})
-    with pytest.raises(Exception) as info:
+        cluster = GpuCluster("c", {"cluster": {"kind": "kubeconfig", "kubernetesVersion": "1.33"}})
+        pool = GpuNodePool("p", {"cluster": cluster, "pool": {"name": "p", "gpuModel": "T4", "gpusPerNode": 1}})
+        InferenceService("bad", {"workload": {"name": "w", "image": "x:1", "gpu": {"memoryGib": 4}, "replicas": 1,
+                                              "ports": [{"name": "http", "containerPort": 80}]},
+                                 "node_pool": pool, "namespace": "team"})
+    with pytest.raises(pulumi.RunError) as info:
         synthesize({}, program)
-    assert "gpu-platform:workloads[0].gpu" in str(info.value) and "memoryGib" in str(info.value)
+    assert "InferenceService 'bad' args.workload.gpu" in str(info.value) and "memoryGib" in str(info.value)

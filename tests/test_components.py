@@ -85,7 +85,7 @@ def test_kubeconfig_target_registers_no_alibaba_resource(stack_records):
     assert not [r for r in records if r.type.startswith("alicloud:")]
     provider = one(records, "pulumi:providers:kubernetes")
     assert provider.inputs["context"] == "kind-gpu"
-    fake = one(records, RELEASE, "gpu-fake-gpu-operator")
+    fake = one(records, RELEASE, "gpu-gpu-software-fake-gpu-operator")
     # the chart's own default pool is deleted with a null, which the plan keeps as the engine sends it
     assert fake.inputs["values"]["topology"]["nodePools"] == {
         "default": None, "sim-t4": {"gpuProduct": "Tesla-T4", "gpuCount": 2, "gpuMemory": 15079}}
@@ -103,7 +103,7 @@ def test_mig_on_plain_cluster_installs_the_gpu_operator():
     raw["workloads"][0]["nodePool"] = "a100"
     raw["workloads"][0]["autoscaling"]["metrics"] = [{"metric": "gpu_engine_active", "target": 0.6}]
     records = synth(raw)
-    op = one(records, RELEASE, "gpu-gpu-operator")
+    op = one(records, RELEASE, "gpu-gpu-software-gpu-operator")
     assert op.inputs["chart"] == "gpu-operator" and op.inputs["version"] == chart("gpu-operator").version
     assert op.inputs["values"]["mig"] == {"strategy": "single"}
     sm = op.inputs["values"]["dcgmExporter"]["serviceMonitor"]
@@ -273,59 +273,34 @@ def test_each_workload_object_waits_only_for_what_it_needs(stack_records):
     local = {r.type.rsplit(":", 1)[1]: set(r.depends_on) for r in stack_records("local")
              if r.parent == "gpu-batch-embedder"}
     assert local["ScaledObject"] == {"gpu-workloads-namespace", "gpu-monitoring-keda"}
-    assert "gpu-fake-gpu-operator" in local["Deployment"]  # simulated GPUs before pods that request them
+    assert "gpu-gpu-software-fake-gpu-operator" in local["Deployment"]  # simulated GPUs before pods that request them
 
 
 def test_reused_service_passes_its_dependencies_to_every_child():
     import pulumi
     import pulumi_kubernetes as k8s
 
-    from gpuplatform.components import InferenceService
+    from gpuplatform.components import GpuCluster, GpuMonitoring, GpuNodePool, InferenceService
     from gpuplatform.synth import synthesize
 
     def program():
+        cluster = GpuCluster("c", {"cluster": {"kind": "kubeconfig", "kubernetesVersion": "1.33"}})
+        pool = GpuNodePool("p", {"cluster": cluster, "pool": {"name": "p", "gpuModel": "T4", "gpusPerNode": 1,
+                                                              "maxNodes": 2}})
+        monitoring = GpuMonitoring("m", {"cluster": cluster})
         ns = k8s.core.v1.Namespace("team-ns", metadata={"name": "ml"})
         InferenceService("svc", {
-            "workload": {"name": "svc", "image": "x:1", "nodePool": "p", "gpu": {"count": 1},
+            "workload": {"name": "svc", "image": "x:1", "gpu": {"count": 1},
                          "ports": [{"name": "http", "containerPort": 80, "protocol": "http"}],
                          "autoscaling": {"maxReplicas": 2, "metrics": [{"metric": "gpu_util", "target": 50}]}},
-            "node_pool": {"name": "p", "gpuModel": "T4", "gpusPerNode": 1, "maxNodes": 2,
-                          "sharing": {"mode": "exclusive"}},
-            "namespace": "ml"}, opts=pulumi.ResourceOptions(depends_on=[ns]))
+            "node_pool": pool, "monitoring": monitoring, "namespace": "ml"},
+            opts=pulumi.ResourceOptions(depends_on=[ns]))
 
     records = synthesize({}, program)
     children = [r for r in records if r.parent == "svc"]
     assert children and all(r.depends_on[:1] == ["team-ns"] for r in children)
     # the component itself waits for nothing: a dependency on it would hold back every child's registration
     assert one(records, "gpuplatform:index:InferenceService").depends_on == []
-
-
-def test_platform_builds_services_through_the_public_args(stack_records):
-    """One way to build a service: a reusing project passing the stack's facts gets exactly the platform's objects."""
-    import inspect
-
-    import pulumi
-
-    from gpuplatform.components import InferenceService
-    from gpuplatform.components.validation import load
-    from gpuplatform.synth import synthesize
-
-    assert list(inspect.signature(InferenceService.__init__).parameters) == ["self", "name", "args", "opts"]
-    for stack in ("prod", "local"):
-        cfg = load(stack_raw(stack))
-        for w in cfg.workloads:
-            args = {"workload": w.model_dump(by_alias=True, exclude_none=True),
-                    "node_pool": cfg.pool(w.node_pool).model_dump(by_alias=True, exclude_none=True),
-                    "namespace": cfg.settings.namespace, "kubernetes_version": cfg.cluster.kubernetes_version,
-                    "on_ack": cfg.is_ack, "monitoring": cfg.monitoring.model_dump(by_alias=True, exclude_none=True)}
-            component = f"gpu-{w.name}"
-
-            def program():
-                InferenceService(component, args, opts=pulumi.ResourceOptions())
-
-            reused = {r.name: r.inputs for r in synthesize({}, program) if r.parent == component}
-            platform = {r.name: r.inputs for r in stack_records(stack) if r.parent == component}
-            assert reused and reused == platform, (stack, w.name)
 
 
 def test_internal_and_public_load_balancers():
@@ -407,7 +382,7 @@ def test_self_hosted_backend_in_prod(stack_records):
     assert "cluster-admin" not in {b.inputs["roleRef"]["name"] for b in bindings}
     rule = one(records, "kubernetes:monitoring.coreos.com/v1:PrometheusRule")
     assert "gpu-monitoring-kube-prometheus-stack" in rule.depends_on
-    dash = one(records, "kubernetes:core/v1:ConfigMap", "gpu-monitoring-dashboard")
+    dash = one(records, "kubernetes:core/v1:ConfigMap", "gpu-autoscaling-dashboard")
     assert dash.inputs["metadata"]["labels"] == {"grafana_dashboard": "1"}
 
 

@@ -6,8 +6,12 @@ import pytest
 
 from gpuplatform import components
 from gpuplatform.components import config as config_module
+from pathlib import Path
 
-ARGS = [components.GpuClusterArgs, components.GpuNodePoolArgs, components.GpuMonitoringArgs,
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+ARGS = [components.GpuClusterArgs, components.GpuNodePoolArgs, components.GpuMonitoringArgs, components.GpuSoftwareArgs,
+        components.WorkloadNamespaceArgs, components.GpuAlertsArgs,
         components.InferenceServiceArgs, components.GpuPlatformArgs]
 
 
@@ -40,3 +44,19 @@ def test_optional_config_fields_state_their_default():
             if not info.is_required() and "efault" not in docs.get(field, ""):
                 missing.append(f"{name}.{field}")
     assert not missing, missing
+
+
+def test_the_reuse_guide_lists_every_public_arg():
+    """docs/reuse.md's args reference names each args key of each public component, and no other."""
+    import re
+
+    from gpuplatform.components.args import _hints
+
+    text = (REPO_ROOT / "docs" / "reuse.md").read_text()
+    sections = dict(re.findall(r"^### (\w+)\n(.*?)(?=^### |\Z)", text.split("## Args reference", 1)[1],
+                               flags=re.S | re.M))
+    classes = [n for n in components.__all__ if n.endswith("Args")]
+    assert set(sections) == {n.removesuffix("Args") for n in classes}
+    for name in classes:
+        listed = set(re.findall(r"^\| `(\w+)` \|", sections[name.removesuffix("Args")], flags=re.M))
+        assert listed == set(_hints(getattr(components, name))), name

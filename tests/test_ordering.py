@@ -34,9 +34,9 @@ def test_monitors_wait_for_the_release_that_installs_their_crds_and_nothing_else
     timeline = run_with_slow(stack_config_from_namespace(stack_raw("prod")), {RELEASE})
     kps = "gpu-monitoring-kube-prometheus-stack"
     assert timeline.after_created("requested", "gpu-flower-podmonitor", kps)
-    assert timeline.after_created("requested", "gpu-monitoring-alerts", kps)
+    assert timeline.after_created("requested", "gpu-autoscaling-alerts", kps)
     early = timeline.requested_before_created(kps)
-    assert {"gpu-flower-deployment", "gpu-flower-service", "gpu-flower-hpa", "gpu-monitoring-dashboard"} <= early
+    assert {"gpu-flower-deployment", "gpu-flower-service", "gpu-flower-hpa", "gpu-autoscaling-dashboard"} <= early
 
 
 @pytest.fixture(scope="module")
@@ -52,7 +52,7 @@ def test_node_pool_waits_for_the_auto_repair_addons(staging_slow_addons):
 def test_arms_lookup_and_alert_rules_wait_for_the_arms_addon(staging_slow_addons):
     arms = "gpu-cluster-arms-prometheus"
     assert staging_slow_addons.after_created("invoked", GET_PROMETHEUS, arms)
-    alert_rules = [n for n in staging_slow_addons.names("requested") if n.startswith("gpu-monitoring-alert-")]
+    alert_rules = [n for n in staging_slow_addons.names("requested") if n.startswith("gpu-autoscaling-alert-")]
     assert alert_rules and all(staging_slow_addons.after_created("requested", n, arms) for n in alert_rules)
     assert staging_slow_addons.after_created("requested", "gpu-monitoring-gpu-exporter-tolerations", arms)
     # the exporter's current tolerations are read once the add-on that creates the DaemonSet is there

@@ -43,9 +43,12 @@ def test_reuse_example_installs_and_plans_in_a_fresh_venv(consumer_venv, tmp_pat
     out = tmp_path / "plan"
     proc = _run([consumer_venv / "bin" / "gpuplatform", "plan", "--project", str(project), "--out", str(out)],
                 cwd=tmp_path, env=env)
-    assert "embeddings-deployment" in proc.stdout and "HorizontalPodAutoscaler" in proc.stdout
-    deployment = (out / "manifests" / "deployment-ml-embeddings.yaml").read_text()
+    assert "embeddings-deployment" in proc.stdout and "ranker-hpa" in proc.stdout and "GPU capacity" in proc.stdout
+    deployment = (out / "manifests" / "deployment-ml-serving-embeddings.yaml").read_text()
     assert "nvidia.com/gpu" in deployment
+    for command in (["check", "--project", str(project)], ["check", "--manifests", str(out / "manifests")],
+                    ["simulate", "--project", str(project), "--workload", "ranker", "--trace", "step"]):
+        _run([consumer_venv / "bin" / "gpuplatform", *command], cwd=tmp_path, env=env)
 
 
 def test_the_wheel_installs_one_namespace(consumer_venv):

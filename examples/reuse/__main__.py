@@ -1,31 +1,77 @@
-"""Another team's Pulumi project: one GPU inference service on a cluster they already run.
+"""Another team's Pulumi project: GPU inference on the cluster it already runs, composed from gpu-platform's
+public components (``gpuplatform.components.__all__``) and nothing else of the package.
 
-Their cluster already has Prometheus, dcgm-exporter and prometheus-adapter serving ``gpu_utilization``; they
-reuse our InferenceService for a validated Deployment + Service + PDB + HPA with the right GPU resource. Their
-own ``components/`` folder lives beside ours: gpu-platform installs as ``gpuplatform.*``.
+A plain cluster reached by kubeconfig, one pool of L20 nodes, monitoring that serves the two metrics the services
+scale on, a namespace of its own, an embeddings service on GPU utilization and a Triton ranker on queue time,
+and the alerts for both. Every component checks its args and its contracts with the others before anything is
+registered; ``gpuplatform plan|check|simulate|verify --project .`` read the same program.
 """
+from typing import TypedDict
+
 import pulumi
-import pulumi_kubernetes as k8s
+from typing_extensions import NotRequired
 
 from components import TEAM_NAMESPACE, team_autoscaling
-from gpuplatform.components import InferenceService
+from gpuplatform.components import (GpuAlerts, GpuCluster, GpuMonitoring, GpuNodePool, InferenceService,
+                                    WorkloadNamespace, read_project_config)
 
-config = pulumi.Config()
-provider = k8s.Provider("existing-cluster", context=config.get("context"))
 
-service = InferenceService("embeddings", {
+class TeamConfig(TypedDict):
+    context: str
+    """kubeconfig context of the team's cluster."""
+    kubernetesVersion: str
+    """What the cluster runs."""
+    l20Nodes: NotRequired[int]
+    """L20 nodes the team may use (default 2)."""
+
+
+config = read_project_config(TeamConfig)
+
+cluster = GpuCluster("ml-cluster", {
+    "cluster": {"kind": "kubeconfig", "context": config["context"],
+                "kubernetesVersion": config["kubernetesVersion"]},
+    "environment": "staging",
+})
+l20 = GpuNodePool("l20", {"cluster": cluster, "pool": {
+    "name": "l20", "gpuModel": "L20", "gpusPerNode": 2, "maxNodes": config.get("l20Nodes", 2),
+    "taints": [{"key": "team.example.com/gpu", "value": "ml", "effect": "NoSchedule"}]}})
+monitoring = GpuMonitoring("monitoring", {"cluster": cluster, "monitoring": {
+    "metrics": ["gpu_util", "triton_queue_time_us"],
+    "intervals": {"scrape": "10s", "exporterCollect": "10s", "ruleWindow": "30s", "adapterRelist": "30s"},
+    "dashboard": False}})
+namespace = WorkloadNamespace("serving", {"cluster": cluster, "name": TEAM_NAMESPACE})
+
+embeddings = InferenceService("embeddings", {
     "workload": {
         "name": "embeddings",
         "image": "registry.example.com/ml/embeddings:2.3.1",
-        "nodePool": "l20",
         "ports": [{"name": "http", "containerPort": 8080, "protocol": "http"}],
         "gpu": {"count": 1},
         "probes": {"port": "http", "readinessPath": "/health", "livenessPath": "/health"},
-        "autoscaling": team_autoscaling(max_replicas=4),
+        "autoscaling": team_autoscaling(max_replicas=2),
     },
-    "node_pool": {"name": "l20", "gpuModel": "L20", "gpusPerNode": 2, "maxNodes": 2, "sharing": {"mode": "exclusive"}},
-    "namespace": TEAM_NAMESPACE,
-    "kubernetes_version": "1.30",
-}, opts=pulumi.ResourceOptions(provider=provider))
+    "node_pool": l20, "monitoring": monitoring, "namespace": namespace,
+})
+ranker = InferenceService("ranker", {
+    "workload": {
+        "name": "ranker",
+        "image": "nvcr.io/nvidia/tritonserver:24.08-py3",
+        "server": "triton",
+        "command": ["tritonserver"],
+        "args": ["--model-repository=/models", "--allow-gpu-metrics=false"],
+        "ports": [{"name": "http", "containerPort": 8000, "protocol": "http"},
+                  {"name": "grpc", "containerPort": 8001, "protocol": "grpc"},
+                  {"name": "metrics", "containerPort": 8002, "protocol": "metrics"}],
+        "gpu": {"count": 1},
+        "resources": {"cpu": "2", "memory": "8Gi"},
+        "probes": {"port": "http", "readinessPath": "/v2/health/ready", "livenessPath": "/v2/health/live"},
+        "autoscaling": {"minReplicas": 1, "maxReplicas": 2,
+                        "metrics": [{"metric": "triton_queue_time_us", "target": 8000, "unit": "us"}]},
+        "serviceModel": {"serviceTimeMs": 8, "modelLoadSeconds": 45, "imagePullSeconds": 240},
+    },
+    "node_pool": l20, "monitoring": monitoring, "namespace": namespace,
+})
+GpuAlerts("serving-alerts", {"monitoring": monitoring, "services": [embeddings, ranker]})
 
-pulumi.export("deployment", service.deployment_name)
+pulumi.export("nodeLabels", l20.node_labels)
+pulumi.export("services", {"embeddings": embeddings.service_name, "ranker": ranker.service_name})

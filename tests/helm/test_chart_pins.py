@@ -110,13 +110,29 @@ def test_every_unsupported_chart_is_reported_at_once():
     assert all(e.endswith("allowed for this stack: 1.33-1.35") for e in errors), errors
 
 
-def test_a_reused_inference_service_installs_no_chart_so_no_chart_limits_it():
-    from gpuplatform.components.inference_service import service_config
+def test_a_composed_service_without_monitoring_installs_no_chart_so_no_chart_limits_it():
+    """Chart ranges limit the components that install charts: a fixed-replica service on 1.30 composes, a
+    GpuMonitoring there is refused with the chart that does not support it."""
+    import pulumi
 
-    raw = stack_raw("local")
-    cfg = service_config({"workload": raw["workloads"][0], "node_pool": raw["nodePools"][0],
-                          "kubernetes_version": "1.30", "monitoring": {"backend": "self-hosted"}})
-    assert kubernetes_version(cfg) == (1, 30)
+    from gpuplatform.components import GpuCluster, GpuMonitoring, GpuNodePool, InferenceService
+    from gpuplatform.synth import synthesize
+
+    def program(with_monitoring: bool):
+        cluster = GpuCluster("c", {"cluster": {"kind": "kubeconfig", "kubernetesVersion": "1.30"}})
+        pool = GpuNodePool("p", {"cluster": cluster, "pool": {"name": "p", "gpuModel": "T4", "gpusPerNode": 1}})
+        if with_monitoring:
+            GpuMonitoring("m", {"cluster": cluster})
+        InferenceService("s", {"node_pool": pool, "namespace": "team", "workload": {
+            "name": "s", "image": "x:1", "replicas": 1, "gpu": {"count": 1},
+            "ports": [{"name": "http", "containerPort": 80}]}})
+
+    records = synthesize({}, lambda: program(False))
+    assert any(r.type == "kubernetes:apps/v1:Deployment" for r in records)
+    with pytest.raises(pulumi.RunError) as info:
+        synthesize({}, lambda: program(True))
+    assert "GpuCluster 'c' args.cluster.kubernetesVersion" in str(info.value)
+    assert "cert-manager" in str(info.value)
 
 
 def test_arms_stack_installs_no_ranged_chart_and_keeps_old_versions():

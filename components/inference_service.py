@@ -76,7 +76,7 @@ class InferenceServiceArgs(TypedDict):
     it. Required."""
     namespace: Union[WorkloadNamespace, str]
     """Where its objects live: a WorkloadNamespace (created and waited for), or the name of a namespace that
-    already exists (``gpuplatform plan`` lists it, ``gpuplatform verify`` checks it). Required."""
+    already exists (``gpuplatform plan --project`` lists the namespaces a program does not create). Required."""
     monitoring: NotRequired[GpuMonitoring]
     """The GpuMonitoring whose adapter serves its HPA metrics (or whose KEDA runs its ScaledObject) and whose
     Prometheus scrapes its PodMonitor. Required for an autoscaled workload; default none for a fixed one."""

@@ -136,7 +136,7 @@ def run_project_plan(project_dir: str, stack: str, out_dir: str | None, out: Tex
                   f"--trace step)\n{latency_text(latency)}\n")
     missing = unmanaged_namespaces(records, views)
     if missing:
-        out.write(f"\nNamespaces this program does not create (they must exist; gpuplatform verify checks them): "
+        out.write(f"\nNamespaces this program does not create (they must exist before pulumi up): "
                   f"{', '.join(missing)}\n")
     if out_dir:
         out.write(f"\nWrote {Path(out_dir) / 'plan.json'} and {Path(out_dir) / 'manifests'}/\n")

@@ -496,7 +496,6 @@ def _empty_value_cause(src: MetricSource, w: Workload, ready_pods: int) -> str:
 
 def check_metrics(cfg: PlatformConfig, api_client: k8s.ApiClient, core: k8s.CoreV1Api,
                   pools: dict[str, PoolFacts]) -> list[CheckResult]:
-    ns = cfg.settings.namespace
     hpa_workloads = [w for w in cfg.workloads if w.autoscaling.autoscaler == "hpa"]
     if not hpa_workloads:
         return []
@@ -507,6 +506,7 @@ def check_metrics(cfg: PlatformConfig, api_client: k8s.ApiClient, core: k8s.Core
     except Exception as exc:  # noqa: BLE001
         listed, list_error = set(), _api_error(exc)
     for w in hpa_workloads:
+        ns = cfg.workload_namespace(w)  # root workloads and composed services live in namespaces of their own
         sel = _selector_string(selector(w))
         ready_pods = None
         for target in w.autoscaling.metrics:
@@ -571,7 +571,7 @@ def _metric_name(m) -> Optional[str]:
 
 
 def check_hpa(cfg: PlatformConfig, w: Workload, auto: k8s.AutoscalingV2Api) -> list[CheckResult]:
-    ns = cfg.settings.namespace
+    ns = cfg.workload_namespace(w)
     keda = w.autoscaling.autoscaler == "keda"
     name = f"{KEDA_HPA_PREFIX}{w.name}" if keda else w.name
     subject = f"hpa/{ns}/{name}"
@@ -636,7 +636,7 @@ def check_hpa(cfg: PlatformConfig, w: Workload, auto: k8s.AutoscalingV2Api) -> l
 
 
 def check_pod_monitor(cfg: PlatformConfig, w: Workload, custom: k8s.CustomObjectsApi) -> CheckResult:
-    ns = cfg.settings.namespace
+    ns = cfg.workload_namespace(w)
     group, version, plural = PODMONITOR
     subject = f"podmonitor/{ns}/{w.name}"
     try:
@@ -799,7 +799,7 @@ def ingress_names(w: Workload) -> list[str]:
 def check_ingress(cfg: PlatformConfig, w: Workload, name: str, networking: k8s.NetworkingV1Api) -> CheckResult:
     """An Ingress gets an address only from a controller serving its class. ``pulumi up`` waits for it when the
     stack installs the controller; with an external controller it does not, so this is where a missing one shows."""
-    ns, ing = cfg.settings.namespace, w.exposure.ingress
+    ns, ing = cfg.workload_namespace(w), w.exposure.ingress
     subject = f"ingress/{ns}/{name}"
     try:
         obj = networking.read_namespaced_ingress(name, ns, _request_timeout=REQUEST_TIMEOUT)

@@ -16,7 +16,7 @@ from gpuplatform.components.errors import ConfigError, ConfigIssue
 
 def parse_section(model: Any, raw: Any, path: str):
     """``raw`` (stack-file format) as ``model``, or ConfigError with stack-file paths under ``path``."""
-    from gpuplatform.components.validation import _path, _pydantic_message
+    from gpuplatform.components.validation.parsing import _path, _pydantic_message
 
     try:
         return TypeAdapter(model).validate_python(raw)

@@ -107,7 +107,7 @@ class GpuCluster(pulumi.ComponentResource):
         from gpuplatform.components import assembly
         from gpuplatform.components.args import ArgsIssue, check_args, component_label, did_you_mean, raise_for
         from gpuplatform.components.args import stop_on_config_error
-        from gpuplatform.components.areas import validate_areas as _validate_areas
+        from gpuplatform.components.validation import validate as _validate
 
         raise_for(check_args("GpuCluster", name, args, GpuClusterArgs))
         label = component_label("GpuCluster", name)
@@ -121,7 +121,7 @@ class GpuCluster(pulumi.ComponentResource):
             self.settings = assembly.settings(args.get("environment", "dev"), args.get("protect"),
                                               args.get("allow_public_endpoints", False))
             self.spec = cluster
-            issues = _validate_areas(self.view(), ("cluster",))
+            issues = _validate(self.view(), areas=("cluster",), installs_charts=False)
             if issues:
                 raise ConfigError(issues)
         except ConfigError as exc:

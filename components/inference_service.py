@@ -40,7 +40,7 @@ from gpuplatform.components.namespace import WorkloadNamespace
 from gpuplatform.components.node_pool import GpuNodePool
 from gpuplatform.components.pools import PoolFacts
 from gpuplatform.components.validation import hpa_api_version, kubernetes_version
-from gpuplatform.components.areas import validate_areas as _validate_areas
+from gpuplatform.components.validation import validate as _validate
 from gpuplatform.components.assembly import BUILT
 
 class WaitFor(TypedDict, total=False):
@@ -271,7 +271,7 @@ def _checked(name: str, args: InferenceServiceArgs):
     raise_for(problems)
     mon = monitoring.spec if monitoring else None
     cfg = cluster.view([pool.spec], mon, [s.workload for s in others] + [workload], namespace=namespace)
-    issues = _validate_areas(cfg, ("workloads",))
+    issues = _validate(cfg, areas=("workloads", "stack"))
     if monitoring is not None:
         issues += [ConfigIssue(f"workloads[{len(others)}].{path}", msg) for path, msg in metric_contract(
             workload, mon, monitoring.served, monitoring.label, monitoring.keda_installed)]

@@ -267,7 +267,7 @@ class GpuMonitoring(pulumi.ComponentResource):
         from gpuplatform.components.errors import ConfigError
         from gpuplatform.components.metric_sources import default_served_metrics, served_source
         from gpuplatform.components.node_pool import GpuNodePool
-        from gpuplatform.components.areas import validate_areas as _validate_areas
+        from gpuplatform.components.validation import validate as _validate
 
         raise_for(check_args("GpuMonitoring", name, args, GpuMonitoringArgs))
         label = component_label("GpuMonitoring", name)
@@ -284,7 +284,7 @@ class GpuMonitoring(pulumi.ComponentResource):
                 mon = mon.model_copy(update={"metrics": default_served_metrics(mon.exporter)})
             password = args.get("grafana_admin_password")
             cfg = cluster.view([p.spec for p in pools], mon)
-            issues = _validate_areas(cfg, ("monitoring",))
+            issues = _validate(cfg, areas=("cluster", "monitoring"))
             if issues:
                 raise ConfigError(issues)
         except ConfigError as exc:

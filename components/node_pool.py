@@ -100,7 +100,7 @@ class GpuNodePool(pulumi.ComponentResource):
         from gpuplatform.components.assembly import parse_section
         from gpuplatform.components.errors import ConfigError
         from gpuplatform.components.pools import pool_facts
-        from gpuplatform.components.areas import validate_areas as _validate_areas
+        from gpuplatform.components.validation import validate as _validate
 
         raise_for(check_args("GpuNodePool", name, args, GpuNodePoolArgs))
         cluster: GpuCluster = args["cluster"]
@@ -112,7 +112,7 @@ class GpuNodePool(pulumi.ComponentResource):
         try:
             pool = parse_section(NodePool, args["pool"], f"nodePools[{len(others)}]")
             cfg = cluster.view([p.spec for p in others] + [pool])
-            issues = _validate_areas(cfg, ("pools",))
+            issues = _validate(cfg, areas=("pools", "stack"))
             if issues:
                 raise ConfigError(issues)
         except ConfigError as exc:

@@ -1,0 +1,177 @@
+"""Rules of a workload's autoscaling: replica range, autoscaler and HPA API, behavior, metrics and their targets,
+waking from zero, and scaling down at all."""
+import math
+import re
+from typing import Optional
+
+from gpuplatform.catalogs.kubernetes import HPA_TOLERANCE, served_by
+from gpuplatform.catalogs.metrics import METRICS
+from gpuplatform.components.config import PlatformConfig, Workload
+from gpuplatform.components.errors import fmt, one_of
+from gpuplatform.components.metric_sources import provider_for
+from gpuplatform.components.pools import PoolFacts
+from gpuplatform.components.validation.capacity import check_replica_ceiling
+from gpuplatform.components.validation.common import (HPA_API_VERSIONS, _Issues, _suggest, hpa_api_version,
+                                                      kubernetes_version)
+
+
+def check_autoscaling(cfg: PlatformConfig, p: str, w: Workload, f: Optional[PoolFacts], out: _Issues) -> None:
+    if w.fixed:
+        return  # no autoscaler: check_replicas asks for a fixed count instead
+    version = kubernetes_version(cfg)
+    a = w.autoscaling
+    pa = f"{p}.autoscaling"
+    if a.min_replicas > a.max_replicas:
+        out.add(f"{pa}.minReplicas", f"'minReplicas' ({a.min_replicas}) must be <= 'maxReplicas' ({a.max_replicas})")
+    if a.min_replicas == 0 and a.autoscaler == "hpa":
+        out.add(f"{pa}.minReplicas", "0 needs scale to zero; allowed with autoscaler 'hpa': >= 1 "
+                "(use autoscaler: keda to scale GPU workloads to zero)")
+    _check_activation(cfg, pa, w, out)
+    if a.autoscaler == "keda" and cfg.monitoring.backend != "self-hosted":
+        out.add(f"{pa}.autoscaler", "'keda' queries Prometheus directly and needs the self-hosted backend; "
+                "allowed with backend 'arms': hpa")
+    api = hpa_api_version(cfg, w)
+    if a.autoscaler == "hpa" and version is not None and not served_by(api, version):
+        out.add(f"{pa}.hpaApiVersion", f"{fmt(api)} is not served by Kubernetes {version[0]}.{version[1]}; allowed: "
+                f"{one_of(v for v in HPA_API_VERSIONS if served_by(v, version))}")
+    if a.autoscaler == "keda" and a.hpa_api_version:
+        out.add(f"{pa}.hpaApiVersion", f"{fmt(a.hpa_api_version)}: KEDA creates the HPA of a ScaledObject itself; "
+                "remove it")
+    if a.behavior is not None:
+        if a.autoscaler == "hpa" and api == "autoscaling/v2beta1":
+            out.add(f"{pa}.behavior", "autoscaling/v2beta1 has no behavior; allowed: remove it, or hpaApiVersion "
+                    "autoscaling/v2beta2 (Kubernetes 1.12-1.25) or autoscaling/v2 (1.23+)")
+        for side in ("scale_up", "scale_down"):
+            rules = getattr(a.behavior, side)
+            if rules is None:
+                continue
+            ps = f"{pa}.behavior.{'scaleUp' if side == 'scale_up' else 'scaleDown'}"
+            win = rules.stabilization_window_seconds
+            if win is not None and not 0 <= win <= 3600:
+                out.add(f"{ps}.stabilizationWindowSeconds", f"{win} is out of range; allowed: 0..3600")
+            for k, pol in enumerate(rules.policies):
+                if not 1 <= pol.period_seconds <= 1800:
+                    out.add(f"{ps}.policies[{k}].periodSeconds", f"{pol.period_seconds} is out of range; "
+                            "allowed: 1..1800")
+    check_replica_ceiling(p, w, f, out)
+    _check_scales_down(pa, a.metrics, out)
+    seen = set()
+    for k, t in enumerate(a.metrics):
+        pm = f"{pa}.metrics[{k}]"
+        if t.target <= 0:
+            out.add(f"{pm}.target", f"{t.target} is not a positive target; allowed: > 0")
+        if t.metric in seen:
+            out.add(f"{pm}.metric", f"{fmt(t.metric)} is listed twice")
+        seen.add(t.metric)
+        metric = METRICS.get(t.metric)
+        if metric is None:
+            out.add(f"{pm}.metric", f"{fmt(t.metric)} is not a catalog metric; allowed: {one_of(METRICS)}."
+                    f"{_suggest(t.metric, METRICS)}")
+            continue
+        _check_target_range(pm, t.metric, t.target, metric, out)
+        mode = f.mode_for(w.gpu) if f is not None else None
+        if f is not None and mode not in metric.sharing_modes:
+            valid = [m.name for m in METRICS.values() if mode in m.sharing_modes]
+            out.add(f"{pm}.metric", f"{fmt(t.metric)} is not meaningful on pool {fmt(f.name)} (sharing {mode}): "
+                    f"{_mode_reason(t.metric, mode)}; allowed there: {one_of(valid)}")
+            continue
+        provider = provider_for(cfg, w, metric)
+        if metric.category == "app" and provider is None:
+            out.add(f"{pm}.metric", f"{fmt(t.metric)} is an inference-server metric; set 'server' to one of "
+                    f"{one_of(metric.exporters)}")
+            continue
+        src = metric.source(provider)
+        if src is None:
+            out.add(f"{pm}.metric", f"{fmt(t.metric)} is not available from {fmt(provider)}; it comes from "
+                    f"{one_of(metric.exporters)}")
+            continue
+        if src.scope != "pod":
+            pod_metrics = [m.name for m in METRICS.values()
+                           if (s := m.source(provider)) and s.scope == "pod" and (f is None or f.mode in m.sharing_modes)]
+            out.add(f"{pm}.metric", f"{fmt(t.metric)} is served per node by the {provider} exporter "
+                    f"({src.api_name}), not per pod, so an HPA cannot average it over its pods; allowed: "
+                    f"{one_of(pod_metrics)}")
+        if metric.category == "app" and not any(port.protocol == "metrics" for port in w.ports):
+            out.add(f"{pm}.metric", f"{fmt(t.metric)} is scraped from the pods, but the workload has no port with "
+                    "protocol 'metrics' (e.g. Triton's 8002); allowed: add one")
+
+
+def _check_activation(cfg: PlatformConfig, pa: str, w: Workload, out: _Issues) -> None:
+    """At zero replicas KEDA decides 0 -> 1 from its triggers' activation alone (KEDA docs, "Scaling Deployments":
+    activation phase). A trigger on the workload's own pods returns nothing then (ignoreNullValues reads it as 0),
+    so scale to zero needs a trigger whose series exists without the pods."""
+    a = w.autoscaling
+    act = a.activation
+    if a.autoscaler == "keda" and a.min_replicas == 0 and act is None:
+        own = ", ".join(fmt(t.metric) for t in a.metrics)
+        out.add(f"{pa}.minReplicas", f"0 would never wake up: {own} come from the workload's own pods, which do not "
+                "exist at zero replicas, so KEDA never activates; allowed: >= 1, or add 'activation' (source "
+                "'ingress': requests at the ingress controller, or 'prometheus': a series of another job such as a "
+                "queue length)")
+    if act is None:
+        return
+    if a.autoscaler != "keda" or a.min_replicas != 0:
+        out.add(f"{pa}.activation", "only used to wake a KEDA workload from zero; allowed with autoscaler 'keda' "
+                "and minReplicas 0")
+    if act.source == "ingress":
+        ing = w.exposure.ingress
+        if ing is None or ing.class_name != "nginx":
+            out.add(f"{pa}.activation.source", "'ingress' counts requests at the ingress-nginx controller, but the "
+                    "workload has no nginx ingress; allowed: add exposure.ingress (className nginx), or source "
+                    "'prometheus'")
+        if act.query is not None:
+            out.add(f"{pa}.activation.query", "only used with source 'prometheus'; the ingress query is generated")
+    else:
+        if not act.query:
+            out.add(f"{pa}.activation.query", "required with source 'prometheus': PromQL over series of another "
+                    "job, e.g. a queue length")
+            return
+        own = sorted({s.series for m in METRICS.values() for s in m.sources} & set(re.findall(r"[A-Za-z_:][\w:]*",
+                                                                                          act.query)))
+        if own:
+            out.add(f"{pa}.activation.query", f"{fmt(act.query)} reads {one_of(own)}, which the workload's pods "
+                    "or their GPUs report and which does not exist at zero replicas; allowed: a series of another "
+                    "job (ingress controller, queue exporter)")
+
+
+def _check_scales_down(pa: str, targets, out: _Issues) -> None:
+    """GPU memory does not fall when load falls (servers pre-allocate it and keep it: GKE's inference autoscaling
+    guidance names TGI and vLLM), so an autoscaler on memory alone never scales down; next to a metric that does
+    fall, the HPA takes the larger recommendation and memory only adds replicas (kubernetes.io, "Horizontal Pod
+    Autoscaling", scaling on multiple metrics)."""
+    metrics = [METRICS.get(t.metric) for t in targets]
+    if not metrics or any(m is None for m in metrics) or any(m.scale_down_reliable for m in metrics):
+        return
+    falls = [name for name, m in METRICS.items() if m.scale_down_reliable]
+    names = ", ".join(fmt(t.metric) for t in targets)
+    out.add(f"{pa}.metrics", f"{names} only measure GPU memory, which inference servers pre-allocate and keep, so "
+            f"the workload would never scale down; allowed: add a metric that falls with load ({one_of(falls)}) "
+            "and keep memory as a scale-up signal")
+
+
+def _check_target_range(pm: str, name: str, target: float, metric, out: _Issues) -> None:
+    """A target is in the metric's unit; it must be a value the metric can exceed by more than the HPA's
+    tolerance, and a quantity Kubernetes can hold (milli precision)."""
+    if target <= 0:
+        return
+    unit = metric.unit_info
+    if unit.maximum is not None:
+        ceiling = math.floor(unit.maximum / (1 + HPA_TOLERANCE) * 1000) / 1000
+        if target > ceiling:
+            hint = f"; a ratio is 0-1: did you mean {target / 100:g}?" if metric.unit == "ratio" and target <= 100 else ""
+            out.add(f"{pm}.target", f"{target:g} can never be exceeded enough to scale up: {fmt(name)} is "
+                    f"{unit.description} and never passes {unit.maximum:g}, and the HPA acts only when the value is "
+                    f"more than {HPA_TOLERANCE:.0%} above its target (kube-controller-manager "
+                    f"--horizontal-pod-autoscaler-tolerance); allowed: > 0 and <= {ceiling:g}{hint}")
+            return
+    if abs(target * 1000 - round(target * 1000)) > 1e-6:
+        out.add(f"{pm}.target", f"{target:g} has more precision than a Kubernetes quantity keeps; allowed: a "
+                f"multiple of 0.001 (in {unit.description})")
+
+
+def _mode_reason(metric: str, mode: str) -> str:
+    if mode == "mig" and metric in ("gpu_util", "gpu_fb_used", "gpu_mem_used_ratio"):
+        return "DCGM does not report whole-GPU utilization/memory for MIG instances (use gpu_engine_active)"
+    if mode == "cgpu":
+        return "device-level values describe the whole shared card, not one pod"
+    return "the exporter reports no per-pod value in this mode"

@@ -1,0 +1,107 @@
+"""Rules of the cluster target: the Kubernetes version, the charts pinned for it, and what ACK and the VPC API
+would refuse."""
+import ipaddress
+from typing import Any
+
+from gpuplatform.catalogs import ack
+from gpuplatform.catalogs.versions import KUBERNETES_SUPPORTED, chart, minor_text
+from gpuplatform.components.config import PlatformConfig
+from gpuplatform.components.errors import fmt, one_of
+from gpuplatform.components.pools import PoolFacts
+from gpuplatform.components.releases import WHY, allowed_minors, chart_releases, spans_text
+from gpuplatform.components.validation.common import _Issues, kubernetes_version
+
+
+def check_cluster(cfg: PlatformConfig, facts: dict[str, PoolFacts], out: _Issues) -> None:
+    version = kubernetes_version(cfg)
+    if version is None:
+        out.add("cluster.kubernetesVersion", f"{fmt(cfg.cluster.kubernetes_version)} is not a Kubernetes version; "
+                "use major.minor such as '1.31' or an ACK version such as '1.31.1-aliyun.1'")
+    elif not KUBERNETES_SUPPORTED[0] <= version <= KUBERNETES_SUPPORTED[1]:
+        lo, hi = KUBERNETES_SUPPORTED
+        out.add("cluster.kubernetesVersion", f"{fmt(cfg.cluster.kubernetes_version)} is not supported; "
+                f"allowed: {minor_text(lo)}-{minor_text(hi)}")
+    if cfg.cluster.kind == "ack-managed" and version is not None and cfg.cluster.kubernetes_version.count(".") < 2:
+        out.add("cluster.kubernetesVersion", f"{fmt(cfg.cluster.kubernetes_version)} is not a full ACK version; "
+                "ACK creates clusters at an exact version, e.g. '1.31.1-aliyun.1'")
+
+
+def check_chart_versions(cfg: PlatformConfig, facts: dict[str, PoolFacts], out: _Issues) -> None:
+    """Every chart the stack installs needs a pinned version whose upstream supports the cluster's minor."""
+    version = kubernetes_version(cfg)
+    if version is None or not KUBERNETES_SUPPORTED[0] <= version <= KUBERNETES_SUPPORTED[1]:
+        return  # check_cluster reports it
+    unsupported = [key for key in chart_releases(cfg) if chart(key).for_kubernetes(version) is None]
+    if not unsupported:
+        return
+    allowed = spans_text(allowed_minors(cfg))
+    for key in unsupported:
+        c = chart(key)
+        out.add("cluster.kubernetesVersion", f"{fmt(cfg.cluster.kubernetes_version)} is not supported by any pinned "
+                f"{c.name} chart (installed for {WHY[key]}): pinned {c.supported_text()}; allowed for this stack: "
+                f"{allowed}")
+
+
+def _network(value: str):
+    try:
+        return ipaddress.ip_network(value)
+    except ValueError:
+        return None
+
+
+def check_ack_cluster(cfg: PlatformConfig, facts: dict[str, PoolFacts], out: _Issues) -> None:
+    """What ACK and the VPC API would refuse, or a cluster that would start broken: zones of another region,
+    vSwitches outside the VPC or overlapping, service/pod ranges inside the VPC, names ACK rejects, a network
+    plugin without its address source."""
+    c = cfg.cluster
+    if c.kind != "ack-managed":
+        return
+    if c.name is not None and not ack.CLUSTER_NAME.match(c.name):
+        out.add("cluster.name", f"{fmt(c.name)} is not a valid ACK cluster name; allowed: {ack.CLUSTER_NAME_RULE}")
+    vpc = _network(c.vpc_cidr)
+    if vpc is None:
+        out.add("cluster.vpcCidr", f"{fmt(c.vpc_cidr)} is not a CIDR block; allowed: e.g. 192.168.0.0/16")
+    switches: list[tuple[str, Any]] = []
+    for key, items in (("vswitches", c.vswitches), ("podVswitches", c.pod_vswitches)):
+        for j, v in enumerate(items):
+            p = f"cluster.{key}[{j}]"
+            if not ack.zone_in_region(v.zone_id, c.region):
+                out.add(f"{p}.zoneId", f"{fmt(v.zone_id)} is not a zone of region {fmt(c.region)}; allowed: "
+                        f"{c.region}-<zone letter>, e.g. {c.region}-a")
+            net = _network(v.cidr)
+            if net is None:
+                out.add(f"{p}.cidr", f"{fmt(v.cidr)} is not a CIDR block; allowed: a block inside the VPC "
+                        f"{c.vpc_cidr}")
+                continue
+            if vpc is not None and (net.version != vpc.version or not net.subnet_of(vpc)):
+                out.add(f"{p}.cidr", f"{fmt(v.cidr)} is outside the VPC CIDR {fmt(c.vpc_cidr)}; allowed: a block "
+                        "inside it")
+            for other_path, other in switches:
+                if net.overlaps(other):
+                    out.add(f"{p}.cidr", f"{fmt(v.cidr)} overlaps {other_path} ({other}); vSwitch CIDRs must not "
+                            "overlap")
+            switches.append((p, net))
+    if c.network_plugin == "terway":
+        if c.pod_cidr is not None:
+            out.add("cluster.podCidr", f"{fmt(c.pod_cidr)}: Terway takes pod addresses from 'podVswitches', not "
+                    "a pod CIDR; allowed: remove it, or networkPlugin flannel")
+        missing = sorted({v.zone_id for v in c.vswitches} - {v.zone_id for v in c.pod_vswitches})
+        if missing:
+            out.add("cluster.podVswitches", f"no pod vSwitch in zone(s) {one_of(missing)}; Terway needs one in "
+                    "each zone of 'vswitches'")
+    elif c.pod_vswitches:
+        out.add("cluster.podVswitches", "is for Terway; with networkPlugin 'flannel' pods get addresses from "
+                "'podCidr'; allowed: remove it, or networkPlugin terway")
+    service = _network(c.service_cidr)
+    if service is None:
+        out.add("cluster.serviceCidr", f"{fmt(c.service_cidr)} is not a CIDR block; allowed: e.g. 172.21.0.0/20")
+    pod = _network(c.effective_pod_cidr) if c.effective_pod_cidr else None
+    if c.effective_pod_cidr and pod is None:
+        out.add("cluster.podCidr", f"{fmt(c.pod_cidr)} is not a CIDR block; allowed: e.g. {ack.DEFAULT_POD_CIDR}")
+    for path, value, net in (("cluster.serviceCidr", c.service_cidr, service),
+                             ("cluster.podCidr", c.effective_pod_cidr, pod)):
+        if net is not None and vpc is not None and net.overlaps(vpc):
+            out.add(path, f"{fmt(value)} overlaps the VPC CIDR {fmt(c.vpc_cidr)}; allowed: a range outside it")
+    if service is not None and pod is not None and service.overlaps(pod):
+        out.add("cluster.serviceCidr", f"{fmt(c.service_cidr)} overlaps the pod CIDR {fmt(c.effective_pod_cidr)}; "
+                "allowed: a range outside it")

@@ -1,0 +1,58 @@
+"""Rules of the monitoring settings: backend, exporter and adapter for the cluster kind, adoption of an installed
+adapter, and intervals that keep the series continuous."""
+import re
+
+from gpuplatform.components.config import PlatformConfig, duration_seconds
+from gpuplatform.components.errors import fmt
+from gpuplatform.components.pools import PoolFacts
+from gpuplatform.components.validation.common import _Issues
+
+
+def check_monitoring(cfg: PlatformConfig, facts: dict[str, PoolFacts], out: _Issues) -> None:
+    """Backend, exporter and adapter that run together and on this kind of cluster."""
+    mon = cfg.monitoring
+    if not cfg.is_ack:
+        if mon.backend == "arms":
+            out.add("monitoring.backend", "'arms' (ACK managed Prometheus) needs an ACK cluster; "
+                    "allowed for cluster kind 'kubeconfig': self-hosted")
+        if mon.adapter_kind == "ack-alibaba-cloud-metrics-adapter":
+            out.add("monitoring.adapter", "'ack-alibaba-cloud-metrics-adapter' needs an ACK cluster; "
+                    "allowed for cluster kind 'kubeconfig': prometheus-adapter")
+    if mon.prometheus_url is not None and not re.match(r"^https?://[^/\s:]+(:\d+)?(/\S*)?$", mon.prometheus_url):
+        out.add("monitoring.prometheusUrl", f"{fmt(mon.prometheus_url)} is not a Prometheus URL; allowed: "
+                "http(s)://host[:port][/path], e.g. http://ack-prometheus-operator-prometheus.monitoring.svc:9090")
+    if mon.ack_guide_rules and mon.exporter != "ack":
+        out.add("monitoring.ackGuideRules", f"true, but the guide's rules read the ACK GPU exporter and this stack "
+                f"uses {fmt(mon.exporter)}; allowed: true only with gpuExporter 'ack' (backend arms)")
+    if mon.exporter == "ack" and mon.backend != "arms":
+        out.add("monitoring.gpuExporter", "'ack' (the ACK GPU exporter) is collected by ACK managed Prometheus; "
+                "allowed with backend 'self-hosted': dcgm, ack-legacy")
+    if mon.exporter == "dcgm" and mon.backend == "arms":
+        out.add("monitoring.gpuExporter", "'dcgm' is not scraped by ACK managed Prometheus; "
+                "allowed with backend 'arms': ack")
+    if getattr(cfg.cluster, "simulate_gpus", False) and mon.exporter != "dcgm":
+        out.add("monitoring.gpuExporter", f"{fmt(mon.exporter)} does not run with simulated GPUs; "
+                "allowed with simulateGpus: dcgm (fake-gpu-operator emits DCGM series)")
+
+
+def check_adapter_adoption(cfg: PlatformConfig, facts: dict[str, PoolFacts], out: _Issues) -> None:
+    mon = cfg.monitoring
+    if mon.adopt_adapter_release and mon.adapter_kind != "ack-alibaba-cloud-metrics-adapter":
+        out.add("monitoring.adoptAdapterRelease", f"true, but the adapter is {fmt(mon.adapter_kind)}; only an "
+                "installed ack-alibaba-cloud-metrics-adapter release can be adopted; allowed: false")
+
+
+def check_intervals(cfg: PlatformConfig, facts: dict[str, PoolFacts], out: _Issues) -> None:
+    iv = cfg.monitoring.intervals
+    collect, scrape = duration_seconds(iv.exporter_collect), duration_seconds(iv.scrape)
+    window, relist = duration_seconds(iv.rule_window), duration_seconds(iv.adapter_relist)
+    if relist < scrape:
+        out.add("monitoring.intervals.adapterRelist", f"{fmt(iv.adapter_relist)} is shorter than the scrape interval "
+                f"{fmt(iv.scrape)}; allowed: >= {iv.scrape} (series would appear and disappear)")
+    if window < 2 * scrape:
+        out.add("monitoring.intervals.ruleWindow", f"{fmt(iv.rule_window)} holds fewer than two scrapes of "
+                f"{fmt(iv.scrape)}; allowed: >= {2 * scrape}s (increase()/rate() need two samples in the window, "
+                "or the query returns nothing for the pod)")
+    if collect > window:
+        out.add("monitoring.intervals.exporterCollect", f"{fmt(iv.exporter_collect)} is longer than the rule "
+                f"window {fmt(iv.rule_window)}; allowed: <= {window}s")

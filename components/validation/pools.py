@@ -1,0 +1,94 @@
+"""Rules of the node pools: names, sizes, labels, hardware, and the sharing mode each pool's GPUs allow."""
+from gpuplatform.catalogs import ack, sharing
+from gpuplatform.catalogs.gpus import GPU_MODELS, INSTANCE_TYPES, instance_type
+from gpuplatform.components.config import PlatformConfig
+from gpuplatform.components.errors import fmt, one_of
+from gpuplatform.components.k8s_validity import DNS_LABEL
+from gpuplatform.components.pools import PoolFacts
+from gpuplatform.components.validation.common import _cluster_tier, _Issues, _suggest
+from gpuplatform.components.validation.mig import check_pool_mig
+
+MAX_POOL_NAME = 40
+
+
+def check_ack_pools(cfg: PlatformConfig, facts: dict[str, PoolFacts], out: _Issues) -> None:
+    """Pool features ACK offers on Pro clusters only, asked for on a Basic or dedicated cluster."""
+    c = cfg.cluster
+    if c.kind == "kubeconfig":
+        return
+    for i, pool in enumerate(cfg.node_pools):
+        if cfg.pool_managed(pool) and not cfg.is_ack_pro:
+            out.add(f"nodePools[{i}].autoRepair", f"{pool.auto_repair}: managed node pools (auto repair) need an "
+                    f"ACK Pro cluster, and {_cluster_tier(cfg)}; allowed: false")
+        if pool.sharing.mode == "cgpu" and c.kind == "ack-managed" and not cfg.is_ack_pro:
+            out.add(f"nodePools[{i}].sharing.mode", f"'cgpu' needs ack-ai-installer on an ACK Pro cluster, and "
+                    f"{_cluster_tier(cfg)}; allowed: cluster.clusterSpec {one_of(ack.PRO_SPECS)}, or sharing "
+                    "exclusive")
+
+
+def check_pools(cfg: PlatformConfig, facts: dict[str, PoolFacts], out: _Issues) -> None:
+    seen: dict[str, int] = {}
+    for i, pool in enumerate(cfg.node_pools):
+        p = f"nodePools[{i}]"
+        if not DNS_LABEL.match(pool.name) or len(pool.name) > MAX_POOL_NAME:
+            out.add(f"{p}.name", f"{fmt(pool.name)} is not a valid pool name; allowed: lowercase letters, digits "
+                    f"and '-', starting and ending alphanumeric, at most {MAX_POOL_NAME} characters")
+        if pool.name in seen:
+            out.add(f"{p}.name", f"{fmt(pool.name)} is already used by nodePools[{seen[pool.name]}]; "
+                    "pool names must be unique")
+        seen.setdefault(pool.name, i)
+        _check_pool_hardware(cfg, i, pool, out)
+        if pool.min_nodes > pool.max_nodes:
+            out.add(f"{p}.minNodes", f"'minNodes' ({pool.min_nodes}) must be <= 'maxNodes' ({pool.max_nodes})")
+        if pool.autoscaling and pool.desired_nodes is not None:
+            out.add(f"{p}.desiredNodes", f"{pool.desired_nodes}: only used when 'autoscaling' is false; "
+                    "remove it or set autoscaling: false")
+        if not pool.autoscaling and pool.desired_nodes is None:
+            out.add(f"{p}.desiredNodes", "required when 'autoscaling' is false (the fixed pool size)")
+        owned = {sharing.ACK_SCHEDULE_LABEL, sharing.ACK_PLACEMENT_LABEL, sharing.NVIDIA_MIG_CONFIG_LABEL,
+                 sharing.POOL_LABEL, sharing.LEGACY_CGPU_LABEL[0]}
+        for key in sorted(owned & set(pool.labels)):
+            out.add(f"{p}.labels.{key}", f"{fmt(pool.labels[key])}: this label is set from 'sharing' "
+                    f"(mode {pool.sharing.mode}); a node runs one GPU scheduling mode, so it cannot be set by hand")
+
+
+def _check_pool_hardware(cfg: PlatformConfig, i: int, pool, out: _Issues) -> None:
+    p = f"nodePools[{i}]"
+    models = set()
+    if cfg.is_ack and not pool.instance_types:
+        out.add(f"{p}.instanceTypes", "required on ACK: at least one ECS GPU instance type, e.g. "
+                "ecs.gn7i-c8g1.2xlarge")
+    for j, name in enumerate(pool.instance_types):
+        itype = instance_type(name)
+        if itype is None:
+            out.add(f"{p}.instanceTypes[{j}]", f"{fmt(name)} is not a known ACK GPU instance type."
+                    f"{_suggest(name, INSTANCE_TYPES)} See catalogs/gpus.py for the catalog.")
+        else:
+            models.add(itype.gpu_model)
+    if len(models) > 1:
+        out.add(f"{p}.instanceTypes", f"mixes GPU models {one_of(sorted(models))}; all instance types of a pool "
+                "must carry the same GPU model so capacity and sharing are well defined")
+    known = [t for t in map(instance_type, pool.instance_types) if t is not None]
+    if known and pool.gpus_per_node is not None and {t.gpus for t in known} != {pool.gpus_per_node}:
+        counts = ", ".join(f"{t.name} has {t.gpus}" for t in known)
+        out.add(f"{p}.gpusPerNode", f"{pool.gpus_per_node} contradicts the instance types ({counts}); allowed: "
+                "leave it out (the instance type decides), or the instance types' own count")
+    if known and pool.gpu_model is not None and {t.gpu_model for t in known} != {pool.gpu_model}:
+        out.add(f"{p}.gpuModel", f"{fmt(pool.gpu_model)} contradicts the instance types, which carry "
+                f"{one_of(sorted({t.gpu_model for t in known}))}; allowed: leave it out, or the same model")
+    if not pool.instance_types:
+        if pool.gpu_model is None or pool.gpus_per_node is None:
+            out.add(f"{p}.gpuModel", "required with 'gpusPerNode' when no instance types are given; "
+                    f"allowed models: {one_of(GPU_MODELS)}")
+        elif pool.gpu_model not in GPU_MODELS:
+            out.add(f"{p}.gpuModel", f"{fmt(pool.gpu_model)} is not a known GPU model; allowed: "
+                    f"{one_of(GPU_MODELS)}.{_suggest(pool.gpu_model, GPU_MODELS)}")
+    s = pool.sharing
+    check_pool_mig(cfg, p, pool, out)
+    if s.mode == "cgpu":
+        if not cfg.is_ack:
+            out.add(f"{p}.sharing.mode", "'cgpu' is Alibaba cGPU and needs an ACK cluster; allowed for cluster kind "
+                    "'kubeconfig': exclusive, mig")
+        elif cfg.cluster.kind == "ack-existing" and not cfg.cluster.professional and not s.legacy_label:
+            out.add(f"{p}.sharing.legacyLabel", "false on a dedicated (non-Pro) cluster, whose ack-cgpu component "
+                    "selects nodes by cgpu=true; allowed: true")

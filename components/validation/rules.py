@@ -1,0 +1,94 @@
+"""Which rules guard which component's args, and the one order ``validate`` runs them in.
+
+Each tuple holds the rules of one area; ``RULES`` interleaves them in the order the issues have always been
+reported, so a report reads the same whichever way its rules are grouped.
+"""
+from typing import Any, Iterable
+
+from gpuplatform.components.config import PlatformConfig
+from gpuplatform.components.contracts import check_metrics_served, check_served_metrics
+from gpuplatform.components.errors import ConfigError, ConfigIssue
+from gpuplatform.components.k8s_validity import check_kubernetes_validity
+from gpuplatform.components.pools import PoolFacts, all_pool_facts
+from gpuplatform.components.validation.autoscaling import check_autoscaling
+from gpuplatform.components.validation.capacity import check_node_fit, check_pool_totals, check_replicas
+from gpuplatform.components.validation.cluster import check_ack_cluster, check_chart_versions, check_cluster
+from gpuplatform.components.validation.common import Rule, WorkloadRule, _Issues
+from gpuplatform.components.validation.exposure import check_exposure
+from gpuplatform.components.validation.mig import check_mig_configs, check_mig_strategy
+from gpuplatform.components.validation.monitoring import check_adapter_adoption, check_intervals, check_monitoring
+from gpuplatform.components.validation.parsing import parse
+from gpuplatform.components.validation.pools import check_ack_pools, check_pools
+from gpuplatform.components.validation.workloads import (check_env_and_volumes, check_gpu_request, check_image,
+                                                         check_node_pool, check_ports_and_probes, check_workload_name)
+
+# In the order they run on each workload: later ones skip what an earlier one already reported under the same
+# path (a replica ceiling is not computed from a GPU request that is itself wrong).
+WORKLOAD_RULES: tuple[WorkloadRule, ...] = (check_image, check_ports_and_probes, check_env_and_volumes,
+                                            check_node_pool, check_gpu_request, check_node_fit, check_replicas,
+                                            check_autoscaling, check_exposure)
+
+
+def check_workloads(cfg: PlatformConfig, facts: dict[str, PoolFacts], out: _Issues) -> None:
+    """Every workload through ``WORKLOAD_RULES``, one workload after the other, so its issues stay together."""
+    seen: dict[str, int] = {}
+    for i, w in enumerate(cfg.workloads):
+        p = f"workloads[{i}]"
+        check_workload_name(p, i, w, seen, out)
+        f = facts.get(w.node_pool)
+        for rule in WORKLOAD_RULES:
+            rule(cfg, p, w, f, out)
+
+
+CLUSTER_RULES: tuple[Rule, ...] = (check_cluster, check_chart_versions, check_ack_cluster)
+POOL_RULES: tuple[Rule, ...] = (check_ack_pools, check_pools)
+MONITORING_RULES: tuple[Rule, ...] = (check_monitoring, check_adapter_adoption, check_intervals, check_served_metrics)
+# Cross-component: they compare pools with each other or with the workloads, and read the issues the rules of
+# single components reported, so they run after those.
+STACK_RULES: tuple[Rule, ...] = (check_mig_strategy, check_mig_configs, check_pool_totals, check_kubernetes_validity)
+# What a stack's workloads need from its monitoring: a composed InferenceService checks the same contract against
+# the GpuMonitoring object it is given (components/contracts.py), naming it, so it does not run this area.
+CONTRACT_RULES: tuple[Rule, ...] = (check_metrics_served,)
+
+AREAS: dict[str, tuple[Rule, ...]] = {
+    "cluster": CLUSTER_RULES,
+    "monitoring": MONITORING_RULES,
+    "pools": POOL_RULES,
+    "workloads": (check_workloads,),
+    "stack": STACK_RULES,
+    "contracts": CONTRACT_RULES,
+}
+
+RULES: tuple[Rule, ...] = (check_cluster, check_monitoring, check_chart_versions, check_ack_pools, check_ack_cluster,
+                           check_adapter_adoption, check_intervals, check_pools,
+                           check_mig_strategy, check_mig_configs,
+                           check_workloads, check_pool_totals,
+                           check_kubernetes_validity, check_served_metrics, check_metrics_served)
+
+
+def validate(cfg: PlatformConfig, *, installs_charts: bool = True,
+             areas: Iterable[str] = tuple(AREAS)) -> list[ConfigIssue]:
+    """Every issue of ``cfg``. ``installs_charts=False`` for a config that stands for a single reused service,
+    which installs none of the platform's charts, so their Kubernetes ranges do not limit it. ``areas`` (keys of
+    ``AREAS``) limits the run to the rules of those components, e.g. ``("workloads",)``; the rules still run in
+    the order of ``RULES``."""
+    areas = tuple(areas)
+    unknown = [a for a in areas if a not in AREAS]
+    if unknown:
+        raise ValueError(f"unknown validation area(s) {', '.join(map(repr, unknown))}; allowed: {', '.join(AREAS)}")
+    chosen = {rule for area in areas for rule in AREAS[area]}
+    out = _Issues()
+    facts = all_pool_facts(cfg)
+    for rule in RULES:
+        if rule not in chosen or (rule is check_chart_versions and not installs_charts):
+            continue
+        rule(cfg, facts, out)
+    return list(out)
+
+
+def load(raw: dict[str, Any]) -> PlatformConfig:
+    cfg = parse(raw)
+    issues = validate(cfg)
+    if issues:
+        raise ConfigError(issues)
+    return cfg

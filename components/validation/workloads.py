@@ -1,0 +1,133 @@
+"""Rules of a workload's own spec: name, image, ports and probes, env and volumes, its pool, and the GPU it
+requests there."""
+import re
+from typing import Optional
+
+from gpuplatform.catalogs.kubernetes import SECRET_ENV_PATTERN
+from gpuplatform.catalogs.mig import WHOLE_GPU
+from gpuplatform.components.config import PlatformConfig, Workload
+from gpuplatform.components.errors import fmt, one_of
+from gpuplatform.components.pools import PoolFacts
+from gpuplatform.components.validation.common import _Issues, _suggest
+
+DNS_1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+PORT_NAME = re.compile(r"^(?=.*[a-z])[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+SECRET_ENV = re.compile(SECRET_ENV_PATTERN)
+MAX_WORKLOAD_NAME = 50
+
+
+def check_workload_name(p: str, i: int, w: Workload, seen: dict[str, int], out: _Issues) -> None:
+    """A valid name, and unique: ``seen`` maps each name to the first workload that took it."""
+    if not DNS_1035.match(w.name) or len(w.name) > MAX_WORKLOAD_NAME:
+        out.add(f"{p}.name", f"{fmt(w.name)} is not a valid workload name; allowed: lowercase letters, digits "
+                f"and '-', starting with a letter, at most {MAX_WORKLOAD_NAME} characters")
+    if w.name in seen:
+        out.add(f"{p}.name", f"{fmt(w.name)} is already used by workloads[{seen[w.name]}]; "
+                "workload names must be unique")
+    seen.setdefault(w.name, i)
+
+
+def check_image(cfg: PlatformConfig, p: str, w: Workload, f: Optional[PoolFacts], out: _Issues) -> None:
+    name = w.image.rsplit("/", 1)[-1]
+    if "@sha256:" in w.image:
+        return
+    if ":" not in name:
+        out.add(f"{p}.image", f"{fmt(w.image)} has no tag; allowed: an explicit version tag or a digest")
+    elif name.rsplit(":", 1)[1] == "latest":
+        out.add(f"{p}.image", f"{fmt(w.image)} uses 'latest'; allowed: an explicit version tag or a digest")
+
+
+def check_ports_and_probes(cfg: PlatformConfig, p: str, w: Workload, f: Optional[PoolFacts], out: _Issues) -> None:
+    names, numbers = set(), set()
+    for j, port in enumerate(w.ports):
+        if not PORT_NAME.match(port.name) or len(port.name) > 15:
+            out.add(f"{p}.ports[{j}].name", f"{fmt(port.name)} is not a valid port name; allowed: lowercase letters, "
+                    "digits and '-', at least one letter, at most 15 characters")
+        if port.name in names:
+            out.add(f"{p}.ports[{j}].name", f"{fmt(port.name)} is used twice; port names must be unique")
+        if port.container_port in numbers:
+            out.add(f"{p}.ports[{j}].containerPort", f"{port.container_port} is used twice")
+        names.add(port.name)
+        numbers.add(port.container_port)
+    if not any(port.protocol in ("http", "grpc") for port in w.ports):
+        out.add(f"{p}.ports", "no serving port; allowed: at least one port with protocol http or grpc")
+    if w.probes is not None and w.probes.port not in names:
+        out.add(f"{p}.probes.port", f"{fmt(w.probes.port)} is not a port of this workload; allowed: "
+                f"{one_of(sorted(names))}")
+
+
+def check_env_and_volumes(cfg: PlatformConfig, p: str, w: Workload, f: Optional[PoolFacts], out: _Issues) -> None:
+    for key in w.env:
+        if SECRET_ENV.search(key):
+            out.add(f"{p}.env.{key}", "looks like a secret in plain text; allowed: move it to 'secretEnv' "
+                    "(a reference to a Kubernetes Secret)")
+    for key in set(w.env) & set(w.secret_env):
+        out.add(f"{p}.secretEnv.{key}", "is also set in 'env'; set each variable once")
+    vnames = set()
+    for j, vol in enumerate(w.volumes):
+        if (vol.nfs is None) == (vol.pvc is None):
+            out.add(f"{p}.volumes[{j}]", f"{fmt(vol.name)} needs exactly one source; allowed: nfs or pvc")
+        if vol.name in vnames or vol.name == "tmp":
+            out.add(f"{p}.volumes[{j}].name", f"{fmt(vol.name)} is used twice or reserved ('tmp')")
+        vnames.add(vol.name)
+
+
+def check_node_pool(cfg: PlatformConfig, p: str, w: Workload, f: Optional[PoolFacts], out: _Issues) -> None:
+    pool = cfg.pool(w.node_pool)
+    if pool is None:
+        out.add(f"{p}.nodePool", f"{fmt(w.node_pool)} is not a node pool of this stack; allowed: "
+                f"{one_of(q.name for q in cfg.node_pools)}.{_suggest(w.node_pool, [q.name for q in cfg.node_pools])}")
+
+
+def _check_mig_profile_request(p: str, w: Workload, f: PoolFacts, out: _Issues) -> None:
+    asked = w.gpu.mig_profile
+    if f.mode != "mig":
+        if asked is not None:
+            out.add(f"{p}.gpu.migProfile", f"{fmt(asked)}: pool {fmt(f.name)} uses sharing {f.mode}, not MIG; "
+                    "allowed: leave it out")
+    elif not f.mig_layout:
+        if asked is not None and asked != f.mig_profile:
+            out.add(f"{p}.gpu.migProfile", f"{fmt(asked)}: pool {fmt(f.name)} partitions every GPU into "
+                    f"{f.mig_profile}; allowed: {f.mig_profile}, or leave it out")
+    elif asked is None and len(f.mig_choices) > 1:
+        out.add(f"{p}.gpu.migProfile", f"required on pool {fmt(f.name)}, whose per-GPU layout offers several "
+                f"kinds of device; allowed: {one_of(f.mig_choices)} ({WHOLE_GPU}: a MIG-disabled GPU)")
+    elif asked is not None and asked not in f.mig_choices:
+        out.add(f"{p}.gpu.migProfile", f"{fmt(asked)} is not in the layout of pool {fmt(f.name)}; allowed: "
+                f"{one_of(f.mig_choices)}")
+
+
+def check_gpu_request(cfg: PlatformConfig, p: str, w: Workload, f: Optional[PoolFacts], out: _Issues) -> None:
+    if f is None:
+        return  # nothing is known of the pool's GPUs: the pool's own issues say why
+    g = w.gpu
+    _check_mig_profile_request(p, w, f, out)
+    if f.mode in ("exclusive", "mig"):
+        resource = f.resource_for(g) or "a MIG resource"
+        unit = "whole GPUs" if f.mode == "exclusive" else f"devices ({resource})"
+        if g.count is None:
+            out.add(f"{p}.gpu.count", f"required on pool {fmt(f.name)} (sharing {f.mode}): the number of {unit}")
+        if g.memory_gib is not None or g.core_percent is not None:
+            out.add(f"{p}.gpu", f"memoryGib/corePercent request cGPU, but pool {fmt(f.name)} uses sharing "
+                    f"{f.mode}; allowed: count ({resource})")
+    else:
+        if g.count is not None:
+            out.add(f"{p}.gpu.count", f"{g.count}: pool {fmt(f.name)} shares GPUs with cGPU; allowed: "
+                    f"memoryGib ({f.resource_name}, GiB per replica)")
+        if g.memory_gib is None:
+            out.add(f"{p}.gpu.memoryGib", f"required on cGPU pool {fmt(f.name)}: GiB of GPU memory per replica")
+        elif g.memory_gib > f.model.reported_gib:
+            out.add(f"{p}.gpu.memoryGib", f"{g.memory_gib} GiB is more than one {f.model.name} card offers "
+                    f"({f.model.reported_gib} GiB as the device plugin reports it); allowed: 1..{f.model.reported_gib}")
+        if f.cgpu_policy == "core_mem" and g.core_percent is None:
+            out.add(f"{p}.gpu.corePercent", f"required on pool {fmt(f.name)} (cGPU policy core_mem isolates compute)")
+        if f.cgpu_policy != "core_mem" and g.core_percent is not None:
+            out.add(f"{p}.gpu.corePercent", f"{g.core_percent}: only enforced with cGPU policy core_mem; pool "
+                    f"{fmt(f.name)} uses {f.cgpu_policy}")
+    if not any(issue.path.startswith(f"{p}.gpu") for issue in out) and f.replicas_per_node(g) < 1:
+        field, value = ("memoryGib", g.memory_gib) if f.mode == "cgpu" else ("count", g.count)
+        have = f.units_for(g)
+        unit = f.resource_for(g) if f.mig_layout else f.unit
+        out.add(f"{p}.gpu.{field}", f"{value}: one replica needs more than a node of pool {fmt(f.name)} has "
+                f"({have} {unit} per node), so the pod would stay Pending; allowed: "
+                f"1..{have}, or a pool with larger nodes")

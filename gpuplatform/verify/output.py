@@ -1,0 +1,38 @@
+"""The report: a table for people, JSON for pipelines, and one progress line per polling round."""
+from __future__ import annotations
+
+import json
+
+from gpuplatform.verify.results import CheckResult
+
+
+def format_table(results: list[CheckResult]) -> str:
+    rows = [("STATUS", "CHECK", "SUBJECT", "RESULT")] + [
+        ("ok" if r.ok else "FAIL", r.check, r.subject, r.message) for r in results]
+    w0, w1, w2 = (max(len(row[i]) for row in rows) for i in range(3))
+    lines = []
+    for i, row in enumerate(rows):
+        lines.append(f"{row[0]:<{w0}}  {row[1]:<{w1}}  {row[2]:<{w2}}  {row[3]}".rstrip())
+        if i and not results[i - 1].ok and results[i - 1].cause:
+            lines.append(f"{'':<{w0}}  {'':<{w1}}  {'':<{w2}}  likely cause: {results[i - 1].cause}")
+    failed = sum(1 for r in results if not r.ok)
+    lines.append("")
+    lines.append(f"{len(results)} checks, {len(results) - failed} passed, {failed} failed")
+    return "\n".join(lines)
+
+
+def format_json(results: list[CheckResult]) -> str:
+    failed = sum(1 for r in results if not r.ok)
+    doc = {"ok": failed == 0, "summary": {"checks": len(results), "passed": len(results) - failed,
+                                          "failed": failed},
+           "checks": [r.to_dict() for r in results]}
+    return json.dumps(doc, indent=2)
+
+
+def progress_line(round_no: int, elapsed: float, budget: int, results: list[CheckResult]) -> str:
+    failing = [f"{r.check} {r.subject}" for r in results if not r.ok]
+    passed = len(results) - len(failing)
+    line = f"verify round {round_no} ({int(elapsed)}s/{budget}s): {passed}/{len(results)} checks pass"
+    if failing:
+        line += "; waiting on " + ", ".join(failing[:3]) + (f" (+{len(failing) - 3} more)" if len(failing) > 3 else "")
+    return line

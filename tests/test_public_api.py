@@ -348,3 +348,18 @@ def test_project_config_keys_are_checked_like_args(tmp_path):
     assert "team:contxt: unknown key; did you mean 'context'?" in proc.stderr
     assert "team:replicas: 'many': expected int" in proc.stderr
     assert "team:context: required key is missing" in proc.stderr
+
+
+def test_the_reuse_example_uses_only_the_public_api():
+    import ast
+
+    tree = ast.parse((REPO / "examples" / "reuse" / "__main__.py").read_text())
+    ours = [(node.module, alias.name) for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+            and (node.module or "").startswith("gpuplatform") for alias in node.names]
+    plain = [alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names
+             if alias.name.startswith("gpuplatform")]
+    assert ours and not plain
+    assert all(module == "gpuplatform.components" and name in public.__all__ for module, name in ours), ours
+    used = {name for _, name in ours}
+    assert {"GpuCluster", "GpuNodePool", "GpuMonitoring", "InferenceService"} <= used
+    assert sum(isinstance(n, ast.Call) and getattr(n.func, "id", "") == "InferenceService" for n in ast.walk(tree)) == 2

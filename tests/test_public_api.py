@@ -318,32 +318,31 @@ def test_args_errors_name_component_key_value_and_what_is_allowed(build, expecte
                                        or "unknown key" in msg or "since 0.2.0" in msg), msg
 
 
-def test_a_bad_args_program_exits_2_without_a_traceback(tmp_path):
+def _plan_project(tmp_path, program: str, stack_config: str = "") -> subprocess.CompletedProcess:
+    """``gpuplatform plan --project`` of a one-file consumer project, as a user runs it."""
     project = tmp_path / "team"
     project.mkdir()
     (project / "Pulumi.yaml").write_text("name: team\nruntime: python\n")
-    (project / "__main__.py").write_text(
-        "from gpuplatform.components import GpuCluster, GpuNodePool\n"
-        "c = GpuCluster('c', {'cluster': {'kind': 'kubeconfig', 'kubernetesVersion': '1.33'}})\n"
-        "GpuNodePool('p', {'cluster': c, 'node_pools': []})\n")
-    proc = subprocess.run([sys.executable, "-m", "gpuplatform", "plan", "--project", str(project)], cwd=REPO,
+    if stack_config:
+        (project / "Pulumi.dev.yaml").write_text(stack_config)
+    (project / "__main__.py").write_text(program)
+    return subprocess.run([sys.executable, "-m", "gpuplatform", "plan", "--project", str(project)], cwd=REPO,
                           capture_output=True, text=True, timeout=300)
+
+
+def test_a_bad_args_program_exits_2_without_a_traceback(tmp_path):
+    proc = _plan_project(tmp_path, "from gpuplatform.components import GpuCluster, GpuNodePool\n"
+                         "c = GpuCluster('c', {'cluster': {'kind': 'kubeconfig', 'kubernetesVersion': '1.33'}})\n"
+                         "GpuNodePool('p', {'cluster': c, 'node_pools': []})\n")
     assert proc.returncode == 2, proc.stderr
     assert "Traceback" not in proc.stderr and "GpuNodePool 'p' args.node_pools: unknown key" in proc.stderr
     assert "GpuNodePool 'p' args.pool: required key is missing" in proc.stderr
 
 
 def test_project_config_keys_are_checked_like_args(tmp_path):
-    project = tmp_path / "team"
-    project.mkdir()
-    (project / "Pulumi.yaml").write_text("name: team\nruntime: python\n")
-    (project / "Pulumi.dev.yaml").write_text("config:\n  team:contxt: ml\n  team:replicas: many\n")
-    (project / "__main__.py").write_text(
-        "from typing import TypedDict\nfrom gpuplatform.components import read_project_config\n"
-        "class Config(TypedDict):\n    context: str\n    replicas: int\n"
-        "read_project_config(Config)\n")
-    proc = subprocess.run([sys.executable, "-m", "gpuplatform", "plan", "--project", str(project)], cwd=REPO,
-                          capture_output=True, text=True, timeout=300)
+    proc = _plan_project(tmp_path, "from typing import TypedDict\nfrom gpuplatform.components import "
+                         "read_project_config\nclass Config(TypedDict):\n    context: str\n    replicas: int\n"
+                         "read_project_config(Config)\n", "config:\n  team:contxt: ml\n  team:replicas: many\n")
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
     assert "team:contxt: unknown key; did you mean 'context'?" in proc.stderr
     assert "team:replicas: 'many': expected int" in proc.stderr

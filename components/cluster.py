@@ -136,9 +136,9 @@ class GpuCluster(pulumi.ComponentResource):
         """The GpuNodePools built on this cluster so far (each checks the cluster-wide rules against the others)."""
         # the stack policies read the environment, version and exposure setting of a consumer's stack from these
         # (a GpuPlatform registers the same; docs/policies.md "What the policies see")
-        super().__init__("gpuplatform:index:GpuCluster", name, {
-            "kind": cluster.kind, "environment": self.environment, "kubernetesVersion": self.kubernetes_version,
-            "allowPublicEndpoints": self.allow_public_endpoints}, opts)
+        props = {"kind": cluster.kind, "environment": self.environment, "kubernetesVersion": self.kubernetes_version,
+                 "allowPublicEndpoints": self.allow_public_endpoints}
+        super().__init__("gpuplatform:index:GpuCluster", name, props, opts)
         child = pulumi.ResourceOptions(parent=self)
         self.is_ack = cluster.kind != "kubeconfig"
         self.is_ack_pro = self.is_ack and bool(getattr(cluster, "professional", False))
@@ -188,7 +188,8 @@ class GpuCluster(pulumi.ComponentResource):
         # add-ons are waited for by the objects that need them (see ``require_addons``).
         self.provider = k8s.Provider(f"{name}-k8s", **provider_args, opts=child)
         BUILT.append(self)  # for the tools that read a composed program (components/assembly.py)
-        self.register_outputs({"cluster_id": self.cluster_id, "kubeconfig": self.kubeconfig})
+        # registered outputs are what AnalyzeStack sees of a component, its inputs are not
+        self.register_outputs({**props, "cluster_id": self.cluster_id, "kubeconfig": self.kubeconfig})
 
     def view(self, node_pools=(), monitoring=None, workloads=(), namespace=None, **extra):
         """The stack-file config of this cluster and the parts given (see :mod:`components.assembly`)."""

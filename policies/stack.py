@@ -22,6 +22,7 @@ from gpuplatform.policies.registry import Resource, resource_from
 
 PLATFORM_TYPE = "gpuplatform:index:GpuPlatform"
 POOL_TYPE = "gpuplatform:index:GpuNodePool"
+CLUSTER_TYPE = "gpuplatform:index:GpuCluster"
 RELEASE_TYPE = "kubernetes:helm.sh/v3:Release"
 ACK_NODE_POOL_TYPE = "alicloud:cs/nodePool:NodePool"
 ACK_CLUSTER_TYPES = ("alicloud:cs/managedKubernetes:ManagedKubernetes", "alicloud:cs/kubernetes:Kubernetes")
@@ -121,7 +122,9 @@ class StackView:
     # -------------------------------------------------------------------------------------------- platform
     @cached_property
     def platform(self) -> Mapping:
-        found = self.of_type(PLATFORM_TYPE)
+        """The environment, cluster version and exposure setting of the stack: a GpuPlatform's, or in a program that
+        composes the components itself, its GpuCluster's (both register them)."""
+        found = self.of_type(PLATFORM_TYPE) or self.of_type(CLUSTER_TYPE)
         return found[0].props if found else {}
 
     def environment(self, config: Mapping) -> Optional[str]:

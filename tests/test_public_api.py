@@ -362,3 +362,22 @@ def test_the_reuse_example_uses_only_the_public_api():
     used = {name for _, name in ours}
     assert {"GpuCluster", "GpuNodePool", "GpuMonitoring", "InferenceService"} <= used
     assert sum(isinstance(n, ast.Call) and getattr(n.func, "id", "") == "InferenceService" for n in ast.walk(tree)) == 2
+
+
+def test_the_policies_read_a_composed_programs_environment_from_its_cluster():
+    """Without a GpuPlatform, the stack policies take environment, version and exposure from the GpuCluster: a
+    public LoadBalancer is refused on a cluster that does not allow public endpoints, and allowed where it does."""
+    from gpuplatform.check import run_policies
+
+    def build(allow: bool):
+        c = GpuCluster("c", {"cluster": KUBE, "environment": "prod", "allow_public_endpoints": allow})
+        p = GpuNodePool("p", {"cluster": c, "pool": T4})
+        InferenceService("svc", {"node_pool": p, "namespace": "t", "workload": {
+            "name": "svc", "image": "x:1.0", "replicas": 1, "gpu": {"count": 1}, "ports": PORTS,
+            "exposure": {"serviceType": "PublicLoadBalancer"}}})
+
+    def lb_findings(allow: bool):
+        return [v for v in run_policies(synthesize({}, lambda: build(allow))) if "LoadBalancer" in v.message]
+
+    assert compose(lambda: build(False)) != ""  # the service's own rule refuses it first
+    assert lb_findings(True) == []

@@ -147,3 +147,19 @@ GPU pools (ACK FAQ "Why can't I deploy GPU monitoring?")."""
 
 def chart(release: str) -> Chart:
     return CHARTS[release]
+
+
+PROMETHEUS_VERSION = {
+    # kube-prometheus-stack 88.5.3 values: prometheus.prometheusSpec.image.tag v3.14.0-distroless
+    "self-hosted": "3.14.0",
+    # ACK managed Prometheus does not publish the Prometheus release its query engine follows; evaluated with the
+    # current major's semantics, unverified (docs/simulate.md)
+    "arms": None,
+}
+"""Prometheus release each monitoring backend runs (None: not published)."""
+
+
+def prometheus_major(backend: str) -> int:
+    """The Prometheus major version whose query semantics a stack's metrics are evaluated with."""
+    version = PROMETHEUS_VERSION.get(backend)
+    return int(version.split(".")[0]) if version else 3

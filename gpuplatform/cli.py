@@ -157,11 +157,12 @@ def cmd_simulate(args) -> int:
     from gpuplatform.components.validation import load
     from gpuplatform.simulate.report import run
 
+    options = {"sweep": args.sweep, "tune": args.tune, "budget": args.budget}
     if args.project:
         return run(_project_config(args), args.stack or DEFAULT_STACK, args.workload, args.trace, args.duration,
-                   args.format, args.plot)
+                   args.format, args.plot, **options)
     raw, stack = _load_raw(args)
-    return run(load(raw), stack, args.workload, args.trace, args.duration, args.format, args.plot)
+    return run(load(raw), stack, args.workload, args.trace, args.duration, args.format, args.plot, **options)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -198,11 +199,19 @@ def parser() -> argparse.ArgumentParser:
     sim = sub.add_parser("simulate", help="replay a load trace through the metric pipeline, the HPA and GPU capacity")
     _add_source(sim)
     sim.add_argument("--workload", required=True, metavar="NAME", help="an autoscaled workload of the stack")
-    sim.add_argument("--trace", required=True, metavar="FILE.csv|step|spike|ramp|diurnal",
-                     help="CSV of seconds,requests_per_second, or a built-in shape")
+    sim.add_argument("--trace", required=True, metavar="FILE.csv|FILE.json|step|spike|ramp|diurnal",
+                     help="CSV of seconds,requests_per_second, a Prometheus query_range JSON export, or a built-in "
+                          "shape")
     sim.add_argument("--duration", metavar="DURATION", help="e.g. 2h, 30m (default: per shape, or the CSV's end)")
     sim.add_argument("--format", choices=["table", "json"], default="table")
     sim.add_argument("--plot", metavar="OUT.png", help="write demand, metric, replicas and nodes over time")
+    sim.add_argument("--sweep", action="store_true",
+                     help="also the first scale-up over every loop phase and step size (always with --trace step)")
+    sim.add_argument("--tune", action="store_true",
+                     help="search target, scale-down window and scale-up rate for the least GPU cost that keeps the "
+                          "time over target within --budget on this trace; prints the stack-file snippet")
+    sim.add_argument("--budget", metavar="DURATION", default="0s",
+                     help="with --tune: time over target (beyond the HPA's tolerance) allowed, e.g. 2m (default 0s)")
     sim.set_defaults(func=cmd_simulate)
     return p
 

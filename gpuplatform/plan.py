@@ -105,9 +105,11 @@ def step_response(cfg: PlatformConfig, w) -> dict:
                     pool.model_dump_json() if pool else "", cfg.monitoring.model_dump_json(),
                     cfg.cluster.model_dump_json(), cfg.settings.namespace))
     if key not in _STEP_RESPONSES:
+        from gpuplatform.simulate.sweep import cached_sweep
+
         result = simulate(cfg, "", w.name, resolve_trace(cfg, w.name, "step", None))
         _STEP_RESPONSES[key] = {"trace": "step", "firstScaleUpSeconds": result.first_scale_up_s,
-                                "capacityReadySeconds": result.capacity_ready_s}
+                                "capacityReadySeconds": result.capacity_ready_s, "sweep": cached_sweep(cfg, w.name)}
     return _STEP_RESPONSES[key]
 
 
@@ -138,12 +140,15 @@ def latency_text(rows: list[dict]) -> str:
     if not rows:
         return "(no autoscaled workloads)"
     table = [["WORKLOAD", "METRIC", "API NAME", "COLLECT", "SCRAPE", "WINDOW", "POLL", "WORST CASE",
-              "SIMULATED STEP: SCALE-UP / READY"]]
+              "SIMULATED STEP: SCALE-UP / READY", "FIRST SCALE-UP OVER PHASES AND STEPS: WORST / MEDIAN"]]
     for r in rows:
         step = r["stepResponse"]
+        sweep = step["sweep"]
         table.append([r["workload"], r["metric"], r["apiName"], f"{r['collect']}s", f"{r['scrape']}s",
                       f"{r['window']}s", f"{r['poll']}s ({r['autoscaler']})", f"{r['worstCaseSeconds']}s",
-                      f"{_secs(step['firstScaleUpSeconds'])} / {_secs(step['capacityReadySeconds'])}"])
+                      f"{_secs(step['firstScaleUpSeconds'])} / {_secs(step['capacityReadySeconds'])}",
+                      f"{_secs(sweep['worstSeconds'])} / {_secs(sweep['medianSeconds'])} ({sweep['runs']} runs)"
+                      if sweep["runs"] else "no step outgrows the running replicas"])
     return _table(table)
 
 

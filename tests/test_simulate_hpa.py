@@ -118,10 +118,10 @@ def run(controller, start, desired_for, seconds, sync=15):
 
 
 def test_docs_scale_down_policies_pods_4_or_10_percent_per_minute() -> None:
-    c = Controller(1, 100, Rules.from_dict(K8S_DEFAULT_BEHAVIOR["scaleUp"]), Rules.from_dict(
+    c = Controller(1, 100, Rules.from_dict(K8S_DEFAULT_BEHAVIOR["scaleUp"], "scaleUp"), Rules.from_dict(
         {"stabilizationWindowSeconds": 0, "selectPolicy": "Max",
          "policies": [{"type": "Pods", "value": 4, "periodSeconds": 60},
-                      {"type": "Percent", "value": 10, "periodSeconds": 60}]}))
+                      {"type": "Percent", "value": 10, "periodSeconds": 60}]}, "scaleDown"))
     final, history = run(c, 80, lambda cur: 10, 3600)
     steps = [(b[1], a[1] - b[1]) for a, b in zip(history, history[1:])]
     # "during the first step 8 replicas will be reduced"; at 72, "10% ... is 7.2 but the number is rounded up to 8"
@@ -135,16 +135,17 @@ def test_docs_scale_down_policies_pods_4_or_10_percent_per_minute() -> None:
 
 
 def test_docs_select_policy_min_takes_the_smallest_change() -> None:
-    c = Controller(1, 100, Rules.from_dict(K8S_DEFAULT_BEHAVIOR["scaleUp"]), Rules.from_dict(
+    c = Controller(1, 100, Rules.from_dict(K8S_DEFAULT_BEHAVIOR["scaleUp"], "scaleUp"), Rules.from_dict(
         {"stabilizationWindowSeconds": 0, "selectPolicy": "Min",
          "policies": [{"type": "Percent", "value": 10, "periodSeconds": 60},
-                      {"type": "Pods", "value": 5, "periodSeconds": 60}]}))
+                      {"type": "Pods", "value": 5, "periodSeconds": 60}]}, "scaleDown"))
     assert c.reconcile(0.0, 100, [10]) == 95   # "no more than 5 Pods are removed per minute"
 
 
 def test_docs_disabled_scale_down() -> None:
-    c = Controller(1, 10, Rules.from_dict(K8S_DEFAULT_BEHAVIOR["scaleUp"]),
-                   Rules.from_dict({"stabilizationWindowSeconds": 0, "selectPolicy": "Disabled", "policies": []}))
+    c = Controller(1, 10, Rules.from_dict(K8S_DEFAULT_BEHAVIOR["scaleUp"], "scaleUp"),
+                   Rules.from_dict({"stabilizationWindowSeconds": 0, "selectPolicy": "Disabled", "policies": []},
+                                   "scaleDown"))
     assert run(c, 6, lambda cur: 1, 900)[0] == 6
 
 

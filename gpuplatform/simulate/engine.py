@@ -1,13 +1,22 @@
 """The simulation: demand -> ready replicas -> exporter -> Prometheus -> adapter query -> HPA -> pods -> nodes.
 
-One second per step. Per step, in this order: nodes finish provisioning, pods are scheduled and start, demand is
-served by the ready replicas, the GPU exporter collects, Prometheus scrapes, the HPA (or KEDA) syncs, the
-cluster autoscaler scans. What each stage models, and where its behaviour comes from, is in docs/simulate.md.
+One second per step; each step runs the stages of :class:`Simulation` in this order, each a method with its own
+state object:
+
+1. ``schedule``: the scheduler binds pending pods to ready nodes; bound pods pull and load (``cluster.Pods``);
+2. ``serve``: demand meets the ready replicas (``service.Queue``, a transient queue per replica);
+3. ``observe``: the GPU exporter collects, servers count, Prometheus scrapes and writes stale markers
+   (``scrape.Scraper``);
+4. ``autoscale``: the HPA syncs (or KEDA polls and its HPA syncs) and the ReplicaSet follows
+   (``autoscaling.HpaLoop``/``KedaLoop``);
+5. ``provision``: the cluster autoscaler scans (``cluster.NodePool``);
+6. ``record``: the figures (:class:`Tally`).
+
+What each stage models and where its behaviour comes from is in docs/simulate.md.
 """
 from __future__ import annotations
 
 import math
-import re
 import sys
 import time
 from dataclasses import dataclass, field
@@ -15,159 +24,30 @@ from typing import Callable, Optional
 
 from gpuplatform.catalogs.gpus import MIG_RECONFIGURE, instance_type, provisioning
 from gpuplatform.catalogs.metrics import METRICS, MetricSource, is_windowed
+from gpuplatform.catalogs.versions import prometheus_major
 from gpuplatform.components.adapter_rules import render_for_pods
 from gpuplatform.components.config import PlatformConfig, Workload, duration_seconds
 from gpuplatform.components.errors import ConfigError, ConfigIssue, one_of
 from gpuplatform.components.metric_sources import source_for
 from gpuplatform.components.pools import all_pool_facts
-from gpuplatform.components.validation import hpa_api_version
-from gpuplatform.components.workload_manifests import behavior, keda_query, probes, quantity
+from gpuplatform.components.validation import hpa_api_version, kubernetes_version
+from gpuplatform.components.workload_manifests import activation_query, behavior, keda_query
 from gpuplatform.simulate import hpa as hpa_mod
 from gpuplatform.simulate import promql
+from gpuplatform.simulate.autoscaling import HpaLoop, KedaLoop, Trigger
+from gpuplatform.simulate.bounds import LowerBound, lower_bound
+from gpuplatform.simulate.cluster import (CA_DELAY_AFTER_ADD_S, CA_SCAN_S, CA_UNNEEDED_S,  # noqa: F401 (re-exported)
+                                          STARTUP_PROBE_PERIOD_S, NodePool, Pods)
+from gpuplatform.simulate.scrape import INGRESS, SERIES_MODELS, Scraper
+from gpuplatform.simulate.service import (FULL_SCALE, TIME_UNITS, ServicePlan, metric_kind,  # noqa: F401
+                                          Queue, full_scale, replica_memory_mib, replica_units, service_plan)
 from gpuplatform.simulate.traces import Trace
 
-# cluster-autoscaler flag defaults (FAQ "What are the parameters to CA?"): --scan-interval 10s,
-# --scale-down-unneeded-time 10m, --scale-down-delay-after-add 10m
-CA_SCAN_S = 10
-CA_UNNEEDED_S = 600
-CA_DELAY_AFTER_ADD_S = 600
-STARTUP_PROBE_PERIOD_S = 10
-"""The startup probe's period (workload_manifests.probes): a pod turns ready at the first probe after loading."""
-MM1_MAX_RHO = 0.98
-"""Steady-state M/M/1 formulas are used up to this load; beyond it the fluid backlog carries the excess."""
-
-TIME_UNITS = {"us": 1e6, "ms": 1e3, "s": 1.0}
-FULL_SCALE = {"percent": 100.0, "ratio": 1.0}
+KEDA_COOLDOWN_S = 300
+"""The ScaledObject's ``cooldownPeriod`` as generated (workload_manifests.scaled_object)."""
 
 
-# ------------------------------------------------------------------------------------------------ metric kinds
-def metric_kind(name: str) -> str:
-    """How a catalog metric follows load: ``queue_time``, ``queue_length`` or ``utilization`` (memory too)."""
-    m = METRICS[name]
-    if m.unit in TIME_UNITS:
-        return "queue_time"
-    if m.unit == "requests":
-        return "queue_length"
-    return "utilization"
-
-
-def replica_memory_mib(cfg: PlatformConfig, w: Workload) -> float:
-    facts = all_pool_facts(cfg)[w.node_pool]
-    if facts.mode == "cgpu":
-        return float((w.gpu.memory_gib or 0) * 1024)
-    if facts.mode == "mig":
-        # the replica's own device: its MIG profile (a layout pool's ``migProfile``), or a whole GPU
-        profile = w.gpu.mig_profile if facts.mig_layout else facts.mig_profile
-        gb = re.search(r"\.(\d+)gb", profile or "")
-        return float(int(gb.group(1)) * 1024 * (w.gpu.count or 1)) if gb else float(facts.model.reported_mib)
-    return float(facts.model.reported_mib * (w.gpu.count or 1))
-
-
-@dataclass(frozen=True)
-class ServicePlan:
-    """The workload's service model resolved against its first metric."""
-    kind: str
-    rps_at_target: float
-    """Per ready replica, the load that puts the metric at its target."""
-    capacity_rps: float
-    """Per ready replica, the most it serves (saturation)."""
-    service_time_s: float
-    model_load_s: int
-    image_pull_s: int
-
-
-def service_plan(cfg: PlatformConfig, w: Workload) -> ServicePlan:
-    sm = w.service_model
-    first = w.autoscaling.metrics[0]
-    kind = metric_kind(first.metric)
-    budget = w.probes.startup_timeout_seconds if w.probes else 600
-    load = sm.model_load_seconds if sm.model_load_seconds is not None else budget
-    s = sm.service_time_ms / 1000.0
-    if kind == "queue_time":
-        wq = first.target / TIME_UNITS[METRICS[first.metric].unit]
-        rho = wq / (s + wq)  # M/M/1: Wq = S * rho / (1 - rho)
-        return ServicePlan(kind, rho / s, 1 / s, s, load, sm.image_pull_seconds)
-    if kind == "queue_length":
-        lq = first.target
-        rho = (-lq + math.sqrt(lq * lq + 4 * lq)) / 2  # M/M/1: Lq = rho^2 / (1 - rho)
-        return ServicePlan(kind, rho / s, 1 / s, s, load, sm.image_pull_seconds)
-    full = _full_scale(cfg, w, first.metric)
-    r = sm.requests_per_second_at_target
-    return ServicePlan(kind, r, r * full / first.target, s, load, sm.image_pull_seconds)
-
-
-def _full_scale(cfg: PlatformConfig, w: Workload, name: str) -> float:
-    unit = METRICS[name].unit
-    return FULL_SCALE.get(unit) or replica_memory_mib(cfg, w)
-
-
-# ------------------------------------------------------------------------------------------------ pods, nodes
-@dataclass
-class Pod:
-    name: str
-    created: float
-    node: Optional["Node"] = None
-    started: Optional[float] = None
-    ready_at: Optional[float] = None
-
-    def phase(self, t: float) -> str:
-        return "Running" if self.started is not None and self.started <= t else "Pending"
-
-    def is_ready(self, t: float) -> bool:
-        return self.ready_at is not None and self.ready_at <= t
-
-
-@dataclass
-class Node:
-    name: str
-    ready_at: float
-    slots: int
-    pods: list = field(default_factory=list)
-    image_at: Optional[float] = None
-    empty_since: Optional[float] = None
-
-
-# ------------------------------------------------------------------------------------------------ result
-@dataclass
-class Result:
-    stack: str
-    workload: str
-    trace: str
-    autoscaler: str
-    metric: str
-    api_name: str
-    target: float
-    unit: str
-    query: str
-    first_scale_up_s: Optional[float]
-    capacity_ready_s: Optional[float]
-    over_target_s: float
-    gpu_hours: float
-    oracle_gpu_hours: float
-    timeline: list
-    increase_at: Optional[float]
-    plan: ServicePlan
-    nodes_max: int
-    replicas_max: int
-
-    def summary(self) -> dict:
-        return {"first_scale_up_s": self.first_scale_up_s, "capacity_ready_s": self.capacity_ready_s,
-                "over_target_s": self.over_target_s, "gpu_hours": self.gpu_hours,
-                "oracle_gpu_hours": self.oracle_gpu_hours}
-
-    def to_json(self) -> dict:
-        return {**self.summary(), "timeline": self.timeline,
-                "stack": self.stack, "workload": self.workload, "trace": self.trace,
-                "autoscaler": self.autoscaler, "metric": self.metric, "apiName": self.api_name,
-                "target": self.target, "unit": self.unit, "query": self.query,
-                "loadIncreaseAt": self.increase_at,
-                "serviceModel": {"rpsAtTarget": round(self.plan.rps_at_target, 6),
-                                 "capacityRps": round(self.plan.capacity_rps, 6),
-                                 "modelLoadSeconds": self.plan.model_load_s,
-                                 "imagePullSeconds": self.plan.image_pull_s}}
-
-
-# ------------------------------------------------------------------------------------------------ run
+# ------------------------------------------------------------------------------------------------ inputs
 def find_workload(cfg: PlatformConfig, name: str) -> Workload:
     w = next((x for x in cfg.workloads if x.name == name), None)
     if w is None:
@@ -181,295 +61,401 @@ def find_workload(cfg: PlatformConfig, name: str) -> Workload:
     return w
 
 
-@dataclass
+@dataclass(frozen=True)
 class Phases:
-    """Offsets (seconds) of the periodic loops: the exporter's collection, Prometheus' scrape, the HPA sync."""
+    """Offsets (seconds) of the periodic loops: the exporter's collection, Prometheus' scrape, the HPA sync and
+    KEDA's polling (default: the scrape's)."""
     collect: int
     scrape: int
     sync: int
+    poll: Optional[int] = None
 
 
-def worst_case_phases(ref: int, collect: int, scrape: int, sync: int) -> Phases:
-    """Each stage runs just before the one upstream of it has the change: the exporter collected 1 s before the
-    load changed, Prometheus scrapes 1 s before the next collection, the HPA syncs 1 s before the next scrape.
-    This is the alignment the plan's worst-case latency formula assumes."""
+def default_phases(ref: int, collect: int, scrape: int, sync: int) -> Phases:
+    """The alignment the plan's latency formula assumes: each stage runs just before the one upstream of it has
+    the change (the exporter collected 1 s before the load changed, Prometheus scrapes 1 s before the next
+    collection, the HPA syncs 1 s before the next scrape). Not the worst case of a real step: see
+    :mod:`gpuplatform.simulate.sweep`."""
     c0 = ref - 1
     s0 = (c0 + collect - 1) if collect else ref - 1
     h0 = s0 + scrape - 1
     return Phases(c0 % max(collect, 1), s0 % scrape, h0 % sync)
 
 
-def simulate(cfg: PlatformConfig, stack: str, workload: str, trace: Trace, *,
-             progress: Optional[Callable[[float], None]] = None, phases: Optional[Phases] = None) -> Result:
+worst_case_phases = default_phases  # the name before 0.2.0; kept for callers of the module
+
+
+@dataclass(frozen=True)
+class Setup:
+    """Everything about the stack the loop needs, resolved once."""
+    cfg: PlatformConfig
+    workload: Workload
+    plan: ServicePlan
+    namespace: str
+    collect_s: int
+    scrape_s: int
+    sync_s: int
+    window: str
+    keda: bool
+    triggers: tuple
+    needed: dict
+    slots: int
+    gpus_per_node: int
+    units_per_replica: float
+    unit: str
+    min_nodes: int
+    max_nodes: int
+    provision_s: int
+    autoscaled_pool: bool
+    major: int
+    minor: int
+    ingress_labels: tuple
+    hpa_spec: dict
+    readings: dict
+
+    @property
+    def min_replicas(self) -> int:
+        return self.workload.autoscaling.min_replicas
+
+    @property
+    def max_replicas(self) -> int:
+        return self.workload.autoscaling.max_replicas
+
+    @property
+    def first(self):
+        return self.workload.autoscaling.metrics[0]
+
+    @property
+    def reads_gpu_metrics(self) -> bool:
+        return any(METRICS[t.metric].category == "gpu" for t in self.workload.autoscaling.metrics)
+
+
+def setup(cfg: PlatformConfig, workload: str) -> Setup:
+    from gpuplatform.components.inference_service import workload_context
+
     w = find_workload(cfg, workload)
     pool = next(p for p in cfg.node_pools if p.name == w.node_pool)
     facts = all_pool_facts(cfg)[w.node_pool]
     a = w.autoscaling
     iv = cfg.monitoring.intervals
-    collect_s = duration_seconds(iv.exporter_collect)
-    scrape_s = duration_seconds(iv.scrape)
-    sync_s = duration_seconds(iv.hpa_sync)
-    window = iv.rule_window
-    namespace = cfg.settings.namespace
-    plan = service_plan(cfg, w)
+    index = cfg.workloads.index(w)
     slots = facts.replicas_per_node(w.gpu)
-    gpus_per_node = facts.gpus_per_node
     if slots <= 0:
-        raise ConfigError([ConfigIssue(f"workloads[{cfg.workloads.index(w)}].gpu",
+        raise ConfigError([ConfigIssue(f"workloads[{index}].gpu",
                                        f"one replica does not fit on a node of pool {pool.name!r}")])
-
-    sources: list[tuple] = []
+    namespace = cfg.workload_namespace(w)
+    keda = a.autoscaler == "keda"
+    ctx = workload_context(cfg, w, facts)
+    triggers, needed = [], {}
     for t in a.metrics:
         src = source_for(cfg, w, t.metric)
         if src is None:
-            raise ConfigError([ConfigIssue(f"workloads[{cfg.workloads.index(w)}].autoscaling",
+            raise ConfigError([ConfigIssue(f"workloads[{index}].autoscaling",
                                            f"metric {t.metric!r} has no source on this stack")])
-        sources.append((t, src))
-    keda = a.autoscaler == "keda"
-    hpa_spec = _hpa_spec(cfg, w)
-    controller = hpa_mod.Controller.from_spec(hpa_spec)
-    activation = hpa_mod.KedaActivation(scrape_s, 300, a.min_replicas) if keda else None
-    queries = {t.metric: (_keda_query(cfg, w, t.metric) if keda else None) for t, _ in sources}
-    needed: dict[str, tuple] = {}  # series name -> the (target, source) whose query reads it
-    for t, src in sources:
-        for name in promql.metric_names(render_for_pods(src, namespace, ["p"], window)):
+        query = keda_query(w, ctx, t.metric) if keda else None
+        triggers.append(Trigger(t.metric, t.target, src, query))
+        for name in promql.metric_names(query or render_for_pods(src, namespace, ["p"], iv.rule_window)):
             needed.setdefault(name, (t, src))
+    ingress_labels: tuple = ()
+    if keda and a.activation is not None:
+        query = activation_query(w, ctx)
+        triggers.append(Trigger("activation", a.activation.target, None, query, a.activation.activation_threshold))
+        for name in promql.metric_names(query):
+            needed.setdefault(name, (a.metrics[0], triggers[0].source))  # its model names its own exporter
+        if a.activation.source == "ingress":
+            from gpuplatform.components.workload_manifests import ingresses
+            ingress_labels = tuple(tuple(sorted({"ingress": i["metadata"]["name"], "host": rule["host"],
+                                                 "status": "200"}.items()))
+                                   for i in ingresses(w, ctx) for rule in i["spec"]["rules"])
     unknown = sorted(n for n in needed if n not in SERIES_MODELS)
     if unknown:
-        raise ConfigError([ConfigIssue("monitoring", f"the simulator has no model of series {', '.join(unknown)}")])
-
-    # provisioning
+        raise ConfigError([ConfigIssue(f"workloads[{index}].autoscaling",
+                                       f"the simulator has no model of series {', '.join(unknown)}")])
     itype = instance_type(pool.instance_types[0]) if pool.instance_types else None
     prov = provisioning(itype.family if itype else None)
-    provision_s = prov.seconds + (MIG_RECONFIGURE.seconds if facts.mode == "mig" else 0)
-    autoscaled_pool = pool.autoscaling
-    min_nodes = pool.min_nodes if autoscaled_pool else (pool.desired_nodes or 0)
-    max_nodes = facts.max_nodes
-
-    # initial steady state: what the load at t=0 needs, all ready
-    r0 = _clamp(math.ceil(trace.demand(0) / plan.rps_at_target - 1e-9), max(a.min_replicas, 1 if not keda else 0),
-                a.max_replicas)
-    if keda and trace.demand(0) > 0:
-        r0 = max(r0, 1)
-    nodes: list[Node] = []
-    n0 = max(min_nodes, math.ceil(r0 / slots)) if autoscaled_pool else min_nodes
-    n0 = min(n0, max_nodes)
-    for i in range(n0):
-        nodes.append(Node(f"node-{i}", -1e9, slots, image_at=-1e9))
-    pods: list[Pod] = []
-    counter = [0]
-
-    def new_pod(t: float) -> Pod:
-        counter[0] += 1
-        p = Pod(f"{w.name}-{counter[0]:05d}", t)
-        pods.append(p)
-        return p
-
-    for _ in range(r0):
-        p = new_pod(-1e9)
-        node = next((n for n in nodes if len(n.pods) < n.slots), None)
-        if node is not None:
-            node.pods.append(p)
-            p.node, p.started, p.ready_at = node, -1e9, -1e9
-    spec_replicas = r0
-    if activation is not None and r0 > 0:
-        activation.last_active = 0.0  # the run starts in steady state: the trigger was active until now
-
-    ref = _first_change(trace)
-    ph = phases or worst_case_phases(ref, collect_s if any(METRICS[t.metric].category == "gpu" for t, _ in sources)
-                                     else 0, scrape_s, sync_s)
-    storage = promql.Storage()
-    collected: dict[str, dict[str, float]] = {}  # pod -> metric -> level at the last collection
-    counters: dict[str, dict[str, float]] = {}   # pod -> counter name -> value
-    backlog = 0.0
-    last_scale_up_node = -1e9
-    first_target = a.metrics[0]
-    timeline = []
-    first_scale_up = None
-    increase_at = None
-    capacity_ready = None
-    over_target = 0
-    gpu_seconds = 0.0
-    oracle_seconds = 0.0
-    last_metric = None
-    last_desired = spec_replicas
-    node_counter = [n0]
-    duration = int(trace.duration_s)
-    wall = time.monotonic()
-
-    for step in range(duration + 1):
-        t = float(step)
-        demand = trace.demand(t)
-        # nodes
-        ready_nodes = [n for n in nodes if n.ready_at <= t]
-        # scheduling: oldest pending pod first, onto the fullest ready node (binpack)
-        for p in pods:
-            if p.node is not None:
-                continue
-            fits = sorted((n for n in ready_nodes if len(n.pods) < n.slots), key=lambda n: -len(n.pods))
-            if not fits:
-                continue
-            node = fits[0]
-            node.pods.append(p)
-            node.empty_since = None
-            p.node = node
-            if node.image_at is None:
-                node.image_at = t + plan.image_pull_s
-            p.started = max(t, node.image_at)
-            p.ready_at = p.started + STARTUP_PROBE_PERIOD_S * math.ceil(plan.model_load_s / STARTUP_PROBE_PERIOD_S)
-        ready = [p for p in pods if p.is_ready(t)]
-        running = [p for p in pods if p.phase(t) == "Running"]
-        c = len(ready)
-
-        # demand served by the ready replicas
-        state = _serve(plan, demand, c, backlog)
-        backlog = state["backlog"]
-        per_pod_levels = {}
-        for t_, src in sources:
-            per_pod_levels[t_.metric] = _level(cfg, w, t_.metric, t_.target, plan, state)
-        for p in running:
-            cnt = counters.setdefault(p.name, {"success": 0.0, "queue_us": 0.0, "request_us": 0.0,
-                                               "compute_us": 0.0})
-            if p.is_ready(t) and c:
-                served = state["served"] / c
-                cnt["success"] += served
-                cnt["queue_us"] += served * state["wq"] * 1e6
-                cnt["compute_us"] += served * plan.service_time_s * 1e6
-                cnt["request_us"] += served * (state["wq"] + plan.service_time_s) * 1e6
-
-        # the GPU exporter's collection
-        if collect_s and (step - ph.collect) % collect_s == 0:
-            for p in running:
-                collected[p.name] = {m: (lv if p.is_ready(t) else 0.0) for m, lv in per_pod_levels.items()}
-
-        # Prometheus scrape
-        if (step - ph.scrape) % scrape_s == 0:
-            for p in running:
-                _scrape(storage, needed, cfg, w, p, t, namespace, collected.get(p.name), counters[p.name],
-                        state, plan, sources, per_pod_levels)
-
-        # HPA / KEDA
-        if (step - ph.sync) % sync_s == 0:
-            before = spec_replicas
-            pod_views = [hpa_mod.PodView(p.name, p.phase(t), p.is_ready(t)) for p in pods]
-            proposals = []
-            shown = None
-            if keda:
-                for t_, src in sources:
-                    vec = promql.evaluate(queries[t_.metric], storage, t)
-                    value = sum(v for _, v in vec) if isinstance(vec, list) else vec
-                    if math.isnan(value):
-                        value = 0.0
-                    if spec_replicas > 0:
-                        rep, usage = hpa_mod.external_per_pod_replicas(
-                            len(pods), hpa_mod.to_milli(t_.target), [hpa_mod.to_milli(value)])
-                        proposals.append(rep)
-                        shown = usage / 1000 if shown is None else shown
-                if spec_replicas > 0:
-                    spec_replicas = controller.reconcile(t, spec_replicas, proposals)
-            else:
-                names = [p.name for p in pods]
-                for t_, src in sources:
-                    if not names:
-                        proposals.append(None)
-                        continue
-                    query = render_for_pods(src, namespace, names, window)
-                    vec = promql.evaluate(query, storage, t)
-                    values = {}
-                    for labels, v in vec if isinstance(vec, list) else []:
-                        pod = labels.get(src.labels.pod)
-                        if pod is not None and not math.isnan(v):
-                            values[pod] = hpa_mod.to_milli(v)
-                    try:
-                        rep, usage = hpa_mod.pods_metric_replicas(spec_replicas, hpa_mod.to_milli(t_.target),
-                                                                  values, pod_views)
-                        proposals.append(rep)
-                        if shown is None:
-                            shown = usage / 1000
-                    except hpa_mod.MetricUnavailable:
-                        proposals.append(None)
-                spec_replicas = controller.reconcile(t, spec_replicas, proposals)
-            last_metric = shown
-            last_desired = max((p for p in proposals if p is not None), default=spec_replicas)
-            if spec_replicas > before and first_scale_up is None and increase_at is not None:
-                first_scale_up = t - increase_at
-            spec_replicas = _apply_scale(spec_replicas, pods, nodes, new_pod, t)
-
-        if keda and (step - ph.scrape) % scrape_s == 0:
-            values = []
-            for t_, _ in sources:
-                vec = promql.evaluate(queries[t_.metric], storage, t)
-                values.append(sum(v for _, v in vec) if isinstance(vec, list) else vec)
-            before = spec_replicas
-            spec_replicas = activation.poll(t, spec_replicas, values)
-            if spec_replicas > before and first_scale_up is None and increase_at is not None:
-                first_scale_up = t - increase_at
-            spec_replicas = _apply_scale(spec_replicas, pods, nodes, new_pod, t)
-
-        # cluster autoscaler
-        if autoscaled_pool and step % CA_SCAN_S == 0:
-            pending = [p for p in pods if p.node is None]
-            upcoming_free = sum(n.slots - len(n.pods) for n in nodes if n.ready_at > t)
-            free_ready = sum(n.slots - len(n.pods) for n in nodes if n.ready_at <= t)
-            short = len(pending) - upcoming_free - free_ready
-            if short > 0:
-                add = min(math.ceil(short / slots), max_nodes - len(nodes))
-                for _ in range(max(add, 0)):
-                    nodes.append(Node(f"node-{node_counter[0]}", t + provision_s, slots))
-                    node_counter[0] += 1
-                    last_scale_up_node = t
-            for n in list(nodes):
-                if n.pods or n.ready_at > t:
-                    n.empty_since = None
-                    continue
-                if n.empty_since is None:
-                    n.empty_since = t
-                if (len(nodes) > min_nodes and t - n.empty_since >= CA_UNNEEDED_S
-                        and t - last_scale_up_node >= CA_DELAY_AFTER_ADD_S):
-                    nodes.remove(n)
-
-        # bookkeeping
-        ready_now = [p for p in pods if p.is_ready(t)]
-        capacity = len(ready_now) * plan.rps_at_target
-        if increase_at is None and step > 0 and demand > capacity * (1 + 1e-9) and demand > trace.demand(0):
-            increase_at = t
-        if increase_at is not None and capacity_ready is None and capacity >= demand - 1e-9 and t >= increase_at:
-            capacity_ready = t - increase_at
-        true_level = per_pod_levels[first_target.metric]
-        if (c == 0 and demand > 0) or true_level > first_target.target:
-            over_target += 1
-        gpu_seconds += len(nodes) * gpus_per_node
-        need = _clamp(math.ceil(demand / plan.rps_at_target - 1e-9), a.min_replicas, a.max_replicas)
-        oracle_nodes = max(min_nodes, math.ceil(need / slots)) if autoscaled_pool else len(nodes)
-        oracle_seconds += min(oracle_nodes, max_nodes) * gpus_per_node
-        if (step - ph.sync) % sync_s == 0 or step == duration:
-            timeline.append({"t": int(t), "demand": round(demand, 4),
-                             "metric": None if last_metric is None else round(last_metric, 4),
-                             "desired": int(last_desired), "replicas": int(spec_replicas),
-                             "ready": len(ready_now), "nodes": sum(1 for n in nodes if n.ready_at <= t)})
-        if progress is not None and step % 60 == 0:
-            progress(step / max(duration, 1))
-
-    if progress is not None:
-        progress(1.0)
-    del wall
-    src0 = sources[0][1]
-    return Result(
-        stack=stack, workload=w.name, trace=trace.name, autoscaler=a.autoscaler, metric=first_target.metric,
-        api_name=src0.api_name, target=first_target.target, unit=METRICS[first_target.metric].unit,
-        query=queries[first_target.metric] or render_for_pods(src0, namespace, [f"{w.name}-<pod>"], window),
-        first_scale_up_s=first_scale_up, capacity_ready_s=capacity_ready, over_target_s=float(over_target),
-        gpu_hours=round(gpu_seconds / 3600, 3), oracle_gpu_hours=round(oracle_seconds / 3600, 3),
-        timeline=timeline, increase_at=increase_at, plan=plan,
-        nodes_max=max((e["nodes"] for e in timeline), default=0),
-        replicas_max=max((e["replicas"] for e in timeline), default=0))
+    autoscaled_pool = bool(pool.autoscaling)
+    units, unit = replica_units(cfg, w)
+    spec = {"minReplicas": max(a.min_replicas, 1), "maxReplicas": a.max_replicas}
+    if keda or hpa_api_version(cfg, w) != "autoscaling/v2beta1":
+        spec["behavior"] = behavior(a.behavior)
+    version = kubernetes_version(cfg)
+    plan = service_plan(cfg, w)
+    return Setup(
+        cfg=cfg, workload=w, plan=plan, namespace=namespace, readings=_readings(cfg, w, plan),
+        collect_s=duration_seconds(iv.exporter_collect), scrape_s=duration_seconds(iv.scrape),
+        sync_s=duration_seconds(iv.hpa_sync), window=iv.rule_window, keda=keda, triggers=tuple(triggers),
+        needed=needed, slots=slots, gpus_per_node=facts.gpus_per_node, units_per_replica=units, unit=unit,
+        min_nodes=pool.min_nodes if autoscaled_pool else (pool.desired_nodes or 0), max_nodes=facts.max_nodes,
+        provision_s=prov.seconds + (MIG_RECONFIGURE.seconds if facts.mode == "mig" else 0),
+        autoscaled_pool=autoscaled_pool, major=prometheus_major(cfg.monitoring.backend),
+        minor=version[1] if version else hpa_mod.LATEST_MINOR, ingress_labels=ingress_labels, hpa_spec=spec)
 
 
-def _clamp(v: int, lo: int, hi: int) -> int:
-    return max(lo, min(hi, v))
+# ------------------------------------------------------------------------------------------------ figures
+@dataclass
+class Tally:
+    """The figures, second by second. Costs count what holds capacity: a pod from binding to its node (it holds
+    its GPU units while it pulls and loads) and a node from its creation (a provisioning node is billed)."""
+    over_target_s: int = 0
+    """Seconds the replicas' true metric is above target by more than the HPA's tolerance, or requests fail."""
+    above_target_s: int = 0
+    """Seconds above target at all (inside the tolerance band too)."""
+    failed_requests: float = 0.0
+    replica_s: float = 0.0
+    ready_replica_s: float = 0.0
+    node_s: float = 0.0
+    peak_replicas: int = 0
+    at_max_s: int = 0
+    first_scale_up_s: Optional[float] = None
+    capacity_ready_s: Optional[float] = None
+    increase_at: Optional[float] = None
+    timeline: list = field(default_factory=list)
 
 
-def _first_change(trace: Trace) -> int:
+@dataclass
+class Result:
+    stack: str
+    workload: str
+    trace: str
+    autoscaler: str
+    metric: str
+    api_name: str
+    target: float
+    unit: str
+    query: str
+    tally: Tally
+    bound: LowerBound
+    plan: ServicePlan
+    setup: Setup
+    phases: Phases
+
+    # the figures under their reported names
+    @property
+    def first_scale_up_s(self) -> Optional[float]:
+        return self.tally.first_scale_up_s
+
+    @property
+    def capacity_ready_s(self) -> Optional[float]:
+        return self.tally.capacity_ready_s
+
+    @property
+    def over_target_s(self) -> float:
+        return float(self.tally.over_target_s)
+
+    @property
+    def timeline(self) -> list:
+        return self.tally.timeline
+
+    @property
+    def increase_at(self) -> Optional[float]:
+        return self.tally.increase_at
+
+    @property
+    def gpu_hours(self) -> float:
+        return round(self.tally.node_s * self.setup.gpus_per_node / 3600, 3)
+
+    @property
+    def unit_hours(self) -> float:
+        return round(self.tally.replica_s * self.setup.units_per_replica / 3600, 3)
+
+    @property
+    def replicas_max(self) -> int:
+        return self.tally.peak_replicas
+
+    @property
+    def nodes_max(self) -> int:
+        return max((e["nodes"] for e in self.tally.timeline), default=0)
+
+    @property
+    def slo_met(self) -> bool:
+        return self.tally.over_target_s == 0
+
+    def summary(self) -> dict:
+        t, s = self.tally, self.setup
+        return {"first_scale_up_s": t.first_scale_up_s, "capacity_ready_s": t.capacity_ready_s,
+                "over_target_s": float(t.over_target_s), "above_target_s": float(t.above_target_s),
+                "failed_requests": round(t.failed_requests, 3),
+                "replica_hours": round(t.replica_s / 3600, 3), "ready_replica_hours": round(t.ready_replica_s / 3600, 3),
+                "unit_hours": self.unit_hours, "unit": s.unit, "node_hours": round(t.node_s / 3600, 3),
+                "gpu_hours": self.gpu_hours, "peak_replicas": t.peak_replicas, "max_replicas": s.max_replicas,
+                "time_at_max_s": float(t.at_max_s), "lower_bound": self.bound.to_json(s)}
+
+    def to_json(self) -> dict:
+        return {**self.summary(), "timeline": self.tally.timeline,
+                "stack": self.stack, "workload": self.workload, "trace": self.trace,
+                "autoscaler": self.autoscaler, "metric": self.metric, "apiName": self.api_name,
+                "target": self.target, "unit_of_metric": self.unit, "query": self.query,
+                "loadIncreaseAt": self.tally.increase_at,
+                "phases": {"collect": self.phases.collect, "scrape": self.phases.scrape, "sync": self.phases.sync},
+                "prometheus": self.setup.major,
+                "serviceModel": {"rpsAtTarget": round(self.plan.rps_at_target, 6),
+                                 "capacityRps": round(self.plan.capacity_rps, 6),
+                                 "modelLoadSeconds": self.plan.model_load_s,
+                                 "imagePullSeconds": self.plan.image_pull_s}}
+
+
+# ------------------------------------------------------------------------------------------------ the loop
+class Simulation:
+    def __init__(self, s: Setup, trace: Trace, phases: Optional[Phases] = None, slo_target: Optional[float] = None):
+        self.s, self.trace = s, trace
+        self.slo_target = s.first.target if slo_target is None else slo_target
+        """The level the figures judge against (the HPA's own target unless a tuning run fixes another)."""
+        a = s.workload.autoscaling
+        demand0 = trace.demand(0)
+        r0 = max(min(math.ceil(demand0 / s.plan.rps_at_target - 1e-9), a.max_replicas),
+                 a.min_replicas if s.keda else max(a.min_replicas, 1))
+        if s.keda and demand0 > 0:
+            r0 = max(r0, 1)
+        n0 = max(s.min_nodes, math.ceil(r0 / s.slots)) if s.autoscaled_pool else s.min_nodes
+        self.nodes = NodePool(s.slots, s.min_nodes, s.max_nodes, s.provision_s, s.autoscaled_pool,
+                              min(n0, s.max_nodes))
+        self.pods = Pods(s.workload.name, s.plan.image_pull_s, s.plan.model_load_s)
+        self.pods.start_ready(r0, self.nodes)
+        self.spec = r0
+        ref = first_change(trace)
+        self.phases = phases or default_phases(ref, s.collect_s if s.reads_gpu_metrics else 0, s.scrape_s,
+                                               s.sync_s)
+        self.storage = promql.Storage()
+        self.queue = Queue(s.plan, demand0, len(self.pods.ready(0.0)))
+        self.scraper = Scraper(self.storage, s.needed, s.plan, s.namespace, s.collect_s, s.scrape_s,
+                               self.phases.collect, self.phases.scrape, replica_memory_mib(s.cfg, s.workload),
+                               {t.metric: full_scale(s.cfg, s.workload, t.metric) for t in a.metrics
+                                if metric_kind(t.metric) == "utilization"}, s.ingress_labels)
+        controller = hpa_mod.Controller.from_spec(s.hpa_spec)
+        if s.keda:
+            activation = hpa_mod.KedaActivation(s.scrape_s, KEDA_COOLDOWN_S, a.min_replicas)
+            if r0 > 0:
+                activation.last_active = 0.0  # the run starts in steady state: the triggers were active until now
+            self.loop = KedaLoop(controller, list(s.triggers), activation, s.major, s.minor)
+        else:
+            self.loop = HpaLoop(controller, list(s.triggers), s.namespace, s.window, s.major, s.minor)
+        self.tally = Tally()
+        self._served = self.queue.now(demand0, len(self.pods.ready(0.0)))
+        self._levels = {trig.metric: _level_of(s, trig, self._served) for trig in s.triggers}
+        self._shown: Optional[float] = None
+        self._recommendation = r0
+
+    # -- stages
+    def schedule(self, t: float) -> None:
+        self.pods.schedule(t, self.nodes)
+
+    def serve(self, t: float, demand: float):
+        served = self.queue.serve(demand, len(self.pods.ready(t)))
+        return served, {trig.metric: _level_of(self.s, trig, served) for trig in self.s.triggers}
+
+    def observe(self, t: float) -> None:
+        """Prometheus scrapes what the targets held at the start of the second; the exporter collects the GPU
+        activity of the second before."""
+        self.scraper.scrape(self.pods, t, self._served)
+        self.scraper.collect(self.pods, t, self._levels)
+
+    def autoscale(self, t: float) -> None:
+        step = int(t)
+        before = self.spec
+        if (step - self.phases.sync) % self.s.sync_s == 0:
+            decision = self.loop.sync(t, self.pods, self.spec, self.storage)
+            self._shown = decision.shown
+            self._recommendation = max((p for p in decision.proposals if p is not None), default=decision.replicas)
+            self.spec = decision.replicas
+        poll = self.phases.scrape if self.phases.poll is None else self.phases.poll
+        if self.s.keda and (step - poll) % self.s.scrape_s == 0:
+            self.spec = self.loop.poll(t, self.spec, self.storage)
+        if self.spec > before and self.tally.first_scale_up_s is None and self.tally.increase_at is not None:
+            self.tally.first_scale_up_s = t - self.tally.increase_at
+        self.pods.scale(self.spec, t)
+
+    def provision(self, t: float) -> None:
+        self.nodes.scan(t, self.pods)
+
+    def record(self, t: float, demand: float, served, levels: dict) -> None:
+        s, tally = self.s, self.tally
+        ready = len(self.pods.ready(t))
+        capacity = ready * s.plan.rps_at_target
+        if tally.increase_at is None and t > 0 and demand > capacity * (1 + 1e-9) and demand > self.trace.demand(0):
+            tally.increase_at = t
+        if tally.increase_at is not None and tally.capacity_ready_s is None and capacity >= demand - 1e-9:
+            tally.capacity_ready_s = t - tally.increase_at
+        level = levels.get(s.first.metric, 0.0)
+        failing = served.dropped > 1e-9 or (ready == 0 and demand > 0)
+        tally.failed_requests += served.dropped
+        if failing or level > self.slo_target * (1 + hpa_mod.TOLERANCE):
+            tally.over_target_s += 1
+        if failing or level > self.slo_target:
+            tally.above_target_s += 1
+        tally.replica_s += self.pods.bound()
+        tally.ready_replica_s += ready
+        tally.node_s += len(self.nodes.nodes)
+        tally.peak_replicas = max(tally.peak_replicas, self.spec)
+        tally.at_max_s += self.spec >= s.max_replicas
+        step = int(t)
+        if (step - self.phases.sync) % s.sync_s == 0 or step == int(self.trace.duration_s):
+            desired = max(s.min_replicas, min(s.max_replicas, self._recommendation))
+            tally.timeline.append({"t": step, "demand": round(demand, 4),
+                                   "metric": None if self._shown is None else round(self._shown, 4),
+                                   "recommendation": int(self._recommendation), "desired": int(desired),
+                                   "replicas": int(self.spec), "ready": ready,
+                                   "nodes": self.nodes.ready_count(t)})
+
+    def step(self, t: float) -> None:
+        """One second. The stages run downstream first, so each reads what its upstream stage produced in the
+        seconds before: a change travels at least one second per hop (load -> counters or GPU activity ->
+        collection -> scrape -> sync), never through the whole pipeline within the second it happened."""
+        demand = self.trace.demand(t)
+        self.autoscale(t)
+        self.observe(t)
+        self.schedule(t)
+        served, levels = self.serve(t, demand)
+        self.scraper.count(self.pods, t, served, demand)
+        self._served, self._levels = served, levels
+        self.provision(t)
+        self.record(t, demand, served, levels)
+
+    def run(self, progress: Optional[Callable[[float], None]] = None,
+            until: Optional[Callable[["Simulation"], bool]] = None) -> "Simulation":
+        duration = int(self.trace.duration_s)
+        for step in range(duration + 1):
+            self.step(float(step))
+            if until is not None and until(self):
+                break
+            if progress is not None and step % 60 == 0:
+                progress(step / max(duration, 1))
+        if progress is not None:
+            progress(1.0)
+        return self
+
+    def result(self, stack: str) -> Result:
+        s = self.s
+        src0 = s.triggers[0].source
+        query = s.triggers[0].query or render_for_pods(src0, s.namespace, [f"{s.workload.name}-<pod>"], s.window)
+        return Result(stack=stack, workload=s.workload.name, trace=self.trace.name,
+                      autoscaler=s.workload.autoscaling.autoscaler, metric=s.first.metric, api_name=src0.api_name,
+                      target=s.first.target, unit=METRICS[s.first.metric].unit, query=query, tally=self.tally,
+                      bound=lower_bound(s, self.trace, self.slo_target), plan=s.plan, setup=s, phases=self.phases)
+
+
+def _readings(cfg: PlatformConfig, w: Workload, plan: ServicePlan) -> dict:
+    """Per metric, how it reads a replica's state: its kind and the factor from the state to its unit."""
+    out = {}
+    for t in w.autoscaling.metrics:
+        kind = metric_kind(t.metric)
+        out[t.metric] = (kind, TIME_UNITS[METRICS[t.metric].unit] / plan.capacity_rps if kind == "queue_time" else
+                         full_scale(cfg, w, t.metric) if kind == "utilization" else 1.0)
+    return out
+
+
+def _level_of(s: Setup, trig: Trigger, served) -> float:
+    """A metric's true value: the replicas' state read through that metric's own kind."""
+    if trig.source is None:
+        return 0.0
+    kind, scale = s.readings[trig.metric]
+    if kind == "queue_time":
+        return served.x * scale
+    if kind == "queue_length":
+        return served.x * served.x / (1 + served.x)
+    return scale * served.rho
+
+
+def first_change(trace: Trace) -> int:
     base = trace.rates[0]
     for t, r in zip(trace.times, trace.rates):
         if abs(r - base) > 1e-9 * max(1.0, base):
@@ -477,159 +463,11 @@ def _first_change(trace: Trace) -> int:
     return 0
 
 
-def _hpa_spec(cfg: PlatformConfig, w: Workload) -> dict:
-    a = w.autoscaling
-    spec = {"minReplicas": max(a.min_replicas, 1), "maxReplicas": a.max_replicas}
-    if a.autoscaler == "keda" or hpa_api_version(cfg, w) != "autoscaling/v2beta1":
-        spec["behavior"] = behavior(a.behavior)
-    return spec
-
-
-def _keda_query(cfg: PlatformConfig, w: Workload, metric: str) -> str:
-    from gpuplatform.components.workload_manifests import WorkloadContext
-
-    facts = all_pool_facts(cfg)[w.node_pool]
-    ctx = WorkloadContext(namespace=cfg.settings.namespace, pool=facts, kubernetes_version=(1, 30),
-                          hpa_api_version="autoscaling/v2", on_ack=cfg.is_ack,
-                          scrape_interval=cfg.monitoring.intervals.scrape, rule_window=cfg.monitoring.intervals.rule_window,
-                          metric_sources={t.metric: source_for(cfg, w, t.metric) for t in w.autoscaling.metrics})
-    return keda_query(w, ctx, metric)
-
-
-def _apply_scale(spec: int, pods: list, nodes: list, new_pod, t: float) -> int:
-    """The ReplicaSet controller: create pods, or delete unscheduled, then not-ready, then the newest first."""
-    while len(pods) < spec:
-        new_pod(t)
-    if len(pods) > spec:
-        ranked = sorted(pods, key=lambda p: (p.node is not None, p.phase(t) == "Running", p.is_ready(t),
-                                             -p.created))
-        for p in ranked[:len(pods) - spec]:
-            pods.remove(p)
-            if p.node is not None:
-                p.node.pods.remove(p)
-    return spec
-
-
-def _serve(plan: ServicePlan, demand: float, ready: int, backlog: float) -> dict:
-    """One second of service by ``ready`` replicas: throughput, fluid backlog, and the per-replica state."""
-    if ready == 0:
-        return {"served": 0.0, "backlog": 0.0, "rho": 0.0, "wq": 0.0, "lq": 0.0, "load": 0.0}
-    cap = ready * plan.capacity_rps
-    offered = demand + backlog
-    served = min(offered, cap)
-    backlog = offered - served
-    rho = min(demand / cap, MM1_MAX_RHO)
-    wq = plan.service_time_s * rho / (1 - rho) + (backlog / cap if cap else 0.0)
-    lq = rho * rho / (1 - rho) + backlog / ready
-    return {"served": served, "backlog": backlog, "rho": rho, "wq": wq, "lq": lq, "load": served / ready}
-
-
-def _level(cfg: PlatformConfig, w: Workload, name: str, target: float, plan: ServicePlan, state: dict) -> float:
-    """The metric's true value on a ready replica now, in the metric's unit."""
-    kind = metric_kind(name)
-    if kind == "queue_time":
-        return state["wq"] * TIME_UNITS[METRICS[name].unit]
-    if kind == "queue_length":
-        return state["lq"]
-    full = _full_scale(cfg, w, name)
-    return min(full, target * state["load"] / plan.rps_at_target)
-
-
-# ------------------------------------------------------------------------------------------------ series
-def _pod_labels(cfg: PlatformConfig, src_exporter: str, pod: Pod, namespace: str) -> dict:
-    from gpuplatform.catalogs.metrics import EXPORTERS
-
-    lab = EXPORTERS[src_exporter]
-    out = {lab.namespace: namespace, lab.pod: pod.name}
-    if lab.node:
-        out[lab.node] = pod.node.name if pod.node else ""
-    if src_exporter in ("triton", "vllm"):
-        out.update({"container": "server", "job": f"{namespace}/{pod.name.rsplit('-', 1)[0]}",
-                    "instance": f"{pod.name}:metrics"})
-        if src_exporter == "triton":
-            out.update({"model": "model", "version": "1"})
-    else:
-        out.update({"gpu": "0", "UUID": f"GPU-{pod.name}"})
-    return out
-
-
-def _scrape(storage, needed, cfg, w, pod, t, namespace, collected, cnt, state, plan, sources, levels) -> None:
-    for name, (target, src) in needed.items():
-        model = SERIES_MODELS[name]
-        exporter = src.exporter if model.exporter is None else model.exporter
-        labels = _pod_labels(cfg, exporter, pod, namespace)
-        value = model.value(ctx=SeriesContext(cfg, w, pod, t, collected, cnt, state, plan, target.metric, levels))
-        if value is not None:
-            storage.add(name, labels, t, value)
-
-
-@dataclass
-class SeriesContext:
-    cfg: PlatformConfig
-    w: Workload
-    pod: Pod
-    t: float
-    collected: Optional[dict]
-    counters: dict
-    state: dict
-    plan: ServicePlan
-    metric: str
-    levels: dict
-
-    def gpu_fraction(self) -> Optional[float]:
-        """Fraction of full scale the exporter last collected for the pod (None before its first collection)."""
-        if self.collected is None:
-            return None
-        level = self.collected.get(self.metric, 0.0)
-        return level / _full_scale(self.cfg, self.w, self.metric)
-
-    @property
-    def ready(self) -> bool:
-        return self.pod.is_ready(self.t)
-
-
-@dataclass(frozen=True)
-class SeriesModel:
-    value: Callable[..., Optional[float]]
-    exporter: Optional[str] = None
-
-
-def _gpu(scale: Callable[[SeriesContext, float], float]) -> SeriesModel:
-    def value(ctx: SeriesContext):
-        f = ctx.gpu_fraction()
-        return None if f is None else scale(ctx, f)
-    return SeriesModel(value)
-
-
-def _mib(ctx: SeriesContext) -> float:
-    return replica_memory_mib(ctx.cfg, ctx.w)
-
-
-SERIES_MODELS: dict[str, SeriesModel] = {
-    # GPU exporters: utilization in percent or as a 0-1 ratio, memory in MiB (bytes for the 2020 exporter)
-    "DCGM_FI_DEV_GPU_UTIL": _gpu(lambda c, f: f * 100),
-    "DCGM_CUSTOM_PROCESS_SM_UTIL": _gpu(lambda c, f: f * 100),
-    "nvidia_gpu_duty_cycle": _gpu(lambda c, f: f * 100),
-    "DCGM_FI_PROF_GR_ENGINE_ACTIVE": _gpu(lambda c, f: f),
-    "DCGM_FI_DEV_FB_USED": _gpu(lambda c, f: f * _mib(c)),
-    "DCGM_FI_DEV_FB_FREE": _gpu(lambda c, f: (1 - f) * _mib(c)),
-    "DCGM_CUSTOM_PROCESS_MEM_USED": _gpu(lambda c, f: f * _mib(c)),
-    "DCGM_CUSTOM_CONTAINER_MEM_ALLOCATED": _gpu(lambda c, f: _mib(c)),
-    "nvidia_gpu_memory_used_bytes": _gpu(lambda c, f: f * _mib(c) * 1024 * 1024),
-    # Triton: cumulative counters since the server started (per model), and the pending-request gauge
-    "nv_inference_queue_duration_us": SeriesModel(lambda ctx: ctx.counters["queue_us"], "triton"),
-    "nv_inference_request_success": SeriesModel(lambda ctx: ctx.counters["success"], "triton"),
-    "nv_inference_count": SeriesModel(lambda ctx: ctx.counters["success"], "triton"),
-    "nv_inference_exec_count": SeriesModel(lambda ctx: ctx.counters["success"], "triton"),
-    "nv_inference_request_failure": SeriesModel(lambda ctx: 0.0, "triton"),
-    "nv_inference_request_duration_us": SeriesModel(lambda ctx: ctx.counters["request_us"], "triton"),
-    "nv_inference_compute_infer_duration_us": SeriesModel(lambda ctx: ctx.counters["compute_us"], "triton"),
-    "nv_inference_pending_request_count": SeriesModel(
-        lambda ctx: ctx.state["lq"] if ctx.ready else 0.0, "triton"),
-    # vLLM gauges
-    "vllm:num_requests_waiting": SeriesModel(lambda ctx: ctx.state["lq"] if ctx.ready else 0.0, "vllm"),
-    "vllm:num_requests_running": SeriesModel(lambda ctx: ctx.state["rho"] if ctx.ready else 0.0, "vllm"),
-}
+def simulate(cfg: PlatformConfig, stack: str, workload: str, trace: Trace, *,
+             progress: Optional[Callable[[float], None]] = None, phases: Optional[Phases] = None,
+             slo_target: Optional[float] = None) -> Result:
+    """One run. ``slo_target``: judge time over target against this level instead of the workload's target."""
+    return Simulation(setup(cfg, workload), trace, phases, slo_target).run(progress).result(stack)
 
 
 def windowed(src: MetricSource) -> bool:

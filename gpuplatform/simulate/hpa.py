@@ -47,12 +47,21 @@ def to_milli(value: float) -> int:
     return int(value * 1000.0)
 
 
-def within(ratio: float, tolerance: float = TOLERANCE) -> bool:
+LATEST_MINOR = 34
+"""Kubernetes 1.x the controller follows when the stack does not say."""
+
+
+def within(ratio: float, tolerance: float = TOLERANCE, minor: int = LATEST_MINOR) -> bool:
+    """Is the usage ratio within tolerance (no change)? Up to Kubernetes 1.32 the controller tests
+    ``math.Abs(1.0-usageRatio) <= tolerance``, where a ratio of exactly 1.1 is 0.10000000000000009 away and scales;
+    from 1.33 (configurable tolerance, KEP-4951) it tests ``1-down <= ratio <= 1+up``, where 1.1 is within."""
+    if minor <= 32:
+        return abs(1.0 - ratio) <= tolerance
     return (1.0 - tolerance) <= ratio <= (1.0 + tolerance)
 
 
 def pods_metric_replicas(current_replicas: int, target_milli: int, metrics: dict[str, int], pods: list[PodView],
-                         tolerance: float = TOLERANCE) -> tuple[int, int]:
+                         tolerance: float = TOLERANCE, minor: int = LATEST_MINOR) -> tuple[int, int]:
     """Proposal for one ``Pods`` metric with an ``AverageValue`` target: (replicas, average usage in milli)."""
     if not pods:
         raise MetricUnavailable("no pods returned by selector while calculating replica count")
@@ -76,7 +85,7 @@ def pods_metric_replicas(current_replicas: int, target_milli: int, metrics: dict
     usage_ratio, usage = usage_ratio_of(metrics, target_milli)
     scale_up_with_unready = bool(unready) and usage_ratio > 1.0
     if not scale_up_with_unready and not missing:
-        if within(usage_ratio, tolerance):
+        if within(usage_ratio, tolerance, minor):
             return current_replicas, usage
         return math.ceil(usage_ratio * ready_count), usage
 
@@ -89,7 +98,7 @@ def pods_metric_replicas(current_replicas: int, target_milli: int, metrics: dict
         for name in unready:
             metrics[name] = 0
     new_ratio, _ = usage_ratio_of(metrics, target_milli)
-    if within(new_ratio, tolerance) or (usage_ratio < 1.0 < new_ratio) or (usage_ratio > 1.0 > new_ratio):
+    if within(new_ratio, tolerance, minor) or (usage_ratio < 1.0 < new_ratio) or (usage_ratio > 1.0 > new_ratio):
         return current_replicas, usage
     new_replicas = math.ceil(new_ratio * len(metrics))
     if (new_ratio < 1.0 and new_replicas > current_replicas) or (new_ratio > 1.0 and new_replicas < current_replicas):
@@ -106,12 +115,12 @@ def usage_ratio_of(metrics: dict[str, int], target_milli: int) -> tuple[float, i
 
 
 def external_per_pod_replicas(status_replicas: int, target_milli: int, values_milli: list[int],
-                              tolerance: float = TOLERANCE) -> tuple[int, int]:
+                              tolerance: float = TOLERANCE, minor: int = LATEST_MINOR) -> tuple[int, int]:
     """``GetExternalPerPodMetricReplicas``: the sum of the returned values over (target x pods)."""
     usage = sum(values_milli)
     replicas = status_replicas
     ratio = usage / (target_milli * replicas) if replicas else math.inf
-    if not within(ratio, tolerance):
+    if not within(ratio, tolerance, minor):
         replicas = math.ceil(usage / target_milli)
     return replicas, math.ceil(usage / status_replicas) if status_replicas else usage
 
@@ -131,9 +140,24 @@ class Rules:
     policies: tuple
 
     @staticmethod
-    def from_dict(d: dict) -> "Rules":
-        return Rules(int(d.get("stabilizationWindowSeconds", 0)), d.get("selectPolicy", "Max"),
-                     tuple(Policy(p["type"], int(p["value"]), int(p["periodSeconds"])) for p in d.get("policies", ())))
+    def from_dict(d: dict | None, direction: str) -> "Rules":
+        """The rules as the API server stores them: a field left out takes its default
+        (``pkg/apis/autoscaling/v2/defaults.go``, ``GenerateHPAScaleUpRules``/``GenerateHPAScaleDownRules``): scale-up
+        no window and +100 % or +4 pods per 15 s (Max); scale-down a 300 s window and -100 % per 15 s."""
+        d = d or {}
+        default = DEFAULT_RULES[direction]
+        window = d.get("stabilizationWindowSeconds")
+        policies = d.get("policies")
+        return Rules(default.stabilization_window_seconds if window is None else int(window),
+                     d.get("selectPolicy") or default.select_policy,
+                     default.policies if not policies else
+                     tuple(Policy(p["type"], int(p["value"]), int(p["periodSeconds"])) for p in policies))
+
+
+DEFAULT_RULES = {
+    "scaleUp": Rules(0, "Max", (Policy("Percent", 100, 15), Policy("Pods", 4, 15))),
+    "scaleDown": Rules(300, "Max", (Policy("Percent", 100, 15),)),
+}
 
 
 @dataclass
@@ -151,10 +175,19 @@ class Controller:
 
     @staticmethod
     def from_spec(spec: dict, tolerance: float = TOLERANCE) -> "Controller":
+        """An HPA spec as applied: with ``behavior`` (even a partial one) the defaulted rules of both directions;
+        without, the legacy path (``autoscaling/v2beta1`` objects)."""
         b = spec.get("behavior")
+        if b is None:
+            return Controller(int(spec.get("minReplicas", 1)), int(spec["maxReplicas"]), None, None, tolerance)
         return Controller(int(spec.get("minReplicas", 1)), int(spec["maxReplicas"]),
-                          Rules.from_dict(b["scaleUp"]) if b else None,
-                          Rules.from_dict(b["scaleDown"]) if b else None, tolerance)
+                          Rules.from_dict(b.get("scaleUp"), "scaleUp"), Rules.from_dict(b.get("scaleDown"), "scaleDown"),
+                          tolerance)
+
+    def clone(self) -> "Controller":
+        """An independent copy with the same history."""
+        return Controller(self.min_replicas, self.max_replicas, self.scale_up, self.scale_down, self.tolerance,
+                          list(self.recommendations), list(self.up_events), list(self.down_events))
 
     @property
     def has_behavior(self) -> bool:
@@ -252,12 +285,14 @@ class Controller:
 
     # -- legacy path (no behavior: autoscaling/v2beta1 objects)
     def _normalize_legacy(self, now: float, current: int, desired: int) -> int:
+        # stabilizeRecommendation: only samples strictly before the cutoff are too old (``rec.timestamp.Before``),
+        # so one exactly at ``now - 300 s`` still counts
         cutoff = now - DOWNSCALE_STABILIZATION_S
         stabilized = desired
         for ts, rec in self.recommendations:
-            if ts > cutoff:
+            if ts >= cutoff:
                 stabilized = max(stabilized, rec)
-        self.recommendations = [(ts, r) for ts, r in self.recommendations if ts > cutoff] + [(now, desired)]
+        self.recommendations = [(ts, r) for ts, r in self.recommendations if ts >= cutoff] + [(now, desired)]
         up_limit = max(2 * current, 4)
         maximum = min(self.max_replicas, up_limit)
         return max(self.min_replicas, min(stabilized, maximum))

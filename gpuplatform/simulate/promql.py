@@ -2,19 +2,25 @@
 
 The simulator evaluates the *rendered* adapter query (``components.adapter_rules.render_for_pods``) thousands of
 times per run, so it cannot start ``promtool`` for each evaluation. This module implements the subset of PromQL the
-catalog's queries use, with Prometheus 2.x semantics, and ``tests/promtool/test_simulate_promql.py`` evaluates every
-catalog query on the same series with ``promtool test rules`` and this module and requires the same values.
-An expression outside the subset is an error naming the construct, never a silent approximation.
+catalog's queries use, with the semantics of the Prometheus major version the stack deploys (``major``: 3 for the
+kube-prometheus-stack we pin, see ``catalogs/versions.py``), and ``tests/promtool/test_simulate_promql.py``
+evaluates every catalog query on the same series with ``promtool test rules`` and this module and requires the same
+values (with promtool's own major version; constructed cases pin down where 2 and 3 differ). An expression outside
+the subset is an error naming the construct, never a silent approximation.
 
-Semantics follow the Prometheus source (``promql/engine.go``, ``promql/functions.go``, v2.x):
+Semantics follow the Prometheus source (``promql/engine.go``, ``promql/functions.go``):
 
-* instant selectors take the newest sample at or before the evaluation time, no older than the 5 m lookback;
-* range selectors take the samples in ``[t - range, t]`` (both ends included before Prometheus 3);
+* instant selectors take the newest sample no older than the 5 m lookback; a stale marker (written when a series
+  disappears from its target's scrape, or its target goes away) ends the series at once;
+* range selectors take the samples in ``(t - range, t]`` from Prometheus 3 on, ``[t - range, t]`` before (the
+  3.0 migration guide, "Range selectors and the lookback delta are now left-open"); the lookback is left-open
+  the same way;
 * ``rate``/``increase``/``delta`` extrapolate as ``extrapolatedRate`` does: to the window edges when the first or
   last sample is within 1.1 average sample intervals of them, else by half an interval; counters are corrected for
   resets and not extrapolated below zero; fewer than two samples give no result;
 * functions and arithmetic drop the metric name; vector/vector arithmetic matches on all remaining labels
-  (``on``/``ignoring`` narrow it); comparisons without ``bool`` filter; aggregations keep only ``by`` labels.
+  (``on``/``ignoring`` narrow it); comparisons without ``bool`` filter; aggregations keep only ``by`` labels;
+  ``vector(s)`` is one element without labels (what ``... or vector(0)`` falls back to).
 """
 from __future__ import annotations
 
@@ -25,6 +31,10 @@ from dataclasses import dataclass, field
 
 LOOKBACK_S = 300.0
 """Prometheus ``--query.lookback-delta`` default."""
+DEFAULT_MAJOR = 3
+"""The Prometheus major version whose semantics ``evaluate`` follows unless told otherwise."""
+STALE = math.nan
+"""A stale marker: Prometheus writes a special NaN; the simulator writes no other NaN, so any NaN is one."""
 
 NAME = "__name__"
 
@@ -58,6 +68,13 @@ class Storage:
         if series is None:
             series = bucket[key] = Series({NAME: name, **labels})
         series.add(t, v)
+
+    def mark_stale(self, name: str, labels: dict, t: float) -> None:
+        """The scrape loop's stale marker for a series that is gone (no-op for a series never written or
+        already stale)."""
+        series = self._by_name.get(name, {}).get(tuple(sorted(labels.items())))
+        if series is not None and series.times and not math.isnan(series.values[-1]) and t > series.times[-1]:
+            series.add(t, STALE)
 
     def select(self, name: str) -> list[Series]:
         return list(self._by_name.get(name, {}).values())
@@ -126,7 +143,7 @@ class Neg:
 AGGREGATIONS = ("sum", "avg", "min", "max", "count")
 RANGE_FUNCTIONS = ("rate", "increase", "delta", "last_over_time", "avg_over_time", "max_over_time",
                    "min_over_time", "sum_over_time", "count_over_time")
-OTHER_FUNCTIONS = ("clamp_min", "clamp_max", "abs", "round", "ceil", "floor")
+OTHER_FUNCTIONS = ("clamp_min", "clamp_max", "abs", "round", "ceil", "floor", "vector")
 COMPARISONS = ("==", "!=", ">", "<", ">=", "<=")
 
 _TOKEN = re.compile(r"""
@@ -355,12 +372,22 @@ def metric_names(text: str) -> set[str]:
 Vector = list  # of (labels: dict, value: float)
 
 
-def evaluate(text: str, storage: Storage, t: float) -> Vector | float:
-    """Instant query at time ``t`` (seconds): a list of (labels, value), or a float for a scalar expression."""
-    return _eval(parse(text), storage, t)
+def evaluate(text: str, storage: Storage, t: float, major: int = DEFAULT_MAJOR) -> Vector | float:
+    """Instant query at time ``t`` (seconds) with the semantics of Prometheus ``major`` (2 or 3): a list of
+    (labels, value), or a float for a scalar expression."""
+    if major not in (2, 3):
+        raise PromQLError(f"Prometheus major version {major} is not modelled (2 or 3)")
+    return _eval(parse(text), _Context(storage, major >= 3), t)
 
 
-def _eval(node, storage: Storage, t: float):
+@dataclass(frozen=True)
+class _Context:
+    storage: Storage
+    left_open: bool
+    """Prometheus 3: a sample exactly at a window's (or the lookback's) start is outside it."""
+
+
+def _eval(node, storage: _Context, t: float):
     if isinstance(node, Number):
         return node.value
     if isinstance(node, Neg):
@@ -379,21 +406,24 @@ def _eval(node, storage: Storage, t: float):
     raise PromQLError(f"cannot evaluate {node!r}")
 
 
-def _selected(node: Selector, storage: Storage) -> list[Series]:
-    return [s for s in storage.select(node.name) if all(m.matches(s.labels) for m in node.matchers)]
+def _selected(node: Selector, ctx: _Context) -> list[Series]:
+    return [s for s in ctx.storage.select(node.name) if all(m.matches(s.labels) for m in node.matchers)]
 
 
-def _instant(node: Selector, storage: Storage, t: float) -> Vector:
+def _instant(node: Selector, ctx: _Context, t: float) -> Vector:
     out = []
-    for s in _selected(node, storage):
+    oldest = t - LOOKBACK_S
+    for s in _selected(node, ctx):
         i = bisect.bisect_right(s.times, t) - 1
-        if i >= 0 and s.times[i] >= t - LOOKBACK_S and not math.isnan(s.values[i]):
+        if i < 0 or math.isnan(s.values[i]):
+            continue
+        if s.times[i] > oldest or (s.times[i] == oldest and not ctx.left_open):
             out.append((dict(s.labels), s.values[i]))
     return out
 
 
-def _window(s: Series, start: float, end: float) -> tuple[list, list]:
-    lo = bisect.bisect_left(s.times, start)
+def _window(s: Series, start: float, end: float, left_open: bool) -> tuple[list, list]:
+    lo = (bisect.bisect_right if left_open else bisect.bisect_left)(s.times, start)
     hi = bisect.bisect_right(s.times, end)
     return s.times[lo:hi], s.values[lo:hi]
 
@@ -423,7 +453,7 @@ def _extrapolated(times, values, start, end, range_s, is_counter, is_rate):
     return result / range_s if is_rate else result
 
 
-def _call(node: Call, storage: Storage, t: float):
+def _call(node: Call, storage: _Context, t: float):
     f = node.func
     if f in RANGE_FUNCTIONS:
         (arg,) = node.args
@@ -432,7 +462,7 @@ def _call(node: Call, storage: Storage, t: float):
         start = t - arg.range_s
         out = []
         for s in _selected(arg, storage):
-            times, values = _window(s, start, t)
+            times, values = _window(s, start, t, storage.left_open)
             pairs = [(ts, v) for ts, v in zip(times, values) if not math.isnan(v)]
             times, values = [p[0] for p in pairs], [p[1] for p in pairs]
             if not times:
@@ -455,6 +485,12 @@ def _call(node: Call, storage: Storage, t: float):
                 labels = dict(s.labels) if f == "last_over_time" else _drop_name(s.labels)
                 out.append((labels, v))
         return out
+    if f == "vector":
+        (arg,) = node.args
+        value = _eval(arg, storage, t)
+        if not isinstance(value, float):
+            raise PromQLError("vector() needs a scalar")
+        return [({}, value)]
     vec = _eval(node.args[0], storage, t)
     if isinstance(vec, float):
         raise PromQLError(f"{f}() needs an instant vector")

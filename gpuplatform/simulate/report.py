@@ -5,12 +5,13 @@ import json
 import math
 import sys
 from pathlib import Path
-from typing import TextIO
+from typing import Optional, TextIO
 
 from gpuplatform.components.config import PlatformConfig, duration_seconds
 from gpuplatform.components.errors import ConfigError
 from gpuplatform.simulate.engine import Result, find_workload, progress_bar, service_plan, simulate
-from gpuplatform.simulate.traces import SHAPES, ArgumentIssue, Trace, built_in, from_csv
+from gpuplatform.simulate.sweep import SweepResult, first_scale_up_sweep
+from gpuplatform.simulate.traces import SHAPES, ArgumentIssue, Trace, built_in, from_csv, from_prometheus_json
 
 
 def resolve_trace(cfg: PlatformConfig, workload: str, trace: str, duration: str | None) -> Trace:
@@ -28,26 +29,71 @@ def resolve_trace(cfg: PlatformConfig, workload: str, trace: str, duration: str 
         a = w.autoscaling
         return built_in(trace, plan.rps_at_target * max(a.min_replicas, 1), plan.rps_at_target * a.max_replicas,
                         seconds)
+    if trace.endswith(".json"):
+        return from_prometheus_json(trace, seconds)
     if not trace.endswith(".csv") and not Path(trace).exists():
-        raise ConfigError([ArgumentIssue("--trace", f"{trace!r} is neither a CSV file nor a built-in shape; "
+        raise ConfigError([ArgumentIssue("--trace", f"{trace!r} is neither a CSV or JSON file nor a built-in shape; "
                                                   f"shapes: {', '.join(SHAPES)}")])
     return from_csv(trace, seconds)
 
 
 def run(cfg: PlatformConfig, stack: str, workload: str, trace: str, duration: str | None, fmt: str,
-        plot: str | None, out: TextIO | None = None) -> int:
+        plot: str | None, out: TextIO | None = None, *, sweep: bool = False, tune: bool = False,
+        budget: str = "0s") -> int:
     out = out or sys.stdout
     tr = resolve_trace(cfg, workload, trace, duration)
+    if tune:
+        return _run_tune(cfg, stack, workload, tr, budget, fmt, out)
     result = simulate(cfg, stack, workload, tr, progress=progress_bar())
+    swept = first_scale_up_sweep(cfg, workload) if (sweep or trace == "step") else None
     if plot:
         write_plot(result, plot)
     if fmt == "json":
-        json.dump(result.to_json(), out, indent=1)
+        doc = result.to_json()
+        if swept is not None:
+            doc["first_scale_up_sweep"] = swept.to_json()
+        json.dump(doc, out, indent=1)
         out.write("\n")
     else:
-        out.write(table_text(result))
+        out.write(table_text(result, swept=swept))
         if plot:
             out.write(f"\nWrote {plot}\n")
+    return 0
+
+
+def _run_tune(cfg: PlatformConfig, stack: str, workload: str, tr: Trace, budget: str, fmt: str,
+              out: TextIO) -> int:
+    from gpuplatform.simulate.tune import snippet, tune
+
+    try:
+        budget_s = duration_seconds(budget)
+    except ValueError as exc:
+        raise ConfigError([ArgumentIssue("--budget", str(exc))]) from None
+    own, best, tried = tune(cfg, stack, workload, tr, budget_s)
+    text = snippet(cfg, workload, best.candidate)
+    if fmt == "json":
+        json.dump({"trace": tr.name, "budgetSeconds": budget_s, "candidates": tried,
+                   "own": {"label": own.candidate.label(), **own.result.summary()},
+                   "best": {"label": best.candidate.label(), **best.result.summary()},
+                   "feasible": best.violation_s <= budget_s, "snippet": text}, out, indent=1)
+        out.write("\n")
+        return 0
+    unit = own.result.setup.unit
+
+    def line(name, o):
+        r = o.result
+        return (f"  {name:<11} {o.candidate.label()}: {r.unit_hours:g} {unit}-hours, {r.gpu_hours:g} GPU-hours of "
+                f"nodes, {r.over_target_s:g}s over target, peak {r.replicas_max} replicas")
+
+    out.write(f"Tuned {workload} on trace {tr.name} ({tried} settings simulated), budget {budget_s:g}s over "
+              f"target beyond the tolerance\n{line('stack', own)}\n{line('best', best)}\n")
+    if best.violation_s > budget_s:
+        out.write("No setting keeps within the budget; the best shown is the least over target. Raise maxReplicas "
+                  "or the budget.\n")
+    elif best.candidate == own.candidate:
+        out.write("The stack's own settings are already the cheapest within the budget.\n")
+    else:
+        out.write("\nSet in the stack file (merge into the workload's autoscaling block):\n\n" + text)
     return 0
 
 
@@ -55,18 +101,30 @@ def _s(value) -> str:
     return "never" if value is None else f"{value:g}s"
 
 
-def table_text(r: Result, every_s: int = 60) -> str:
+def table_text(r: Result, every_s: int = 60, swept: Optional[SweepResult] = None) -> str:
+    s = r.summary()
+    lb = s["lower_bound"]
+    unit = s["unit"]
     lines = [f"Stack {r.stack}, workload {r.workload} ({r.autoscaler} on {r.metric} = {r.api_name}, target "
-             f"{r.target:g} {r.unit}), trace {r.trace}",
+             f"{r.target:g} {r.unit}), trace {r.trace}; Prometheus {r.setup.major} semantics",
              f"Adapter query: {r.query}",
-             f"Service model: {r.plan.rps_at_target:.4g} req/s per ready replica at target, saturates at "
+             f"Service model: {r.plan.rps_at_target:.4g} req/s per ready replica at target, serves at most "
              f"{r.plan.capacity_rps:.4g}; image pull {r.plan.image_pull_s}s, model load {r.plan.model_load_s}s",
              "",
-             f"  load increase -> first scale-up decision  {_s(r.first_scale_up_s)}",
-             f"  load increase -> ready capacity covers it {_s(r.capacity_ready_s)}",
-             f"  metric above target                       {r.over_target_s:g}s",
-             f"  GPU-hours used / clairvoyant lower bound  {r.gpu_hours:g} / {r.oracle_gpu_hours:g}",
-             ""]
+             f"  load increase -> first scale-up decision   {_s(r.first_scale_up_s)} (phases: collect "
+             f"{r.phases.collect}, scrape {r.phases.scrape}, sync {r.phases.sync})"]
+    if swept is not None:
+        lines.append(f"  first scale-up over all phases and steps  worst {_s(swept.worst_s)}, median "
+                     f"{_s(swept.median_s)} ({swept.runs} alignments; worst at {_where(swept.worst_at)})")
+    lines += [f"  load increase -> ready capacity covers it  {_s(r.capacity_ready_s)}",
+              f"  over target beyond the 10% tolerance       {r.over_target_s:g}s (above target at all "
+              f"{s['above_target_s']:g}s, failed requests {s['failed_requests']:g})",
+              f"  replicas: peak / maxReplicas / at max     {s['peak_replicas']} / {s['max_replicas']} / "
+              f"{s['time_at_max_s']:g}s",
+              f"  cost used / lower bound for the SLO       {s['unit_hours']:g} / {lb['unit_hours']:g} {unit}-hours, "
+              f"{s['node_hours']:g} / {lb['node_hours']:g} node-hours, {s['gpu_hours']:g} / {lb['gpu_hours']:g} "
+              f"GPU-hours of nodes",
+              ""]
     rows = [["T", "DEMAND", "METRIC", "DESIRED", "REPLICAS", "READY", "NODES"]]
     last = -every_s
     for e in r.timeline:
@@ -79,6 +137,10 @@ def table_text(r: Result, every_s: int = 60) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _where(at: dict) -> str:
+    return ", ".join(f"{k} {v}" for k, v in at.items()) if at else "-"
+
+
 def write_plot(r: Result, path: str) -> None:
     try:
         import matplotlib
@@ -88,31 +150,44 @@ def write_plot(r: Result, path: str) -> None:
     except ImportError:
         raise ConfigError([ArgumentIssue("--plot", "needs matplotlib: pip install -r requirements.txt")]) from None
     t = [e["t"] / 60 for e in r.timeline]
+    summ = r.summary()
     fig, (ax1, ax2, ax3) = plt.subplots(3, 1, figsize=(12, 8.5), sharex=True, constrained_layout=True)
-    fig.suptitle(f"{r.stack} / {r.workload}: {r.trace} trace, {r.autoscaler} on {r.api_name}", fontsize=13)
+    fig.suptitle(f"{r.stack} / {r.workload}: {r.trace} trace, {r.autoscaler} on {r.api_name}; peak "
+                 f"{summ['peak_replicas']} of {summ['max_replicas']} replicas, {summ['time_at_max_s']:g}s at max",
+                 fontsize=13)
     ax1.plot(t, [e["demand"] for e in r.timeline], color="tab:blue", label="demand (req/s)")
     ax1.step(t, [e["ready"] * r.plan.rps_at_target for e in r.timeline], where="post", color="tab:green",
              label="ready replicas x req/s at target")
     ax1.set_ylabel("requests / s")
-    metric = [math.nan if e["metric"] is None else e["metric"] for e in r.timeline]
+    ax1.set_ylim(bottom=0)
+    # a queue metric spans orders of magnitude after a step: a log axis keeps the target line readable
+    floor = r.target / 100
+    metric = [math.nan if e["metric"] is None else max(e["metric"], floor) for e in r.timeline]
     ax2.step(t, metric, where="post", color="tab:orange", label=f"metric the HPA read ({r.unit})")
     ax2.axhline(r.target, color="tab:red", linestyle="--", label=f"target {r.target:g} {r.unit}")
-    ax2.set_ylabel(f"metric ({r.unit})")
-    # drawn widest first, so lines that coincide (replicas = ready in steady state) stay visible
+    ax2.axhline(r.target * 1.1, color="tab:red", linestyle=":", linewidth=1, label="target + 10% tolerance")
+    ax2.set_yscale("log")
+    seen = [m for m in metric if not math.isnan(m)]
+    ax2.set_ylim(floor, max(seen + [r.target * 2]) * 1.5)
+    ax2.set_ylabel(f"metric ({r.unit}, log)")
+    # drawn widest first, so lines that coincide (replicas = ready in steady state) stay visible; desired is
+    # clamped to [minReplicas, maxReplicas] as the HPA applies it (the raw recommendation is in the JSON)
     for key, color, style, width in (("nodes", "0.55", "-", 5.0), ("replicas", "tab:blue", "-", 3.0),
                                      ("ready", "tab:green", "-", 1.6), ("desired", "tab:purple", ":", 1.6)):
         label = "nodes (ready)" if key == "nodes" else key
         ax3.step(t, [e[key] for e in r.timeline], where="post", color=color, linestyle=style, linewidth=width,
                  label=label)
+    ax3.axhline(summ["max_replicas"], color="tab:red", linestyle="--", linewidth=1, label="maxReplicas")
     ax3.set_ylabel("count")
     ax3.set_xlabel("minutes")
+    ax3.set_ylim(0, summ["max_replicas"] + 1)
     ax3.yaxis.set_major_locator(MaxNLocator(integer=True))
     for ax in (ax1, ax2, ax3):
         ax.grid(True, alpha=0.3)
-        ax.set_ylim(bottom=0)
         ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=9, frameon=False)
-    summary = (f"first scale-up {_s(r.first_scale_up_s)}, capacity ready {_s(r.capacity_ready_s)}, "
-               f"above target {r.over_target_s:g}s, GPU-h {r.gpu_hours:g} (lower bound {r.oracle_gpu_hours:g})")
+    lb = summ["lower_bound"]
+    summary = (f"first scale-up {_s(r.first_scale_up_s)}, capacity ready {_s(r.capacity_ready_s)}, over target "
+               f"{r.over_target_s:g}s, {summ['unit_hours']:g} {summ['unit']}-h (lower bound {lb['unit_hours']:g})")
     ax1.set_title(summary, fontsize=10)
     fig.savefig(path, dpi=110)
     plt.close(fig)

@@ -105,3 +105,47 @@ def from_csv(path: str, duration_s: int | None = None) -> Trace:
         rates.insert(0, rates[0])
     duration = int(duration_s or max(times[-1], 60))
     return Trace(p.stem, tuple(times), tuple(rates), duration)
+
+
+def from_prometheus_json(path: str, duration_s: int | None = None) -> Trace:
+    """A Prometheus HTTP API ``query_range`` response saved to a file (``curl .../api/v1/query_range?...``):
+    ``{"status": "success", "data": {"resultType": "matrix", "result": [{"metric": {...}, "values": [[ts,
+    "value"], ...]}]}}``. The series are summed per timestamp (a query without ``sum`` returns one per pod or
+    host); seconds count from the first timestamp; each point holds until the next, as a CSV row does."""
+    import json
+
+    p = Path(path)
+    try:
+        doc = json.loads(p.read_text())
+    except OSError as exc:
+        raise ConfigError([ArgumentIssue("--trace", f"cannot read {path}: {exc.strerror or exc}")]) from None
+    except ValueError as exc:
+        raise ConfigError([ArgumentIssue("--trace", f"{path} is not JSON: {exc}")]) from None
+    data = doc.get("data") if isinstance(doc, dict) else None
+    if not isinstance(data, dict) or data.get("resultType") != "matrix" or not isinstance(data.get("result"), list):
+        raise ConfigError([ArgumentIssue("--trace", f"{path} must be a Prometheus query_range response: "
+                                                    "{\"data\": {\"resultType\": \"matrix\", \"result\": [...]}}")])
+    totals: dict[float, float] = {}
+    issues = []
+    for i, series in enumerate(data["result"]):
+        for j, point in enumerate(series.get("values") or []):
+            try:
+                ts, value = float(point[0]), float(point[1])
+            except (TypeError, ValueError, IndexError):
+                issues.append(ArgumentIssue(f"{path}: result[{i}].values[{j}]",
+                                            f"{point!r} must be [unix seconds, \"number\"]"))
+                continue
+            if math.isnan(value) or value < 0:
+                issues.append(ArgumentIssue(f"{path}: result[{i}].values[{j}]",
+                                            f"{value:g} requests per second must be a number >= 0"))
+                continue
+            totals[ts] = totals.get(ts, 0.0) + value
+    if not totals and not issues:
+        issues.append(ArgumentIssue("--trace", f"{path} holds no samples (an empty result: check the query)"))
+    if issues:
+        raise ConfigError(issues)
+    start = min(totals)
+    times = tuple(ts - start for ts in sorted(totals))
+    rates = tuple(totals[ts] for ts in sorted(totals))
+    duration = int(duration_s or max(times[-1], 60))
+    return Trace(p.stem, times, rates, duration)

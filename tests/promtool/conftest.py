@@ -30,6 +30,12 @@ class Promtool:
     binary: str
     workdir: Path
 
+    @property
+    def major(self) -> int:
+        """The Prometheus major version this promtool embeds (``promtool, version 2.42.0+ds ...``): the
+        semantics an evaluator compared with it must follow."""
+        return prometheus_major(self.binary)
+
     @staticmethod
     def selector(name: str, labels: Mapping[str, str] | None = None) -> str:
         """``name{k="v",...}`` in the order given, as promtool expects in ``series`` and ``labels`` fields."""
@@ -101,6 +107,17 @@ class Promtool:
         result = self.run("test", "rules", test_file.name)
         if result.returncode != 0:
             pytest.fail(_report("promtool test rules", result, [rule_file, test_file]), pytrace=False)
+
+
+_MAJORS: dict[str, int] = {}
+
+
+def prometheus_major(binary: str) -> int:
+    if binary not in _MAJORS:
+        out = subprocess.run([binary, "--version"], capture_output=True, text=True, check=True)
+        version = (out.stdout + out.stderr).split("version", 1)[1].split()[0]
+        _MAJORS[binary] = int(version.lstrip("v").split(".")[0])
+    return _MAJORS[binary]
 
 
 def find_promtool() -> str | None:

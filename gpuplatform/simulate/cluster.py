@@ -1,0 +1,163 @@
+"""Pods and nodes: the ReplicaSet controller, the scheduler, pod start-up and the cluster autoscaler.
+
+Sources: the ReplicaSet controller's deletion order (``pkg/controller/replicaset``: ``getPodsToDelete`` ranks
+unscheduled before scheduled, Pending before Running, not ready before ready, then the newest first); the
+cluster-autoscaler FAQ for its flag defaults ("What are the parameters to CA?"); node provisioning estimates in
+``catalogs/gpus.py``.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Optional
+
+# cluster-autoscaler flag defaults (FAQ "What are the parameters to CA?"): --scan-interval 10s,
+# --scale-down-unneeded-time 10m, --scale-down-delay-after-add 10m
+CA_SCAN_S = 10
+CA_UNNEEDED_S = 600
+CA_DELAY_AFTER_ADD_S = 600
+STARTUP_PROBE_PERIOD_S = 10
+"""The startup probe's period (workload_manifests.probes): a pod turns ready at the first probe after loading."""
+
+
+@dataclass
+class Pod:
+    name: str
+    created: float
+    node: Optional["Node"] = None
+    bound: Optional[float] = None
+    started: Optional[float] = None
+    ready_at: Optional[float] = None
+
+    def phase(self, t: float) -> str:
+        return "Running" if self.started is not None and self.started <= t else "Pending"
+
+    def is_ready(self, t: float) -> bool:
+        return self.ready_at is not None and self.ready_at <= t
+
+
+@dataclass
+class Node:
+    name: str
+    ready_at: float
+    slots: int
+    pods: list = field(default_factory=list)
+    image_at: Optional[float] = None
+    empty_since: Optional[float] = None
+
+
+class Pods:
+    """The Deployment's pods: the ReplicaSet controller creates and deletes them to match ``spec``; the scheduler
+    binds them to ready nodes; each pulls its image (once per node) and loads its model before it is ready."""
+
+    def __init__(self, workload: str, image_pull_s: int, model_load_s: int):
+        self.workload = workload
+        self.image_pull_s = image_pull_s
+        self.model_load_s = model_load_s
+        self.pods: list[Pod] = []
+        self.deleted: list[tuple[float, Pod]] = []
+        """(time, pod) of every deletion since the consumer last took them (the scrape loop does)."""
+        self._count = 0
+        self._changes = 0
+        self._ready_memo: tuple = (None, -1, [])
+
+    def _new(self, t: float) -> Pod:
+        self._changes += 1
+        self._count += 1
+        pod = Pod(f"{self.workload}-{self._count:05d}", t)
+        self.pods.append(pod)
+        return pod
+
+    def start_ready(self, n: int, nodes: "NodePool") -> None:
+        """``n`` pods that were ready before the run began."""
+        for _ in range(n):
+            pod = self._new(-1e9)
+            node = next((x for x in nodes.nodes if len(x.pods) < x.slots), None)
+            if node is not None:
+                node.pods.append(pod)
+                pod.node, pod.bound, pod.started, pod.ready_at = node, -1e9, -1e9, -1e9
+
+    def scale(self, spec: int, t: float) -> None:
+        while len(self.pods) < spec:
+            self._new(t)
+        if len(self.pods) > spec:
+            self._changes += 1
+            ranked = sorted(self.pods, key=lambda p: (p.node is not None, p.phase(t) == "Running", p.is_ready(t),
+                                                      -p.created))
+            for pod in ranked[:len(self.pods) - spec]:
+                self.pods.remove(pod)
+                if pod.node is not None:
+                    pod.node.pods.remove(pod)
+                self.deleted.append((t, pod))
+
+    def schedule(self, t: float, nodes: "NodePool") -> None:
+        """Oldest pending pod first, onto the fullest ready node (bin-packing)."""
+        ready_nodes = [n for n in nodes.nodes if n.ready_at <= t]
+        for pod in self.pods:
+            if pod.node is not None:
+                continue
+            fits = sorted((n for n in ready_nodes if len(n.pods) < n.slots), key=lambda n: -len(n.pods))
+            if not fits:
+                continue
+            node = fits[0]
+            self._changes += 1
+            node.pods.append(pod)
+            node.empty_since = None
+            pod.node, pod.bound = node, t
+            if node.image_at is None:
+                node.image_at = t + self.image_pull_s
+            pod.started = max(t, node.image_at)
+            load = STARTUP_PROBE_PERIOD_S * math.ceil(self.model_load_s / STARTUP_PROBE_PERIOD_S)
+            pod.ready_at = pod.started + load
+
+    def ready(self, t: float) -> list[Pod]:
+        memo_t, changes, pods = self._ready_memo
+        if memo_t != t or changes != self._changes:
+            pods = [p for p in self.pods if p.is_ready(t)]
+            self._ready_memo = (t, self._changes, pods)
+        return pods
+
+    def running(self, t: float) -> list[Pod]:
+        return [p for p in self.pods if p.phase(t) == "Running"]
+
+    def bound(self) -> int:
+        """Pods holding their GPU units (bound to a node)."""
+        return sum(1 for p in self.pods if p.node is not None)
+
+
+class NodePool:
+    """The pool's nodes and its cluster autoscaler: nodes for pods no ready or upcoming node can hold, up to
+    ``max_nodes``; an empty node goes after ``--scale-down-unneeded-time`` (not below ``min_nodes``, nor within
+    ``--scale-down-delay-after-add`` of the last scale-up). A pool without autoscaling keeps its nodes."""
+
+    def __init__(self, slots: int, min_nodes: int, max_nodes: int, provision_s: int, autoscaled: bool,
+                 initial: int):
+        self.slots, self.min_nodes, self.max_nodes = slots, min_nodes, max_nodes
+        self.provision_s, self.autoscaled = provision_s, autoscaled
+        self.nodes = [Node(f"node-{i}", -1e9, slots, image_at=-1e9) for i in range(initial)]
+        self._count = initial
+        self._last_scale_up = -1e9
+
+    def scan(self, t: float, pods: Pods) -> None:
+        if not self.autoscaled or int(t) % CA_SCAN_S:
+            return
+        pending = sum(1 for p in pods.pods if p.node is None)
+        free = sum(n.slots - len(n.pods) for n in self.nodes)
+        short = pending - free
+        if short > 0:
+            for _ in range(max(min(math.ceil(short / self.slots), self.max_nodes - len(self.nodes)), 0)):
+                self.nodes.append(Node(f"node-{self._count}", t + self.provision_s, self.slots))
+                self._count += 1
+                self._last_scale_up = t
+        for n in list(self.nodes):
+            if n.pods or n.ready_at > t:
+                n.empty_since = None
+                continue
+            if n.empty_since is None:
+                n.empty_since = t
+            if (len(self.nodes) > self.min_nodes and t - n.empty_since >= CA_UNNEEDED_S
+                    and t - self._last_scale_up >= CA_DELAY_AFTER_ADD_S):
+                self.nodes.remove(n)
+
+    def ready_count(self, t: float) -> int:
+        return sum(1 for n in self.nodes if n.ready_at <= t)

@@ -1,0 +1,220 @@
+"""The metric pipeline up to the TSDB: the GPU exporter's collection, the inference servers' counters, the
+ingress controller's request counter, and Prometheus' scrape loop with its stale markers.
+
+Sources:
+
+* stale markers, Prometheus ``scrape/scrape.go``: a series present in a target's previous scrape and absent from
+  this one gets a stale marker at this scrape's timestamp (``forEachStale``); when a target goes away
+  (``endOfRunStaleness``) its series get a stale marker timestamped where the next scrape would have been, written
+  a little over two scrape intervals after the last scrape (if the target has not come back). A stale series
+  leaves instant queries at once instead of lingering for the 5-minute lookback;
+* a GPU exporter (dcgm-exporter, the ACK exporter) labels a GPU's series with the pod the kubelet's pod-resources
+  API assigns the device to: the series exist from container start and disappear with the pod. While a pod loads
+  its model its GPU computes nothing: utilization reads 0 (memory metrics are approximated the same way);
+* Triton creates a model's counters when the model is loaded, and vLLM's API server (which serves ``/metrics``)
+  starts after its engine has loaded the model: a loading pod has no series of its server, so the HPA counts it
+  as a pod without a metric (``replica_calculator.go``: missing);
+* ingress-nginx counts every request to an Ingress host, including the 503s it answers while no pod is ready
+  (``docs/user-guide/monitoring.md``), in one counter per Ingress and host that exists without any pod.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+from gpuplatform.catalogs.metrics import APP_SERVERS, EXPORTERS
+from gpuplatform.simulate import promql
+from gpuplatform.simulate.cluster import Pod, Pods
+from gpuplatform.simulate.service import Served, ServicePlan
+
+INGRESS = "ingress-nginx"
+
+
+@dataclass
+class SeriesContext:
+    pod: Optional[Pod]
+    t: float
+    collected: Optional[dict]
+    counters: dict
+    served: Served
+    plan: ServicePlan
+    metric: str
+    replica_memory_mib: float
+    full_scale: float
+
+    def gpu_fraction(self) -> Optional[float]:
+        """Fraction of full scale the exporter last collected for the pod (None before its first collection)."""
+        if self.collected is None:
+            return None
+        return self.collected.get(self.metric, 0.0) / self.full_scale
+
+
+@dataclass(frozen=True)
+class SeriesModel:
+    value: Callable[[SeriesContext], Optional[float]]
+    exporter: Optional[str] = None
+    """``None``: the GPU exporter of the metric source; else the server whose target exposes it."""
+
+
+def _gpu(scale: Callable[[SeriesContext, float], float]) -> SeriesModel:
+    def value(ctx: SeriesContext):
+        f = ctx.gpu_fraction()
+        return None if f is None else scale(ctx, f)
+    return SeriesModel(value)
+
+
+def _server(key: str) -> Callable[[SeriesContext], float]:
+    return lambda ctx: ctx.counters[key]
+
+
+SERIES_MODELS: dict[str, SeriesModel] = {
+    # GPU exporters: utilization in percent or as a 0-1 ratio, memory in MiB (bytes for the 2020 exporter)
+    "DCGM_FI_DEV_GPU_UTIL": _gpu(lambda c, f: f * 100),
+    "DCGM_CUSTOM_PROCESS_SM_UTIL": _gpu(lambda c, f: f * 100),
+    "nvidia_gpu_duty_cycle": _gpu(lambda c, f: f * 100),
+    "DCGM_FI_PROF_GR_ENGINE_ACTIVE": _gpu(lambda c, f: f),
+    "DCGM_FI_DEV_FB_USED": _gpu(lambda c, f: f * c.replica_memory_mib),
+    "DCGM_FI_DEV_FB_FREE": _gpu(lambda c, f: (1 - f) * c.replica_memory_mib),
+    "DCGM_CUSTOM_PROCESS_MEM_USED": _gpu(lambda c, f: f * c.replica_memory_mib),
+    "DCGM_CUSTOM_CONTAINER_MEM_ALLOCATED": _gpu(lambda c, f: c.replica_memory_mib),
+    "nvidia_gpu_memory_used_bytes": _gpu(lambda c, f: f * c.replica_memory_mib * 1024 * 1024),
+    # Triton: cumulative counters since the model loaded, and the pending-request gauge
+    "nv_inference_queue_duration_us": SeriesModel(_server("queue_us"), "triton"),
+    "nv_inference_request_success": SeriesModel(_server("success"), "triton"),
+    "nv_inference_count": SeriesModel(_server("success"), "triton"),
+    "nv_inference_exec_count": SeriesModel(_server("success"), "triton"),
+    "nv_inference_request_failure": SeriesModel(lambda ctx: 0.0, "triton"),
+    "nv_inference_request_duration_us": SeriesModel(_server("request_us"), "triton"),
+    "nv_inference_compute_infer_duration_us": SeriesModel(_server("compute_us"), "triton"),
+    "nv_inference_pending_request_count": SeriesModel(lambda ctx: _lq(ctx), "triton"),
+    # vLLM gauges
+    "vllm:num_requests_waiting": SeriesModel(lambda ctx: _lq(ctx), "vllm"),
+    "vllm:num_requests_running": SeriesModel(lambda ctx: ctx.served.rho, "vllm"),
+    # ingress-nginx: requests per Ingress and host, whether a pod answered or not
+    "nginx_ingress_controller_requests": SeriesModel(_server("ingress_requests"), INGRESS),
+}
+
+
+def _lq(ctx: SeriesContext) -> float:
+    x = ctx.served.x
+    return x * x / (1 + x)
+
+
+def pod_labels(exporter: str, pod: Pod, namespace: str) -> dict:
+    lab = EXPORTERS[exporter]
+    out = {lab.namespace: namespace, lab.pod: pod.name}
+    if lab.node:
+        out[lab.node] = pod.node.name if pod.node else ""
+    if exporter in APP_SERVERS:
+        out.update({"container": "server", "job": f"{namespace}/{pod.name.rsplit('-', 1)[0]}",
+                    "instance": f"{pod.name}:metrics"})
+        if exporter == "triton":
+            out.update({"model": "model", "version": "1"})
+    else:
+        out.update({"gpu": "0", "UUID": f"GPU-{pod.name}"})
+    return out
+
+
+@dataclass
+class Scraper:
+    """Collection and scrape, once per second: GPU exporter collection every ``collect_s`` (phase
+    ``collect_phase``), Prometheus' scrape every ``scrape_s`` (phase ``scrape_phase``)."""
+
+    storage: promql.Storage
+    needed: dict
+    """series name -> (metric target, metric source) whose query reads it."""
+    plan: ServicePlan
+    namespace: str
+    collect_s: int
+    scrape_s: int
+    collect_phase: int
+    scrape_phase: int
+    replica_memory_mib: float
+    full_scales: dict
+    """metric -> its full scale (utilization-like metrics)."""
+    ingress_labels: tuple = ()
+    """Label sets of the ingress-nginx request series that route to the workload (one per Ingress host)."""
+    collected: dict = field(default_factory=dict)
+    counters: dict = field(default_factory=dict)
+    _gpu_written: set = field(default_factory=set)
+    _app_written: dict = field(default_factory=dict)
+    _pending_stale: list = field(default_factory=list)
+    _last_scrape: float = -1e9
+    _ingress_total: float = 0.0
+
+    def collect(self, pods: Pods, t: float, levels: dict) -> None:
+        """The GPU exporter's collection, if due: the GPU activity of the second before."""
+        if self.collect_s and (int(t) - self.collect_phase) % self.collect_s == 0:
+            self.collected = {p.name: {m: (lv if p.is_ready(t - 1) else 0.0) for m, lv in levels.items()}
+                              for p in pods.running(t - 1)}
+
+    def count(self, pods: Pods, t: float, served: Served, demand: float) -> None:
+        """One second of service into the servers' counters (a completion counts the queue it waited in) and the
+        ingress controller's request counter."""
+        ready = pods.ready(t)
+        per_pod = served.served / len(ready) if ready else 0.0
+        wq = served.x_before / self.plan.capacity_rps
+        for p in ready:
+            cnt = self.counters.setdefault(p.name, {"success": 0.0, "queue_us": 0.0, "request_us": 0.0,
+                                                    "compute_us": 0.0})
+            cnt["success"] += per_pod
+            cnt["queue_us"] += per_pod * wq * 1e6
+            cnt["compute_us"] += per_pod * self.plan.service_time_s * 1e6
+            cnt["request_us"] += per_pod * (wq + self.plan.service_time_s) * 1e6
+        self._ingress_total += demand
+
+    def scrape(self, pods: Pods, t: float, served: Served) -> None:
+        """Stale markers that are due, then the scrape if it is due: what the targets hold at the start of second
+        ``t`` (counters and collections of the seconds before, gauges of the last second)."""
+        self._deletions(pods)
+        due = [m for m in self._pending_stale if m[0] <= t]
+        for visible_at, name, labels, stamp in due:
+            self.storage.mark_stale(name, labels, stamp)
+        self._pending_stale = [m for m in self._pending_stale if m[0] > t]
+        if (int(t) - self.scrape_phase) % self.scrape_s:
+            return
+        self._last_scrape = t
+        gpu_now = set()
+        for name, (target, src) in self.needed.items():
+            model = SERIES_MODELS[name]
+            exporter = src.exporter if model.exporter is None else model.exporter
+            if exporter == INGRESS:
+                for labels in self.ingress_labels:
+                    self.storage.add(name, dict(labels), t, self._ingress_total / max(len(self.ingress_labels), 1))
+                continue
+            app = exporter in APP_SERVERS
+            for pod in pods.pods:
+                if app and pod.name not in self.counters:
+                    continue  # the server exposes no series of the model before it is loaded
+                if not app and pod.name not in self.collected:
+                    continue
+                ctx = SeriesContext(pod, t, self.collected.get(pod.name), self.counters.get(pod.name, {}), served,
+                                    self.plan, target.metric, self.replica_memory_mib,
+                                    self.full_scales.get(target.metric, 1.0))
+                value = model.value(ctx)
+                if value is None:
+                    continue
+                labels = pod_labels(exporter, pod, self.namespace)
+                self.storage.add(name, labels, t, value)
+                key = (name, tuple(sorted(labels.items())))
+                if app:
+                    self._app_written.setdefault(pod.name, set()).add(key)
+                else:
+                    gpu_now.add(key)
+        # the exporter's target stays; a series it no longer exposes is stale at this scrape
+        for name, labels in self._gpu_written - gpu_now:
+            self.storage.mark_stale(name, dict(labels), t)
+        self._gpu_written = gpu_now
+
+    def _deletions(self, pods: Pods) -> None:
+        """A deleted pod's server target goes away: endOfRunStaleness."""
+        for deleted_at, pod in pods.deleted:
+            written = self._app_written.pop(pod.name, set())
+            self.counters.pop(pod.name, None)
+            if not written:
+                continue
+            stamp = self._last_scrape + self.scrape_s
+            visible = self._last_scrape + 2 * self.scrape_s + self.scrape_s / 10
+            for name, labels in written:
+                self._pending_stale.append((max(visible, deleted_at), name, dict(labels), stamp))
+        pods.deleted.clear()

@@ -1,4 +1,6 @@
 """Config errors: every problem names the config path, the bad value and what is allowed."""
+import os
+import re
 from dataclasses import dataclass
 
 from gpuplatform.components.config import PROJECT
@@ -24,6 +26,8 @@ class ConfigError(Exception):
     def render(self) -> str:
         lines = [f"invalid stack configuration ({len(self.issues)} problem{'s' if len(self.issues) != 1 else ''}):"]
         lines += [f"  - {issue}" for issue in self.issues]
+        if any(SHORTENED.search(issue.message) for issue in self.issues):
+            lines.append(f"  (long lists show their first {LISTED}; set {FULL_ERRORS_ENV}=1 to list every item)")
         return "\n".join(lines)
 
 
@@ -35,3 +39,25 @@ def fmt(value) -> str:
 def one_of(choices) -> str:
     choices = list(choices)
     return ", ".join(str(c) for c in choices) if choices else "(none)"
+
+
+LISTED = 3
+"""Items a message lists before it summarizes the rest: a config with hundreds of workloads must still produce
+an error a person reads."""
+FULL_ERRORS_ENV = "GPUPLATFORM_FULL_ERRORS"
+SHORTENED = re.compile(r" and \d+ more\b")
+
+
+def listing(items, limit: int = LISTED) -> str:
+    """``a, b, c and 497 more``: the first few items and a count of the rest, or every item when
+    ``GPUPLATFORM_FULL_ERRORS`` is set."""
+    items = [str(i) for i in items]
+    if len(items) <= limit or os.environ.get(FULL_ERRORS_ENV, "") not in ("", "0"):
+        return ", ".join(items)
+    return f"{', '.join(items[:limit])} and {len(items) - limit} more"
+
+
+def counted(n: int, unit: str) -> str:
+    """``56 MIG instances``, ``1 GPU``, ``14 GiB``: a count of a unit, in the plural where English wants it."""
+    plural = n != 1 and not unit.endswith(("B", "s"))
+    return f"{n} {unit}{'s' if plural else ''}"

@@ -7,6 +7,7 @@ from typing import Any, TextIO
 import yaml
 
 from gpuplatform.catalogs.metrics import METRICS, is_windowed
+from gpuplatform.components.errors import counted
 from gpuplatform.components.config import SECRET_KEYS, PlatformConfig, duration_seconds
 from gpuplatform.components.metric_sources import source_for
 from gpuplatform.components.pools import all_pool_facts
@@ -121,7 +122,7 @@ def capacity_text(rows: list[dict]) -> str:
     for r in rows:
         for k, res in enumerate(r["resources"]):
             first = [r["pool"], r["gpu"], r["sharing"]] if k == 0 else ["", "", ""]
-            table.append(first + [res["resource"], f"{res['unitsPerNode']} {res['unit']}",
+            table.append(first + [res["resource"], counted(res['unitsPerNode'], res['unit']),
                                   r["maxNodes"] if k == 0 else "", res["unitsAtMax"]])
     fits = [["WORKLOAD", "POOL", "RESOURCE", "REPLICAS/NODE", "REPLICAS AT MAX", "maxReplicas"]]
     for r in rows:

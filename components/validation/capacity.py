@@ -83,8 +83,7 @@ def check_pool_totals(cfg: PlatformConfig, facts: dict[str, PoolFacts], out: _Is
         missing = {name: n for name, n in f.unplaced(ws).items() if n}
         if not missing:
             continue
-        enough = next((n for n in range(f.max_nodes + 1, f.max_nodes + sum(w.replica_ceiling for w in ws) + 1)
-                       if not any(replace(f, max_nodes=n).unplaced(ws).values())), None)
+        enough = _fewest_nodes(f, ws)
         names = listing(f"{w.name} ({w.replica_ceiling})" for w in ws)
         held = names if len(ws) <= 3 else f"{len(ws)} workloads ({names})"
         pending = listing(f"{n} of {name}" for name, n in missing.items())
@@ -93,6 +92,25 @@ def check_pool_totals(cfg: PlatformConfig, facts: dict[str, PoolFacts], out: _Is
         out.add(f"nodePools[{i}].maxNodes", f"{f.max_nodes} nodes cannot hold {held} at their most replicas "
                 f"together: {pending} would stay Pending ({_packing(f)}); allowed: "
                 f"{f'>= {enough}' if enough else 'more nodes'}, or lower the workloads' replicas")
+
+
+def _fewest_nodes(f: PoolFacts, ws: list[Workload]) -> Optional[int]:
+    """The fewest nodes that hold every replica, or None when no count up to one node per replica does. More
+    nodes never place fewer replicas, so the count is found by bisection: hundreds of workloads need hundreds of
+    nodes, and each try packs every replica."""
+    def fits(n: int) -> bool:
+        return not any(replace(f, max_nodes=n).unplaced(ws).values())
+
+    low, high = f.max_nodes + 1, f.max_nodes + sum(w.replica_ceiling for w in ws)
+    if low > high or not fits(high):
+        return None
+    while low < high:
+        middle = (low + high) // 2
+        if fits(middle):
+            high = middle
+        else:
+            low = middle + 1
+    return low
 
 
 def _packing(f: PoolFacts) -> str:

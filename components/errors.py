@@ -2,6 +2,7 @@
 import os
 import re
 from dataclasses import dataclass
+from typing import ClassVar
 
 from gpuplatform.components.config import PROJECT
 
@@ -11,6 +12,8 @@ class ConfigIssue:
     path: str
     """Path inside the ``gpu-platform`` namespace, e.g. ``nodePools[0].sharing.profile``."""
     message: str
+    of_command_line: ClassVar[bool] = False
+    """True for a problem with a command-line argument (or a file it names), not with a stack key."""
 
     def __str__(self) -> str:
         return f"{PROJECT}:{self.path}: {self.message}"
@@ -24,7 +27,8 @@ class ConfigError(Exception):
         super().__init__(self.render())
 
     def render(self) -> str:
-        lines = [f"invalid stack configuration ({len(self.issues)} problem{'s' if len(self.issues) != 1 else ''}):"]
+        what = "command line" if self.issues and all(i.of_command_line for i in self.issues) else "stack configuration"
+        lines = [f"invalid {what} ({len(self.issues)} problem{'s' if len(self.issues) != 1 else ''}):"]
         lines += [f"  - {issue}" for issue in self.issues]
         if any(SHORTENED.search(issue.message) for issue in self.issues):
             lines.append(f"  (long lists show their first {LISTED}; set {FULL_ERRORS_ENV}=1 to list every item)")

@@ -57,3 +57,104 @@ def test_units_are_counted_in_the_plural():
     assert counted(14, "GiB") == "14 GiB"
     text = capacity_error(many_workloads(30, 1))
     assert "56 MIG instances per node" in text
+
+
+def cli(*args) -> tuple[int, str]:
+    import io
+    from contextlib import redirect_stderr, redirect_stdout
+
+    from gpuplatform.cli import main
+
+    err = io.StringIO()
+    with redirect_stdout(io.StringIO()), redirect_stderr(err):
+        code = main(list(args))
+    return code, err.getvalue()
+
+
+def issues_of(raw) -> list:
+    with pytest.raises(ConfigError) as exc:
+        load(raw)
+    return exc.value.issues
+
+
+def test_an_unknown_mig_profile_is_one_error_without_follow_ons():
+    raw = stack_raw("prod")
+    raw["nodePools"][0]["sharing"]["profile"] = "7g.80gb"  # an A100-80GB profile on an A100-40GB pool
+    issues = issues_of(raw)
+    assert [i.path for i in issues] == ["nodePools[0].sharing.profile"], [str(i) for i in issues]
+    assert "7g.40gb" in issues[0].message
+
+
+def test_a_misspelt_key_gets_a_did_you_mean():
+    raw = stack_raw("prod")
+    autoscaling = raw["workloads"][0]["autoscaling"]
+    autoscaling["minReplica"] = autoscaling.pop("minReplicas")
+    [issue] = issues_of(raw)
+    assert issue.path == "workloads[0].autoscaling.minReplica"
+    assert "Did you mean 'minReplicas'" in issue.message
+
+
+def test_a_misspelt_key_inside_a_tagged_union_gets_a_did_you_mean():
+    raw = stack_raw("prod")
+    raw["nodePools"][0]["sharing"]["strategi"] = raw["nodePools"][0]["sharing"].pop("strategy")
+    [issue] = issues_of(raw)
+    assert issue.path == "nodePools[0].sharing.strategi" and "Did you mean 'strategy'" in issue.message
+
+
+def test_flag_problems_are_not_called_stack_configuration(tmp_path):
+    code, err = cli("plan", "--stack", "prod", "--config", "stacks/Pulumi.prod.yaml")
+    assert code == 2 and err.startswith("invalid command line: --stack: given with --config")
+    code, err = cli("check", "--stack", "prod", "--policy-config", str(tmp_path / "none.json"))
+    assert code == 2 and err.startswith("invalid command line: --policy-config:")
+    code, err = cli("simulate", "--stack", "prod", "--workload", "flower", "--trace", "step", "--duration", "0s")
+    assert code == 2 and err.startswith("invalid command line (1 problem):\n  - --duration:")
+    assert "stack configuration" not in err
+
+
+def test_stack_names_without_a_checkout_say_what_to_use_instead(monkeypatch, tmp_path):
+    import gpuplatform.cli as cli_module
+
+    monkeypatch.setattr(cli_module, "STACKS_DIR", tmp_path / "stacks")  # an installed package has no stacks/
+    code, err = cli("plan", "--stack", "prod")
+    assert code == 2
+    assert "no stack files here" in err and "--config FILE" in err and "--project DIR" in err
+    assert "stacks: " not in err
+
+
+def test_verify_without_a_kubeconfig_says_where_it_looked(monkeypatch, tmp_path):
+    import io
+
+    from kubernetes.config import kube_config
+
+    from gpuplatform.components.stack_config import load_stack_file
+    from gpuplatform.verify import verify_main
+    from support import REPO
+
+    monkeypatch.delenv("KUBECONFIG", raising=False)
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    missing = tmp_path / "home" / ".kube" / "config"
+    monkeypatch.setattr(kube_config, "KUBE_CONFIG_DEFAULT_LOCATION", str(missing))
+    out = io.StringIO()
+    assert verify_main(load_stack_file(REPO / "stacks" / "Pulumi.prod.yaml"), None, None, "table", 0, out) == 2
+    text = out.getvalue()
+    assert f"the default {missing} (does not exist)" in text
+    assert "KUBERNETES_SERVICE_HOST not set" in text and "--kubeconfig FILE" in text
+
+
+def test_plot_without_matplotlib_names_the_extra(monkeypatch, tmp_path):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import fails as in a venv without the extra
+    code, err = cli("simulate", "--stack", "prod", "--workload", "flower", "--trace", "step", "--duration", "5m",
+                    "--plot", str(tmp_path / "out.png"))
+    assert code == 2 and "pip install 'gpu-platform[plot]'" in err
+    assert not (tmp_path / "out.png").exists()
+
+
+def test_the_plot_extra_installs_matplotlib():
+    import tomllib
+
+    from support import REPO
+
+    extras = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    assert any(req.startswith("matplotlib") for req in extras["plot"])

@@ -36,6 +36,8 @@ def check_workloads(cfg: PlatformConfig, facts: dict[str, PoolFacts], out: _Issu
         p = f"workloads[{i}]"
         check_workload_name(p, i, w, seen, out)
         f = facts.get(w.node_pool)
+        if f is not None and f.units_per_node == 0:
+            f = None  # the pool serves no GPU at all (an unknown MIG profile): its own issue says why
         for rule in WORKLOAD_RULES:
             rule(cfg, p, w, f, out)
 

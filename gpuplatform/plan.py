@@ -291,9 +291,25 @@ def write_plan(out_dir: Path, stack: str, records: list[RegisteredResource], cfg
                   metricLatency=latency_rows(cfg))
 
 
+def file_warnings(cfg: PlatformConfig) -> list[str]:
+    """Files the stack names that ``pulumi up`` will read: each one that is not on this machine, said loudly,
+    since the plan cannot check it. The kubernetes provider takes ``kubeconfig`` as "the contents of a kubeconfig
+    file or the path to a kubeconfig file" (pulumi-kubernetes ``Provider`` args), and the program hands it the
+    path, which is read where ``pulumi`` runs."""
+    import os
+
+    path = getattr(cfg.cluster, "kubeconfig_path", None)
+    if not path or os.path.isfile(os.path.expanduser(path)):
+        return []
+    return [f"WARNING: cluster.kubeconfigPath {path!r} does not exist here, so this plan could not check it; "
+            "`pulumi up` fails unless it runs where that file exists (or set the secret gpu-platform:kubeconfig)"]
+
+
 def run_plan(raw: dict[str, Any], stack: str, out_dir: str | None, fmt: str, out: TextIO | None = None) -> int:
     out = out or sys.stdout
     cfg = load(raw)  # ConfigError propagates to the CLI (exit 2) before anything is registered
+    for warning in file_warnings(cfg):
+        sys.stderr.write(warning + "\n")
     records = synthesize(stack_config_from_namespace(raw), stack=stack)
     secrets = {str(raw[k]) for k in SECRET_KEYS if raw.get(k)} | OFFLINE_SECRETS
     if out_dir:

@@ -158,3 +158,48 @@ def test_the_plot_extra_installs_matplotlib():
 
     extras = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"]
     assert any(req.startswith("matplotlib") for req in extras["plot"])
+
+
+@pytest.mark.parametrize("url, problem", [
+    ("ack-prometheus-operator-prometheus:9090", "scheme"),
+    ("http://", "names no host"),
+    ("ftp://prom:9090", "scheme 'ftp'"),
+    ("http://prometheus.monitoring.svc:99999", "port '99999' is not a number in 1-65535"),
+    ("http://prometheus.monitoring.svc:0", "port 0"),
+    ("http://prometheus.monitoring.svc:90a", "port '90a'"),
+    ("http://admin:secret@prometheus.monitoring.svc:9090", "credentials"),
+    ("http://prom_etheus..svc:9090", "neither a DNS name nor an IP address"),
+    ("http://prometheus.monitoring.svc:9090/api?x=1", "query"),
+    ("http://prometheus .svc:9090", "white space"),
+])
+def test_prometheus_url_is_parsed_fully(url, problem):
+    raw = stack_raw("staging")
+    raw["monitoring"]["prometheusUrl"] = url
+    issues = [i for i in issues_of(raw) if i.path == "monitoring.prometheusUrl"]
+    assert len(issues) == 1 and problem in issues[0].message and "allowed: http(s)://host" in issues[0].message
+
+
+@pytest.mark.parametrize("url", ["http://prometheus.monitoring.svc:9090", "https://10.0.0.5:443/prom",
+                                 "http://[fd00::5]:9090", "http://prometheus:65535"])
+def test_good_prometheus_urls_pass(url):
+    from gpuplatform.components.validation.common import url_problem
+
+    assert url_problem(url) is None
+
+
+def test_a_kubeconfig_path_the_plan_cannot_find_is_a_loud_warning(tmp_path, capsys):
+    import yaml
+
+    from gpuplatform.cli import main
+
+    raw = stack_raw("local")
+    raw["cluster"]["kubeconfigPath"] = str(tmp_path / "missing" / "kubeconfig")
+    path = tmp_path / "Pulumi.local.yaml"
+    path.write_text(yaml.safe_dump({"config": {f"gpu-platform:{k}": v for k, v in raw.items()}}))
+    assert main(["plan", "--config", str(path)]) == 0
+    err = capsys.readouterr().err
+    assert err.startswith("WARNING: cluster.kubeconfigPath") and "could not check it" in err
+    (tmp_path / "missing").mkdir()
+    (tmp_path / "missing" / "kubeconfig").write_text("apiVersion: v1\nkind: Config\n")
+    assert main(["plan", "--config", str(path)]) == 0
+    assert "WARNING" not in capsys.readouterr().err

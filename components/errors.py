@@ -19,6 +19,16 @@ class ConfigIssue:
         return f"{PROJECT}:{self.path}: {self.message}"
 
 
+@dataclass(frozen=True)
+class CommandLineIssue(ConfigIssue):
+    """A problem with a command-line argument or the file or folder it names, not with a stack key."""
+
+    of_command_line = True
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.message}"
+
+
 class ConfigError(Exception):
     """All problems of one stack config, reported together."""
 

@@ -203,3 +203,9 @@ def test_a_kubeconfig_path_the_plan_cannot_find_is_a_loud_warning(tmp_path, caps
     (tmp_path / "missing" / "kubeconfig").write_text("apiVersion: v1\nkind: Config\n")
     assert main(["plan", "--config", str(path)]) == 0
     assert "WARNING" not in capsys.readouterr().err
+
+
+def test_a_project_folder_problem_is_a_command_line_problem(tmp_path):
+    code, err = cli("plan", "--project", str(tmp_path / "nowhere"))
+    assert code == 2
+    assert err.startswith("invalid command line (1 problem):\n  - --project: ") and "has no Pulumi.yaml" in err

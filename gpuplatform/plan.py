@@ -305,10 +305,29 @@ def file_warnings(cfg: PlatformConfig) -> list[str]:
             "`pulumi up` fails unless it runs where that file exists (or set the secret gpu-platform:kubeconfig)"]
 
 
+def end_of_life_warnings(cfg: PlatformConfig) -> list[str]:
+    """A chart installed at an end-of-life pin (``settings.allowEndOfLifeCharts``) is said on every plan, so the
+    opt-in is not forgotten once the cluster could take a supported one."""
+    from gpuplatform.catalogs.versions import chart
+    from gpuplatform.components.releases import chart_releases
+    from gpuplatform.components.validation import kubernetes_version
+
+    version = kubernetes_version(cfg)
+    out = []
+    for key in chart_releases(cfg) if version else []:
+        c = chart(key)
+        chosen = c.for_kubernetes(version, c.name in cfg.settings.allow_end_of_life_charts)
+        if chosen is not None and chosen.end_of_life:
+            out.append(f"WARNING: {c.name} {chosen.version} is end of life upstream since {chosen.end_of_life} "
+                       f"(chosen through settings.allowEndOfLifeCharts); upgrade the cluster to a Kubernetes version "
+                       f"a supported pin covers: {c.supported_text()}")
+    return out
+
+
 def run_plan(raw: dict[str, Any], stack: str, out_dir: str | None, fmt: str, out: TextIO | None = None) -> int:
     out = out or sys.stdout
     cfg = load(raw)  # ConfigError propagates to the CLI (exit 2) before anything is registered
-    for warning in file_warnings(cfg):
+    for warning in file_warnings(cfg) + end_of_life_warnings(cfg):
         sys.stderr.write(warning + "\n")
     records = synthesize(stack_config_from_namespace(raw), stack=stack)
     secrets = {str(raw[k]) for k in SECRET_KEYS if raw.get(k)} | OFFLINE_SECRETS

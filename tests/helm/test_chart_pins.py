@@ -189,3 +189,18 @@ def test_a_composed_cluster_passes_the_opt_in_to_its_monitoring():
     records = synthesize({}, program)
     versions = {r.inputs["name"]: r.inputs["version"] for r in records if r.type == "kubernetes:helm.sh/v3:Release"}
     assert versions["cert-manager"] == next(v for v in CHARTS["cert-manager"].versions if v.end_of_life).version
+
+
+def test_a_plan_on_an_end_of_life_pin_says_so(capsys):
+    from gpuplatform.plan import run_plan
+
+    raw = stack_raw("prod")
+    raw["cluster"]["kubernetesVersion"] = "1.31.1-aliyun.1"
+    raw["settings"]["allowEndOfLifeCharts"] = ["cert-manager"]
+    assert run_plan(raw, "prod", None, "table") == 0
+    err = capsys.readouterr().err
+    assert err.startswith("WARNING: cert-manager v1.16.2 is end of life upstream since 2025-06-10")
+    raw = stack_raw("prod")  # 1.35: the supported pin, no warning even with the opt-in
+    raw["settings"]["allowEndOfLifeCharts"] = ["cert-manager"]
+    assert run_plan(raw, "prod", None, "table") == 0
+    assert "WARNING" not in capsys.readouterr().err

@@ -77,6 +77,11 @@ def _suggest(value: str, choices) -> str:
 
 
 class _Issues(list):
+    checked_workloads: int = 0
+    """Leading workloads already validated (a composed service's predecessors on its cluster): the rules of single
+    workloads skip them, and they count only where the new one is compared with them (names, hosts, capacity).
+    Without it, composing N services validates N x N workloads."""
+
     def add(self, path: str, message: str) -> None:
         self.append(ConfigIssue(path, message))
 

@@ -104,6 +104,8 @@ def test_a_misspelt_key_inside_a_tagged_union_gets_a_did_you_mean():
 def test_flag_problems_are_not_called_stack_configuration(tmp_path):
     code, err = cli("plan", "--stack", "prod", "--config", "stacks/Pulumi.prod.yaml")
     assert code == 2 and err.startswith("invalid command line: --stack: given with --config")
+    code, err = cli("plan", "--config", str(tmp_path / "Pulumi.none.yaml"))
+    assert code == 2 and err.startswith("invalid command line: --config:") and "does not exist" in err
     code, err = cli("check", "--stack", "prod", "--policy-config", str(tmp_path / "none.json"))
     assert code == 2 and err.startswith("invalid command line: --policy-config:")
     code, err = cli("simulate", "--stack", "prod", "--workload", "flower", "--trace", "step", "--duration", "0s")

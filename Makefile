@@ -8,7 +8,7 @@ GPUPLATFORM_CHARTS_DIR ?= $(if $(wildcard ../shared/charts/*.tgz),$(abspath ../s
 export GPUPLATFORM_CHARTS_DIR
 
 $(VENV)/.installed: requirements.txt pyproject.toml
-	@echo "first run: creating $(VENV) and installing the pinned dependencies (a minute or two)"
+	@echo "installing $(VENV) with the pinned dependencies (first run, or requirements changed: a minute or two)"
 	python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -r requirements.txt
@@ -19,7 +19,7 @@ $(VENV)/.installed: requirements.txt pyproject.toml
 # that build fresh virtualenvs (a consumer project, the policy pack) install from here, not from an index.
 WHEELHOUSE := $(VENV)/wheelhouse
 $(WHEELHOUSE)/.complete: $(VENV)/.installed
-	@echo "first run: collecting wheels into $(WHEELHOUSE) for the tests that build fresh virtualenvs (a minute or two)"
+	@echo "collecting wheels into $(WHEELHOUSE) for the tests that build fresh virtualenvs (first run: a minute or two)"
 	$(PY) -m pip wheel -q --wheel-dir $(WHEELHOUSE) -c requirements.txt . "setuptools>=77" pip
 	touch $@
 

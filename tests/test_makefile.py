@@ -45,7 +45,8 @@ def test_make_test_without_charts_says_how_to_get_them(tmp_path):
 
 def test_the_first_run_says_what_it_installs(tmp_path):
     out = dry_run(checkout_beside(tmp_path, charts=False), "test")
-    assert "first run: creating .venv" in out and "first run: collecting wheels" in out
+    assert "installing .venv with the pinned dependencies (first run" in out
+    assert "collecting wheels into .venv/wheelhouse" in out
 
 
 def fake_helm(tmp_path, fail: str = "") -> dict:

@@ -111,6 +111,8 @@ def test_flag_problems_are_not_called_stack_configuration(tmp_path):
     code, err = cli("simulate", "--stack", "prod", "--workload", "flower", "--trace", "step", "--duration", "0s")
     assert code == 2 and err.startswith("invalid command line (1 problem):\n  - --duration:")
     assert "stack configuration" not in err
+    code, err = cli("simulate", "--stack", "prod", "--workload", "nope", "--trace", "step")
+    assert code == 2 and err.startswith("invalid command line (1 problem):\n  - --workload: no workload named 'nope'")
 
 
 def test_stack_names_without_a_checkout_say_what_to_use_instead(monkeypatch, tmp_path):

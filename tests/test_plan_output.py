@@ -95,3 +95,15 @@ def test_every_price_names_its_basis_source_region_and_date(price):
     assert price.source.startswith("https://") and price.region
     assert re.fullmatch(r"\d{4}-\d{2}-\d{2}", price.retrieved)
     assert price.basis == "cited" or price.method, "an estimate says how it was derived"
+
+
+def test_a_project_plan_has_the_pool_summary_too(tmp_path, capsys):
+    from support import REPO
+
+    assert main(["plan", "--project", str(REPO / "examples" / "reuse"), "--out", str(tmp_path)]) == 0
+    text = capsys.readouterr().out
+    plan = json.loads((tmp_path / "plan.json").read_text())
+    assert [row["pool"] for row in plan["pools"]] == [row["pool"] for row in plan["capacity"]]
+    section = text.split("Node pools\n", 1)[1].split("\n\n", 1)[0]
+    assert all(row["pool"] in section for row in plan["pools"])
+    assert all(line.startswith("+ ") for line in tree_lines(text))

@@ -2,8 +2,13 @@
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STACK ?= dev
+# The upstream chart packages the render tests give to the real Helm engine: a directory named in the
+# environment, else ../shared/charts when it sits beside the checkout, else `make charts` fetches them into charts/.
+GPUPLATFORM_CHARTS_DIR ?= $(if $(wildcard ../shared/charts/*.tgz),$(abspath ../shared/charts),$(if $(wildcard charts/*.tgz),$(abspath charts)))
+export GPUPLATFORM_CHARTS_DIR
 
 $(VENV)/.installed: requirements.txt pyproject.toml
+	@echo "installing $(VENV) with the pinned dependencies (first run, or requirements changed: a minute or two)"
 	python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -r requirements.txt
@@ -14,6 +19,7 @@ $(VENV)/.installed: requirements.txt pyproject.toml
 # that build fresh virtualenvs (a consumer project, the policy pack) install from here, not from an index.
 WHEELHOUSE := $(VENV)/wheelhouse
 $(WHEELHOUSE)/.complete: $(VENV)/.installed
+	@echo "collecting wheels into $(WHEELHOUSE) for the tests that build fresh virtualenvs (first run: a minute or two)"
 	$(PY) -m pip wheel -q --wheel-dir $(WHEELHOUSE) -c requirements.txt . "setuptools>=77" pip
 	touch $@
 
@@ -22,12 +28,21 @@ install: $(VENV)/.installed $(WHEELHOUSE)/.complete
 plan: $(VENV)/.installed
 	$(VENV)/bin/gpuplatform plan --stack $(STACK) --out build/plan-$(STACK)
 
+# -rs: the reason of every skip (a missing tool or chart directory, and how to get it)
 test: $(VENV)/.installed $(WHEELHOUSE)/.complete
-	GPUPLATFORM_WHEELHOUSE=$(WHEELHOUSE) $(PY) -m pytest -n 2 -q
+	@echo "chart packages: $(or $(GPUPLATFORM_CHARTS_DIR),none (the Helm render tests skip; see make charts))"
+	GPUPLATFORM_WHEELHOUSE=$(WHEELHOUSE) $(PY) -m pytest -n 2 -rs
 
+# Fetch the pinned chart packages with `helm pull` (needs helm and network) into charts/.
+charts: $(VENV)/.installed
+	$(PY) -m gpuplatform.fetch_charts charts
+
+# Every benchmark runs even when one misses its target; the target fails at the end if any did.
+BENCHMARKS := synth check_manifests simulate
 bench: $(VENV)/.installed
-	$(PY) benchmarks/synth.py
-	$(PY) benchmarks/check_manifests.py
-	$(PY) benchmarks/simulate.py
+	@missed=""; for b in $(BENCHMARKS); do echo "== benchmarks/$$b.py"; \
+	  $(PY) benchmarks/$$b.py || missed="$$missed $$b"; done; \
+	if [ -n "$$missed" ]; then echo "target missed or benchmark failed:$$missed"; exit 1; fi; \
+	echo "every benchmark met its target"
 
-.PHONY: install plan test bench
+.PHONY: install plan test bench charts

@@ -40,10 +40,23 @@ class ChartVersion:
     """Date upstream stopped supporting this release (ISO). An end-of-life version is never chosen; it stays listed
     so the error names it."""
 
-    def supports(self, version: KubeMinor) -> bool:
-        return (self.end_of_life is None
-                and (self.min_kubernetes is None or version >= self.min_kubernetes)
+    def covers(self, version: KubeMinor) -> bool:
+        """Whether the Kubernetes minor is inside the range upstream states, supported still or not."""
+        return ((self.min_kubernetes is None or version >= self.min_kubernetes)
                 and (self.max_kubernetes is None or version <= self.max_kubernetes))
+
+    def supports(self, version: KubeMinor, allow_end_of_life: bool = False) -> bool:
+        """Chosen for a cluster of ``version``: inside the range, and supported upstream unless the stack opts in to
+        an end-of-life release (``settings.allowEndOfLifeCharts``)."""
+        return (self.end_of_life is None or allow_end_of_life) and self.covers(version)
+
+    def why_not(self, version: KubeMinor) -> str:
+        """Why this version is not chosen for a cluster of ``version`` (empty when it would be)."""
+        if not self.covers(version):
+            return f"{self.describe()}: not {minor_text(version)}"
+        if self.end_of_life is not None:
+            return f"{self.describe()}: covers {minor_text(version)} but gets no fixes since {self.end_of_life}"
+        return ""
 
     def describe(self) -> str:
         lo = minor_text(self.min_kubernetes) if self.min_kubernetes else None
@@ -67,9 +80,14 @@ class Chart:
         """The newest pinned version."""
         return self.versions[0].version
 
-    def for_kubernetes(self, version: KubeMinor) -> Optional[ChartVersion]:
-        """The newest pinned version that supports the Kubernetes minor ``version``; None when none does."""
-        return next((v for v in self.versions if v.supports(version)), None)
+    def for_kubernetes(self, version: KubeMinor, allow_end_of_life: bool = False) -> Optional[ChartVersion]:
+        """The newest pinned version that supports the Kubernetes minor ``version``; None when none does.
+        ``allow_end_of_life``: an end-of-life pin counts as supporting the range it covers."""
+        return next((v for v in self.versions if v.supports(version, allow_end_of_life)), None)
+
+    @property
+    def has_end_of_life_pin(self) -> bool:
+        return any(v.end_of_life for v in self.versions)
 
     def supported_text(self) -> str:
         return ", ".join(v.describe() for v in self.versions)

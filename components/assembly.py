@@ -28,9 +28,11 @@ def parse_section(model: Any, raw: Any, path: str):
 
 
 def settings(environment: str = "dev", protect: Optional[bool] = None, allow_public_endpoints: bool = False,
-             namespace: str = "inference", root_namespace: Optional[str] = None) -> Settings:
+             namespace: str = "inference", root_namespace: Optional[str] = None,
+             allow_end_of_life_charts: Optional[list[str]] = None) -> Settings:
     return Settings(environment=environment, protect=protect, allow_public_endpoints=allow_public_endpoints,
-                    namespace=namespace, root_namespace=root_namespace, create_namespace=False)
+                    namespace=namespace, root_namespace=root_namespace, create_namespace=False,
+                    allow_end_of_life_charts=allow_end_of_life_charts or [])
 
 
 class ComposedConfig(PlatformConfig):

@@ -48,6 +48,9 @@ class GpuClusterArgs(TypedDict):
     true in ``prod``, false elsewhere."""
     allow_public_endpoints: NotRequired[bool]
     """Whether services on this cluster may be exposed as Internet-facing LoadBalancers. Default false."""
+    allow_end_of_life_charts: NotRequired[list[str]]
+    """Charts (e.g. ``["cert-manager"]``) whose end-of-life pinned version the components on this cluster may
+    install when no supported pin covers its Kubernetes version. Default none."""
     addons: NotRequired[list[str]]
     """ACK add-ons (names from ``catalogs/ack.py``) to install besides the ones the components need, which they
     install themselves (managed Prometheus for ARMS monitoring, the GPU sharing installer for cGPU and MIG pools,
@@ -119,7 +122,8 @@ class GpuCluster(pulumi.ComponentResource):
         try:
             cluster = assembly.parse_section(ClusterSpec, args["cluster"], "cluster")
             self.settings = assembly.settings(args.get("environment", "dev"), args.get("protect"),
-                                              args.get("allow_public_endpoints", False))
+                                              args.get("allow_public_endpoints", False),
+                                              allow_end_of_life_charts=list(args.get("allow_end_of_life_charts") or []))
             self.spec = cluster
             issues = _validate(self.view(), areas=("cluster",), installs_charts=False)
             if issues:

@@ -65,6 +65,11 @@ class Settings(Model):
     ``restricted`` (warn, audit): Pod Security labels apply to a whole namespace, so root pods never lower the
     level of the others. Default ``<namespace>-root``."""
 
+    allow_end_of_life_charts: list[str] = Field(default_factory=list)
+    """Charts (by name, e.g. ``cert-manager``) whose end-of-life pinned version the stack may install when no
+    supported pin covers its Kubernetes version: an explicit opt-in to a release that gets no more security fixes
+    upstream (catalogs/versions.py names the date). Default none."""
+
     @property
     def root_namespace_name(self) -> str:
         return self.root_namespace or f"{self.namespace}-root"

@@ -92,7 +92,8 @@ def mig_manager_config(pools: list[PoolFacts]) -> dict:
 
 
 def release(name: str, release_key: str, values: dict, overrides: dict, opts: pulumi.ResourceOptions,
-            namespace: Optional[str] = None, *, kubernetes: KubeMinor) -> k8s.helm.v3.Release:
+            namespace: Optional[str] = None, *, kubernetes: KubeMinor,
+            allow_end_of_life: tuple[str, ...] = ()) -> k8s.helm.v3.Release:
     """A pinned Helm release from the versions catalog, at the newest pinned version that supports the cluster's
     Kubernetes minor, with the user's ``helmValues`` merged over ours. Namespaces are created by the caller (with
     their Pod Security labels), never by Helm. The timeout is explicit (pulumi-kubernetes' default is 300 s per
@@ -102,7 +103,7 @@ def release(name: str, release_key: str, values: dict, overrides: dict, opts: pu
         source = {"chart": f"{c.repository}/{c.name}"}
     else:
         source = {"chart": c.name, "repository_opts": {"repo": c.repository}}
-    return k8s.helm.v3.Release(name, name=c.release, version=chart_version(release_key, kubernetes),
+    return k8s.helm.v3.Release(name, name=c.release, version=chart_version(release_key, kubernetes, allow_end_of_life),
                                namespace=namespace or c.namespace, values=deep_merge(values, overrides),
                                timeout=HELM_RELEASE_TIMEOUT_SECONDS[release_key], opts=opts, **source)
 

@@ -271,7 +271,7 @@ def _checked(name: str, args: InferenceServiceArgs):
     raise_for(problems)
     mon = monitoring.spec if monitoring else None
     cfg = cluster.view([pool.spec], mon, [s.workload for s in others] + [workload], namespace=namespace)
-    issues = _validate(cfg, areas=("workloads", "stack"))
+    issues = _validate(cfg, areas=("workloads", "stack"), checked_workloads=len(others))
     if monitoring is not None:
         issues += [ConfigIssue(f"workloads[{len(others)}].{path}", msg) for path, msg in metric_contract(
             workload, mon, monitoring.served, monitoring.label, monitoring.keda_installed)]

@@ -174,6 +174,12 @@ def check_kubernetes_validity(cfg, facts, out) -> None:
     hosts: dict[tuple, str] = {}
     for i, w in enumerate(cfg.workloads):
         p = f"workloads[{i}]"
+        if i < getattr(out, "checked_workloads", 0):
+            ing = w.exposure.ingress
+            for host in ([ing.host] if ing is not None and ing.host is not None else []) + \
+                    [r.host for r in (ing.routes if ing is not None else [])]:
+                hosts.setdefault((ing.class_name, host), w.name)
+            continue
         _add(out, f"{p}.resources.cpu", quantity(w.resources.cpu, "cpu"))
         _add(out, f"{p}.resources.memory", quantity(w.resources.memory, "memory"))
         for key in w.env:

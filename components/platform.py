@@ -71,6 +71,7 @@ class GpuPlatform(pulumi.ComponentResource):
             "cluster": cfg.cluster.model_dump(by_alias=True, exclude_none=True), "environment": s.environment,
             **({"protect": s.protect} if s.protect is not None else {}),
             "allow_public_endpoints": s.allow_public_endpoints,
+            **({"allow_end_of_life_charts": list(s.allow_end_of_life_charts)} if s.allow_end_of_life_charts else {}),
             **({"kubeconfig": pulumi.Output.secret(cfg.kubeconfig.get_secret_value())} if cfg.kubeconfig else {})},
             opts=child)
         self.pools = {p.name: GpuNodePool(f"{name}-{p.name}", {

@@ -184,9 +184,11 @@ class PoolFacts:
     def unplaced(self, workloads: list) -> dict[str, int]:
         """Replicas of each workload (at its most replicas) that the pool at its largest cannot place: GPU units
         bin-packed per card, CPU and memory per node (see :func:`catalogs.capacity.pack`)."""
-        replicas = [capacity.Replica(w.name, to_request(w.gpu), _amount(w.resources.cpu), _amount(w.resources.memory),
-                                     resource=self.resource_for(w.gpu) or "")
-                    for w in workloads for _ in range(w.replica_ceiling)]
+        # one frozen Replica per workload, repeated: its quantities are parsed once, not once per replica
+        replicas = [replica for w in workloads
+                    for replica in [capacity.Replica(w.name, to_request(w.gpu), _amount(w.resources.cpu),
+                                                     _amount(w.resources.memory),
+                                                     resource=self.resource_for(w.gpu) or "")] * w.replica_ceiling]
         return capacity.pack(self.mode, self.model, self.gpus_per_node, self.max_nodes, replicas,
                              vcpus=self.vcpus, memory_bytes=self.memory_gib * 2 ** 30 if self.memory_gib else None,
                              mig_profile=self.mig_profile,

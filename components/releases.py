@@ -55,11 +55,12 @@ WHY: dict[str, str] = {
 """Why a stack installs each chart, for error messages."""
 
 
-def chart_version(release_key: str, kubernetes: KubeMinor) -> str:
-    """The pinned version a cluster of ``kubernetes`` gets: the newest that supports it. Config validation rejects
-    a stack no pinned version supports before anything is registered."""
+def chart_version(release_key: str, kubernetes: KubeMinor, allow_end_of_life: tuple[str, ...] = ()) -> str:
+    """The pinned version a cluster of ``kubernetes`` gets: the newest that supports it (an end-of-life pin only
+    for the charts named in ``allow_end_of_life``). Config validation rejects a stack no pinned version supports
+    before anything is registered."""
     c = chart(release_key)
-    chosen = c.for_kubernetes(kubernetes)
+    chosen = c.for_kubernetes(kubernetes, c.name in allow_end_of_life)
     if chosen is None:
         raise ValueError(f"no pinned {c.name} version supports Kubernetes {kubernetes[0]}.{kubernetes[1]}; "
                          f"pinned: {c.supported_text()}")
@@ -70,7 +71,9 @@ def allowed_minors(cfg: PlatformConfig) -> list[KubeMinor]:
     """Kubernetes minors the package and every chart the stack installs support."""
     lo, hi = KUBERNETES_SUPPORTED
     charts = [chart(key) for key in chart_releases(cfg)]
-    return [(lo[0], m) for m in range(lo[1], hi[1] + 1) if all(c.for_kubernetes((lo[0], m)) for c in charts)]
+    eol = cfg.settings.allow_end_of_life_charts
+    return [(lo[0], m) for m in range(lo[1], hi[1] + 1)
+            if all(c.for_kubernetes((lo[0], m), c.name in eol) for c in charts)]
 
 
 def spans_text(minors: list[KubeMinor]) -> str:

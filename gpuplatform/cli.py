@@ -11,6 +11,17 @@ DEFAULT_STACK = "dev"
 EXIT_CONFIG = 2
 
 
+class UsageError(Exception):
+    """A problem with the command line itself (a flag, or a file a flag names), not with a stack's settings."""
+
+    def __init__(self, flag: str, message: str):
+        self.flag, self.message = flag, message
+        super().__init__(self.render())
+
+    def render(self) -> str:
+        return f"invalid command line: {self.flag}: {self.message}"
+
+
 def stack_file(args) -> tuple[Path, str]:
     if args.config:
         path = Path(args.config)
@@ -37,13 +48,19 @@ def _project_config(args):
 
 
 def _load_raw(args) -> tuple[dict, str]:
-    from gpuplatform.components.errors import ConfigError, ConfigIssue
     from gpuplatform.components.stack_config import namespace_from_stack_file
 
     path, stack = stack_file(args)
     if not path.exists():
+        if args.config:
+            raise UsageError("--config", f"{str(path)!r} does not exist; allowed: a stack file (Pulumi.<stack>.yaml)")
         known = sorted(p.stem.removeprefix("Pulumi.") for p in STACKS_DIR.glob("Pulumi.*.yaml"))
-        raise ConfigError([ConfigIssue("(stack)", f"{str(path)!r} does not exist; stacks: {', '.join(known)}")])
+        if known:
+            raise UsageError("--stack", f"{stack!r}: {str(path)!r} does not exist; stacks: {', '.join(known)}")
+        # an installed package has no stacks/ of its own: only a checkout of the repository does
+        raise UsageError("--stack", f"{stack!r}: no stack files here ({str(STACKS_DIR)!r} does not exist or holds "
+                         "no Pulumi.<stack>.yaml: --stack names the stacks of a gpu-platform checkout); allowed: "
+                         "--config FILE for a stack file, or --project DIR with --stack for your own Pulumi project")
     return namespace_from_stack_file(path), stack
 
 
@@ -53,10 +70,7 @@ def cmd_plan(args) -> int:
 
         return run_project_plan(args.project, args.stack or DEFAULT_STACK, args.out)
     if args.config and args.stack:
-        from gpuplatform.components.errors import ConfigError, ConfigIssue
-
-        raise ConfigError([ConfigIssue("--stack", "given with --config, which names the stack file itself; "
-                                       "allowed: one of them")])
+        raise UsageError("--stack", "given with --config, which names the stack file itself; allowed: one of them")
     from gpuplatform.plan import run_plan
 
     raw, stack = _load_raw(args)
@@ -130,16 +144,14 @@ def cmd_check(args) -> int:
 def _policy_config(path: Optional[str]) -> Optional[dict]:
     if not path:
         return None
-    from gpuplatform.components.errors import ConfigError, ConfigIssue
-
     try:
         data = json.loads(Path(path).read_text())
     except OSError as exc:
-        raise ConfigError([ConfigIssue("--policy-config", f"{path!r}: {exc.strerror}")]) from None
+        raise UsageError("--policy-config", f"{path!r}: {exc.strerror}") from None
     except json.JSONDecodeError as exc:
-        raise ConfigError([ConfigIssue("--policy-config", f"{path!r} line {exc.lineno}: {exc.msg}")]) from None
+        raise UsageError("--policy-config", f"{path!r} line {exc.lineno}: {exc.msg}") from None
     if not isinstance(data, dict):
-        raise ConfigError([ConfigIssue("--policy-config", f"{path!r} must hold a JSON object")])
+        raise UsageError("--policy-config", f"{path!r} must hold a JSON object")
     return data
 
 
@@ -220,6 +232,9 @@ def main(argv: Optional[list[str]] = None) -> int:
     args = parser().parse_args(argv)
     try:
         return args.func(args)
+    except UsageError as exc:
+        sys.stderr.write(exc.render() + "\n")
+        return EXIT_CONFIG
     except Exception as exc:
         # the check path must not import the components (pulumi_kubernetes, pydantic: most of a second), so the
         # error class is looked up only once one is raised

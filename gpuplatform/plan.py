@@ -7,6 +7,8 @@ from typing import Any, TextIO
 import yaml
 
 from gpuplatform.catalogs.metrics import METRICS, is_windowed
+from gpuplatform.catalogs.prices import CURRENCY, HOURS_PER_MONTH, list_price
+from gpuplatform.components.errors import counted
 from gpuplatform.components.config import SECRET_KEYS, PlatformConfig, duration_seconds
 from gpuplatform.components.metric_sources import source_for
 from gpuplatform.components.pools import all_pool_facts
@@ -37,11 +39,34 @@ def ordered(records: list[RegisteredResource]) -> list[tuple[int, RegisteredReso
 
 
 def tree_text(records: list[RegisteredResource]) -> str:
+    """The resource tree as ``pulumi preview`` draws it: ``+`` for a create (an offline plan creates everything),
+    children under their parent with ``├─``/``└─``."""
+    rows = ordered(records)
     lines = []
-    for depth, r in ordered(records):
+    for i, (depth, r) in enumerate(rows):
+        guides = ""
+        for level in range(depth):
+            last = _last_at(rows, i, level + 1)
+            if level == depth - 1:
+                guides += "└─ " if last else "├─ "
+            else:
+                guides += "   " if last else "│  "
         flags = " [protect]" if r.protect else ""
-        lines.append(f"{'  ' * depth}{'+' if not r.custom else '-'} {r.name}  ({r.type}){flags}")
+        lines.append(f"+ {guides}{r.name}  ({r.type}){flags}")
     return "\n".join(lines)
+
+
+def _last_at(rows: list[tuple[int, RegisteredResource]], i: int, depth: int) -> bool:
+    """Whether the ancestor of row ``i`` at ``depth`` (or the row itself) is the last child of its parent."""
+    k = i
+    while rows[k][0] > depth:
+        k -= 1
+    for later, _ in rows[k + 1:]:
+        if later < depth:
+            return True
+        if later == depth:
+            return False
+    return True
 
 
 def capacity_rows(cfg: PlatformConfig) -> list[dict]:
@@ -68,6 +93,68 @@ def capacity_rows(cfg: PlatformConfig) -> list[dict]:
                           for w in workloads],
         })
     return rows
+
+
+def pool_rows(cfg: PlatformConfig) -> list[dict]:
+    """Per pool: what it runs on, how many nodes and GPUs it keeps at its least and most, and what that costs
+    per hour and per month at list price (catalogs/prices.py)."""
+    facts = all_pool_facts(cfg)
+    rows = []
+    for pool in cfg.node_pools:
+        f = facts.get(pool.name)
+        low, high = (pool.min_nodes, pool.max_nodes) if pool.autoscaling else (pool.desired_nodes or 0,) * 2
+        gpus = f.gpus_per_node if f else 0
+        rows.append({"pool": pool.name, "instanceTypes": list(pool.instance_types),
+                     "region": getattr(cfg.cluster, "region", None), "minNodes": low, "maxNodes": high,
+                     "gpuModel": f.model.name if f else None, "gpusPerNode": gpus, "gpusAtMin": low * gpus,
+                     "gpusAtMax": high * gpus, "cost": pool_cost(cfg, pool.instance_types, low, high)})
+    return rows
+
+
+def pool_cost(cfg: PlatformConfig, instance_types: list[str], low: int, high: int) -> dict:
+    """Hourly and monthly cost at the least and most nodes. With several instance types the autoscaler may start
+    any of them: the least is priced with the cheapest, the most with the dearest."""
+    if not cfg.is_ack:
+        return {"known": False, "reason": "the cluster's nodes exist already; this stack buys none"}
+    prices = [list_price(t) for t in instance_types]
+    missing = [t for t, p in zip(instance_types, prices) if p is None]
+    if missing or not prices:
+        return {"known": False, "reason": f"no list price in catalogs/prices.py for {', '.join(missing) or 'the pool'}"}
+    cheapest, dearest = min(p.per_hour for p in prices), max(p.per_hour for p in prices)
+    return {"known": True, "currency": CURRENCY, "hoursPerMonth": HOURS_PER_MONTH,
+            "hourlyAtMin": round(low * cheapest, 2), "hourlyAtMax": round(high * dearest, 2),
+            "monthlyAtMin": round(low * cheapest * HOURS_PER_MONTH, 2),
+            "monthlyAtMax": round(high * dearest * HOURS_PER_MONTH, 2),
+            "estimate": any(p.basis == "estimate" for p in prices),
+            "prices": [{"instanceType": p.instance_type, "perHour": p.per_hour, "basis": p.basis,
+                        "region": p.region, "retrieved": p.retrieved, "source": p.source,
+                        **({"method": p.method} if p.method else {})} for p in prices]}
+
+
+def pools_text(rows: list[dict]) -> str:
+    table = [["POOL", "INSTANCE TYPES", "REGION", "NODES MIN-MAX", "GPUS MIN-MAX", "PER HOUR MIN-MAX",
+              "PER MONTH MIN-MAX"]]
+    notes: dict[str, str] = {}
+    for r in rows:
+        c = r["cost"]
+        if c["known"]:
+            mark = " (estimate)" if c["estimate"] else ""
+            hourly = f"${c['hourlyAtMin']:,.2f}-${c['hourlyAtMax']:,.2f}{mark}"
+            monthly = f"${c['monthlyAtMin']:,.0f}-${c['monthlyAtMax']:,.0f}{mark}"
+            for p in c["prices"]:
+                notes[p["instanceType"]] = (f"  {p['instanceType']}: ${p['perHour']:,.2f}/h, {p['basis']}, "
+                                            f"{p['region']}, read {p['retrieved']}, {p['source']}"
+                                            + (f"\n    ({p['method']})" if p.get("method") else ""))
+        else:
+            hourly, monthly = "unknown", ""
+            notes[r["pool"]] = f"  {r['pool']}: cost unknown: {c['reason']}"
+        table.append([r["pool"], ", ".join(r["instanceTypes"]) or "(existing nodes)", r["region"] or "-",
+                      f"{r['minNodes']}-{r['maxNodes']}",
+                      f"{r['gpusAtMin']}-{r['gpusAtMax']} x {r['gpuModel']}" if r["gpuModel"] else "-",
+                      hourly, monthly])
+    basis = (f"{CURRENCY} list prices, pay-as-you-go compute only, {HOURS_PER_MONTH} h a month; "
+             "prices and their sources: catalogs/prices.py")
+    return _table(table) + "\n" + basis + ("\n" + "\n".join(notes.values()) if notes else "")
 
 
 def latency_rows(cfg: PlatformConfig) -> list[dict]:
@@ -123,7 +210,7 @@ def capacity_text(rows: list[dict]) -> str:
     for r in rows:
         for k, res in enumerate(r["resources"]):
             first = [r["pool"], r["gpu"], r["sharing"]] if k == 0 else ["", "", ""]
-            table.append(first + [res["resource"], f"{res['unitsPerNode']} {res['unit']}",
+            table.append(first + [res["resource"], counted(res['unitsPerNode'], res['unit']),
                                   r["maxNodes"] if k == 0 else "", res["unitsAtMax"]])
     fits = [["WORKLOAD", "POOL", "RESOURCE", "REPLICAS/NODE", "REPLICAS AT MAX", "maxReplicas"]]
     for r in rows:
@@ -205,12 +292,48 @@ def write_records(out_dir: Path, stack: str, records: list[RegisteredResource], 
 
 def write_plan(out_dir: Path, stack: str, records: list[RegisteredResource], cfg: PlatformConfig,
                secrets: set[str]) -> None:
-    write_records(out_dir, stack, records, secrets, capacity=capacity_rows(cfg), metricLatency=latency_rows(cfg))
+    write_records(out_dir, stack, records, secrets, pools=pool_rows(cfg), capacity=capacity_rows(cfg),
+                  metricLatency=latency_rows(cfg))
+
+
+def file_warnings(cfg: PlatformConfig) -> list[str]:
+    """Files the stack names that ``pulumi up`` will read: each one that is not on this machine, said loudly,
+    since the plan cannot check it. The kubernetes provider takes ``kubeconfig`` as "the contents of a kubeconfig
+    file or the path to a kubeconfig file" (pulumi-kubernetes ``Provider`` args), and the program hands it the
+    path, which is read where ``pulumi`` runs."""
+    import os
+
+    path = getattr(cfg.cluster, "kubeconfig_path", None)
+    if not path or os.path.isfile(os.path.expanduser(path)):
+        return []
+    return [f"WARNING: cluster.kubeconfigPath {path!r} does not exist here, so this plan could not check it; "
+            "`pulumi up` fails unless it runs where that file exists (or set the secret gpu-platform:kubeconfig)"]
+
+
+def end_of_life_warnings(cfg: PlatformConfig) -> list[str]:
+    """A chart installed at an end-of-life pin (``settings.allowEndOfLifeCharts``) is said on every plan, so the
+    opt-in is not forgotten once the cluster could take a supported one."""
+    from gpuplatform.catalogs.versions import chart
+    from gpuplatform.components.releases import chart_releases
+    from gpuplatform.components.validation import kubernetes_version
+
+    version = kubernetes_version(cfg)
+    out = []
+    for key in chart_releases(cfg) if version else []:
+        c = chart(key)
+        chosen = c.for_kubernetes(version, c.name in cfg.settings.allow_end_of_life_charts)
+        if chosen is not None and chosen.end_of_life:
+            out.append(f"WARNING: {c.name} {chosen.version} is end of life upstream since {chosen.end_of_life} "
+                       f"(chosen through settings.allowEndOfLifeCharts); upgrade the cluster to a Kubernetes version "
+                       f"a supported pin covers: {c.supported_text()}")
+    return out
 
 
 def run_plan(raw: dict[str, Any], stack: str, out_dir: str | None, fmt: str, out: TextIO | None = None) -> int:
     out = out or sys.stdout
     cfg = load(raw)  # ConfigError propagates to the CLI (exit 2) before anything is registered
+    for warning in file_warnings(cfg) + end_of_life_warnings(cfg):
+        sys.stderr.write(warning + "\n")
     records = synthesize(stack_config_from_namespace(raw), stack=stack)
     secrets = {str(raw[k]) for k in SECRET_KEYS if raw.get(k)} | OFFLINE_SECRETS
     if out_dir:
@@ -219,10 +342,12 @@ def run_plan(raw: dict[str, Any], stack: str, out_dir: str | None, fmt: str, out
         json.dump({"stack": stack, "resourceCount": len(records),
                    "tree": [{"depth": d, "type": r.type, "name": r.name, "protect": r.protect}
                             for d, r in ordered(records)],
-                   "capacity": capacity_rows(cfg), "metricLatency": latency_rows(cfg)}, out, indent=2)
+                   "pools": pool_rows(cfg), "capacity": capacity_rows(cfg), "metricLatency": latency_rows(cfg)},
+                  out, indent=2)
         out.write("\n")
     else:
         out.write(f"Stack {stack}: {len(records)} resources\n\n{tree_text(records)}\n\n")
+        out.write(f"Node pools\n{pools_text(pool_rows(cfg))}\n\n")
         out.write(f"GPU capacity\n{capacity_text(capacity_rows(cfg))}\n\n")
         out.write(f"Metric latency (change on the GPU -> HPA sees it; simulated step: gpuplatform simulate "
                   f"--trace step)\n{latency_text(latency_rows(cfg))}\n")

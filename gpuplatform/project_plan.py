@@ -17,7 +17,7 @@ from typing import Any, TextIO
 
 import yaml
 
-from gpuplatform.components.errors import ConfigError, ConfigIssue
+from gpuplatform.components.errors import CommandLineIssue, ConfigError, ConfigIssue
 from gpuplatform.components.stack_config import SECRET_PLACEHOLDER, is_secure
 
 
@@ -25,9 +25,9 @@ def _read_yaml(path: Path, what: str) -> dict:
     try:
         doc = yaml.safe_load(path.read_text()) or {}
     except (OSError, yaml.YAMLError) as exc:
-        raise ConfigError([ConfigIssue("(project)", f"cannot read {what} {path}: {exc}")]) from None
+        raise ConfigError([CommandLineIssue("--project", f"cannot read {what} {path}: {exc}")]) from None
     if not isinstance(doc, dict):
-        raise ConfigError([ConfigIssue("(project)", f"{path} is not a {what}: expected a mapping")])
+        raise ConfigError([CommandLineIssue("--project", f"{path} is not a {what}: expected a mapping")])
     return doc
 
 
@@ -35,7 +35,7 @@ def project_config(project_dir: Path, stack: str) -> tuple[str, Path, dict[str, 
     """(project name, program folder, config with full keys, secret keys) of a Pulumi project and stack."""
     manifest = project_dir / "Pulumi.yaml"
     if not manifest.is_file():
-        raise ConfigError([ConfigIssue("(project)", f"{str(project_dir)!r} has no Pulumi.yaml; allowed: the folder "
+        raise ConfigError([CommandLineIssue("--project", f"{str(project_dir)!r} has no Pulumi.yaml; allowed: the folder "
                                        "of a Pulumi project")])
     project = _read_yaml(manifest, "project file")
     name = str(project.get("name") or project_dir.name)
@@ -75,7 +75,7 @@ def synthesize_project(project_dir: str, stack: str):
     name, main, config, secret_keys = project_config(Path(project_dir).resolve(), stack)
     entry = main / "__main__.py"
     if not entry.is_file():
-        raise ConfigError([ConfigIssue("(project)", f"{str(entry)!r} does not exist; a Python project's program "
+        raise ConfigError([CommandLineIssue("--project", f"{str(entry)!r} does not exist; a Python project's program "
                                        "is the __main__.py of its main folder")])
 
     def program() -> None:
@@ -106,7 +106,7 @@ def one_view(views: list, project_dir: str):
     if len(views) == 1:
         return views[0]
     what = "no GpuCluster" if not views else f"{len(views)} GpuClusters"
-    raise ConfigError([ConfigIssue("(project)", f"{project_dir}: the program builds {what}; allowed: exactly one "
+    raise ConfigError([CommandLineIssue("--project", f"{project_dir}: the program builds {what}; allowed: exactly one "
                                    "(simulate and verify work on one cluster)")])
 
 
@@ -119,17 +119,21 @@ def unmanaged_namespaces(records, views) -> list[str]:
 
 
 def run_project_plan(project_dir: str, stack: str, out_dir: str | None, out: TextIO | None = None) -> int:
-    from gpuplatform.plan import capacity_rows, capacity_text, latency_rows, latency_text, tree_text, write_records
+    from gpuplatform.plan import (capacity_rows, capacity_text, latency_rows, latency_text, pool_rows, pools_text,
+                                  tree_text, write_records)
     from gpuplatform.synth import OFFLINE_SECRETS
 
     out = out or sys.stdout
     name, records, views = synthesize_project(project_dir, stack)
+    pools = [row for cfg in views for row in pool_rows(cfg)]
     capacity = [row for cfg in views for row in capacity_rows(cfg)]
     latency = [row for cfg in views for row in latency_rows(cfg)]
     if out_dir:
-        write_records(Path(out_dir), stack, records, {SECRET_PLACEHOLDER} | OFFLINE_SECRETS, capacity=capacity,
-                      metricLatency=latency)
+        write_records(Path(out_dir), stack, records, {SECRET_PLACEHOLDER} | OFFLINE_SECRETS, pools=pools,
+                      capacity=capacity, metricLatency=latency)
     out.write(f"Project {name}, stack {stack}: {len(records)} resources\n\n{tree_text(records)}\n")
+    if pools:
+        out.write(f"\nNode pools\n{pools_text(pools)}\n")
     if capacity:
         out.write(f"\nGPU capacity\n{capacity_text(capacity)}\n")
         out.write(f"\nMetric latency (change on the GPU -> HPA sees it; simulated step: gpuplatform simulate "

@@ -4,7 +4,7 @@ from dataclasses import replace
 from typing import Optional
 
 from gpuplatform.components.config import PlatformConfig, Workload
-from gpuplatform.components.errors import fmt
+from gpuplatform.components.errors import counted, fmt, listing
 from gpuplatform.components.pools import PoolFacts
 from gpuplatform.components.validation.common import _Issues
 
@@ -83,13 +83,34 @@ def check_pool_totals(cfg: PlatformConfig, facts: dict[str, PoolFacts], out: _Is
         missing = {name: n for name, n in f.unplaced(ws).items() if n}
         if not missing:
             continue
-        enough = next((n for n in range(f.max_nodes + 1, f.max_nodes + sum(w.replica_ceiling for w in ws) + 1)
-                       if not any(replace(f, max_nodes=n).unplaced(ws).values())), None)
-        names = ", ".join(f"{w.name} ({w.replica_ceiling})" for w in ws)
-        pending = ", ".join(f"{n} of {name}" for name, n in missing.items())
-        out.add(f"nodePools[{i}].maxNodes", f"{f.max_nodes} nodes cannot hold {names} at their most replicas "
+        enough = _fewest_nodes(f, ws)
+        names = listing(f"{w.name} ({w.replica_ceiling})" for w in ws)
+        held = names if len(ws) <= 3 else f"{len(ws)} workloads ({names})"
+        pending = listing(f"{n} of {name}" for name, n in missing.items())
+        if len(missing) > 3:
+            pending = f"{sum(missing.values())} replicas of {len(missing)} workloads ({pending})"
+        out.add(f"nodePools[{i}].maxNodes", f"{f.max_nodes} nodes cannot hold {held} at their most replicas "
                 f"together: {pending} would stay Pending ({_packing(f)}); allowed: "
                 f"{f'>= {enough}' if enough else 'more nodes'}, or lower the workloads' replicas")
+
+
+def _fewest_nodes(f: PoolFacts, ws: list[Workload]) -> Optional[int]:
+    """The fewest nodes that hold every replica, or None when no count up to one node per replica does. More
+    nodes never place fewer replicas, so the count is found by bisection: hundreds of workloads need hundreds of
+    nodes, and each try packs every replica."""
+    def fits(n: int) -> bool:
+        return not any(replace(f, max_nodes=n).unplaced(ws).values())
+
+    low, high = f.max_nodes + 1, f.max_nodes + sum(w.replica_ceiling for w in ws)
+    if low > high or not fits(high):
+        return None
+    while low < high:
+        middle = (low + high) // 2
+        if fits(middle):
+            high = middle
+        else:
+            low = middle + 1
+    return low
 
 
 def _packing(f: PoolFacts) -> str:
@@ -98,4 +119,4 @@ def _packing(f: PoolFacts) -> str:
         return f"{f.model.reported_gib} GiB per {f.model.name} card, a replica's memory on one card; {per_node}"
     if f.mig_layout:
         return f"{', '.join(f'{n} {r}' for r, n in sorted(f.node_resources.items()))} per node; {per_node}"
-    return f"{f.units_per_node} {f.unit} per node; {per_node}"
+    return f"{counted(f.units_per_node, f.unit)} per node; {per_node}"

@@ -4,7 +4,7 @@ import ipaddress
 from typing import Any
 
 from gpuplatform.catalogs import ack
-from gpuplatform.catalogs.versions import KUBERNETES_SUPPORTED, chart, minor_text
+from gpuplatform.catalogs.versions import CHARTS, KUBERNETES_SUPPORTED, chart, minor_text
 from gpuplatform.components.config import PlatformConfig
 from gpuplatform.components.errors import fmt, one_of
 from gpuplatform.components.pools import PoolFacts
@@ -27,19 +27,32 @@ def check_cluster(cfg: PlatformConfig, facts: dict[str, PoolFacts], out: _Issues
 
 
 def check_chart_versions(cfg: PlatformConfig, facts: dict[str, PoolFacts], out: _Issues) -> None:
-    """Every chart the stack installs needs a pinned version whose upstream supports the cluster's minor."""
+    """Every chart the stack installs needs a pinned version whose upstream supports the cluster's minor; the
+    error says, per pin, why it was not chosen, and names the opt-in when an end-of-life pin would do."""
+    eol = cfg.settings.allow_end_of_life_charts
+    with_eol_pins = [c.name for c in CHARTS.values() if c.has_end_of_life_pin]
+    for j, name in enumerate(eol):
+        if name not in with_eol_pins:
+            out.add(f"settings.allowEndOfLifeCharts[{j}]", f"{fmt(name)} has no end-of-life pinned version to "
+                    f"allow; allowed: {one_of(with_eol_pins)}")
     version = kubernetes_version(cfg)
     if version is None or not KUBERNETES_SUPPORTED[0] <= version <= KUBERNETES_SUPPORTED[1]:
         return  # check_cluster reports it
-    unsupported = [key for key in chart_releases(cfg) if chart(key).for_kubernetes(version) is None]
+    unsupported = [key for key in chart_releases(cfg) if chart(key).for_kubernetes(version, chart(key).name in eol)
+                   is None]
     if not unsupported:
         return
     allowed = spans_text(allowed_minors(cfg))
     for key in unsupported:
         c = chart(key)
-        out.add("cluster.kubernetesVersion", f"{fmt(cfg.cluster.kubernetes_version)} is not supported by any pinned "
-                f"{c.name} chart (installed for {WHY[key]}): pinned {c.supported_text()}; allowed for this stack: "
-                f"{allowed}")
+        reasons = "; ".join(v.why_not(version) for v in c.versions)
+        way_out = ""
+        if any(v.covers(version) and v.end_of_life for v in c.versions):
+            way_out = (f", or opt in to the end-of-life pin with settings.allowEndOfLifeCharts: [{c.name}] "
+                       "(no upstream fixes: docs/helm.md)")
+        out.add("cluster.kubernetesVersion", f"{fmt(cfg.cluster.kubernetes_version)}: no pinned {c.name} chart "
+                f"(installed for {WHY[key]}) is chosen for {minor_text(version)}: {reasons}; allowed for this "
+                f"stack: {allowed}{way_out}")
 
 
 def _network(value: str):

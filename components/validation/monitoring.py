@@ -1,11 +1,10 @@
 """Rules of the monitoring settings: backend, exporter and adapter for the cluster kind, adoption of an installed
 adapter, and intervals that keep the series continuous."""
-import re
 
 from gpuplatform.components.config import PlatformConfig, duration_seconds
 from gpuplatform.components.errors import fmt
 from gpuplatform.components.pools import PoolFacts
-from gpuplatform.components.validation.common import _Issues
+from gpuplatform.components.validation.common import _Issues, url_problem
 
 
 def check_monitoring(cfg: PlatformConfig, facts: dict[str, PoolFacts], out: _Issues) -> None:
@@ -18,8 +17,9 @@ def check_monitoring(cfg: PlatformConfig, facts: dict[str, PoolFacts], out: _Iss
         if mon.adapter_kind == "ack-alibaba-cloud-metrics-adapter":
             out.add("monitoring.adapter", "'ack-alibaba-cloud-metrics-adapter' needs an ACK cluster; "
                     "allowed for cluster kind 'kubeconfig': prometheus-adapter")
-    if mon.prometheus_url is not None and not re.match(r"^https?://[^/\s:]+(:\d+)?(/\S*)?$", mon.prometheus_url):
-        out.add("monitoring.prometheusUrl", f"{fmt(mon.prometheus_url)} is not a Prometheus URL; allowed: "
+    problem = url_problem(mon.prometheus_url) if mon.prometheus_url is not None else None
+    if problem:
+        out.add("monitoring.prometheusUrl", f"{fmt(mon.prometheus_url)} is not a Prometheus URL: {problem}; allowed: "
                 "http(s)://host[:port][/path], e.g. http://ack-prometheus-operator-prometheus.monitoring.svc:9090")
     if mon.ack_guide_rules and mon.exporter != "ack":
         out.add("monitoring.ackGuideRules", f"true, but the guide's rules read the ACK GPU exporter and this stack "

@@ -1,9 +1,11 @@
 """Raw config -> typed config: pydantic's errors as :class:`ConfigIssue` s with the camelCase paths of the stack
 file."""
-from typing import Any
+import types
+from typing import Annotated, Any, Union, get_args, get_origin
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
+from gpuplatform.catalogs.gpus import close_matches
 from gpuplatform.components.config import SECRET_KEYS, PlatformConfig
 from gpuplatform.components.errors import ConfigError, ConfigIssue, fmt
 
@@ -27,6 +29,9 @@ def _pydantic_message(err: dict) -> str:
     if err["loc"][:1] and err["loc"][0] in SECRET_KEYS:
         return f"{msg} (value not shown: it is a secret)"
     if err["type"] == "extra_forbidden":
+        near = close_matches(str(err["loc"][-1]), allowed_keys(err["loc"][:-1]))
+        if near:
+            return f"unknown key (not a gpu-platform setting). Did you mean {', '.join(map(repr, near))}?"
         return "unknown key (not a gpu-platform setting; check the spelling against `gpuplatform schema`)"
     if err["type"] == "missing":
         return "required key is missing"
@@ -36,6 +41,39 @@ def _pydantic_message(err: dict) -> str:
     if isinstance(value, (dict, list)):
         return msg
     return f"{fmt(value)}: {msg}"
+
+
+def _expand(annotation) -> list:
+    """The types a value of ``annotation`` may have: Optional, unions and Annotated unwrapped."""
+    origin = get_origin(annotation)
+    if origin is Annotated:
+        return _expand(get_args(annotation)[0])
+    if origin is Union or origin is types.UnionType:
+        return [t for arg in get_args(annotation) for t in _expand(arg)]
+    return [annotation]
+
+
+def _step(annotation, item) -> list:
+    origin = get_origin(annotation)
+    if origin in (list, tuple, set, frozenset):
+        return _expand(get_args(annotation)[0]) if isinstance(item, int) else []
+    if origin is dict:
+        return _expand(get_args(annotation)[1])
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel) and isinstance(item, str):
+        for name, field in annotation.model_fields.items():
+            if item in (name, field.alias):
+                return _expand(field.annotation)
+        return [annotation]  # the tag of a tagged union, which pydantic inserts into the location
+    return []
+
+
+def allowed_keys(loc: tuple) -> list[str]:
+    """The keys the stack file may use at ``loc`` (a pydantic error location), as the stack file spells them."""
+    candidates = [PlatformConfig]
+    for item in loc:
+        candidates = [t for c in candidates for t in _step(c, item)]
+    return sorted({field.alias or name for c in candidates if isinstance(c, type) and issubclass(c, BaseModel)
+                   for name, field in c.model_fields.items()})
 
 
 def parse(raw: dict[str, Any]) -> PlatformConfig:

@@ -34,8 +34,13 @@ def check_workloads(cfg: PlatformConfig, facts: dict[str, PoolFacts], out: _Issu
     seen: dict[str, int] = {}
     for i, w in enumerate(cfg.workloads):
         p = f"workloads[{i}]"
+        if i < out.checked_workloads:
+            seen.setdefault(w.name, i)
+            continue
         check_workload_name(p, i, w, seen, out)
         f = facts.get(w.node_pool)
+        if f is not None and f.units_per_node == 0:
+            f = None  # the pool serves no GPU at all (an unknown MIG profile): its own issue says why
         for rule in WORKLOAD_RULES:
             rule(cfg, p, w, f, out)
 
@@ -67,17 +72,19 @@ RULES: tuple[Rule, ...] = (check_cluster, check_monitoring, check_chart_versions
 
 
 def validate(cfg: PlatformConfig, *, installs_charts: bool = True,
-             areas: Iterable[str] = tuple(AREAS)) -> list[ConfigIssue]:
+             areas: Iterable[str] = tuple(AREAS), checked_workloads: int = 0) -> list[ConfigIssue]:
     """Every issue of ``cfg``. ``installs_charts=False`` for a config that stands for a single reused service,
     which installs none of the platform's charts, so their Kubernetes ranges do not limit it. ``areas`` (keys of
     ``AREAS``) limits the run to the rules of those components, e.g. ``("workloads",)``; the rules still run in
-    the order of ``RULES``."""
+    the order of ``RULES``. ``checked_workloads``: how many leading workloads were validated before (see
+    ``_Issues.checked_workloads``)."""
     areas = tuple(areas)
     unknown = [a for a in areas if a not in AREAS]
     if unknown:
         raise ValueError(f"unknown validation area(s) {', '.join(map(repr, unknown))}; allowed: {', '.join(AREAS)}")
     chosen = {rule for area in areas for rule in AREAS[area]}
     out = _Issues()
+    out.checked_workloads = checked_workloads
     facts = all_pool_facts(cfg)
     for rule in RULES:
         if rule not in chosen or (rule is check_chart_versions and not installs_charts):

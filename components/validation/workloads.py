@@ -6,7 +6,7 @@ from typing import Optional
 from gpuplatform.catalogs.kubernetes import SECRET_ENV_PATTERN
 from gpuplatform.catalogs.mig import WHOLE_GPU
 from gpuplatform.components.config import PlatformConfig, Workload
-from gpuplatform.components.errors import fmt, one_of
+from gpuplatform.components.errors import counted, fmt, one_of
 from gpuplatform.components.pools import PoolFacts
 from gpuplatform.components.validation.common import _Issues, _suggest
 
@@ -129,5 +129,5 @@ def check_gpu_request(cfg: PlatformConfig, p: str, w: Workload, f: Optional[Pool
         have = f.units_for(g)
         unit = f.resource_for(g) if f.mig_layout else f.unit
         out.add(f"{p}.gpu.{field}", f"{value}: one replica needs more than a node of pool {fmt(f.name)} has "
-                f"({have} {unit} per node), so the pod would stay Pending; allowed: "
+                f"({counted(have, unit) if not f.mig_layout else f'{have} {unit}'} per node), so the pod would stay Pending; allowed: "
                 f"1..{have}, or a pool with larger nodes")

@@ -27,7 +27,7 @@ from gpuplatform.catalogs.metrics import METRICS, MetricSource, is_windowed
 from gpuplatform.catalogs.versions import prometheus_major
 from gpuplatform.components.adapter_rules import render_for_pods
 from gpuplatform.components.config import PlatformConfig, Workload, duration_seconds
-from gpuplatform.components.errors import ConfigError, ConfigIssue, one_of
+from gpuplatform.components.errors import CommandLineIssue, ConfigError, ConfigIssue, one_of
 from gpuplatform.components.metric_sources import source_for
 from gpuplatform.components.pools import all_pool_facts
 from gpuplatform.components.validation import hpa_api_version, kubernetes_version
@@ -51,13 +51,13 @@ KEDA_COOLDOWN_S = 300
 def find_workload(cfg: PlatformConfig, name: str) -> Workload:
     w = next((x for x in cfg.workloads if x.name == name), None)
     if w is None:
-        raise ConfigError([ConfigIssue("workloads", f"no workload named {name!r}; workloads: "
-                                                    f"{one_of(x.name for x in cfg.workloads)}")])
+        raise ConfigError([CommandLineIssue("--workload", f"no workload named {name!r}; workloads: "
+                                                          f"{one_of(x.name for x in cfg.workloads)}")])
     if w.fixed:
         scaled = [x.name for x in cfg.workloads if not x.fixed]
-        raise ConfigError([ConfigIssue("workloads", f"{name!r} runs a fixed number of replicas (no autoscaler), so "
-                                                    f"there is no loop to simulate; autoscaled workloads: "
-                                                    f"{one_of(scaled) if scaled else 'none'}")])
+        raise ConfigError([CommandLineIssue("--workload", f"{name!r} runs a fixed number of replicas (no "
+                                                          "autoscaler), so there is no loop to simulate; autoscaled "
+                                                          f"workloads: {one_of(scaled) if scaled else 'none'}")])
     return w
 
 

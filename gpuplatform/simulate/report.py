@@ -136,6 +136,8 @@ def table_text(r: Result, every_s: int = 60, swept: Optional[SweepResult] = None
     lines += ["  ".join(str(c).rjust(wd) for c, wd in zip(row, widths)) for row in rows]
     return "\n".join(lines) + "\n"
 
+PLOT_HINT = "needs matplotlib, which the plot extra installs: pip install 'gpu-platform[plot]'"
+
 
 def _where(at: dict) -> str:
     return ", ".join(f"{k} {v}" for k, v in at.items()) if at else "-"
@@ -148,7 +150,7 @@ def write_plot(r: Result, path: str) -> None:
         import matplotlib.pyplot as plt
         from matplotlib.ticker import MaxNLocator
     except ImportError:
-        raise ConfigError([ArgumentIssue("--plot", "needs matplotlib: pip install -r requirements.txt")]) from None
+        raise ConfigError([ArgumentIssue("--plot", PLOT_HINT)]) from None
     t = [e["t"] / 60 for e in r.timeline]
     summ = r.summary()
     fig, (ax1, ax2, ax3) = plt.subplots(3, 1, figsize=(12, 8.5), sharex=True, constrained_layout=True)

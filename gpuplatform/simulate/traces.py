@@ -29,6 +29,8 @@ STEP_AT_S = 300
 class ArgumentIssue(ConfigIssue):
     """A problem with a command-line argument or the file it names (not a stack key)."""
 
+    of_command_line = True
+
     def __str__(self) -> str:
         return f"{self.path}: {self.message}"
 

@@ -52,6 +52,32 @@ def _pod_ready(pod: k8s.V1Pod) -> bool:
     return any(c.type == "Ready" and c.status == "True" for c in conds)
 
 
+def kubeconfig_attempts(cfg: PlatformConfig, kubeconfig: Optional[str]) -> str:
+    """What ``build_api_client`` read, or would have read, and whether each file exists: a failed verify names
+    where it looked. Without a path the client reads ``$KUBECONFIG`` (paths joined by the OS path separator) or
+    ``~/.kube/config``, as fixed when the module is imported (kubernetes-client/python,
+    ``kubernetes/base/config/kube_config.py``: ``KUBE_CONFIG_DEFAULT_LOCATION``, ``KubeConfigMerger``)."""
+    from kubernetes.config import kube_config
+
+    def state(path: str) -> str:
+        full = os.path.expanduser(path)
+        return f"{path} ({'exists' if os.path.isfile(full) else 'does not exist'})"
+
+    if kubeconfig:
+        return f"--kubeconfig {state(kubeconfig)}"
+    stack_path = getattr(cfg.cluster, "kubeconfig_path", None)
+    if stack_path:
+        return f"the stack's cluster.kubeconfigPath {state(stack_path)}"
+    default = kube_config.KUBE_CONFIG_DEFAULT_LOCATION
+    if os.environ.get("KUBECONFIG"):
+        paths = [p for p in default.split(kube_config.ENV_KUBECONFIG_PATH_SEPARATOR) if p]
+        tried = f"$KUBECONFIG: {', '.join(map(state, paths)) or '(empty)'}"
+    else:
+        tried = f"no --kubeconfig, no $KUBECONFIG, the default {state(default)}"
+    pod = "set" if os.environ.get("KUBERNETES_SERVICE_HOST") else "not set"
+    return f"{tried}; in-cluster service account: KUBERNETES_SERVICE_HOST {pod}"
+
+
 def build_api_client(cfg: PlatformConfig, kubeconfig: Optional[str], context: Optional[str]) -> k8s.ApiClient:
     """kubeconfig/context from the command line, else the stack's (kubeconfig clusters), else the default
     kubeconfig; inside a pod without any kubeconfig, the pod's service account (CI jobs in the cluster)."""

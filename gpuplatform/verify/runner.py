@@ -13,7 +13,7 @@ from gpuplatform.components.pools import all_pool_facts
 from gpuplatform.components.workload_manifests import uses_app_metrics
 from gpuplatform.verify.cluster import check_credential, check_csi_driver, check_pod_network
 from gpuplatform.verify.ingress import check_ingress, ingress_names
-from gpuplatform.verify.kube import REQUEST_TIMEOUT, _api_error, build_api_client
+from gpuplatform.verify.kube import REQUEST_TIMEOUT, _api_error, build_api_client, kubeconfig_attempts
 from gpuplatform.verify.monitoring import (CUSTOM_METRICS_APISERVICE, EXTERNAL_METRICS_APISERVICE, check_adapter_pods,
                                            check_apiservice, check_exporter, check_metrics)
 from gpuplatform.verify.nodes import check_pool
@@ -102,7 +102,8 @@ def verify_main(cfg: PlatformConfig, kubeconfig: Optional[str] = None, context: 
     try:
         api_client = build_api_client(cfg, kubeconfig, context)
     except Exception as exc:  # noqa: BLE001 - kubeconfig problems are user errors, not tracebacks
-        print(f"cannot build a Kubernetes client: {exc}", file=out)
+        print(f"cannot build a Kubernetes client: {exc}\n  tried: {kubeconfig_attempts(cfg, kubeconfig)}\n"
+              "  allowed: --kubeconfig FILE, $KUBECONFIG, ~/.kube/config, or run inside the cluster", file=out)
         return 2
     progress = progress or (sys.stderr if fmt == "json" else out)
     start = time.monotonic()

@@ -96,18 +96,24 @@ def test_chart_without_a_supporting_pin_is_rejected_naming_chart_versions_and_al
     errors = _errors(raw)
     assert len(errors) == 1, errors
     msg = errors[0]
-    assert msg.startswith("cluster.kubernetesVersion: '1.31.1-aliyun.1' is not supported by any pinned cert-manager")
-    assert "v1.21.1 (Kubernetes 1.33-1.36)" in msg and "v1.16.2 (Kubernetes 1.25-1.32, end of life 2025-06-10)" in msg
-    assert msg.endswith("allowed for this stack: 1.33-1.36")
+    assert msg.startswith("cluster.kubernetesVersion: '1.31.1-aliyun.1': no pinned cert-manager chart")
+    # each pin with the reason it was not chosen
+    assert "v1.21.1 (Kubernetes 1.33-1.36): not 1.31" in msg
+    assert "v1.16.2 (Kubernetes 1.25-1.32, end of life 2025-06-10): covers 1.31 but gets no fixes since 2025-06-10" \
+        in msg
+    assert "allowed for this stack: 1.33-1.36, or opt in to the end-of-life pin with " \
+        "settings.allowEndOfLifeCharts: [cert-manager]" in msg
 
 
 def test_every_unsupported_chart_is_reported_at_once():
     raw = stack_raw("local")  # fake-gpu-operator, kube-prometheus-stack, keda, cert-manager, prometheus-adapter
     raw["cluster"]["kubernetesVersion"] = "1.24"
     errors = _errors(raw)
-    assert [e.split(" is not supported by any pinned ")[1].split(" ")[0] for e in errors] == \
+    assert [e.split(": no pinned ")[1].split(" ")[0] for e in errors] == \
         ["kube-prometheus-stack", "keda", "cert-manager"], errors
-    assert all(e.endswith("allowed for this stack: 1.33-1.35") for e in errors), errors
+    assert all("allowed for this stack: 1.33-1.35" in e for e in errors), errors
+    # only a range an end-of-life pin covers offers the opt-in: cert-manager v1.16 covers 1.25-1.32, not 1.24
+    assert not any("allowEndOfLifeCharts" in e for e in errors), errors
 
 
 def test_a_composed_service_without_monitoring_installs_no_chart_so_no_chart_limits_it():
@@ -139,3 +145,62 @@ def test_arms_stack_installs_no_ranged_chart_and_keeps_old_versions():
     raw = stack_raw("staging")
     raw["cluster"]["kubernetesVersion"] = "1.22"
     assert kubernetes_version(load(raw)) == (1, 22)
+
+
+def test_kubernetes_1_31_with_prometheus_adapter_plans_with_the_end_of_life_opt_in(tmp_path):
+    from gpuplatform.components.releases import chart_releases
+    from gpuplatform.synth import stack_config_from_namespace, synthesize
+
+    raw = stack_raw("prod")
+    raw["cluster"]["kubernetesVersion"] = "1.31.1-aliyun.1"
+    raw["settings"]["allowEndOfLifeCharts"] = ["cert-manager"]
+    cfg = load(raw)
+    assert "prometheus-adapter" in chart_releases(cfg)
+    records = synthesize(stack_config_from_namespace(raw))
+    releases = {r.inputs["name"]: r.inputs["version"] for r in records if r.type == "kubernetes:helm.sh/v3:Release"}
+    end_of_life = next(v for v in CHARTS["cert-manager"].versions if v.end_of_life)
+    assert releases["cert-manager"] == end_of_life.version
+    assert releases["prometheus-adapter"] == CHARTS["prometheus-adapter"].version
+
+
+def test_the_opt_in_never_replaces_a_supported_pin():
+    raw = stack_raw("prod")  # 1.35: the supported cert-manager pin covers it
+    raw["settings"]["allowEndOfLifeCharts"] = ["cert-manager"]
+    assert chart_version("cert-manager", (1, 35), ("cert-manager",)) == CHARTS["cert-manager"].version
+    load(raw)
+
+
+def test_the_opt_in_names_only_charts_with_an_end_of_life_pin():
+    raw = stack_raw("prod")
+    raw["settings"]["allowEndOfLifeCharts"] = ["keda"]
+    assert _errors(raw) == ["settings.allowEndOfLifeCharts[0]: 'keda' has no end-of-life pinned version to allow; "
+                            "allowed: cert-manager"]
+
+
+def test_a_composed_cluster_passes_the_opt_in_to_its_monitoring():
+    from gpuplatform.components import GpuCluster, GpuMonitoring
+    from gpuplatform.synth import synthesize
+
+    def program():
+        cluster = GpuCluster("c", {"cluster": {"kind": "kubeconfig", "kubernetesVersion": "1.30"},
+                                   "allow_end_of_life_charts": ["cert-manager"]})
+        GpuMonitoring("m", {"cluster": cluster})
+
+    records = synthesize({}, program)
+    versions = {r.inputs["name"]: r.inputs["version"] for r in records if r.type == "kubernetes:helm.sh/v3:Release"}
+    assert versions["cert-manager"] == next(v for v in CHARTS["cert-manager"].versions if v.end_of_life).version
+
+
+def test_a_plan_on_an_end_of_life_pin_says_so(capsys):
+    from gpuplatform.plan import run_plan
+
+    raw = stack_raw("prod")
+    raw["cluster"]["kubernetesVersion"] = "1.31.1-aliyun.1"
+    raw["settings"]["allowEndOfLifeCharts"] = ["cert-manager"]
+    assert run_plan(raw, "prod", None, "table") == 0
+    err = capsys.readouterr().err
+    assert err.startswith("WARNING: cert-manager v1.16.2 is end of life upstream since 2025-06-10")
+    raw = stack_raw("prod")  # 1.35: the supported pin, no warning even with the opt-in
+    raw["settings"]["allowEndOfLifeCharts"] = ["cert-manager"]
+    assert run_plan(raw, "prod", None, "table") == 0
+    assert "WARNING" not in capsys.readouterr().err

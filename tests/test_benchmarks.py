@@ -1,0 +1,73 @@
+"""Each benchmark runs here at a small size, so a change that breaks one fails the suite instead of rotting until
+the next `make bench`. Targets are judged by the benchmarks themselves at their full size, never by a timed test."""
+import importlib.util
+import json
+import subprocess
+import sys
+
+import pytest
+
+from support import REPO
+
+BENCHMARKS = REPO / "benchmarks"
+RESULTS = {"pass", "fail", "not measured"}
+
+
+def run_benchmark(script: str, *args: str) -> tuple[list[dict], list[dict]]:
+    """(figure lines, verdict lines) of one run; the exit code agrees with the verdicts."""
+    run = subprocess.run([sys.executable, str(BENCHMARKS / script), *args], cwd=REPO, capture_output=True,
+                         text=True, timeout=120)
+    assert "Traceback" not in run.stderr, run.stderr
+    lines = [json.loads(line) for line in run.stdout.splitlines()]
+    verdicts = [x for x in lines if "target" in x]
+    assert verdicts, f"{script} printed no verdict against its target:\n{run.stdout}"
+    assert all(v["result"] in RESULTS for v in verdicts), verdicts
+    missed = any(v["result"] == "fail" for v in verdicts)
+    assert run.returncode == (1 if missed else 0), (run.returncode, verdicts, run.stderr)
+    return [x for x in lines if "target" not in x], verdicts
+
+
+def test_synth_benchmark_plans_a_generated_config_the_validation_accepts():
+    figures, verdicts = run_benchmark("synth.py", "--sizes", "2")
+    assert [f["workloads"] for f in figures] == [2]
+    assert figures[0]["resources"] > 0 and figures[0]["peak_rss_mb"] > 0
+    # N=500 was not run, so no verdict may claim the target was met or missed
+    assert {v["result"] for v in verdicts} == {"not measured"}
+
+
+def test_check_manifests_benchmark_runs_the_check_end_to_end():
+    figures, verdicts = run_benchmark("check_manifests.py", "--runs", "1")
+    assert figures[0]["runs"] == 1 and figures[0]["median_s"] > 0
+    assert len(verdicts) == 2
+
+
+def test_simulate_benchmark_runs_every_autoscaled_workload_of_a_stack():
+    figures, verdicts = run_benchmark("simulate.py", "--duration", "10m", "--stacks", "dev")
+    assert figures and {f["stack"] for f in figures} == {"dev"}
+    assert all(f["simulated_s"] == 600 for f in figures)
+    assert [v["result"] for v in verdicts] == ["not measured"]
+
+
+def _synth_module():
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        spec = importlib.util.spec_from_file_location("synth_benchmark", BENCHMARKS / "synth.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+
+
+@pytest.mark.parametrize("seconds, rss, expected", [(5.0, 500.0, "pass"), (25.0, 500.0, "fail"),
+                                                     (5.0, 2000.0, "fail")])
+def test_synth_verdict_at_the_target_size(capsys, seconds, rss, expected):
+    synth = _synth_module()
+    rows = {synth.BASELINE_WORKLOADS: {"workloads": synth.BASELINE_WORKLOADS, "cpu_seconds": 1.0,
+                                        "peak_rss_mb": 100},
+            synth.TARGET_WORKLOADS: {"workloads": synth.TARGET_WORKLOADS, "cpu_seconds": seconds,
+                                      "peak_rss_mb": rss}}
+    results = synth.judge(rows)
+    assert results[0] == expected
+    printed = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert printed[0]["result"] == expected and str(synth.TARGET_WORKLOADS) in printed[0]["target"]

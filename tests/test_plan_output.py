@@ -1,0 +1,109 @@
+"""`gpuplatform plan` speaks Pulumi's language (``+`` create, the tree drawn as ``pulumi preview`` draws it) and
+says what each pool runs on and what it costs to keep at its least and most nodes."""
+import json
+import re
+
+import pytest
+
+from gpuplatform.catalogs.gpus import INSTANCE_TYPES
+from gpuplatform.catalogs.prices import HOURS_PER_MONTH, PRICES, list_price
+from gpuplatform.cli import main
+from support import stack_raw
+
+
+def plan_text(capsys, *args) -> str:
+    assert main(["plan", *args]) == 0
+    return capsys.readouterr().out
+
+
+def tree_lines(text: str) -> list[str]:
+    return [line for line in text.splitlines() if line.startswith(("+ ", "- ", "~ "))]
+
+
+def test_every_resource_is_a_create_drawn_as_a_tree(capsys):
+    lines = tree_lines(plan_text(capsys, "--stack", "prod"))
+    assert lines and all(line.startswith("+ ") for line in lines)
+    assert lines[0].startswith("+ gpu  (gpuplatform:index:GpuPlatform)")
+    # a pool component among later siblings: a bar continues beside its only child, which closes with └─
+    assert "+ ├─ gpu-a100-mig  (gpuplatform:index:GpuNodePool)" in lines
+    assert "+ │  └─ gpu-a100-mig-pool  (alicloud:cs/nodePool:NodePool) [protect]" in lines
+    # every child sits one guide deeper than its parent, and the last child of each parent closes with └─
+    depth = [len(re.match(r"\+ ((?:[│ ]  )*(?:[├└]─ )?)", line).group(1)) // 3 for line in lines]
+    assert depth[0] == 0 and all(b <= a + 1 for a, b in zip(depth, depth[1:]))
+    assert lines[-1].startswith("+    └─ ")
+
+
+def test_prod_shows_its_pool_with_instance_type_region_nodes_gpus_and_cost(capsys):
+    text = plan_text(capsys, "--stack", "prod")
+    raw = stack_raw("prod")
+    pool = raw["nodePools"][0]
+    [instance_type] = pool["instanceTypes"]
+    price = list_price(instance_type)
+    gpus = INSTANCE_TYPES[instance_type].gpus
+    section = text.split("Node pools\n", 1)[1].split("\n\n", 1)[0]
+    row = next(line for line in section.splitlines() if line.startswith(pool["name"]))
+    assert instance_type in row and raw["cluster"]["region"] in row
+    assert f"{pool['minNodes']}-{pool['maxNodes']}" in row
+    assert f"{pool['minNodes'] * gpus}-{pool['maxNodes'] * gpus} x A100-40GB" in row
+    hourly = f"${pool['minNodes'] * price.per_hour:,.2f}-${pool['maxNodes'] * price.per_hour:,.2f}"
+    assert hourly in row
+    assert f"${pool['minNodes'] * price.per_hour * HOURS_PER_MONTH:,.0f}" in row
+    if price.basis == "estimate":
+        assert "(estimate)" in row
+    assert price.source in section and price.retrieved in section and price.region in section
+
+
+def test_plan_json_carries_the_pool_summary(capsys, tmp_path):
+    assert main(["plan", "--stack", "prod", "--format", "json", "--out", str(tmp_path)]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    written = json.loads((tmp_path / "plan.json").read_text())
+    assert doc["pools"] == written["pools"]
+    [pool] = doc["pools"]
+    raw = stack_raw("prod")["nodePools"][0]
+    assert (pool["minNodes"], pool["maxNodes"], pool["instanceTypes"]) == \
+        (raw["minNodes"], raw["maxNodes"], raw["instanceTypes"])
+    price = list_price(raw["instanceTypes"][0])
+    cost = pool["cost"]
+    assert cost["known"] and cost["hourlyAtMax"] == round(raw["maxNodes"] * price.per_hour, 2)
+    assert cost["monthlyAtMin"] == round(raw["minNodes"] * price.per_hour * HOURS_PER_MONTH, 2)
+    assert cost["prices"][0]["source"] == price.source
+
+
+def test_a_pool_without_a_list_price_says_so_instead_of_guessing(capsys, tmp_path):
+    from gpuplatform.plan import pool_rows
+    from gpuplatform.components.validation import load
+
+    unpriced = next(t for t in INSTANCE_TYPES if t not in PRICES and t.startswith("ecs.gn6i"))
+    raw = stack_raw("dev")
+    raw["nodePools"][0]["instanceTypes"] = [unpriced]
+    [row] = pool_rows(load(raw))
+    assert row["cost"] == {"known": False, "reason": f"no list price in catalogs/prices.py for {unpriced}"}
+
+
+def test_an_existing_cluster_buys_no_nodes(capsys):
+    from gpuplatform.plan import pool_rows
+    from gpuplatform.components.validation import load
+
+    assert all(not r["cost"]["known"] and "exist already" in r["cost"]["reason"]
+               for r in pool_rows(load(stack_raw("local"))))
+
+
+@pytest.mark.parametrize("price", list(PRICES.values()), ids=list(PRICES))
+def test_every_price_names_its_basis_source_region_and_date(price):
+    assert price.instance_type in INSTANCE_TYPES
+    assert price.basis in ("cited", "estimate") and price.per_hour > 0
+    assert price.source.startswith("https://") and price.region
+    assert re.fullmatch(r"\d{4}-\d{2}-\d{2}", price.retrieved)
+    assert price.basis == "cited" or price.method, "an estimate says how it was derived"
+
+
+def test_a_project_plan_has_the_pool_summary_too(tmp_path, capsys):
+    from support import REPO
+
+    assert main(["plan", "--project", str(REPO / "examples" / "reuse"), "--out", str(tmp_path)]) == 0
+    text = capsys.readouterr().out
+    plan = json.loads((tmp_path / "plan.json").read_text())
+    assert [row["pool"] for row in plan["pools"]] == [row["pool"] for row in plan["capacity"]]
+    section = text.split("Node pools\n", 1)[1].split("\n\n", 1)[0]
+    assert all(row["pool"] in section for row in plan["pools"])
+    assert all(line.startswith("+ ") for line in tree_lines(text))

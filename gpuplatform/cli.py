@@ -169,7 +169,7 @@ def cmd_simulate(args) -> int:
     from gpuplatform.components.validation import load
     from gpuplatform.simulate.report import run
 
-    options = {"sweep": args.sweep, "tune": args.tune, "budget": args.budget}
+    options = {"sweep": args.sweep, "tune": args.tune, "budget": args.budget, "slo": args.slo}
     if args.project:
         return run(_project_config(args), args.stack or DEFAULT_STACK, args.workload, args.trace, args.duration,
                    args.format, args.plot, **options)
@@ -222,6 +222,9 @@ def parser() -> argparse.ArgumentParser:
     sim.add_argument("--tune", action="store_true",
                      help="search target, scale-down window and scale-up rate for the least GPU cost that keeps the "
                           "time over target within --budget on this trace; prints the stack-file snippet")
+    sim.add_argument("--slo", metavar="VALUE", type=float,
+                     help="with --tune: the level (in the first metric's unit) time over target is judged against "
+                          "(default: the workload's own target)")
     sim.add_argument("--budget", metavar="DURATION", default="0s",
                      help="with --tune: time over target (beyond the HPA's tolerance) allowed, e.g. 2m (default 0s)")
     sim.set_defaults(func=cmd_simulate)

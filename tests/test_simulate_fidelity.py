@@ -298,3 +298,37 @@ def test_a_prometheus_query_range_export_replays_as_a_trace(tmp_path) -> None:
 
     with pytest.raises(ConfigError, match="query_range"):
         from_prometheus_json(str(bad))
+
+
+# ------------------------------------------------------------------------------------------------ tune
+def test_tune_on_prods_diurnal_trace_keeps_the_stacks_own_settings(capsys) -> None:
+    """prod adopted what --tune found on its diurnal trace (stacks/Pulumi.prod.yaml says so): a new search
+    against the same SLO finds nothing cheaper that keeps it, and the stack's own keeps it."""
+    from gpuplatform.cli import main
+
+    assert main(["simulate", "--stack", "prod", "--workload", "flower", "--trace", "diurnal", "--tune", "--slo",
+                 "5000", "--budget", "0s", "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["slo"] == 5000 and doc["feasible"] and doc["candidates"] > 20
+    assert doc["own"]["over_target_s"] == 0
+    assert doc["best"]["unit_hours"] == doc["own"]["unit_hours"] and doc["best"]["label"] == doc["own"]["label"]
+
+
+def test_the_tuned_snippet_is_valid_stack_configuration() -> None:
+    """What --tune prints, merged into the stack file, loads and sets what the search chose."""
+    import yaml
+    from support import stack_raw
+
+    from gpuplatform.components.validation import load
+    from gpuplatform.simulate.tune import Candidate, snippet
+
+    cfg = cfg_of("staging")
+    w = cfg.workloads[0]
+    chosen = Candidate(round(w.autoscaling.metrics[0].target * 0.8, 3), 120, "half a minute")
+    fragment = yaml.safe_load(snippet(cfg, w.name, chosen))["gpu-platform:workloads"][0]
+    raw = stack_raw("staging")
+    raw["workloads"][0]["autoscaling"].update(fragment["autoscaling"])
+    tuned = load(raw).workloads[0].autoscaling
+    assert tuned.metrics[0].target == chosen.target
+    assert tuned.behavior.scale_down.stabilization_window_seconds == 120
+    assert tuned.behavior.scale_down.policies[0].type == "Percent"

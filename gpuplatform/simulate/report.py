@@ -14,7 +14,10 @@ from gpuplatform.simulate.sweep import SweepResult, first_scale_up_sweep
 from gpuplatform.simulate.traces import SHAPES, ArgumentIssue, Trace, built_in, from_csv, from_prometheus_json
 
 
-def resolve_trace(cfg: PlatformConfig, workload: str, trace: str, duration: str | None) -> Trace:
+def resolve_trace(cfg: PlatformConfig, workload: str, trace: str, duration: str | None,
+                  slo: float | None = None) -> Trace:
+    """The trace ``--trace`` names. Built-in shapes scale with the load ``minReplicas`` serve at the target, or at
+    ``slo`` when given, so a tuning run's trace stays the same whatever target the stack has adopted."""
     seconds = None
     if duration:
         try:
@@ -27,8 +30,8 @@ def resolve_trace(cfg: PlatformConfig, workload: str, trace: str, duration: str 
     plan = service_plan(cfg, w)
     if trace in SHAPES:
         a = w.autoscaling
-        return built_in(trace, plan.rps_at_target * max(a.min_replicas, 1), plan.rps_at_target * a.max_replicas,
-                        seconds)
+        per_replica = plan.rps_at_target if slo is None else plan.served_at_level(slo)
+        return built_in(trace, per_replica * max(a.min_replicas, 1), per_replica * a.max_replicas, seconds)
     if trace.endswith(".json"):
         return from_prometheus_json(trace, seconds)
     if not trace.endswith(".csv") and not Path(trace).exists():
@@ -39,11 +42,11 @@ def resolve_trace(cfg: PlatformConfig, workload: str, trace: str, duration: str 
 
 def run(cfg: PlatformConfig, stack: str, workload: str, trace: str, duration: str | None, fmt: str,
         plot: str | None, out: TextIO | None = None, *, sweep: bool = False, tune: bool = False,
-        budget: str = "0s") -> int:
+        budget: str = "0s", slo: float | None = None) -> int:
     out = out or sys.stdout
-    tr = resolve_trace(cfg, workload, trace, duration)
+    tr = resolve_trace(cfg, workload, trace, duration, slo if tune else None)
     if tune:
-        return _run_tune(cfg, stack, workload, tr, budget, fmt, out)
+        return _run_tune(cfg, stack, workload, tr, budget, fmt, out, slo)
     result = simulate(cfg, stack, workload, tr, progress=progress_bar())
     swept = first_scale_up_sweep(cfg, workload) if (sweep or trace == "step") else None
     if plot:
@@ -62,17 +65,19 @@ def run(cfg: PlatformConfig, stack: str, workload: str, trace: str, duration: st
 
 
 def _run_tune(cfg: PlatformConfig, stack: str, workload: str, tr: Trace, budget: str, fmt: str,
-              out: TextIO) -> int:
+              out: TextIO, slo: float | None = None) -> int:
     from gpuplatform.simulate.tune import snippet, tune
 
     try:
         budget_s = duration_seconds(budget)
     except ValueError as exc:
         raise ConfigError([ArgumentIssue("--budget", str(exc))]) from None
-    own, best, tried = tune(cfg, stack, workload, tr, budget_s)
+    if slo is not None and slo <= 0:
+        raise ConfigError([ArgumentIssue("--slo", f"{slo:g} must be > 0")])
+    own, best, tried = tune(cfg, stack, workload, tr, budget_s, slo)
     text = snippet(cfg, workload, best.candidate)
     if fmt == "json":
-        json.dump({"trace": tr.name, "budgetSeconds": budget_s, "candidates": tried,
+        json.dump({"trace": tr.name, "budgetSeconds": budget_s, "candidates": tried, "slo": own.slo,
                    "own": {"label": own.candidate.label(), **own.result.summary()},
                    "best": {"label": best.candidate.label(), **best.result.summary()},
                    "feasible": best.violation_s <= budget_s, "snippet": text}, out, indent=1)
@@ -86,7 +91,8 @@ def _run_tune(cfg: PlatformConfig, stack: str, workload: str, tr: Trace, budget:
                 f"nodes, {r.over_target_s:g}s over target, peak {r.replicas_max} replicas")
 
     out.write(f"Tuned {workload} on trace {tr.name} ({tried} settings simulated), budget {budget_s:g}s over "
-              f"target beyond the tolerance\n{line('stack', own)}\n{line('best', best)}\n")
+              f"the SLO {own.slo:g} {own.result.unit} beyond the tolerance\n{line('stack', own)}\n"
+              f"{line('best', best)}\n")
     if best.violation_s > budget_s:
         out.write("No setting keeps within the budget; the best shown is the least over target. Raise maxReplicas "
                   "or the budget.\n")

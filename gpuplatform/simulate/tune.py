@@ -47,6 +47,7 @@ class Candidate:
 class Outcome:
     candidate: Candidate
     result: Result
+    slo: float
 
     @property
     def violation_s(self) -> float:
@@ -76,21 +77,24 @@ def targets(cfg: PlatformConfig, workload: str) -> list[float]:
     return [t for t in out if ceiling is None or t <= ceiling]
 
 
-def tune(cfg: PlatformConfig, stack: str, workload: str, trace: Trace, budget_s: float) -> tuple[Outcome, Outcome, int]:
-    """(the stack's own outcome, the best outcome, candidates tried). Two passes: every target with every
-    scale-down window at the first rate, then the best of those at every rate. The SLO stays the stack's own
-    target: a candidate with a lower target is judged against the same level, not against its own."""
-    slo = find_workload(cfg, workload).autoscaling.metrics[0].target
+def tune(cfg: PlatformConfig, stack: str, workload: str, trace: Trace, budget_s: float,
+         slo: Optional[float] = None) -> tuple[Outcome, Outcome, int]:
+    """(the stack's own outcome, the best outcome, candidates tried). Two passes: every target (factors of the
+    stack's own) with every scale-down window at the first rate, then the best of those at every rate. Every
+    candidate is judged against the same SLO level (default: the stack's own target), not against its own
+    target."""
+    own_target = find_workload(cfg, workload).autoscaling.metrics[0].target
+    slo = own_target if slo is None else slo
 
     def run(c: Candidate) -> Outcome:
-        return Outcome(c, simulate(with_candidate(cfg, workload, c), stack, workload, trace, slo_target=slo))
+        return Outcome(c, simulate(with_candidate(cfg, workload, c), stack, workload, trace, slo_target=slo), slo)
 
     def pick(outcomes: list) -> Outcome:
         feasible = [o for o in outcomes if o.violation_s <= budget_s]
         return (min(feasible, key=lambda o: o.cost) if feasible
                 else min(outcomes, key=lambda o: (o.violation_s, o.cost)))
 
-    own = run(Candidate(slo, None, None))
+    own = run(Candidate(own_target, None, None))
     first_rate = next(iter(SCALE_DOWN_RATES))
     outcomes = [own] + [run(Candidate(t, w, first_rate)) for t in targets(cfg, workload) for w in SCALE_DOWN_WINDOWS_S]
     best = pick(outcomes)

@@ -187,7 +187,8 @@ def _allowed_per_second(rules: dict, policy_type: str) -> float:
 
 
 def test_default_behavior_scales_up_fast_and_down_cautiously(stack_records):
-    behavior = one(stack_records("prod"), HPA_V2).inputs["spec"]["behavior"]
+    # staging sets no behavior of its own (prod tunes its scale-down: below)
+    behavior = one(stack_records("staging"), HPA_V2).inputs["spec"]["behavior"]
     up = behavior["scaleUp"]
     # never slower than what kube-controller-manager does with no behavior at all
     assert up["stabilizationWindowSeconds"] <= HPA_DEFAULT_SCALE_UP["stabilizationWindowSeconds"]
@@ -198,6 +199,13 @@ def test_default_behavior_scales_up_fast_and_down_cautiously(stack_records):
             <= policy["periodSeconds"]
     assert {"type": "Percent", "value": 100, "periodSeconds": 15} in up["policies"]
     assert behavior["scaleDown"] == {"stabilizationWindowSeconds": 300, "selectPolicy": "Max",
+                                     "policies": [{"type": "Pods", "value": 1, "periodSeconds": 60}]}
+
+
+def test_a_stacks_own_scale_down_replaces_the_default(stack_records):
+    """prod's tuned scale-down (stacks/Pulumi.prod.yaml): its window, the default select policy, its policies."""
+    behavior = one(stack_records("prod"), HPA_V2).inputs["spec"]["behavior"]
+    assert behavior["scaleDown"] == {"stabilizationWindowSeconds": 120, "selectPolicy": "Max",
                                      "policies": [{"type": "Pods", "value": 1, "periodSeconds": 60}]}
 
 

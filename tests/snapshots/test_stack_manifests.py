@@ -63,7 +63,7 @@ def test_prod_hpa_scales_on_triton_queue_time(manifests):
     assert hpa["apiVersion"] == "autoscaling/v2"
     assert (hpa["spec"]["minReplicas"], hpa["spec"]["maxReplicas"]) == (1, 7)
     assert hpa["spec"]["metrics"] == [{"type": "Pods", "pods": {
-        "metric": {"name": "avg_time_queue_us"}, "target": {"type": "AverageValue", "averageValue": "5000"}}}]
+        "metric": {"name": "avg_time_queue_us"}, "target": {"type": "AverageValue", "averageValue": "3500"}}}]
 
 
 def test_prod_deployment_requests_one_mig_slice(manifests):

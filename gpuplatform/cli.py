@@ -143,6 +143,16 @@ def _policy_config(path: Optional[str]) -> Optional[dict]:
     return data
 
 
+def cmd_policy_pack(args) -> int:
+    from gpuplatform.policy_pack import PackInitError, main as init_main
+
+    try:
+        return init_main(args.dir, args.force)
+    except PackInitError as exc:
+        sys.stderr.write(f"error: {exc}\n")
+        return EXIT_CONFIG
+
+
 def cmd_verify(args) -> int:
     from gpuplatform.components.validation import load
     from gpuplatform.verify import verify_main
@@ -188,6 +198,13 @@ def parser() -> argparse.ArgumentParser:
     check.add_argument("--kube-version", metavar="MAJOR.MINOR", help="target cluster version for the API-version "
                        "policies (default: the stack's cluster version; plain YAML: any removed API is reported)")
     check.set_defaults(func=cmd_check)
+    pack = sub.add_parser("policy-pack", help="the policy pack for your own project's Pulumi CLI")
+    pack_sub = pack.add_subparsers(dest="pack_command", required=True)
+    init = pack_sub.add_parser("init", help="write a ready pack folder (PulumiPolicy.yaml, requirements pinned to "
+                               "this release, strict.json) to DIR")
+    init.add_argument("dir", metavar="DIR")
+    init.add_argument("--force", action="store_true", help="overwrite files DIR already has with other content")
+    init.set_defaults(func=cmd_policy_pack)
     verify = sub.add_parser("verify", help="check a live cluster against what the stack declares")
     _add_source(verify)
     verify.add_argument("--kubeconfig", help="kubeconfig path (default: $KUBECONFIG or ~/.kube/config)")

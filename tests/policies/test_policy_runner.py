@@ -126,3 +126,12 @@ def test_sdk_servicer_accepts_the_pack():
     info = servicer.GetAnalyzerInfo(None, None)
     assert len(info.policies) == len(ALL_POLICIES)
     assert {p.name for p in info.policies} == {p.name for p in ALL_POLICIES}
+
+
+def test_docs_list_every_configurable_property_of_the_pack():
+    from pathlib import Path
+
+    from gpuplatform.policy_pack import config_reference
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "policies.md").read_text()
+    table = config_reference()
+    assert table.count("\n") > 20 and table in doc

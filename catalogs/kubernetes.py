@@ -43,6 +43,37 @@ k8s.io/api autoscaling/v2 ``HPAScalingRules`` field docs)."""
 HPA_DEFAULT_DOWNSCALE_STABILIZATION_SECONDS = 300
 """``--horizontal-pod-autoscaler-downscale-stabilization`` default (kube-controller-manager reference)."""
 
+HPA_MIN_REPLICAS_FLOOR = 1
+"""Lowest ``minReplicas`` the API server admits while the ``HPAScaleToZero`` feature gate is off (its default;
+kubernetes ``pkg/apis/autoscaling/validation/validation.go``, ``validateHorizontalPodAutoscalerSpec``)."""
+
+
+def hpa_replica_bounds(min_replicas, max_replicas,
+                       floor: float = HPA_MIN_REPLICAS_FLOOR) -> list[tuple[str, str, str]]:
+    """Why an HPA with these bounds cannot scale, as (kind, field, reason) triples; empty when it can. Kinds:
+    ``below-floor``, ``no-max``, ``max-below-min``, ``never-scales``.
+
+    The one rule config validation (``autoscaling`` of a workload) and the ``hpa-replica-bounds`` policy both
+    apply. ``min_replicas`` None is the API default (1). Equal bounds are admitted by the API server but the HPA
+    never changes the replica count, so a GPU-metric autoscaler that is set up that way does nothing: that is a
+    fixed replica count, written as one."""
+    mn = HPA_MIN_REPLICAS_FLOOR if min_replicas is None else min_replicas
+    out = []
+    if mn < floor:
+        out.append(("below-floor", "minReplicas", f"minReplicas {_num(mn)} is below {_num(floor)}"))
+    if max_replicas is None:
+        out.append(("no-max", "maxReplicas", "maxReplicas is not set"))
+    elif max_replicas < mn:
+        out.append(("max-below-min", "minReplicas", f"minReplicas {_num(mn)} is above maxReplicas "
+                    f"{_num(max_replicas)}, which the API server rejects"))
+    elif max_replicas == mn:
+        out.append(("never-scales", "maxReplicas", f"maxReplicas {_num(max_replicas)} is not above minReplicas {_num(mn)}, so it "
+                    f"never scales"))
+    return out
+
+
+def _num(value) -> str:
+    return str(int(value)) if float(value).is_integer() else str(value)
 
 
 PROMETHEUS_OPERATOR_API = "monitoring.coreos.com/v1"

@@ -11,6 +11,7 @@ from typing import Any
 
 from gpuplatform.catalogs.gpus import close_matches
 from gpuplatform.catalogs.metrics import METRICS
+from gpuplatform.catalogs.kubernetes import hpa_replica_bounds as hpa_replica_bounds_of
 from gpuplatform.catalogs.kubernetes import (NOT_SCALABLE_KINDS, REMOVED_APIS, SCALE_SUBRESOURCE_KINDS, api_group,
                                             served_by)
 from gpuplatform.policies import k8s
@@ -287,16 +288,9 @@ def metric_scales_down(r, config, report):
     remediation="Raise maxReplicas above minReplicas.")
 def hpa_replica_bounds(r, config, report):
     spec = k8s.as_map(k8s.get(r.props, "spec"))
-    mn = k8s.quantity(spec.get("minReplicas"))
-    mn = 1 if mn is None else mn
-    mx = k8s.quantity(spec.get("maxReplicas"))
-    if mn < config["minReplicas"]:
-        report(f"{r.label}: minReplicas {k8s.fmt_number(mn)} is below {config['minReplicas']}")
-    if mx is None:
-        report(f"{r.label}: maxReplicas is not set")
-    elif mx <= mn:
-        report(f"{r.label}: maxReplicas {k8s.fmt_number(mx)} is not above minReplicas {k8s.fmt_number(mn)}, so "
-               f"it never scales")
+    for _kind, _field, reason in hpa_replica_bounds_of(k8s.quantity(spec.get("minReplicas")),
+                                                k8s.quantity(spec.get("maxReplicas")), config["minReplicas"]):
+        report(f"{r.label}: {reason}")
 
 
 class AuthoredScaling:

@@ -108,13 +108,15 @@ def cmd_check(args) -> int:
         load(raw)
         resources = synthesize(stack_config_from_namespace(raw), stack=stack)
         default_location = (str(stack_file(args)[0]), None)
-    violations = check.run_policies(resources, policy_config)
+    violations = check.located(check.run_policies(resources, policy_config), locations, default_location)
+    files = len(read.files) if args.manifests else 1
+    checked = check.Checked(check.active_policies(policy_config), len(resources), files)
     if args.format == "json":
         text = check.format_json(violations)
     elif args.format == "sarif":
         text = check.format_sarif(violations, locations, default_location, errors)
     else:
-        text = check.format_table(violations)
+        text = check.format_table(violations, checked)
     if args.output:
         Path(args.output).write_text(text + "\n")
     else:

@@ -157,3 +157,81 @@ def test_a_component_gets_only_its_documented_host_access():
     # the same DaemonSet running dcgm-exporter: that component documents pod-resources, not device-plugins
     rs[0].inputs["spec"]["template"]["spec"]["containers"][0]["image"] = "nvcr.io/nvidia/k8s/dcgm-exporter:4.5.3"
     assert "pod-restricted-volumes" in {v.policy_id for v in run_policies(rs)}
+
+
+# ------------------------------------------------------------------------------------------------ where and what
+_PRIVILEGED = """apiVersion: apps/v1
+kind: Deployment
+metadata: {name: whisper, namespace: ml}
+spec:
+  selector: {matchLabels: {app: whisper}}
+  template:
+    metadata: {labels: {app: whisper}}
+    spec:
+      containers:
+        - name: server
+          image: "registry.example.com/whisper:1.4"
+          securityContext: {privileged: true}
+"""
+
+
+def test_template_syntax_in_comments_is_not_a_template(tmp_path, capsys):
+    (tmp_path / "rendered.yaml").write_text(
+        "# rendered from the chart; its template had\n#   image: {{ .Values.image.repository }}\n"
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings  # was {{ include \"app.fullname\" . }}\n"
+        "data: {mode: 'a # {{ not a comment in quotes }}'}\n")
+    code, out, err = _run(capsys, "--manifests", str(tmp_path))
+    assert (code, err) == (0, "") and out.startswith("No policy violations.")
+
+
+@pytest.mark.parametrize("text, line", [
+    ("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\ndata:\n  run.sh: |\n    # {{ .Values.cmd }}\n", 6),
+    ("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a # ok\n  labels: {x: \"{{ .Release.Name }}\"}\n", 5),
+    ("# {{ .Values.x }}\n{{- if .Values.enabled }}\napiVersion: v1\nkind: ConfigMap\n{{- end }}\n", 2),
+], ids=["block-scalar", "quoted-value", "control-line"])
+def test_template_syntax_in_yaml_content_is_refused_at_its_line(tmp_path, capsys, text, line):
+    (tmp_path / "t.yaml").write_text(text)
+    code, _, err = _run(capsys, "--manifests", str(tmp_path / "t.yaml"))
+    assert code == 2 and f"t.yaml:{line}: is a Helm template" in err
+
+
+def test_every_finding_names_its_file_and_line(tmp_path, capsys, sarif_validator, monkeypatch):
+    (tmp_path / "a.yaml").write_text("# first\n" + _PRIVILEGED + "---\napiVersion: v1\nkind: List\nitems:\n"
+                                     "  - apiVersion: v1\n    kind: Pod\n    metadata: {name: debug}\n"
+                                     "    spec: {hostPID: true, containers: [{name: c, image: 'busybox:1.36'}]}\n")
+    (tmp_path / "b.yaml").write_text(_PRIVILEGED)
+    monkeypatch.chdir(tmp_path)
+    code, table, _ = _run(capsys, "--manifests", "a.yaml", "b.yaml")
+    assert code == 1
+    header = table.splitlines()[0].split()
+    assert header[:4] == ["LEVEL", "POLICY", "RESOURCE", "FILE"]
+    privileged = [line for line in table.splitlines() if line.startswith("mandatory  pod-no-privileged")]
+    assert len(privileged) == 2 and "a.yaml:2 " in privileged[0] and "b.yaml:1 " in privileged[1]
+    assert "checked" in table.splitlines()[-1] and "2 objects" not in table  # 3 objects, 2 files
+    assert table.splitlines()[-1].endswith(f"on 3 objects from 2 files")
+    _, out, _ = _run(capsys, "--manifests", "a.yaml", "b.yaml", "--format", "json")
+    where = {(v["policy_id"], v["file"], v["line"]) for v in json.loads(out) if v["level"] == "mandatory"}
+    assert where == {("pod-no-privileged", "a.yaml", 2), ("pod-no-privileged", "b.yaml", 1),
+                     ("pod-no-host-namespaces", "a.yaml", 18)}
+    assert all(v["file"] and v["line"] for v in json.loads(out))
+    _, out, _ = _run(capsys, "--manifests", "a.yaml", "b.yaml", "--format", "sarif")
+    doc = json.loads(out)
+    sarif_validator.validate(doc)
+    regions = {(r["ruleId"], r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"],
+                r["locations"][0]["physicalLocation"]["region"]["startLine"])
+               for r in doc["runs"][0]["results"] if r["level"] == "error"}
+    assert regions == where
+
+
+def test_a_clean_run_says_what_it_checked(capsys, tmp_path):
+    from gpuplatform.check import active_policies
+    manifest = CORPUS / "03_dcgm_exporter_chart.yaml"
+    objects = len(read_manifests([manifest]).resources)
+    code, out, _ = _run(capsys, "--manifests", str(manifest))
+    assert code == 0 and out.strip() == (f"No policy violations. (checked {active_policies()} policies on "
+                                         f"{objects} object{'s' if objects > 1 else ''} from 1 file)")
+    assert active_policies() == len(REGISTRY)
+    (tmp_path / "one.json").write_text(json.dumps({"all": "disabled", "image-pinned": "advisory"}))
+    code, out, _ = _run(capsys, "--manifests", str(manifest), str(manifest), "--policy-config",
+                        str(tmp_path / "one.json"))
+    assert code == 0 and out.strip().endswith(f"(checked 1 policy on {2 * objects} objects from 2 files)")

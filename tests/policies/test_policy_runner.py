@@ -102,7 +102,8 @@ def test_output_formats_and_exit_code():
     data = json.loads(format_json(vs))
     assert data[0]["policy_id"] == "service-no-public-loadbalancer"
     assert data[0]["resource_type"] == "kubernetes:core/v1:Service"
-    assert set(data[0]) == {"policy_id", "level", "resource_type", "resource_name", "message", "severity"}
+    assert set(data[0]) == {"policy_id", "level", "resource_type", "resource_name", "message", "severity", "file",
+                            "line"}
 
 
 def test_docs_table_lists_every_policy_with_its_level():

@@ -2,6 +2,8 @@
 cluster version serves, Pod Security labels, and what a secret-looking variable name is."""
 from __future__ import annotations
 
+import re
+
 REMOVED_APIS: dict[str, tuple[tuple[int, int], str]] = {
     # group/version -> (first Kubernetes minor that no longer serves it, replacement)
     "extensions/v1beta1": ((1, 16), "apps/v1 (workloads) or networking.k8s.io/v1 (Ingress)"),
@@ -74,6 +76,24 @@ def hpa_replica_bounds(min_replicas, max_replicas,
 
 def _num(value) -> str:
     return str(int(value)) if float(value).is_integer() else str(value)
+
+
+QUANTITY = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+|Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E)?$")
+"""A Kubernetes quantity (apimachinery ``pkg/api/resource/quantity.go``): ``16Gi``, ``500m``, ``2``; ``16GB`` is
+not one. Config validation and the API-server checks of ``check --manifests`` both read it."""
+_QUANTITY_SCALE = {"n": 1e-9, "u": 1e-6, "m": 1e-3, "": 1, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15,
+                   "E": 1e18, "Ki": 2 ** 10, "Mi": 2 ** 20, "Gi": 2 ** 30, "Ti": 2 ** 40, "Pi": 2 ** 50,
+                   "Ei": 2 ** 60}
+
+
+def quantity_value(text: str) -> float:
+    """The number a :data:`QUANTITY` stands for."""
+    m = QUANTITY.match(text)
+    number, suffix = m.group(1), m.group(3) or ""
+    sign = -1 if text.startswith("-") else 1
+    if suffix[:1] in ("e", "E") and len(suffix) > 1:
+        return sign * float(number) * 10 ** int(suffix[1:])
+    return sign * float(number) * _QUANTITY_SCALE[suffix]
 
 
 PROMETHEUS_OPERATOR_API = "monitoring.coreos.com/v1"

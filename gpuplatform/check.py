@@ -283,6 +283,8 @@ class Manifests:
     """Resource name -> (file, line of the document)."""
     errors: list[InputError] = field(default_factory=list)
     files: list[str] = field(default_factory=list)
+    nodes: dict[str, Any] = field(default_factory=dict)
+    """Resource name -> the object's YAML node, to locate a field inside it."""
 
 
 def _files(path: Path, errors: list[InputError]) -> list[Path]:
@@ -339,8 +341,8 @@ def _parse(path: Path, text: str, errors: list[InputError]) -> Iterable[tuple[in
         loader.dispose()
 
 
-def _flatten(doc: Any, node: Any, line: int) -> Iterable[tuple[dict, int]]:
-    """(object, line) of a document: itself, or each item of a ``List`` kind at the item's own line."""
+def _flatten(doc: Any, node: Any, line: int) -> Iterable[tuple[dict, int, Any]]:
+    """(object, line, node) of a document: itself, or each item of a ``List`` kind at the item's own line."""
     if not isinstance(doc, dict):
         return
     kind = str(doc.get("kind") or "")
@@ -353,7 +355,7 @@ def _flatten(doc: Any, node: Any, line: int) -> Iterable[tuple[dict, int]]:
             child = item_nodes[i] if i < len(item_nodes) else None
             yield from _flatten(item, child, child.start_mark.line + 1 if child is not None else line)
     elif doc.get("apiVersion") and kind:
-        yield doc, line
+        yield doc, line, node
 
 
 HELM_RELEASE_TYPE = "kubernetes:helm.sh/v3:Release"
@@ -389,7 +391,7 @@ def read_manifests(paths: Iterable[str | Path]) -> Manifests:
                     out.resources.append(release)
                     out.locations[f"{release.type}::{release.name}"] = (str(f), line)
                     continue
-                for obj, obj_line in _flatten(doc, node, line):
+                for obj, obj_line, obj_node in _flatten(doc, node, line):
                     ns = k8s.get(obj, "metadata", "namespace")
                     name = f"{ns}/{k8s.name_of(obj)}" if ns else (k8s.name_of(obj) or str(obj["kind"]).lower())
                     token = k8s.type_token(str(obj["apiVersion"]), str(obj["kind"]))
@@ -399,6 +401,64 @@ def read_manifests(paths: Iterable[str | Path]) -> Manifests:
                         name = f"{name}#{seen[key]}"
                     out.resources.append(RegisteredResource(type=token, name=name, inputs=obj))
                     out.locations[f"{token}::{name}"] = (str(f), obj_line)
+                    if obj_node is not None:
+                        out.nodes[f"{token}::{name}"] = obj_node
+    return out
+
+
+def line_of(node: Any, path: Sequence) -> Optional[int]:
+    """Line of ``path`` (keys and indexes) inside a YAML node: the deepest part of it the node has."""
+    line = node.start_mark.line + 1 if node is not None else None
+    for part in path:
+        child = None
+        if isinstance(node, yaml.MappingNode):
+            for key, value in node.value:
+                if getattr(key, "value", None) == str(part):
+                    child, line = value, key.start_mark.line + 1
+                    break
+        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value):
+            child = node.value[part]
+            line = child.start_mark.line + 1
+        if child is None:
+            break
+        node = child
+    return line
+
+
+def api_server_level(config: Optional[Mapping[str, Any]]) -> str:
+    """Level of the API-server check under a policy-pack config: mandatory unless the config names
+    ``api-server-rejects`` (``"advisory"``, ``"disabled"``); ``all`` does not lower it (it is no policy of the
+    pack: the API server refuses these objects whatever the pack's levels)."""
+    from gpuplatform import apiserver
+
+    entry = (config or {}).get(apiserver.RULE_ID)
+    if isinstance(entry, Mapping):
+        entry = entry.get("enforcementLevel")
+    return entry if entry in ("advisory", "disabled", "mandatory") else EnforcementLevel.MANDATORY.value
+
+
+def api_server_violations(read: "Manifests", kubernetes_version: Optional[str],
+                          level: str = EnforcementLevel.MANDATORY.value) -> list[Violation]:
+    """What the API server of the target version refuses in the objects read (:mod:`gpuplatform.apiserver`),
+    one finding per problem at the line of the field."""
+    from gpuplatform import apiserver
+
+    if level == EnforcementLevel.DISABLED.value:
+        return []
+    version = apiserver.schema_version(kubernetes_version)
+    out = []
+    for r in read.resources:
+        if r.type == HELM_RELEASE_TYPE:
+            continue
+        key = f"{r.type}::{r.name}"
+        file, obj_line = read.locations.get(key, ("", None))
+        label = f"{r.inputs.get('kind')} {r.name}"
+        for rej in apiserver.rejections(r.inputs, version):
+            line = line_of(read.nodes.get(key), rej.path) or obj_line
+            out.append(Violation(apiserver.RULE_ID, level, r.type, r.name,
+                                 f"{label}: rejected by the API server"
+                                 f"{f' (Kubernetes {version.rsplit(chr(46), 1)[0]})' if version else ''}: "
+                                 f"{rej.render()}", "critical", file, line))
     return out
 
 
@@ -501,6 +561,15 @@ def format_sarif(violations: Sequence[Violation], locations: Optional[Mapping[st
                       "help": {"text": p.remediation or p.description},
                       "defaultConfiguration": {"level": _SARIF_LEVEL.get(p.level.value, "note")},
                       "properties": props})
+    if any(v.policy_id not in index for v in violations):
+        from gpuplatform import apiserver
+
+        index[apiserver.RULE_ID] = len(rules)
+        rules.append({"id": apiserver.RULE_ID, "name": apiserver.RULE_ID,
+                      "shortDescription": {"text": "The API server must accept the object"},
+                      "fullDescription": {"text": apiserver.RULE_DESCRIPTION},
+                      "help": {"text": apiserver.RULE_DESCRIPTION},
+                      "defaultConfiguration": {"level": "error"}, "properties": {"tags": ["kubernetes"]}})
     results = []
     for v in violations:
         result: dict[str, Any] = {"ruleId": v.policy_id, "level": _SARIF_LEVEL.get(v.level, "note"),

@@ -109,8 +109,13 @@ def cmd_check(args) -> int:
         resources = synthesize(stack_config_from_namespace(raw), stack=stack)
         default_location = (str(stack_file(args)[0]), None)
     violations = check.located(check.run_policies(resources, policy_config), locations, default_location)
+    if args.manifests:
+        # the API server's own judgement comes first: a policy reading a misspelt field sees nothing to judge
+        violations = check.api_server_violations(read, args.kube_version,
+                                                 check.api_server_level(policy_config)) + violations
     files = len(read.files) if args.manifests else 1
-    checked = check.Checked(check.active_policies(policy_config), len(resources), files)
+    api_server = bool(args.manifests) and check.api_server_level(policy_config) != "disabled"
+    checked = check.Checked(check.active_policies(policy_config) + api_server, len(resources), files)
     if args.format == "json":
         text = check.format_json(violations)
     elif args.format == "sarif":

@@ -228,10 +228,114 @@ def test_a_clean_run_says_what_it_checked(capsys, tmp_path):
     manifest = CORPUS / "03_dcgm_exporter_chart.yaml"
     objects = len(read_manifests([manifest]).resources)
     code, out, _ = _run(capsys, "--manifests", str(manifest))
-    assert code == 0 and out.strip() == (f"No policy violations. (checked {active_policies()} policies on "
+    # the pack's policies and, for plain manifests, the API server's own validation
+    assert code == 0 and out.strip() == (f"No policy violations. (checked {active_policies() + 1} policies on "
                                          f"{objects} object{'s' if objects > 1 else ''} from 1 file)")
     assert active_policies() == len(REGISTRY)
-    (tmp_path / "one.json").write_text(json.dumps({"all": "disabled", "image-pinned": "advisory"}))
+    (tmp_path / "one.json").write_text(json.dumps({"all": "disabled", "image-pinned": "advisory",
+                                                   "api-server-rejects": "disabled"}))
     code, out, _ = _run(capsys, "--manifests", str(manifest), str(manifest), "--policy-config",
                         str(tmp_path / "one.json"))
     assert code == 0 and out.strip().endswith(f"(checked 1 policy on {2 * objects} objects from 2 files)")
+
+
+# ------------------------------------------------------------------------------------------------ the API server
+_GPU_TYPOS = """apiVersion: apps/v1
+kind: Deployment
+metadata: {name: asr, namespace: ml}
+spec:
+  selector: {matchLabels: {app: asr}}
+  template:
+    metadata: {labels: {app: asr}, creationTimestamp: null}
+    spec:
+      nodeSelector: null
+      containers:
+        - name: typo
+          image: "registry.example.com/asr:2.1"
+          resources:
+            limit: {nvidia.com/gpu: 1}
+        - name: units
+          image: "registry.example.com/asr:2.1"
+          resources:
+            requests: {cpu: 0.5, memory: 8Gi}
+            limits:
+              memory: 16GB
+              nvidia.com/gpu: 0.5
+          volumeMounts:
+            - {name: cache, mountPath: /models}
+            - {name: cache, mountPath: /models}
+      volumes:
+        - {name: cache, emptyDir: {}}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: asr, namespace: ml}
+spec:
+  selector: {app: asr}
+  ports:
+    - {name: http, port: 80}
+    - {name: http, port: 8080}
+"""
+
+
+def test_what_the_api_server_rejects_is_mandatory_at_its_line(tmp_path, capsys, sarif_validator, monkeypatch):
+    (tmp_path / "asr.yaml").write_text(_GPU_TYPOS)
+    monkeypatch.chdir(tmp_path)
+    code, out, _ = _run(capsys, "--manifests", "asr.yaml", "--format", "json")
+    found = {(v["line"], v["message"].split(": ", 2)[-1]) for v in json.loads(out)
+             if v["policy_id"] == "api-server-rejects"}
+    assert code == 1 and all(v["level"] == "mandatory" for v in json.loads(out)
+                             if v["policy_id"] == "api-server-rejects")
+    assert found == {
+        (14, "spec.template.spec.containers[0].resources.limit: unknown field 'limit'"),
+        (20, 'spec.template.spec.containers[1].resources.limits.memory: "16GB" is not a Kubernetes quantity '
+             '(e.g. 16Gi, 500m, 2)'),
+        (21, "spec.template.spec.containers[1].resources.limits.nvidia.com/gpu: 0.5 must be a whole number: "
+             "nvidia.com/gpu is an extended resource, allocated in whole devices"),
+        (24, "spec.template.spec.containers[1].volumeMounts[1].mountPath: duplicate mount path '/models'"),
+        (35, "spec.ports[1].name: duplicate port name 'http'"),
+    }, found
+    _, out, _ = _run(capsys, "--manifests", "asr.yaml", "--format", "sarif")
+    doc = json.loads(out)
+    sarif_validator.validate(doc)
+    rules = doc["runs"][0]["tool"]["driver"]["rules"]
+    lines = sorted(r["locations"][0]["physicalLocation"]["region"]["startLine"] for r in doc["runs"][0]["results"]
+                   if r["ruleId"] == "api-server-rejects" and rules[r["ruleIndex"]]["id"] == r["ruleId"])
+    assert lines == [14, 20, 21, 24, 35]
+
+
+def test_api_server_rules_accept_what_the_api_server_accepts(tmp_path, capsys):
+    """Helm's nulls, numbers as quantities, int-or-string ports, a request equal to the GPU limit, custom
+    resources the bundled schemas do not know: none of them is a rejection."""
+    (tmp_path / "ok.yaml").write_text(
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: p, creationTimestamp: null, labels: null}\n"
+        "spec:\n  tolerations: null\n  containers:\n    - name: c\n      image: 'registry.example.com/p:1'\n"
+        "      ports: [{name: http, containerPort: 8000}]\n      readinessProbe: {httpGet: {port: http}}\n"
+        "      resources:\n        requests: {cpu: 0.5, memory: 1e9, nvidia.com/gpu: 2}\n"
+        "        limits: {nvidia.com/gpu: '2', memory: 2Gi}\n"
+        "---\napiVersion: serving.kserve.io/v1beta1\nkind: InferenceService\nmetadata: {name: m}\n"
+        "spec: {predictor: {madeUpField: 1}}\n")
+    code, out, _ = _run(capsys, "--manifests", str(tmp_path / "ok.yaml"), "--format", "json")
+    assert [v for v in json.loads(out) if v["policy_id"] == "api-server-rejects"] == []
+
+
+def test_the_target_version_picks_the_schema(tmp_path, capsys):
+    """resizePolicy (in-place resize) is a field from Kubernetes 1.27: a 1.26 API server refuses it."""
+    (tmp_path / "resize.yaml").write_text(
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n    - name: c\n"
+        "      image: 'registry.example.com/p:1'\n"
+        "      resizePolicy: [{resourceName: cpu, restartPolicy: NotRequired}]\n")
+    def rejected(version):
+        _, out, _ = _run(capsys, "--manifests", str(tmp_path / "resize.yaml"), "--format", "json",
+                         "--kube-version", version)
+        return [v["line"] for v in json.loads(out) if v["policy_id"] == "api-server-rejects"]
+    assert rejected("1.26") == [8] and rejected("1.30") == []
+
+
+def test_the_api_server_check_can_be_lowered_or_disabled(tmp_path, capsys):
+    (tmp_path / "asr.yaml").write_text(_GPU_TYPOS)
+    for level, expect in (("advisory", {"advisory"}), ("disabled", set())):
+        (tmp_path / "cfg.json").write_text(json.dumps({"api-server-rejects": level}))
+        _, out, _ = _run(capsys, "--manifests", str(tmp_path / "asr.yaml"), "--format", "json", "--policy-config",
+                         str(tmp_path / "cfg.json"))
+        assert {v["level"] for v in json.loads(out) if v["policy_id"] == "api-server-rejects"} == expect

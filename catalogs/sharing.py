@@ -32,6 +32,14 @@ RESOURCE_GPU_CORE = "aliyun.com/gpu-core.percentage"
 MIG_RESOURCE_PREFIX = "nvidia.com/mig-"
 
 DEFAULT_GPU_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
+GPU_NODE_TAINT_KEYS = ("nvidia.com/gpu",)
+"""Taint keys that keep ordinary pods off GPU nodes: the device plugin's resource name, which GKE and AKS GPU node
+pools set and the ExtendedResourceToleration admission plugin tolerates for pods requesting the resource."""
+GPU_NODE_LABELS = ("nvidia.com/gpu.present", "nvidia.com/gpu.product", "nvidia.com/gpu.count",
+                   "cloud.google.com/gke-accelerator", "k8s.amazonaws.com/accelerator",
+                   "aliyun.accelerator/nvidia_name", "aliyun.accelerator/nvidia_count")
+"""Node labels only GPU nodes carry: GPU Feature Discovery's (NVIDIA gpu-feature-discovery README), GKE's and
+EKS's accelerator labels, and ACK's GPU labels (ack.md section 2)."""
 
 # --- components -------------------------------------------------------------------------------------------------
 ACK_SHARING_ADDON = "ack-ai-installer"

@@ -96,6 +96,52 @@ def quantity_value(text: str) -> float:
     return sign * float(number) * _QUANTITY_SCALE[suffix]
 
 
+POD_TEMPLATE_PATHS: dict[tuple[str, str], tuple[tuple[str, ...], ...]] = {
+    # KServe: each component of an InferenceService is a pod spec inline (PredictorSpec, TransformerSpec and
+    # ExplainerSpec embed corev1.PodSpec; workerSpec of multi-node predictors too), kserve
+    # pkg/apis/serving/v1beta1 (predictor.go, component.go, worker_spec.go)
+    ("serving.kserve.io", "InferenceService"): (("spec", "predictor"), ("spec", "predictor", "workerSpec"),
+                                                ("spec", "transformer"), ("spec", "explainer")),
+    # KubeRay: HeadGroupSpec.Template and WorkerGroupSpec.Template are corev1.PodTemplateSpec, ray-operator
+    # apis/ray/v1 (raycluster_types.go; RayService.spec.rayClusterConfig and RayJob.spec.rayClusterSpec are a
+    # RayClusterSpec; RayJob.spec.submitterPodTemplate is a PodTemplateSpec)
+    ("ray.io", "RayCluster"): (("spec", "headGroupSpec", "template", "spec"),
+                               ("spec", "workerGroupSpecs", "*", "template", "spec")),
+    ("ray.io", "RayService"): (("spec", "rayClusterConfig", "headGroupSpec", "template", "spec"),
+                               ("spec", "rayClusterConfig", "workerGroupSpecs", "*", "template", "spec")),
+    ("ray.io", "RayJob"): (("spec", "rayClusterSpec", "headGroupSpec", "template", "spec"),
+                           ("spec", "rayClusterSpec", "workerGroupSpecs", "*", "template", "spec"),
+                           ("spec", "submitterPodTemplate", "spec")),
+    # LeaderWorkerSet: leaderWorkerTemplate.leaderTemplate (optional) and .workerTemplate, lws
+    # api/leaderworkerset/v1 (leaderworkerset_types.go)
+    ("leaderworkerset.x-k8s.io", "LeaderWorkerSet"): (("spec", "leaderWorkerTemplate", "leaderTemplate", "spec"),
+                                                      ("spec", "leaderWorkerTemplate", "workerTemplate", "spec")),
+    # Kubeflow training-operator v1: a map of replica type -> ReplicaSpec whose template is a PodTemplateSpec,
+    # pkg/apis/kubeflow.org/v1 (pytorch_types.go, tensorflow_types.go, mpi_types.go, xgboost_types.go,
+    # paddlepaddle_types.go, jax_types.go)
+    ("kubeflow.org", "PyTorchJob"): (("spec", "pytorchReplicaSpecs", "*", "template", "spec"),),
+    ("kubeflow.org", "TFJob"): (("spec", "tfReplicaSpecs", "*", "template", "spec"),),
+    ("kubeflow.org", "MPIJob"): (("spec", "mpiReplicaSpecs", "*", "template", "spec"),),
+    ("kubeflow.org", "XGBoostJob"): (("spec", "xgbReplicaSpecs", "*", "template", "spec"),),
+    ("kubeflow.org", "PaddleJob"): (("spec", "paddleReplicaSpecs", "*", "template", "spec"),),
+    ("kubeflow.org", "JAXJob"): (("spec", "jaxReplicaSpecs", "*", "template", "spec"),),
+    # JobSet: replicatedJobs[].template is a batch JobTemplateSpec, jobset api/jobset/v1alpha2
+    ("jobset.x-k8s.io", "JobSet"): (("spec", "replicatedJobs", "*", "template", "spec", "template", "spec"),),
+    # Argo Rollouts: RolloutSpec.Template is a PodTemplateSpec, as a Deployment's, pkg/apis/rollouts/v1alpha1
+    ("argoproj.io", "Rollout"): (("spec", "template", "spec"),),
+    # Knative Serving: Service.spec.template is a RevisionTemplateSpec whose RevisionSpec embeds corev1.PodSpec,
+    # serving pkg/apis/serving/v1 (revision_types.go)
+    ("serving.knative.dev", "Service"): (("spec", "template", "spec"),),
+    ("serving.knative.dev", "Configuration"): (("spec", "template", "spec"),),
+}
+"""Where custom resources GPU users deploy keep their pod specs; ``*`` is every item of a list or value of a map.
+The pod policies judge these pods as they judge a Deployment's."""
+KSERVE_MODEL_CONTAINERS = ("model", "sklearn", "xgboost", "tensorflow", "pytorch", "triton", "onnx",
+                           "huggingface", "pmml", "lightgbm", "paddle")
+"""Keys of a KServe predictor that hold one container each (ModelSpec and the framework specs embed
+corev1.Container): kserve pkg/apis/serving/v1beta1 predictor.go."""
+
+
 PROMETHEUS_OPERATOR_API = "monitoring.coreos.com/v1"
 """ServiceMonitor, PodMonitor, PrometheusRule: CRDs the kube-prometheus-stack chart (or ARMS) installs."""
 KEDA_API = "keda.sh/v1alpha1"

@@ -110,7 +110,7 @@ def hpa_app_metric_scraped(view, config, report):
         app = [m for m in s.metrics if (found := lookup_metric(m.name)) and found[0].category == "app"]
         if not app:
             continue
-        spec = k8s.pod_spec(target.kind, target.props)
+        spec = k8s.workload_pod_spec(target.kind, target.props)
         if spec is None:
             continue  # a custom kind (LeaderWorkerSet, Rollout) whose pod template we do not read
         labels = k8s.pod_labels(target.kind, target.props)
@@ -235,7 +235,7 @@ def _exporters(view) -> set[str]:
         found.add("ack")
     if view.releases("dcgm-exporter") or any(
             matches(str(k8s.get(c, "image", default="")), ("nvidia/k8s/dcgm-exporter",))
-            for d in view.objects("DaemonSet") for c in k8s.containers(k8s.pod_spec(d.kind, d.props))):
+            for d in view.objects("DaemonSet") for c in k8s.containers(k8s.workload_pod_spec(d.kind, d.props))):
         found.add("dcgm")
     return found
 

@@ -48,7 +48,7 @@ def _mode_from_selector(spec) -> str | None:
                 "gpu_engine_active on MIG) or on an inference-server metric such as queue time.")
 def metric_matches_sharing_mode(view, config, report):
     for s, target in view.scaled_targets():
-        mode = view.pool_mode(target) or _mode_from_selector(k8s.pod_spec(target.kind, target.props))
+        mode = view.pool_mode(target) or _mode_from_selector(k8s.workload_pod_spec(target.kind, target.props))
         if mode is None:
             continue
         for m in s.metrics:
@@ -241,7 +241,7 @@ def _fix_gpu_limits(r, config):
     "gpu-limit-equals-request",
     "GPU extended resources must be set in limits, and a request, if given, must equal the limit: extended "
     "resources cannot be overcommitted, and dcgm-exporter attributes GPUs to pods by their limits.",
-    category=CATEGORY, severity=HIGH, kinds=k8s.WORKLOAD_KINDS,
+    category=CATEGORY, severity=HIGH, kinds=k8s.POD_KINDS,
     refs=("dcgm-exporter#138", "Kyverno check-nvidia-gpu"),
     remediation="Set the GPU resource in limits (requests default to limits). Remediation copies the value.",
     remediate=_fix_gpu_limits)
@@ -304,7 +304,7 @@ def hpa_within_capacity(view, config, report):
         gpus, nodes = k8s.quantity(k8s.get(pool, "gpusPerNode")), k8s.quantity(k8s.get(pool, "maxNodes"))
         if model is None or mode not in sharing.SHARING_MODES or gpus is None or nodes is None:
             continue
-        asked = k8s.pod_gpu_resources(k8s.pod_spec(target.kind, target.props))
+        asked = k8s.pod_gpu_resources(k8s.workload_pod_spec(target.kind, target.props))
         if mode == "cgpu":
             request = capacity.GpuRequest(memory_gib=asked.get(sharing.RESOURCE_GPU_MEM, 0),
                                           core_percent=int(asked.get(sharing.RESOURCE_GPU_CORE, 0)))
@@ -330,7 +330,7 @@ def hpa_within_capacity(view, config, report):
     "A GPU-like resource name must be one a device plugin serves (nvidia.com/gpu, the MIG profiles, cGPU memory "
     "and cores, other vendors' GPUs): the scheduler waits forever for a resource no node advertises "
     "('Insufficient nvidia.com/gpu-all').",
-    category=CATEGORY, severity=CRITICAL, kinds=k8s.WORKLOAD_KINDS,
+    category=CATEGORY, severity=CRITICAL, kinds=k8s.POD_KINDS,
     refs=("k8s-device-plugin README (resource names)", "k8s-device-plugin#430"),
     config={"extraResources": prop("array", "Further GPU resource names your device plugins serve.", [],
                                    items={"type": "string"})},
@@ -356,7 +356,7 @@ _NO_DEVICES = ("", "none", "void")
     "container runtime honours the variable in unprivileged containers (nvidia-container-toolkit "
     "accept-nvidia-visible-devices-envvar-when-unprivileged, on by default), so the pod uses GPUs the scheduler "
     "gave to other pods. GPU system components that monitor every GPU are exempt.",
-    category=CATEGORY, severity=CRITICAL, kinds=k8s.WORKLOAD_KINDS,
+    category=CATEGORY, severity=CRITICAL, kinds=k8s.POD_KINDS,
     refs=("nvidia-container-toolkit: NVIDIA_VISIBLE_DEVICES (all | none | void | index/UUID list)",
           "Kyverno check-nvidia-gpu"),
     remediation="Remove NVIDIA_VISIBLE_DEVICES and request the GPUs (limits nvidia.com/gpu); the device plugin "
@@ -387,7 +387,7 @@ def gpu_visible_devices(r, config, report):
     "sets NVIDIA_VISIBLE_DEVICES=all (the CUDA and NGC base images do) still sees every GPU of the node, outside "
     "the scheduler's accounting. Whether it does depends on the image and the node's runtime configuration, which "
     "a manifest does not show, so this advises. GPU system components are exempt.",
-    category=CATEGORY, severity=HIGH, level=ADVISORY, kinds=k8s.WORKLOAD_KINDS,
+    category=CATEGORY, severity=HIGH, level=ADVISORY, kinds=k8s.POD_KINDS,
     refs=("NVIDIA k8s-device-plugin README: Running GPU Jobs (unrequested GPUs exposed with NVIDIA images)",
           "k8s-device-plugin#61", "nvidia-container-toolkit: NVIDIA_VISIBLE_DEVICES"),
     remediation="Request the GPUs the container uses (limits nvidia.com/gpu), or set NVIDIA_VISIBLE_DEVICES=void "

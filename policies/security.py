@@ -121,7 +121,7 @@ def no_wildcards(r, config, report):
     "container-no-plaintext-secrets",
     "Secret-looking environment variables (password, token, key) must come from a Secret, not a literal value "
     "in the manifest (and so in the stack state and Git).",
-    category=CATEGORY, severity=HIGH, kinds=k8s.WORKLOAD_KINDS,
+    category=CATEGORY, severity=HIGH, kinds=k8s.POD_KINDS,
     refs=("Checkov CKV_K8S_35", "Polaris sensitiveContainerEnvVar"),
     config={"pattern": prop("string", "Regex of secret-looking variable names.", SECRET_ENV_PATTERN)},
     remediation="Use valueFrom.secretKeyRef (the workload's secretEnv).")
@@ -251,7 +251,7 @@ def metrics_port_not_exposed(r, config, report):
 
 # ------------------------------------------------------------------------------------------------ pod security
 def _pod_policy(id, description, refs, remediation, severity=HIGH, remediate=None, hardening=True):
-    return resource_policy(id, description, category=POD_SECURITY, severity=severity, kinds=k8s.WORKLOAD_KINDS,
+    return resource_policy(id, description, category=POD_SECURITY, severity=severity, kinds=k8s.POD_KINDS,
                            refs=refs, config=dict(EXEMPTIONS_CONFIG), remediation=remediation, remediate=remediate,
                            level=ADVISORY if hardening else MANDATORY, hardening=hardening)
 
@@ -279,7 +279,7 @@ def run_as_non_root(r, config, report):
     pod_nonroot = k8s.get(spec, "securityContext", "runAsNonRoot") is True
     if k8s.get(spec, "securityContext", "runAsUser") == 0:
         report(f"{r.label}: pod runAsUser is 0")
-    for c in k8s.containers(spec):
+    for c in k8s.containers(spec, own_only=True):
         nonroot = _csc(c, "runAsNonRoot")
         if nonroot is False or (nonroot is None and not pod_nonroot):
             report(f"{r.label} container {k8s.container_name(c)}: runAsNonRoot is not true")
@@ -345,7 +345,7 @@ def no_privilege_escalation(r, config, report):
     spec, comp = _subject(r, config)
     if spec is None or (comp is not None and comp.privileged):
         return
-    for c in k8s.containers(spec):
+    for c in k8s.containers(spec, own_only=True):
         if _csc(c, "allowPrivilegeEscalation") is not False:
             report(f"{r.label} container {k8s.container_name(c)}: allowPrivilegeEscalation is not false")
 
@@ -359,7 +359,7 @@ def drop_all(r, config, report):
     if spec is None:
         return
     allowed = {"NET_BIND_SERVICE", *(comp.capabilities if comp else ())}
-    for c in k8s.containers(spec):
+    for c in k8s.containers(spec, own_only=True):
         if comp is not None and (comp.privileged or comp.runs_as_root) and _csc(c, "privileged") is True:
             continue
         caps = k8s.as_map(_csc(c, "capabilities"))
@@ -382,7 +382,7 @@ def seccomp(r, config, report):
     pod_type = k8s.get(spec, "securityContext", "seccompProfile", "type")
     if pod_type is not None and pod_type not in SECURE_SECCOMP:
         report(f"{r.label}: pod seccompProfile is {pod_type}")
-    for c in k8s.containers(spec):
+    for c in k8s.containers(spec, own_only=True):
         ctype = k8s.get(c, "securityContext", "seccompProfile", "type")
         if ctype is not None and ctype not in SECURE_SECCOMP:
             report(f"{r.label} container {k8s.container_name(c)}: seccompProfile is {ctype}")

@@ -77,6 +77,11 @@ OTHER_GPU_RESOURCES = (
     "gpu.intel.com/i915",      # intel/intel-device-plugins-for-kubernetes GPU plugin
     "gpu.intel.com/xe",
     "habana.ai/gaudi",         # HabanaAI device plugin
+    # HAMi (Project-HAMi/HAMi, device config resourceMemoryName, resourceMemoryPercentageName, resourceCoreName):
+    # GPU sharing by memory (MiB) and core percentage next to nvidia.com/gpu
+    f"{RESOURCE_GPU}mem", f"{RESOURCE_GPU}mem-percentage", f"{RESOURCE_GPU}cores",
+    # Volcano vGPU (Project-HAMi/volcano-vgpu-device-plugin, the same device config under volcano.sh/)
+    "volcano.sh/vgpu-number", "volcano.sh/vgpu-memory", "volcano.sh/vgpu-memory-percentage", "volcano.sh/vgpu-cores",
 )
 GPU_RESOURCE_DOMAINS = ("nvidia.com", "aliyun.com", "amd.com", "gpu.intel.com", "habana.ai")
 

@@ -409,8 +409,9 @@ def gpu_node_pod_requests_gpu(r, config, report):
     if toleration is None and label is None:
         return
     containers = list(k8s.containers(spec))
-    if any(k8s.gpu_resources(c) for c in containers):
-        return
+    if any(sharing.looks_like_gpu_resource(str(name)) for c in containers for part in ("requests", "limits")
+           for name in k8s.as_map(k8s.get(c, "resources", part))):
+        return  # any vendor's or sharing scheduler's GPU resource (catalogs.sharing), not only ours
     if any(str(k8s.get(e, "value") or "").strip().lower() in _NO_DEVICES
            for c in containers for e in k8s.as_list(k8s.get(c, "env")) if k8s.get(e, "name") == NVIDIA_VISIBLE_DEVICES):
         return

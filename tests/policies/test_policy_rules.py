@@ -316,3 +316,15 @@ def test_a_gpu_node_pod_without_gpus_is_reported_once_per_signal():
     assert [v.level for v in found] == ["advisory", "advisory"]
     assert sorted(any(f" {why} but requests no GPU" in v.message for v in found) for why in (
         "selects GPU nodes by nvidia.com/gpu.present", "tolerates the GPU taint nvidia.com/gpu")) == [True, True]
+
+
+@pytest.mark.parametrize("resources", [
+    {"nvidia.com/gpu": 1, "nvidia.com/gpumem": 8000, "nvidia.com/gpucores": 30},      # HAMi
+    {"nvidia.com/gpu": 1, "nvidia.com/gpumem-percentage": 50},                       # HAMi
+    {"volcano.sh/vgpu-number": 1, "volcano.sh/vgpu-memory": 4096, "volcano.sh/vgpu-cores": 25},  # Volcano vGPU
+], ids=["hami", "hami-percentage", "volcano-vgpu"])
+def test_other_gpu_sharing_schedulers_resources_are_neither_typos_nor_missing(resources):
+    job = _gpu_node_job(toleration={"key": "nvidia.com/gpu"})
+    job["spec"]["template"]["spec"]["containers"][0]["resources"] = {"limits": dict(resources)}
+    assert only("gpu-resource-known", extra(job)) == []
+    assert only("gpu-node-pod-requests-gpu", extra(job)) == []

@@ -142,6 +142,34 @@ KSERVE_MODEL_CONTAINERS = ("model", "sklearn", "xgboost", "tensorflow", "pytorch
 corev1.Container): kserve pkg/apis/serving/v1beta1 predictor.go."""
 
 
+_REFERENCE_KEY = re.compile(r"(?i)(?:^EXISTING_|_(?:REF|ENABLED|ENABLE)$|(?:^|_)FROM_SECRETS?$|"
+                            r"(?:PASSWORD|PASSWD|TOKEN|CREDENTIALS?)_KEY$)")
+"""Keys that name where a secret is (an existing Secret, a key inside one, a reference), not the secret."""
+
+
+def plaintext_secrets(values, path: str = "") -> list[str]:
+    """Paths of password-like values written in plain text anywhere in a nested mapping (Helm values, env):
+    a key that reads as a secret by :data:`SECRET_ENV_PATTERN` once camelCase is spelled in words
+    (``adminPassword`` -> ``ADMIN_PASSWORD``) and holds a non-empty string. References are not secrets: keys
+    naming a file, path, Secret name or existing Secret (``passwordFile``, ``existingSecret``), and mappings
+    (``secretKeyRef``) hold none."""
+    pattern = re.compile(SECRET_ENV_PATTERN)
+    out = []
+    if isinstance(values, dict):
+        for key, value in values.items():
+            where = f"{path}.{key}" if path else str(key)
+            if isinstance(value, (dict, list)):
+                out += plaintext_secrets(value, where)
+                continue
+            words = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", str(key)).replace("-", "_").replace(".", "_").upper()
+            if isinstance(value, str) and value.strip() and pattern.search(words) and not _REFERENCE_KEY.search(words):
+                out.append(where)
+    elif isinstance(values, list):
+        for i, item in enumerate(values):
+            out += plaintext_secrets(item, f"{path}[{i}]")
+    return out
+
+
 PROMETHEUS_OPERATOR_API = "monitoring.coreos.com/v1"
 """ServiceMonitor, PodMonitor, PrometheusRule: CRDs the kube-prometheus-stack chart (or ARMS) installs."""
 KEDA_API = "keda.sh/v1alpha1"

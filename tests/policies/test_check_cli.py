@@ -339,3 +339,19 @@ def test_the_api_server_check_can_be_lowered_or_disabled(tmp_path, capsys):
         _, out, _ = _run(capsys, "--manifests", str(tmp_path / "asr.yaml"), "--format", "json", "--policy-config",
                          str(tmp_path / "cfg.json"))
         assert {v["level"] for v in json.loads(out) if v["policy_id"] == "api-server-rejects"} == expect
+
+
+def test_a_pause_pod_is_what_its_first_init_container_is():
+    def daemonset(init_image):
+        return {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "installer", "namespace": "ops"},
+                "spec": {"template": {"spec": {
+                    "hostPID": True, "volumes": [{"name": "root", "hostPath": {"path": "/"}}],
+                    "initContainers": [{"name": "install", "image": init_image, "securityContext": {"privileged": True},
+                                        "volumeMounts": [{"name": "root", "mountPath": "/root"}]}],
+                    "containers": [{"name": "pause", "image": "registry.k8s.io/pause:3.10"}]}}}}
+    from gpuplatform.records import RegisteredResource
+    def mandatory(init_image):
+        r = RegisteredResource("kubernetes:apps/v1:DaemonSet", "ops/installer", daemonset(init_image))
+        return sorted({v.policy_id for v in run_policies([r]) if v.mandatory})
+    assert mandatory("ubuntu-nvidia-installer:fixed") == []
+    assert mandatory("registry.example.com/tools/busybox:1.36") == ["pod-no-host-namespaces", "pod-no-privileged"]

@@ -239,9 +239,11 @@ def semantic_rejections(obj: Mapping) -> list[Rejection]:
     return _pod(node, path if kind != "PodTemplate" else ("template", "spec")) if isinstance(node, Mapping) else []
 
 
-def rejections(obj: Mapping, version: Optional[str]) -> list[Rejection]:
+def rejections(obj: Mapping, version: Optional[str], patch: bool = False) -> list[Rejection]:
     """Everything the API server of ``version`` (a bundled schema set, :func:`schema_version`) refuses in
-    ``obj``, schema first; a semantic rule that repeats a schema finding at the same place is dropped."""
-    found = schema_rejections(obj, version)
+    ``obj``, schema first; a semantic rule that repeats a schema finding at the same place is dropped. A
+    server-side-apply ``patch`` names only the fields it owns, so a missing required field is no rejection
+    (each field it does name must still exist and have the right type)."""
+    found = [r for r in schema_rejections(obj, version) if not (patch and r.message.endswith(" is required"))]
     at = {r.path for r in found}
     return found + [r for r in semantic_rejections(obj) if r.path not in at]

@@ -359,6 +359,8 @@ def _flatten(doc: Any, node: Any, line: int) -> Iterable[tuple[dict, int, Any]]:
 
 
 HELM_RELEASE_TYPE = "kubernetes:helm.sh/v3:Release"
+PATCH_ANNOTATION = "pulumi.com/patchForce"
+"""Marks a pulumi-kubernetes server-side-apply patch (``…Patch`` resources): it names only the fields it owns."""
 PLAN_RELEASE_KEYS = {"chart", "version", "values", "name", "namespace"}
 """A Helm release as ``gpuplatform plan --out`` writes it (``helmrelease-<ns>-<name>.yaml``): checked as the
 release resource the program registers, so the adapter rules it carries vouch for the HPAs beside it."""
@@ -395,6 +397,8 @@ def read_manifests(paths: Iterable[str | Path]) -> Manifests:
                     ns = k8s.get(obj, "metadata", "namespace")
                     name = f"{ns}/{k8s.name_of(obj)}" if ns else (k8s.name_of(obj) or str(obj["kind"]).lower())
                     token = k8s.type_token(str(obj["apiVersion"]), str(obj["kind"]))
+                    if PATCH_ANNOTATION in k8s.as_map(k8s.get(obj, "metadata", "annotations")):
+                        token += "Patch"  # a server-side-apply patch, as `plan --out` writes one: its fields only
                     key = f"{token}::{name}"
                     seen[key] = seen.get(key, 0) + 1
                     if seen[key] > 1:
@@ -453,7 +457,7 @@ def api_server_violations(read: "Manifests", kubernetes_version: Optional[str],
         key = f"{r.type}::{r.name}"
         file, obj_line = read.locations.get(key, ("", None))
         label = f"{r.inputs.get('kind')} {r.name}"
-        for rej in apiserver.rejections(r.inputs, version):
+        for rej in apiserver.rejections(r.inputs, version, patch=k8s.is_patch(r.type)):
             line = line_of(read.nodes.get(key), rej.path) or obj_line
             out.append(Violation(apiserver.RULE_ID, level, r.type, r.name,
                                  f"{label}: rejected by the API server"

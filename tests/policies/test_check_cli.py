@@ -355,3 +355,13 @@ def test_a_pause_pod_is_what_its_first_init_container_is():
         return sorted({v.policy_id for v in run_policies([r]) if v.mandatory})
     assert mandatory("ubuntu-nvidia-installer:fixed") == []
     assert mandatory("registry.example.com/tools/busybox:1.36") == ["pod-no-host-namespaces", "pod-no-privileged"]
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+def test_plan_output_passes_the_api_server_check(stack, tmp_path, capsys):
+    """`plan --out` writes server-side-apply patches (pulumi.com/patchForce) beside full objects: a patch names
+    only the fields it owns, so it is checked as one, and nothing we write is refused."""
+    assert main(["plan", "--stack", stack, "--out", str(tmp_path)]) == 0
+    capsys.readouterr()
+    code, out, _ = _run(capsys, "--manifests", str(tmp_path / "manifests"), "--format", "json")
+    assert [v for v in json.loads(out) if v["policy_id"] == "api-server-rejects"] == []

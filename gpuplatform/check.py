@@ -429,6 +429,31 @@ def line_of(node: Any, path: Sequence) -> Optional[int]:
     return line
 
 
+def stack_file_locations(path: str | Path, raw: Mapping[str, Any],
+                         resources: Sequence[RegisteredResource]) -> dict[str, tuple[str, int]]:
+    """``type::name`` -> (stack file, line) for the resources a stack file's workloads and node pools produce:
+    the line of the entry (``- name: <workload>``) whose name the resource carries, the longest name winning
+    (``ranker`` and ``ranker-v2``). Resources of no entry (the cluster, the monitoring stack) are left out."""
+    try:
+        lines = Path(path).read_text().splitlines()
+    except OSError:
+        return {}
+    names = [str(e.get("name")) for key in ("workloads", "nodePools") for e in (raw.get(key) or [])
+             if isinstance(e, Mapping) and e.get("name")]
+    line_of_name = {}
+    for name in names:
+        entry = re.compile(rf"^\s*(?:-\s+)?name:\s*['\"]?{re.escape(name)}['\"]?\s*(?:#.*)?$")
+        line_of_name[name] = next((i + 1 for i, text in enumerate(lines) if entry.match(text)), None)
+    out = {}
+    for r in resources:
+        meta_name = str(k8s.get(r.inputs, "metadata", "name", default="") or "") if isinstance(r.inputs, Mapping) \
+            else ""
+        hits = [n for n in names if line_of_name[n] and (n in r.name or (meta_name and n in meta_name))]
+        if hits:
+            out[f"{r.type}::{r.name}"] = (str(path), line_of_name[max(hits, key=len)])
+    return out
+
+
 def api_server_level(config: Optional[Mapping[str, Any]]) -> str:
     """Level of the API-server check under a policy-pack config: mandatory unless the config names
     ``api-server-rejects`` (``"advisory"``, ``"disabled"``); ``all`` does not lower it (it is no policy of the

@@ -108,6 +108,7 @@ def cmd_check(args) -> int:
         load(raw)
         resources = synthesize(stack_config_from_namespace(raw), stack=stack)
         default_location = (str(stack_file(args)[0]), None)
+        locations = check.stack_file_locations(default_location[0], raw, resources)
     violations = check.located(check.run_policies(resources, policy_config), locations, default_location)
     if args.manifests:
         # the API server's own judgement comes first: a policy reading a misspelt field sees nothing to judge

@@ -365,3 +365,13 @@ def test_plan_output_passes_the_api_server_check(stack, tmp_path, capsys):
     capsys.readouterr()
     code, out, _ = _run(capsys, "--manifests", str(tmp_path / "manifests"), "--format", "json")
     assert [v for v in json.loads(out) if v["policy_id"] == "api-server-rejects"] == []
+
+
+def test_a_stack_finding_points_at_its_workload_in_the_stack_file(tmp_path, capsys):
+    stack = REPO / "stacks" / "Pulumi.prod.yaml"
+    (tmp_path / "cfg.json").write_text(json.dumps({"hpa-replica-bounds": {"minReplicas": 2}}))
+    code, out, _ = _run(capsys, "--stack", "prod", "--policy-config", str(tmp_path / "cfg.json"), "--format", "json")
+    found = json.loads(out)
+    entry = next(i + 1 for i, line in enumerate(stack.read_text().splitlines()) if line.strip() == "- name: flower")
+    assert code == 1 and [(v["policy_id"], v["file"], v["line"]) for v in found] == [
+        ("hpa-replica-bounds", str(stack), entry)]

@@ -51,6 +51,10 @@ CASES = {
     # the metric against the pool's sharing mode (catalogs.metrics sharing_modes)
     **{f"metric-{m}-on-cgpu": ("dev", _autoscaling(metrics=[{"metric": m, "target": 20}]))
        for m in ("gpu_sm_util", "gpu_util", "gpu_fb_used", "gpu_engine_active", "gpu_mem_used_ratio")},
+    "metric-gpu_util-on-mig": ("prod", _autoscaling(metrics=[{"metric": "gpu_util", "target": 50}])),
+    "metric-gpu_engine_active-on-mig": ("prod", _autoscaling(metrics=[{"metric": "gpu_engine_active",
+                                                                       "target": 0.6}])),
+    "metric-gpu_mem_used-exclusive": ("staging", _autoscaling(metrics=[{"metric": "gpu_mem_used", "target": 0.5}])),
     "bounds-zero-min": ("dev", _autoscaling(minReplicas=0, maxReplicas=3)),
     # the HPA API version against the cluster's version (catalogs.kubernetes.served_by)
     **{f"hpa-api-{api.split('/')[1]}-k8s-{kv.split('-')[0]}": ("dev", lambda raw, api=api, kv=kv: (

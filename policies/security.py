@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import re
 
+from gpuplatform.catalogs.kubernetes import plaintext_secrets
 from gpuplatform.catalogs.kubernetes import (INTERNAL_LB_ANNOTATIONS, INTERNAL_LB_CLASSES, POD_SECURITY_ENFORCE,
                                              READ_ONLY_API_GROUPS, ROOT_OPT_OUT_ANNOTATION, SECRET_ENV_PATTERN)
 from gpuplatform.policies import k8s, system
 from gpuplatform.policies.registry import (ADVISORY, CRITICAL, HIGH, MANDATORY, MEDIUM, prop, resource_policy,
                                            stack_policy)
-from gpuplatform.policies.stack import PROMETHEUS_ADAPTER_CHART
+from gpuplatform.policies.stack import PROMETHEUS_ADAPTER_CHART, RELEASE_TYPE
 
 CATEGORY = "security"
 POD_SECURITY = "pod-security"
@@ -134,6 +135,23 @@ def no_plaintext_secrets(r, config, report):
             name, value = str(k8s.get(e, "name", default="")), k8s.get(e, "value")
             if pattern.search(name) and value not in (None, ""):
                 report(f"{r.label} container {k8s.container_name(c)}: env {name} holds a literal value")
+
+
+@resource_policy(
+    "helm-values-no-plaintext-secrets",
+    "A Helm release's values must not hold a password, token or key in plain text (grafana.adminPassword, an "
+    "alert receiver's token): they land in the stack state, the release Secret and Git. The same rule as for "
+    "container env; references (existingSecret, passwordFile, a secretKeyRef) are fine.",
+    category=CATEGORY, severity=HIGH, types=(RELEASE_TYPE,),
+    refs=("Helm 3 storage: a release's values are kept in its helm.sh/release.v1 Secret",
+          "container-no-plaintext-secrets (the same name rule)"),
+    remediation="Put the value in a Kubernetes Secret and point the chart at it (its existingSecret value), or "
+                "pass it as a Pulumi secret.")
+def helm_values_no_plaintext_secrets(r, config, report):
+    if system.user_exempt(r, config):
+        return
+    for where in plaintext_secrets(k8s.plain(k8s.get(r.props, "values"))):
+        report(f"Helm release {k8s.get(r.props, 'name') or r.name}: values.{where} holds a literal secret")
 
 
 CUSTOM_METRICS_APISERVICE = "v1beta1.custom.metrics.k8s.io"

@@ -180,6 +180,11 @@ CASES = {
         _plain(_gpu_node_job(), _gpu_node_job(gpu=1), _gpu_node_job(env="void"), _gpu_node_job(toleration={})),
         _plain(_gpu_node_job(selector={"cloud.google.com/gke-accelerator": "nvidia-l4"}),
                _gpu_node_job(toleration={"key": "nvidia.com/gpu"}))),
+    "helm-values-no-plaintext-secrets": (
+        _mutate("prod", lambda rs: find(rs, "kubernetes:helm.sh/v3:Release").inputs["values"].setdefault(
+            "grafana", {}).update(admin={"existingSecret": "grafana-admin", "passwordKey": "password"})),
+        _mutate("prod", lambda rs: find(rs, "kubernetes:helm.sh/v3:Release").inputs["values"].setdefault(
+            "grafana", {}).update(adminPassword="hunter2"))),
     "rbac-no-cluster-admin-binding": (_plain(binding()), _plain(binding("cluster-admin"))),
     "rbac-no-system-group-binding": (
         _plain(binding()), _plain(binding(subjects=[{"kind": "Group", "name": "system:authenticated"}]))),

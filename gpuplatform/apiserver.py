@@ -16,6 +16,7 @@ Kubernetes version and the semantic rules the API server applies on top of it.
 """
 from __future__ import annotations
 
+import datetime
 import functools
 import json
 import re
@@ -130,7 +131,7 @@ def schema_rejections(obj: Mapping, version: Optional[str]) -> list[Rejection]:
 
 def _schema_message(err) -> str:
     if err.validator == "type":
-        return f"{json.dumps(err.instance)[:60]} is not of type {err.validator_value}"
+        return f"{json.dumps(err.instance, default=str)[:60]} is not of type {err.validator_value}"
     if err.validator == "required":
         return err.message.replace(" is a required property", " is required")
     return err.message[:200]
@@ -155,7 +156,7 @@ def _resources(c: Mapping, base: tuple) -> list[Rejection]:
             where = base + ("resources", side, name)
             text = str(value) if not isinstance(value, bool) else ""
             if not QUANTITY.match(text.strip()) or text != text.strip():
-                out.append(Rejection(where, f"{json.dumps(value)} is not a Kubernetes quantity (e.g. 16Gi, 500m, "
+                out.append(Rejection(where, f"{json.dumps(value, default=str)} is not a Kubernetes quantity (e.g. 16Gi, 500m, "
                                             f"2)"))
                 continue
             amount = quantity_value(text)
@@ -239,11 +240,24 @@ def semantic_rejections(obj: Mapping) -> list[Rejection]:
     return _pod(node, path if kind != "PodTemplate" else ("template", "spec")) if isinstance(node, Mapping) else []
 
 
+def as_sent(value: Any) -> Any:
+    """``value`` as kubectl sends it: sigs.k8s.io/yaml turns YAML into JSON, where an unquoted date or time
+    (``created: 2024-05-01``) is the string it spells, not a timestamp, and every key is a string."""
+    if isinstance(value, Mapping):
+        return {str(k): as_sent(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [as_sent(v) for v in value]
+    if isinstance(value, (datetime.date, datetime.datetime)):
+        return value.isoformat()
+    return value
+
+
 def rejections(obj: Mapping, version: Optional[str], patch: bool = False) -> list[Rejection]:
     """Everything the API server of ``version`` (a bundled schema set, :func:`schema_version`) refuses in
     ``obj``, schema first; a semantic rule that repeats a schema finding at the same place is dropped. A
     server-side-apply ``patch`` names only the fields it owns, so a missing required field is no rejection
     (each field it does name must still exist and have the right type)."""
+    obj = as_sent(obj)
     found = [r for r in schema_rejections(obj, version) if not (patch and r.message.endswith(" is required"))]
     at = {r.path for r in found}
     return found + [r for r in semantic_rejections(obj) if r.path not in at]

@@ -29,6 +29,7 @@ from pulumi_policy import (EnforcementLevel, PolicyCustomTimeouts, PolicyResourc
 from pulumi_policy.deserialize import deserialize_properties
 from pulumi_policy.proxy import UNKNOWN_STRING_VALUE, UnknownValueError, unknown_checking_proxy
 
+from gpuplatform.apiserver import as_sent
 from gpuplatform.records import RegisteredResource
 from gpuplatform.policies import k8s
 from gpuplatform.policies.pack import POLICY_DEFS
@@ -394,6 +395,7 @@ def read_manifests(paths: Iterable[str | Path]) -> Manifests:
                     out.locations[f"{release.type}::{release.name}"] = (str(f), line)
                     continue
                 for obj, obj_line, obj_node in _flatten(doc, node, line):
+                    obj = as_sent(obj)  # JSON as kubectl sends it: no YAML dates, string keys
                     ns = k8s.get(obj, "metadata", "namespace")
                     name = f"{ns}/{k8s.name_of(obj)}" if ns else (k8s.name_of(obj) or str(obj["kind"]).lower())
                     token = k8s.type_token(str(obj["apiVersion"]), str(obj["kind"]))

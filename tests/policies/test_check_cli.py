@@ -375,3 +375,13 @@ def test_a_stack_finding_points_at_its_workload_in_the_stack_file(tmp_path, caps
     entry = next(i + 1 for i, line in enumerate(stack.read_text().splitlines()) if line.strip() == "- name: flower")
     assert code == 1 and [(v["policy_id"], v["file"], v["line"]) for v in found] == [
         ("hpa-replica-bounds", str(stack), entry)]
+
+
+def test_unquoted_dates_are_strings_as_kubectl_sends_them(tmp_path, capsys):
+    """sigs.k8s.io/yaml hands an unquoted date on as the string it spells; YAML loaders that make it a date must
+    not turn it into a rejection (or a crash)."""
+    (tmp_path / "cm.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: release-notes\n"
+                                      "  annotations: {released: 2024-05-01}\ndata:\n  when: 2024-05-01 10:00:00\n")
+    code, out, err = _run(capsys, "--manifests", str(tmp_path / "cm.yaml"), "--format", "json")
+    assert code == 0 and "Traceback" not in err
+    assert [v for v in json.loads(out) if v["policy_id"] == "api-server-rejects"] == []

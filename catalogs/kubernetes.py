@@ -2,6 +2,8 @@
 cluster version serves, Pod Security labels, and what a secret-looking variable name is."""
 from __future__ import annotations
 
+import re
+
 REMOVED_APIS: dict[str, tuple[tuple[int, int], str]] = {
     # group/version -> (first Kubernetes minor that no longer serves it, replacement)
     "extensions/v1beta1": ((1, 16), "apps/v1 (workloads) or networking.k8s.io/v1 (Ingress)"),
@@ -43,6 +45,129 @@ k8s.io/api autoscaling/v2 ``HPAScalingRules`` field docs)."""
 HPA_DEFAULT_DOWNSCALE_STABILIZATION_SECONDS = 300
 """``--horizontal-pod-autoscaler-downscale-stabilization`` default (kube-controller-manager reference)."""
 
+HPA_MIN_REPLICAS_FLOOR = 1
+"""Lowest ``minReplicas`` the API server admits while the ``HPAScaleToZero`` feature gate is off (its default;
+kubernetes ``pkg/apis/autoscaling/validation/validation.go``, ``validateHorizontalPodAutoscalerSpec``)."""
+
+
+def hpa_replica_bounds(min_replicas, max_replicas,
+                       floor: float = HPA_MIN_REPLICAS_FLOOR) -> list[tuple[str, str, str]]:
+    """Why an HPA with these bounds cannot scale, as (kind, field, reason) triples; empty when it can. Kinds:
+    ``below-floor``, ``no-max``, ``max-below-min``, ``never-scales``.
+
+    The one rule config validation (``autoscaling`` of a workload) and the ``hpa-replica-bounds`` policy both
+    apply. ``min_replicas`` None is the API default (1). Equal bounds are admitted by the API server but the HPA
+    never changes the replica count, so a GPU-metric autoscaler that is set up that way does nothing: that is a
+    fixed replica count, written as one."""
+    mn = HPA_MIN_REPLICAS_FLOOR if min_replicas is None else min_replicas
+    out = []
+    if mn < floor:
+        out.append(("below-floor", "minReplicas", f"minReplicas {_num(mn)} is below {_num(floor)}"))
+    if max_replicas is None:
+        out.append(("no-max", "maxReplicas", "maxReplicas is not set"))
+    elif max_replicas < mn:
+        out.append(("max-below-min", "minReplicas", f"minReplicas {_num(mn)} is above maxReplicas "
+                    f"{_num(max_replicas)}, which the API server rejects"))
+    elif max_replicas == mn:
+        out.append(("never-scales", "maxReplicas", f"maxReplicas {_num(max_replicas)} is not above minReplicas {_num(mn)}, so it "
+                    f"never scales"))
+    return out
+
+
+def _num(value) -> str:
+    return str(int(value)) if float(value).is_integer() else str(value)
+
+
+QUANTITY = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+|Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E)?$")
+"""A Kubernetes quantity (apimachinery ``pkg/api/resource/quantity.go``): ``16Gi``, ``500m``, ``2``; ``16GB`` is
+not one. Config validation and the API-server checks of ``check --manifests`` both read it."""
+_QUANTITY_SCALE = {"n": 1e-9, "u": 1e-6, "m": 1e-3, "": 1, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15,
+                   "E": 1e18, "Ki": 2 ** 10, "Mi": 2 ** 20, "Gi": 2 ** 30, "Ti": 2 ** 40, "Pi": 2 ** 50,
+                   "Ei": 2 ** 60}
+
+
+def quantity_value(text: str) -> float:
+    """The number a :data:`QUANTITY` stands for."""
+    m = QUANTITY.match(text)
+    number, suffix = m.group(1), m.group(3) or ""
+    sign = -1 if text.startswith("-") else 1
+    if suffix[:1] in ("e", "E") and len(suffix) > 1:
+        return sign * float(number) * 10 ** int(suffix[1:])
+    return sign * float(number) * _QUANTITY_SCALE[suffix]
+
+
+POD_TEMPLATE_PATHS: dict[tuple[str, str], tuple[tuple[str, ...], ...]] = {
+    # KServe: each component of an InferenceService is a pod spec inline (PredictorSpec, TransformerSpec and
+    # ExplainerSpec embed corev1.PodSpec; workerSpec of multi-node predictors too), kserve
+    # pkg/apis/serving/v1beta1 (predictor.go, component.go, worker_spec.go)
+    ("serving.kserve.io", "InferenceService"): (("spec", "predictor"), ("spec", "predictor", "workerSpec"),
+                                                ("spec", "transformer"), ("spec", "explainer")),
+    # KubeRay: HeadGroupSpec.Template and WorkerGroupSpec.Template are corev1.PodTemplateSpec, ray-operator
+    # apis/ray/v1 (raycluster_types.go; RayService.spec.rayClusterConfig and RayJob.spec.rayClusterSpec are a
+    # RayClusterSpec; RayJob.spec.submitterPodTemplate is a PodTemplateSpec)
+    ("ray.io", "RayCluster"): (("spec", "headGroupSpec", "template", "spec"),
+                               ("spec", "workerGroupSpecs", "*", "template", "spec")),
+    ("ray.io", "RayService"): (("spec", "rayClusterConfig", "headGroupSpec", "template", "spec"),
+                               ("spec", "rayClusterConfig", "workerGroupSpecs", "*", "template", "spec")),
+    ("ray.io", "RayJob"): (("spec", "rayClusterSpec", "headGroupSpec", "template", "spec"),
+                           ("spec", "rayClusterSpec", "workerGroupSpecs", "*", "template", "spec"),
+                           ("spec", "submitterPodTemplate", "spec")),
+    # LeaderWorkerSet: leaderWorkerTemplate.leaderTemplate (optional) and .workerTemplate, lws
+    # api/leaderworkerset/v1 (leaderworkerset_types.go)
+    ("leaderworkerset.x-k8s.io", "LeaderWorkerSet"): (("spec", "leaderWorkerTemplate", "leaderTemplate", "spec"),
+                                                      ("spec", "leaderWorkerTemplate", "workerTemplate", "spec")),
+    # Kubeflow training-operator v1: a map of replica type -> ReplicaSpec whose template is a PodTemplateSpec,
+    # pkg/apis/kubeflow.org/v1 (pytorch_types.go, tensorflow_types.go, mpi_types.go, xgboost_types.go,
+    # paddlepaddle_types.go, jax_types.go)
+    ("kubeflow.org", "PyTorchJob"): (("spec", "pytorchReplicaSpecs", "*", "template", "spec"),),
+    ("kubeflow.org", "TFJob"): (("spec", "tfReplicaSpecs", "*", "template", "spec"),),
+    ("kubeflow.org", "MPIJob"): (("spec", "mpiReplicaSpecs", "*", "template", "spec"),),
+    ("kubeflow.org", "XGBoostJob"): (("spec", "xgbReplicaSpecs", "*", "template", "spec"),),
+    ("kubeflow.org", "PaddleJob"): (("spec", "paddleReplicaSpecs", "*", "template", "spec"),),
+    ("kubeflow.org", "JAXJob"): (("spec", "jaxReplicaSpecs", "*", "template", "spec"),),
+    # JobSet: replicatedJobs[].template is a batch JobTemplateSpec, jobset api/jobset/v1alpha2
+    ("jobset.x-k8s.io", "JobSet"): (("spec", "replicatedJobs", "*", "template", "spec", "template", "spec"),),
+    # Argo Rollouts: RolloutSpec.Template is a PodTemplateSpec, as a Deployment's, pkg/apis/rollouts/v1alpha1
+    ("argoproj.io", "Rollout"): (("spec", "template", "spec"),),
+    # Knative Serving: Service.spec.template is a RevisionTemplateSpec whose RevisionSpec embeds corev1.PodSpec,
+    # serving pkg/apis/serving/v1 (revision_types.go)
+    ("serving.knative.dev", "Service"): (("spec", "template", "spec"),),
+    ("serving.knative.dev", "Configuration"): (("spec", "template", "spec"),),
+}
+"""Where custom resources GPU users deploy keep their pod specs; ``*`` is every item of a list or value of a map.
+The pod policies judge these pods as they judge a Deployment's."""
+KSERVE_MODEL_CONTAINERS = ("model", "sklearn", "xgboost", "tensorflow", "pytorch", "triton", "onnx",
+                           "huggingface", "pmml", "lightgbm", "paddle")
+"""Keys of a KServe predictor that hold one container each (ModelSpec and the framework specs embed
+corev1.Container): kserve pkg/apis/serving/v1beta1 predictor.go."""
+
+
+_REFERENCE_KEY = re.compile(r"(?i)(?:^EXISTING_|_(?:REF|ENABLED|ENABLE)$|(?:^|_)FROM_SECRETS?$|"
+                            r"(?:PASSWORD|PASSWD|TOKEN|CREDENTIALS?)_KEY$)")
+"""Keys that name where a secret is (an existing Secret, a key inside one, a reference), not the secret."""
+
+
+def plaintext_secrets(values, path: str = "") -> list[str]:
+    """Paths of password-like values written in plain text anywhere in a nested mapping (Helm values, env):
+    a key that reads as a secret by :data:`SECRET_ENV_PATTERN` once camelCase is spelled in words
+    (``adminPassword`` -> ``ADMIN_PASSWORD``) and holds a non-empty string. References are not secrets: keys
+    naming a file, path, Secret name or existing Secret (``passwordFile``, ``existingSecret``), and mappings
+    (``secretKeyRef``) hold none."""
+    pattern = re.compile(SECRET_ENV_PATTERN)
+    out = []
+    if isinstance(values, dict):
+        for key, value in values.items():
+            where = f"{path}.{key}" if path else str(key)
+            if isinstance(value, (dict, list)):
+                out += plaintext_secrets(value, where)
+                continue
+            words = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", str(key)).replace("-", "_").replace(".", "_").upper()
+            if isinstance(value, str) and value.strip() and pattern.search(words) and not _REFERENCE_KEY.search(words):
+                out.append(where)
+    elif isinstance(values, list):
+        for i, item in enumerate(values):
+            out += plaintext_secrets(item, f"{path}[{i}]")
+    return out
 
 
 PROMETHEUS_OPERATOR_API = "monitoring.coreos.com/v1"

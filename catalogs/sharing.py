@@ -32,6 +32,14 @@ RESOURCE_GPU_CORE = "aliyun.com/gpu-core.percentage"
 MIG_RESOURCE_PREFIX = "nvidia.com/mig-"
 
 DEFAULT_GPU_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
+GPU_NODE_TAINT_KEYS = ("nvidia.com/gpu",)
+"""Taint keys that keep ordinary pods off GPU nodes: the device plugin's resource name, which GKE and AKS GPU node
+pools set and the ExtendedResourceToleration admission plugin tolerates for pods requesting the resource."""
+GPU_NODE_LABELS = ("nvidia.com/gpu.present", "nvidia.com/gpu.product", "nvidia.com/gpu.count",
+                   "cloud.google.com/gke-accelerator", "k8s.amazonaws.com/accelerator",
+                   "aliyun.accelerator/nvidia_name", "aliyun.accelerator/nvidia_count")
+"""Node labels only GPU nodes carry: GPU Feature Discovery's (NVIDIA gpu-feature-discovery README), GKE's and
+EKS's accelerator labels, and ACK's GPU labels (ack.md section 2)."""
 
 # --- components -------------------------------------------------------------------------------------------------
 ACK_SHARING_ADDON = "ack-ai-installer"
@@ -69,6 +77,11 @@ OTHER_GPU_RESOURCES = (
     "gpu.intel.com/i915",      # intel/intel-device-plugins-for-kubernetes GPU plugin
     "gpu.intel.com/xe",
     "habana.ai/gaudi",         # HabanaAI device plugin
+    # HAMi (Project-HAMi/HAMi, device config resourceMemoryName, resourceMemoryPercentageName, resourceCoreName):
+    # GPU sharing by memory (MiB) and core percentage next to nvidia.com/gpu
+    f"{RESOURCE_GPU}mem", f"{RESOURCE_GPU}mem-percentage", f"{RESOURCE_GPU}cores",
+    # Volcano vGPU (Project-HAMi/volcano-vgpu-device-plugin, the same device config under volcano.sh/)
+    "volcano.sh/vgpu-number", "volcano.sh/vgpu-memory", "volcano.sh/vgpu-memory-percentage", "volcano.sh/vgpu-cores",
 )
 GPU_RESOURCE_DOMAINS = ("nvidia.com", "aliyun.com", "amd.com", "gpu.intel.com", "habana.ai")
 

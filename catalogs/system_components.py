@@ -23,6 +23,10 @@ Sources, read for the access each component declares:
   ``/var/lib/runai``, ``/var/lib/fake-gpu-operator``).
 * prometheus node-exporter (kube-prometheus-stack): chart ``values.yaml`` ``hostNetwork: true``, ``hostPID: true``,
   read-only host root, ``/proc`` and ``/sys``.
+* GKE's NVIDIA driver installer: GoogleCloudPlatform/container-engine-accelerators
+  ``nvidia-driver-installer/{cos,ubuntu}/daemonset*.yaml`` (the installer and the MIG partitioner run as privileged
+  init containers with ``hostNetwork``, ``hostPID``, the host root and ``/dev``; the only long-running container is
+  ``pause``, so the component is recognised by its init container).
 """
 from __future__ import annotations
 
@@ -97,6 +101,11 @@ SYSTEM_COMPONENTS: tuple[SystemComponent, ...] = (
         "node-exporter", ("prometheus/node-exporter",), helper_images=("brancz/kube-rbac-proxy",),
         host_network=True, host_pid=True, host_ports=True, host_paths=(ANY_PATH,),
         source="prometheus-community/helm-charts prometheus-node-exporter values.yaml"),
+    SystemComponent(
+        "gke-nvidia-driver-installer", ("cos-nvidia-installer", "ubuntu-nvidia-installer"),
+        helper_images=("nvidia-partition-gpu", "pause"), privileged=True, host_network=True, host_pid=True,
+        host_paths=(ANY_PATH,), runs_as_root=True, sees_all_gpus=True,
+        source="GoogleCloudPlatform/container-engine-accelerators nvidia-driver-installer/cos, /ubuntu"),
 )
 """Recognised components, each with the host access its upstream manifests use."""
 
@@ -126,6 +135,11 @@ def matches(image: str, patterns: tuple[str, ...]) -> bool:
         elif repo == p or repo.endswith("/" + p):
             return True
     return False
+
+
+PAUSE_IMAGES = ("pause",)
+"""Images that only hold a pod open (registry.k8s.io/pause, google-containers/pause): a pod whose long-running
+containers are all pause does its work in init containers, and is what its first init container is."""
 
 
 def identify(main_image: str, other_images: list[str]) -> SystemComponent | None:

@@ -13,6 +13,8 @@ import ipaddress
 import re
 from typing import Optional
 
+from gpuplatform.catalogs.kubernetes import QUANTITY, quantity_value  # noqa: F401  (one grammar)
+
 _LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
 DNS_LABEL = re.compile(rf"^{_LABEL}$")
 DNS_SUBDOMAIN = re.compile(rf"^{_LABEL}(\.{_LABEL})*$")
@@ -20,11 +22,7 @@ _NAME_PART = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
 LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 ENV_VAR_NAME = re.compile(r"^[-._a-zA-Z][-._a-zA-Z0-9]*$")
 CONFIG_KEY = re.compile(r"^[-._a-zA-Z0-9]+$")
-QUANTITY = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+|Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E)?$")
 _BINARY_SUFFIX = {"k": "Ki", "m": "Mi", "g": "Gi", "t": "Ti", "p": "Pi", "e": "Ei"}
-_DECIMAL_SCALE = {"n": 1e-9, "u": 1e-6, "m": 1e-3, "": 1, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15,
-                  "E": 1e18, "Ki": 2 ** 10, "Mi": 2 ** 20, "Gi": 2 ** 30, "Ti": 2 ** 40, "Pi": 2 ** 50,
-                  "Ei": 2 ** 60}
 MIN_MEMORY_BYTES = 2 ** 20
 """Below 1 MiB no container starts; a bare number is bytes, so '8' almost always meant '8Gi'."""
 
@@ -118,15 +116,6 @@ def quantity(value: str, kind: str) -> Optional[str]:
         return (f"{_q(text)} is {amount:g} bytes, too little for any container; did you mean {_q(text + 'Gi')}? "
                 "Allowed: e.g. 512Mi, 8Gi")
     return None
-
-
-def quantity_value(text: str) -> float:
-    m = QUANTITY.match(text)
-    number, suffix = m.group(1), m.group(3) or ""
-    sign = -1 if text.startswith("-") else 1
-    if suffix[:1] in ("e", "E") and len(suffix) > 1:
-        return sign * float(number) * 10 ** int(suffix[1:])
-    return sign * float(number) * _DECIMAL_SCALE[suffix]
 
 
 def _quantity_hint(text: str, kind: str) -> Optional[str]:

@@ -29,6 +29,7 @@ from pulumi_policy import (EnforcementLevel, PolicyCustomTimeouts, PolicyResourc
 from pulumi_policy.deserialize import deserialize_properties
 from pulumi_policy.proxy import UNKNOWN_STRING_VALUE, UnknownValueError, unknown_checking_proxy
 
+from gpuplatform.apiserver import as_sent
 from gpuplatform.records import RegisteredResource
 from gpuplatform.policies import k8s
 from gpuplatform.policies.pack import POLICY_DEFS
@@ -47,10 +48,32 @@ class Violation:
     resource_name: str
     message: str
     severity: str = ""
+    file: str = ""
+    """Where the object is declared: the manifest file (``--manifests``), the stack file or the project's program;
+    empty when unknown."""
+    line: Optional[int] = None
+    """Line of the object's document (or of the ``List`` item) in ``file``."""
 
     @property
     def mandatory(self) -> bool:
         return self.level == EnforcementLevel.MANDATORY.value
+
+    @property
+    def where(self) -> str:
+        return f"{self.file}:{self.line}" if self.file and self.line else self.file
+
+
+def located(violations: Iterable[Violation], locations: Optional[Mapping[str, tuple[str, int]]] = None,
+            default: Optional[tuple[str, Optional[int]]] = None) -> list[Violation]:
+    """``violations`` with the file and line of the object each one names (``locations``: ``type::name`` ->
+    (file, line), as :func:`read_manifests` records them), else ``default`` (the stack file)."""
+    from dataclasses import replace
+
+    out = []
+    for v in violations:
+        where = (locations or {}).get(f"{v.resource_type}::{v.resource_name}") or default
+        out.append(replace(v, file=str(where[0]), line=where[1]) if where and not v.file else v)
+    return out
 
 
 # ------------------------------------------------------------------------------------------------ config
@@ -196,6 +219,44 @@ _HELM_DIRECTIVE = re.compile(r"\{\{-?\s*(?:[^}]*\.(?:Values|Release|Chart|Capabi
 ``{{ $labels }}``, ``{{ range .Alerts }}``, never these)."""
 
 
+def _template_in_content(text: str) -> Optional[re.Match]:
+    """The first Helm action in the YAML content of ``text``; one in a comment renders to nothing either way, so
+    a plain manifest whose comments show a chart's values (``# image: {{ .Values.image }}``) is not a template.
+    Block scalars (``|``, ``>``) are content whatever their lines start with: their ranges come from the YAML
+    scanner, which also stops at a template's first syntax error (the text after it is judged line by line)."""
+    matches = list(_HELM_DIRECTIVE.finditer(text))
+    if not matches:
+        return None
+    blocks = []
+    try:
+        for token in yaml.scan(text, Loader=yaml.SafeLoader):
+            if isinstance(token, yaml.ScalarToken) and token.style in ("|", ">"):
+                blocks.append((token.start_mark.index, token.end_mark.index))
+    except yaml.YAMLError:
+        pass
+    for m in matches:
+        if any(start <= m.start() < end for start, end in blocks) or not _in_comment(text, m.start()):
+            return m
+    return None
+
+
+def _in_comment(text: str, pos: int) -> bool:
+    """Whether ``pos`` is inside a YAML comment: after a ``#`` that starts the line or follows whitespace, outside
+    a quoted scalar (a quote opens one only where a scalar can start)."""
+    start = text.rfind("\n", 0, pos) + 1
+    quote, prev = None, " "
+    for ch in text[start:pos]:
+        if quote:
+            if ch == quote:
+                quote = None
+        elif ch in "'\"" and prev in " \t:-[{,":
+            quote = ch
+        elif ch == "#" and prev in " \t":
+            return True
+        prev = ch
+    return False
+
+
 @dataclass(frozen=True)
 class InputError:
     """A file that could not be read as Kubernetes manifests."""
@@ -223,6 +284,8 @@ class Manifests:
     """Resource name -> (file, line of the document)."""
     errors: list[InputError] = field(default_factory=list)
     files: list[str] = field(default_factory=list)
+    nodes: dict[str, Any] = field(default_factory=dict)
+    """Resource name -> the object's YAML node, to locate a field inside it."""
 
 
 def _files(path: Path, errors: list[InputError]) -> list[Path]:
@@ -249,7 +312,7 @@ def _text(path: Path, errors: list[InputError]) -> Optional[str]:
         line = raw[:exc.start].count(b"\n") + 1
         errors.append(InputError(str(path), line, f"is not UTF-8 text ({exc.reason} at byte {exc.start})"))
         return None
-    match = _HELM_DIRECTIVE.search(text)
+    match = _template_in_content(text)
     if match:
         line = text[:match.start()].count("\n") + 1
         snippet = text[match.start():text.find("}}", match.start()) + 2][:60]
@@ -260,14 +323,14 @@ def _text(path: Path, errors: list[InputError]) -> Optional[str]:
     return text
 
 
-def _parse(path: Path, text: str, errors: list[InputError]) -> Iterable[tuple[int, Any]]:
-    """(line, document) for every YAML document; a syntax error ends the file (later documents cannot be
+def _parse(path: Path, text: str, errors: list[InputError]) -> Iterable[tuple[int, Any, Any]]:
+    """(line, document, node) for every YAML document; a syntax error ends the file (later documents cannot be
     located reliably) and is reported with its line and column."""
     loader = yaml.SafeLoader(text)
     try:
         while loader.check_node():
             node = loader.get_node()
-            yield node.start_mark.line + 1, loader.construct_document(node)
+            yield node.start_mark.line + 1, loader.construct_document(node), node
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         problem = " ".join(str(x) for x in (getattr(exc, "context", None), getattr(exc, "problem", None)) if x)
@@ -279,18 +342,26 @@ def _parse(path: Path, text: str, errors: list[InputError]) -> Iterable[tuple[in
         loader.dispose()
 
 
-def _flatten(doc: Any) -> Iterable[dict]:
+def _flatten(doc: Any, node: Any, line: int) -> Iterable[tuple[dict, int, Any]]:
+    """(object, line, node) of a document: itself, or each item of a ``List`` kind at the item's own line."""
     if not isinstance(doc, dict):
         return
     kind = str(doc.get("kind") or "")
     if kind.endswith("List") and isinstance(doc.get("items"), list):
-        for item in doc["items"]:
-            yield from _flatten(item)
+        item_nodes = []
+        if isinstance(node, yaml.MappingNode):
+            item_nodes = next((v.value for k, v in node.value if getattr(k, "value", None) == "items"
+                               and isinstance(v, yaml.SequenceNode)), [])
+        for i, item in enumerate(doc["items"]):
+            child = item_nodes[i] if i < len(item_nodes) else None
+            yield from _flatten(item, child, child.start_mark.line + 1 if child is not None else line)
     elif doc.get("apiVersion") and kind:
-        yield doc
+        yield doc, line, node
 
 
 HELM_RELEASE_TYPE = "kubernetes:helm.sh/v3:Release"
+PATCH_ANNOTATION = "pulumi.com/patchForce"
+"""Marks a pulumi-kubernetes server-side-apply patch (``…Patch`` resources): it names only the fields it owns."""
 PLAN_RELEASE_KEYS = {"chart", "version", "values", "name", "namespace"}
 """A Helm release as ``gpuplatform plan --out`` writes it (``helmrelease-<ns>-<name>.yaml``): checked as the
 release resource the program registers, so the adapter rules it carries vouch for the HPAs beside it."""
@@ -317,22 +388,108 @@ def read_manifests(paths: Iterable[str | Path]) -> Manifests:
             if text is None:
                 continue
             out.files.append(str(f))
-            for line, doc in _parse(f, text, out.errors):
+            for line, doc, node in _parse(f, text, out.errors):
                 release = _plan_release(doc)
                 if release is not None:
                     out.resources.append(release)
                     out.locations[f"{release.type}::{release.name}"] = (str(f), line)
                     continue
-                for obj in _flatten(doc):
+                for obj, obj_line, obj_node in _flatten(doc, node, line):
+                    obj = as_sent(obj)  # JSON as kubectl sends it: no YAML dates, string keys
                     ns = k8s.get(obj, "metadata", "namespace")
                     name = f"{ns}/{k8s.name_of(obj)}" if ns else (k8s.name_of(obj) or str(obj["kind"]).lower())
                     token = k8s.type_token(str(obj["apiVersion"]), str(obj["kind"]))
+                    if PATCH_ANNOTATION in k8s.as_map(k8s.get(obj, "metadata", "annotations")):
+                        token += "Patch"  # a server-side-apply patch, as `plan --out` writes one: its fields only
                     key = f"{token}::{name}"
                     seen[key] = seen.get(key, 0) + 1
                     if seen[key] > 1:
                         name = f"{name}#{seen[key]}"
                     out.resources.append(RegisteredResource(type=token, name=name, inputs=obj))
-                    out.locations[f"{token}::{name}"] = (str(f), line)
+                    out.locations[f"{token}::{name}"] = (str(f), obj_line)
+                    if obj_node is not None:
+                        out.nodes[f"{token}::{name}"] = obj_node
+    return out
+
+
+def line_of(node: Any, path: Sequence) -> Optional[int]:
+    """Line of ``path`` (keys and indexes) inside a YAML node: the deepest part of it the node has."""
+    line = node.start_mark.line + 1 if node is not None else None
+    for part in path:
+        child = None
+        if isinstance(node, yaml.MappingNode):
+            for key, value in node.value:
+                if getattr(key, "value", None) == str(part):
+                    child, line = value, key.start_mark.line + 1
+                    break
+        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value):
+            child = node.value[part]
+            line = child.start_mark.line + 1
+        if child is None:
+            break
+        node = child
+    return line
+
+
+def stack_file_locations(path: str | Path, raw: Mapping[str, Any],
+                         resources: Sequence[RegisteredResource]) -> dict[str, tuple[str, int]]:
+    """``type::name`` -> (stack file, line) for the resources a stack file's workloads and node pools produce:
+    the line of the entry (``- name: <workload>``) whose name the resource carries, the longest name winning
+    (``ranker`` and ``ranker-v2``). Resources of no entry (the cluster, the monitoring stack) are left out."""
+    try:
+        lines = Path(path).read_text().splitlines()
+    except OSError:
+        return {}
+    names = [str(e.get("name")) for key in ("workloads", "nodePools") for e in (raw.get(key) or [])
+             if isinstance(e, Mapping) and e.get("name")]
+    line_of_name = {}
+    for name in names:
+        entry = re.compile(rf"^\s*(?:-\s+)?name:\s*['\"]?{re.escape(name)}['\"]?\s*(?:#.*)?$")
+        line_of_name[name] = next((i + 1 for i, text in enumerate(lines) if entry.match(text)), None)
+    out = {}
+    for r in resources:
+        meta_name = str(k8s.get(r.inputs, "metadata", "name", default="") or "") if isinstance(r.inputs, Mapping) \
+            else ""
+        hits = [n for n in names if line_of_name[n] and (n in r.name or (meta_name and n in meta_name))]
+        if hits:
+            out[f"{r.type}::{r.name}"] = (str(path), line_of_name[max(hits, key=len)])
+    return out
+
+
+def api_server_level(config: Optional[Mapping[str, Any]]) -> str:
+    """Level of the API-server check under a policy-pack config: mandatory unless the config names
+    ``api-server-rejects`` (``"advisory"``, ``"disabled"``); ``all`` does not lower it (it is no policy of the
+    pack: the API server refuses these objects whatever the pack's levels)."""
+    from gpuplatform import apiserver
+
+    entry = (config or {}).get(apiserver.RULE_ID)
+    if isinstance(entry, Mapping):
+        entry = entry.get("enforcementLevel")
+    return entry if entry in ("advisory", "disabled", "mandatory") else EnforcementLevel.MANDATORY.value
+
+
+def api_server_violations(read: "Manifests", kubernetes_version: Optional[str],
+                          level: str = EnforcementLevel.MANDATORY.value) -> list[Violation]:
+    """What the API server of the target version refuses in the objects read (:mod:`gpuplatform.apiserver`),
+    one finding per problem at the line of the field."""
+    from gpuplatform import apiserver
+
+    if level == EnforcementLevel.DISABLED.value:
+        return []
+    version = apiserver.schema_version(kubernetes_version)
+    out = []
+    for r in read.resources:
+        if r.type == HELM_RELEASE_TYPE:
+            continue
+        key = f"{r.type}::{r.name}"
+        file, obj_line = read.locations.get(key, ("", None))
+        label = f"{r.inputs.get('kind')} {r.name}"
+        for rej in apiserver.rejections(r.inputs, version, patch=k8s.is_patch(r.type)):
+            line = line_of(read.nodes.get(key), rej.path) or obj_line
+            out.append(Violation(apiserver.RULE_ID, level, r.type, r.name,
+                                 f"{label}: rejected by the API server"
+                                 f"{f' (Kubernetes {version.rsplit(chr(46), 1)[0]})' if version else ''}: "
+                                 f"{rej.render()}", "critical", file, line))
     return out
 
 
@@ -349,17 +506,41 @@ def _short_type(t: str) -> str:
     return t.rsplit(":", 1)[-1] if t else "(stack)"
 
 
-def format_table(violations: Sequence[Violation]) -> str:
+@dataclass(frozen=True)
+class Checked:
+    """What a run covered, for the report's last line."""
+
+    policies: int
+    objects: int
+    files: int
+
+    def render(self) -> str:
+        def n(count: int, what: str) -> str:
+            return f"{count} {what}{'' if count == 1 else 's'}"
+        return f"checked {n(self.policies, 'policy').replace('policys', 'policies')} on {n(self.objects, 'object')} " \
+               f"from {n(self.files, 'file')}"
+
+
+def active_policies(config: Optional[Mapping[str, Any]] = None) -> int:
+    """How many policies of the pack run under ``config`` (the disabled ones do not)."""
+    return sum(_policy_config(p, config)[0] != EnforcementLevel.DISABLED for p in POLICY_DEFS)
+
+
+def format_table(violations: Sequence[Violation], checked: Optional[Checked] = None) -> str:
     if not violations:
-        return "No policy violations."
-    rows = [("LEVEL", "POLICY", "RESOURCE", "MESSAGE")]
-    order = sorted(violations, key=lambda v: (not v.mandatory, v.policy_id, v.resource_name))
-    rows += [(v.level, v.policy_id, f"{_short_type(v.resource_type)} {v.resource_name}".strip(), v.message)
-             for v in order]
-    widths = [max(len(r[i]) for r in rows) for i in range(3)]
-    lines = ["  ".join(r[i].ljust(widths[i]) for i in range(3)) + "  " + r[3] for r in rows]
+        return "No policy violations." + (f" ({checked.render()})" if checked else "")
+    located_any = any(v.file for v in violations)
+    header = ("LEVEL", "POLICY", "RESOURCE") + (("FILE",) if located_any else ())
+    rows = [header + ("MESSAGE",)]
+    order = sorted(violations, key=lambda v: (not v.mandatory, v.policy_id, v.file, v.line or 0, v.resource_name))
+    rows += [(v.level, v.policy_id, f"{_short_type(v.resource_type)} {v.resource_name}".strip())
+             + ((v.where or "-",) if located_any else ()) + (v.message,) for v in order]
+    cols = len(header)
+    widths = [max(len(r[i]) for r in rows) for i in range(cols)]
+    lines = ["  ".join(r[i].ljust(widths[i]) for i in range(cols)) + "  " + r[cols] for r in rows]
     mandatory = sum(v.mandatory for v in violations)
-    lines.append(f"\n{len(violations)} violation(s): {mandatory} mandatory, {len(violations) - mandatory} advisory")
+    lines.append(f"\n{len(violations)} violation(s): {mandatory} mandatory, {len(violations) - mandatory} advisory"
+                 + (f"; {checked.render()}" if checked else ""))
     return "\n".join(lines)
 
 
@@ -411,13 +592,23 @@ def format_sarif(violations: Sequence[Violation], locations: Optional[Mapping[st
                       "help": {"text": p.remediation or p.description},
                       "defaultConfiguration": {"level": _SARIF_LEVEL.get(p.level.value, "note")},
                       "properties": props})
+    if any(v.policy_id not in index for v in violations):
+        from gpuplatform import apiserver
+
+        index[apiserver.RULE_ID] = len(rules)
+        rules.append({"id": apiserver.RULE_ID, "name": apiserver.RULE_ID,
+                      "shortDescription": {"text": "The API server must accept the object"},
+                      "fullDescription": {"text": apiserver.RULE_DESCRIPTION},
+                      "help": {"text": apiserver.RULE_DESCRIPTION},
+                      "defaultConfiguration": {"level": "error"}, "properties": {"tags": ["kubernetes"]}})
     results = []
     for v in violations:
         result: dict[str, Any] = {"ruleId": v.policy_id, "level": _SARIF_LEVEL.get(v.level, "note"),
                                   "message": {"text": v.message}}
         if v.policy_id in index:
             result["ruleIndex"] = index[v.policy_id]
-        where = (locations or {}).get(f"{v.resource_type}::{v.resource_name}") or default_location
+        where = ((v.file, v.line) if v.file else None) or (locations or {}).get(
+            f"{v.resource_type}::{v.resource_name}") or default_location
         if where:
             result["locations"] = [_location(where[0], where[1])]
         results.append(result)

@@ -122,13 +122,21 @@ def cmd_check(args) -> int:
         load(raw)
         resources = synthesize(stack_config_from_namespace(raw), stack=stack)
         default_location = (str(stack_file(args)[0]), None)
-    violations = check.run_policies(resources, policy_config)
+        locations = check.stack_file_locations(default_location[0], raw, resources)
+    violations = check.located(check.run_policies(resources, policy_config), locations, default_location)
+    if args.manifests:
+        # the API server's own judgement comes first: a policy reading a misspelt field sees nothing to judge
+        violations = check.api_server_violations(read, args.kube_version,
+                                                 check.api_server_level(policy_config)) + violations
+    files = len(read.files) if args.manifests else 1
+    api_server = bool(args.manifests) and check.api_server_level(policy_config) != "disabled"
+    checked = check.Checked(check.active_policies(policy_config) + api_server, len(resources), files)
     if args.format == "json":
         text = check.format_json(violations)
     elif args.format == "sarif":
         text = check.format_sarif(violations, locations, default_location, errors)
     else:
-        text = check.format_table(violations)
+        text = check.format_table(violations, checked)
     if args.output:
         Path(args.output).write_text(text + "\n")
     else:
@@ -153,6 +161,16 @@ def _policy_config(path: Optional[str]) -> Optional[dict]:
     if not isinstance(data, dict):
         raise UsageError("--policy-config", f"{path!r} must hold a JSON object")
     return data
+
+
+def cmd_policy_pack(args) -> int:
+    from gpuplatform.policy_pack import PackInitError, main as init_main
+
+    try:
+        return init_main(args.dir, args.force)
+    except PackInitError as exc:
+        sys.stderr.write(f"error: {exc}\n")
+        return EXIT_CONFIG
 
 
 def cmd_verify(args) -> int:
@@ -201,6 +219,13 @@ def parser() -> argparse.ArgumentParser:
     check.add_argument("--kube-version", metavar="MAJOR.MINOR", help="target cluster version for the API-version "
                        "policies (default: the stack's cluster version; plain YAML: any removed API is reported)")
     check.set_defaults(func=cmd_check)
+    pack = sub.add_parser("policy-pack", help="the policy pack for your own project's Pulumi CLI")
+    pack_sub = pack.add_subparsers(dest="pack_command", required=True)
+    init = pack_sub.add_parser("init", help="write a ready pack folder (PulumiPolicy.yaml, requirements pinned to "
+                               "this release, strict.json) to DIR")
+    init.add_argument("dir", metavar="DIR")
+    init.add_argument("--force", action="store_true", help="overwrite files DIR already has with other content")
+    init.set_defaults(func=cmd_policy_pack)
     verify = sub.add_parser("verify", help="check a live cluster against what the stack declares")
     _add_source(verify)
     verify.add_argument("--kubeconfig", help="kubeconfig path (default: $KUBECONFIG or ~/.kube/config)")

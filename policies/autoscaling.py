@@ -11,6 +11,7 @@ from typing import Any
 
 from gpuplatform.catalogs.gpus import close_matches
 from gpuplatform.catalogs.metrics import METRICS
+from gpuplatform.catalogs.kubernetes import hpa_replica_bounds as hpa_replica_bounds_of
 from gpuplatform.catalogs.kubernetes import (NOT_SCALABLE_KINDS, REMOVED_APIS, SCALE_SUBRESOURCE_KINDS, api_group,
                                             served_by)
 from gpuplatform.policies import k8s
@@ -109,7 +110,7 @@ def hpa_app_metric_scraped(view, config, report):
         app = [m for m in s.metrics if (found := lookup_metric(m.name)) and found[0].category == "app"]
         if not app:
             continue
-        spec = k8s.pod_spec(target.kind, target.props)
+        spec = k8s.workload_pod_spec(target.kind, target.props)
         if spec is None:
             continue  # a custom kind (LeaderWorkerSet, Rollout) whose pod template we do not read
         labels = k8s.pod_labels(target.kind, target.props)
@@ -234,7 +235,7 @@ def _exporters(view) -> set[str]:
         found.add("ack")
     if view.releases("dcgm-exporter") or any(
             matches(str(k8s.get(c, "image", default="")), ("nvidia/k8s/dcgm-exporter",))
-            for d in view.objects("DaemonSet") for c in k8s.containers(k8s.pod_spec(d.kind, d.props))):
+            for d in view.objects("DaemonSet") for c in k8s.containers(k8s.workload_pod_spec(d.kind, d.props))):
         found.add("dcgm")
     return found
 
@@ -287,16 +288,9 @@ def metric_scales_down(r, config, report):
     remediation="Raise maxReplicas above minReplicas.")
 def hpa_replica_bounds(r, config, report):
     spec = k8s.as_map(k8s.get(r.props, "spec"))
-    mn = k8s.quantity(spec.get("minReplicas"))
-    mn = 1 if mn is None else mn
-    mx = k8s.quantity(spec.get("maxReplicas"))
-    if mn < config["minReplicas"]:
-        report(f"{r.label}: minReplicas {k8s.fmt_number(mn)} is below {config['minReplicas']}")
-    if mx is None:
-        report(f"{r.label}: maxReplicas is not set")
-    elif mx <= mn:
-        report(f"{r.label}: maxReplicas {k8s.fmt_number(mx)} is not above minReplicas {k8s.fmt_number(mn)}, so "
-               f"it never scales")
+    for _kind, _field, reason in hpa_replica_bounds_of(k8s.quantity(spec.get("minReplicas")),
+                                                k8s.quantity(spec.get("maxReplicas")), config["minReplicas"]):
+        report(f"{r.label}: {reason}")
 
 
 class AuthoredScaling:

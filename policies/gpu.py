@@ -10,7 +10,7 @@ from gpuplatform.catalogs.gpus import GPU_MODELS, close_matches, gpu_model, inst
 from gpuplatform.catalogs.metrics import METRICS
 from gpuplatform.catalogs.mig import fits_one_gpu, mig_config_label_value, profiles_for
 from gpuplatform.policies import k8s, system
-from gpuplatform.policies.registry import CRITICAL, HIGH, MEDIUM, prop, resource_policy, stack_policy
+from gpuplatform.policies.registry import ADVISORY, CRITICAL, HIGH, MEDIUM, prop, resource_policy, stack_policy
 from gpuplatform.policies.stack import ACK_NODE_POOL_TYPE, POOL_TYPE, lookup_metric
 
 CATEGORY = "gpu"
@@ -48,7 +48,7 @@ def _mode_from_selector(spec) -> str | None:
                 "gpu_engine_active on MIG) or on an inference-server metric such as queue time.")
 def metric_matches_sharing_mode(view, config, report):
     for s, target in view.scaled_targets():
-        mode = view.pool_mode(target) or _mode_from_selector(k8s.pod_spec(target.kind, target.props))
+        mode = view.pool_mode(target) or _mode_from_selector(k8s.workload_pod_spec(target.kind, target.props))
         if mode is None:
             continue
         for m in s.metrics:
@@ -241,7 +241,7 @@ def _fix_gpu_limits(r, config):
     "gpu-limit-equals-request",
     "GPU extended resources must be set in limits, and a request, if given, must equal the limit: extended "
     "resources cannot be overcommitted, and dcgm-exporter attributes GPUs to pods by their limits.",
-    category=CATEGORY, severity=HIGH, kinds=k8s.WORKLOAD_KINDS,
+    category=CATEGORY, severity=HIGH, kinds=k8s.POD_KINDS,
     refs=("dcgm-exporter#138", "Kyverno check-nvidia-gpu"),
     remediation="Set the GPU resource in limits (requests default to limits). Remediation copies the value.",
     remediate=_fix_gpu_limits)
@@ -304,7 +304,7 @@ def hpa_within_capacity(view, config, report):
         gpus, nodes = k8s.quantity(k8s.get(pool, "gpusPerNode")), k8s.quantity(k8s.get(pool, "maxNodes"))
         if model is None or mode not in sharing.SHARING_MODES or gpus is None or nodes is None:
             continue
-        asked = k8s.pod_gpu_resources(k8s.pod_spec(target.kind, target.props))
+        asked = k8s.pod_gpu_resources(k8s.workload_pod_spec(target.kind, target.props))
         if mode == "cgpu":
             request = capacity.GpuRequest(memory_gib=asked.get(sharing.RESOURCE_GPU_MEM, 0),
                                           core_percent=int(asked.get(sharing.RESOURCE_GPU_CORE, 0)))
@@ -330,7 +330,7 @@ def hpa_within_capacity(view, config, report):
     "A GPU-like resource name must be one a device plugin serves (nvidia.com/gpu, the MIG profiles, cGPU memory "
     "and cores, other vendors' GPUs): the scheduler waits forever for a resource no node advertises "
     "('Insufficient nvidia.com/gpu-all').",
-    category=CATEGORY, severity=CRITICAL, kinds=k8s.WORKLOAD_KINDS,
+    category=CATEGORY, severity=CRITICAL, kinds=k8s.POD_KINDS,
     refs=("k8s-device-plugin README (resource names)", "k8s-device-plugin#430"),
     config={"extraResources": prop("array", "Further GPU resource names your device plugins serve.", [],
                                    items={"type": "string"})},
@@ -356,7 +356,7 @@ _NO_DEVICES = ("", "none", "void")
     "container runtime honours the variable in unprivileged containers (nvidia-container-toolkit "
     "accept-nvidia-visible-devices-envvar-when-unprivileged, on by default), so the pod uses GPUs the scheduler "
     "gave to other pods. GPU system components that monitor every GPU are exempt.",
-    category=CATEGORY, severity=CRITICAL, kinds=k8s.WORKLOAD_KINDS,
+    category=CATEGORY, severity=CRITICAL, kinds=k8s.POD_KINDS,
     refs=("nvidia-container-toolkit: NVIDIA_VISIBLE_DEVICES (all | none | void | index/UUID list)",
           "Kyverno check-nvidia-gpu"),
     remediation="Remove NVIDIA_VISIBLE_DEVICES and request the GPUs (limits nvidia.com/gpu); the device plugin "
@@ -378,3 +378,43 @@ def gpu_visible_devices(r, config, report):
         if devices is None or devices > asked:
             report(f"{r.label} container {k8s.container_name(c)} sets {NVIDIA_VISIBLE_DEVICES}={text} but "
                    f"requests {k8s.fmt_number(asked)} GPU(s): it sees GPUs allocated to other pods")
+
+
+@resource_policy(
+    "gpu-node-pod-requests-gpu",
+    "A pod that tolerates the GPU taint or selects GPU nodes should request the GPUs it uses. With the NVIDIA "
+    "container runtime a container that requests none gets no device from the device plugin, but an image that "
+    "sets NVIDIA_VISIBLE_DEVICES=all (the CUDA and NGC base images do) still sees every GPU of the node, outside "
+    "the scheduler's accounting. Whether it does depends on the image and the node's runtime configuration, which "
+    "a manifest does not show, so this advises. GPU system components are exempt.",
+    category=CATEGORY, severity=HIGH, level=ADVISORY, kinds=k8s.POD_KINDS,
+    refs=("NVIDIA k8s-device-plugin README: Running GPU Jobs (unrequested GPUs exposed with NVIDIA images)",
+          "k8s-device-plugin#61", "nvidia-container-toolkit: NVIDIA_VISIBLE_DEVICES"),
+    remediation="Request the GPUs the container uses (limits nvidia.com/gpu), or set NVIDIA_VISIBLE_DEVICES=void "
+                "if it needs none; a CPU-only helper does not need the GPU taint's toleration.")
+def gpu_node_pod_requests_gpu(r, config, report):
+    spec = k8s.pod_spec(r.kind, r.props)
+    if spec is None or system.component_of(r) is not None:
+        return
+    toleration = next((str(k8s.get(t, "key")) for t in k8s.as_list(k8s.get(spec, "tolerations"))
+                       if k8s.get(t, "key") in sharing.GPU_NODE_TAINT_KEYS), None)
+    selector = k8s.as_map(k8s.get(spec, "nodeSelector"))
+    label = next((key for key in selector if key in sharing.GPU_NODE_LABELS), None)
+    if label is None:
+        terms = k8s.as_list(k8s.get(spec, "affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution",
+                                    "nodeSelectorTerms"))
+        label = next((k8s.get(e, "key") for term in terms for e in k8s.as_list(k8s.get(term, "matchExpressions"))
+                      if k8s.get(e, "key") in sharing.GPU_NODE_LABELS
+                      and k8s.get(e, "operator") in ("In", "Exists", "Gt")), None)
+    if toleration is None and label is None:
+        return
+    containers = list(k8s.containers(spec))
+    if any(sharing.looks_like_gpu_resource(str(name)) for c in containers for part in ("requests", "limits")
+           for name in k8s.as_map(k8s.get(c, "resources", part))):
+        return  # any vendor's or sharing scheduler's GPU resource (catalogs.sharing), not only ours
+    if any(str(k8s.get(e, "value") or "").strip().lower() in _NO_DEVICES
+           for c in containers for e in k8s.as_list(k8s.get(c, "env")) if k8s.get(e, "name") == NVIDIA_VISIBLE_DEVICES):
+        return
+    why = f"tolerates the GPU taint {toleration}" if toleration else f"selects GPU nodes by {label}"
+    report(f"{r.label} {why} but requests no GPU: an image that sets {NVIDIA_VISIBLE_DEVICES}=all sees every GPU "
+           f"of the node, outside the device plugin's accounting")

@@ -11,10 +11,16 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Iterator, Optional
 
 from gpuplatform.catalogs import sharing
+from gpuplatform.catalogs.kubernetes import KSERVE_MODEL_CONTAINERS, POD_TEMPLATE_PATHS
 
 WORKLOAD_KINDS = ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "ReplicationController", "Job",
                   "CronJob", "Pod")
 LONG_RUNNING_KINDS = ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "ReplicationController", "Pod")
+CUSTOM_POD_KINDS = tuple(dict.fromkeys(kind for _group, kind in POD_TEMPLATE_PATHS))
+"""Kinds of custom resources that carry pod templates (KServe, KubeRay, LeaderWorkerSet, Kubeflow, JobSet, Argo
+Rollouts, Knative); :func:`pod_spec` tells them from built-in kinds of the same name by their API group."""
+POD_KINDS = WORKLOAD_KINDS + CUSTOM_POD_KINDS
+"""Everything the pod policies judge."""
 
 
 def is_map(value: Any) -> bool:
@@ -106,15 +112,77 @@ def namespace_of(props: Any) -> str:
 
 # ------------------------------------------------------------------------------------------------ pods
 def pod_spec(kind: Optional[str], props: Any) -> Optional[Mapping]:
+    """The pod spec of a workload; for a custom resource with pod templates (:data:`POD_TEMPLATE_PATHS`) one
+    spec standing for all of them (:func:`_merged_pod_spec`)."""
     if kind == "Pod":
         spec = get(props, "spec")
     elif kind == "CronJob":
         spec = get(props, "spec", "jobTemplate", "spec", "template", "spec")
     elif kind in WORKLOAD_KINDS:
         spec = get(props, "spec", "template", "spec")
+    elif kind in CUSTOM_POD_KINDS:
+        return _merged_pod_spec(custom_pod_specs(kind, props))
     else:
         return None
     return spec if is_map(spec) else None
+
+
+def workload_pod_spec(kind: Optional[str], props: Any) -> Optional[Mapping]:
+    """The pod spec of a built-in workload only: what the cross-object policies (an autoscaler's target, its
+    replicas' GPUs and labels) read, where a custom resource's replica is not one pod (a LeaderWorkerSet's is a
+    group of them)."""
+    return pod_spec(kind, props) if kind in WORKLOAD_KINDS else None
+
+
+def _walk(node: Any, path: Sequence[str]) -> Iterator[Any]:
+    if not path:
+        yield node
+        return
+    head, rest = path[0], path[1:]
+    if head == "*":
+        children = node.values() if is_map(node) else (as_list(node) if is_list(node) else [])
+        for child in children:
+            yield from _walk(child, rest)
+    elif is_map(node) and head in node:
+        yield from _walk(node[head], rest)
+
+
+def custom_pod_specs(kind: Optional[str], props: Any) -> list[Mapping]:
+    """Every pod spec a custom resource carries (empty for other objects)."""
+    api = str(get(props, "apiVersion", default="") or "")
+    paths = POD_TEMPLATE_PATHS.get((api.split("/")[0] if "/" in api else "", str(kind)))
+    if not paths:
+        return []
+    out = []
+    for path in paths:
+        for spec in _walk(props, path):
+            if not is_map(spec):
+                continue
+            if path[-1] != "spec" and any(k in spec for k in KSERVE_MODEL_CONTAINERS):
+                # a KServe component: its model or framework spec is a container beside any in containers
+                models = [spec[k] for k in KSERVE_MODEL_CONTAINERS if is_map(spec.get(k))]
+                spec = {**spec, "containers": list(as_list(spec.get("containers"))) + models}
+            if as_list(spec.get("containers")):
+                out.append(spec)
+    return out
+
+
+def _merged_pod_spec(specs: list[Mapping]) -> Optional[Mapping]:
+    """One spec for the pod policies: every container, init container and volume of every template (the same
+    objects, so remediation edits the resource), host namespaces if any template asks for them, placement from
+    the first template, and the pod-level securityContext only when all templates share it (otherwise each
+    container must carry its own, which is what the policies then ask)."""
+    if not specs:
+        return None
+    merged = dict(specs[0])
+    for key in ("initContainers", "containers", "ephemeralContainers", "volumes"):
+        merged[key] = [item for s in specs for item in as_list(get(s, key))]
+    for key in ("hostNetwork", "hostPID", "hostIPC"):
+        if any(get(s, key) is True for s in specs):
+            merged[key] = True
+    contexts = [get(s, "securityContext") for s in specs]
+    merged["securityContext"] = contexts[0] if all(c == contexts[0] for c in contexts) else {}
+    return merged
 
 
 def pod_labels(kind: Optional[str], props: Any) -> Mapping:
@@ -125,15 +193,25 @@ def pod_labels(kind: Optional[str], props: Any) -> Mapping:
     return as_map(get(props, "spec", "template", "metadata", "labels"))
 
 
-def containers(spec: Optional[Mapping], *, init: bool = True) -> Iterator[Mapping]:
+def containers(spec: Optional[Mapping], *, init: bool = True, own_only: bool = False) -> Iterator[Mapping]:
+    """The containers of a pod spec. ``own_only`` leaves out those another object completes: a KServe model or
+    framework spec without an image is merged by the controller into its ServingRuntime's container, whose
+    image, securityContext and defaults the InferenceService does not show."""
     keys = ("initContainers", "containers", "ephemeralContainers") if init else ("containers",)
     for key in keys:
         for c in as_list(get(spec, key)):
-            if is_map(c):
+            if is_map(c) and not (own_only and completed_by_runtime(c)):
                 yield c
 
 
+def completed_by_runtime(c: Mapping) -> bool:
+    return not isinstance(get(c, "image"), str) and any(
+        k in c for k in ("modelFormat", "storageUri", "runtime", "runtimeVersion", "protocolVersion"))
+
+
 def container_name(c: Mapping) -> str:
+    if not c.get("name") and completed_by_runtime(c):
+        return "kserve-container"  # the name the KServe controller gives a predictor's model container
     return str(c.get("name") or "?")
 
 

@@ -33,7 +33,7 @@ def container_probes(r, config, report):
     "container-resources",
     "Containers must request CPU and memory and limit memory, so GPU nodes are not overcommitted by their "
     "neighbours and the scheduler places replicas where they fit (a CPU limit only when requireCpuLimit is set).",
-    category=CATEGORY, severity=MEDIUM, level=ADVISORY, hardening=True, kinds=k8s.WORKLOAD_KINDS,
+    category=CATEGORY, severity=MEDIUM, level=ADVISORY, hardening=True, kinds=k8s.POD_KINDS,
     refs=("Kyverno require-pod-requests-limits", "Checkov CKV_K8S_10", "Checkov CKV_K8S_11", "Checkov CKV_K8S_12",
           "Checkov CKV_K8S_13", "kube-score container-resources", "Polaris cpuRequestsMissing"),
     config={"requireCpuLimit": prop("boolean", "Also require a CPU limit (off by default: a CPU limit throttles "
@@ -67,12 +67,12 @@ def image_tag(image: str) -> str | None:
     "image-pinned",
     "Images must carry an explicit tag other than 'latest' (or a digest): a moving tag changes the model server "
     "under a running HPA without a deployment.",
-    category=CATEGORY, severity=HIGH, level=ADVISORY, hardening=True, kinds=k8s.WORKLOAD_KINDS,
+    category=CATEGORY, severity=HIGH, level=ADVISORY, hardening=True, kinds=k8s.POD_KINDS,
     refs=("Kyverno disallow-latest-tag", "Checkov CKV_K8S_14", "Polaris tagNotSpecified",
           "kube-score container-image-tag", "kube-linter latest-tag"),
     remediation="Use an explicit version tag, e.g. tritonserver:24.08-py3.")
 def image_pinned(r, config, report):
-    for c in k8s.containers(k8s.pod_spec(r.kind, r.props)):
+    for c in k8s.containers(k8s.pod_spec(r.kind, r.props), own_only=True):
         image = k8s.get(c, "image")
         if not isinstance(image, str):
             report(f"{r.label} container {k8s.container_name(c)} has no image")
@@ -155,7 +155,7 @@ def pdb_below_min(view, config, report):
     remediation="Add topologySpreadConstraints on kubernetes.io/hostname and topology.kubernetes.io/zone.")
 def gpu_topology_spread(view, config, report):
     for w in view.objects("Deployment", "StatefulSet"):
-        spec = k8s.pod_spec(w.kind, w.props)
+        spec = k8s.workload_pod_spec(w.kind, w.props)
         if not k8s.uses_gpu(spec):
             continue
         most = max((s.max_replicas or 1 for s in view.scalers_of(w)), default=None)

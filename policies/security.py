@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import re
 
+from gpuplatform.catalogs.kubernetes import plaintext_secrets
 from gpuplatform.catalogs.kubernetes import (INTERNAL_LB_ANNOTATIONS, INTERNAL_LB_CLASSES, POD_SECURITY_ENFORCE,
                                              READ_ONLY_API_GROUPS, ROOT_OPT_OUT_ANNOTATION, SECRET_ENV_PATTERN)
 from gpuplatform.policies import k8s, system
 from gpuplatform.policies.registry import (ADVISORY, CRITICAL, HIGH, MANDATORY, MEDIUM, prop, resource_policy,
                                            stack_policy)
-from gpuplatform.policies.stack import PROMETHEUS_ADAPTER_CHART
+from gpuplatform.policies.stack import PROMETHEUS_ADAPTER_CHART, RELEASE_TYPE
 
 CATEGORY = "security"
 POD_SECURITY = "pod-security"
@@ -121,7 +122,7 @@ def no_wildcards(r, config, report):
     "container-no-plaintext-secrets",
     "Secret-looking environment variables (password, token, key) must come from a Secret, not a literal value "
     "in the manifest (and so in the stack state and Git).",
-    category=CATEGORY, severity=HIGH, kinds=k8s.WORKLOAD_KINDS,
+    category=CATEGORY, severity=HIGH, kinds=k8s.POD_KINDS,
     refs=("Checkov CKV_K8S_35", "Polaris sensitiveContainerEnvVar"),
     config={"pattern": prop("string", "Regex of secret-looking variable names.", SECRET_ENV_PATTERN)},
     remediation="Use valueFrom.secretKeyRef (the workload's secretEnv).")
@@ -134,6 +135,23 @@ def no_plaintext_secrets(r, config, report):
             name, value = str(k8s.get(e, "name", default="")), k8s.get(e, "value")
             if pattern.search(name) and value not in (None, ""):
                 report(f"{r.label} container {k8s.container_name(c)}: env {name} holds a literal value")
+
+
+@resource_policy(
+    "helm-values-no-plaintext-secrets",
+    "A Helm release's values must not hold a password, token or key in plain text (grafana.adminPassword, an "
+    "alert receiver's token): they land in the stack state, the release Secret and Git. The same rule as for "
+    "container env; references (existingSecret, passwordFile, a secretKeyRef) are fine.",
+    category=CATEGORY, severity=HIGH, types=(RELEASE_TYPE,),
+    refs=("Helm 3 storage: a release's values are kept in its helm.sh/release.v1 Secret",
+          "container-no-plaintext-secrets (the same name rule)"),
+    remediation="Put the value in a Kubernetes Secret and point the chart at it (its existingSecret value), or "
+                "pass it as a Pulumi secret.")
+def helm_values_no_plaintext_secrets(r, config, report):
+    if system.user_exempt(r, config):
+        return
+    for where in plaintext_secrets(k8s.plain(k8s.get(r.props, "values"))):
+        report(f"Helm release {k8s.get(r.props, 'name') or r.name}: values.{where} holds a literal secret")
 
 
 CUSTOM_METRICS_APISERVICE = "v1beta1.custom.metrics.k8s.io"
@@ -251,7 +269,7 @@ def metrics_port_not_exposed(r, config, report):
 
 # ------------------------------------------------------------------------------------------------ pod security
 def _pod_policy(id, description, refs, remediation, severity=HIGH, remediate=None, hardening=True):
-    return resource_policy(id, description, category=POD_SECURITY, severity=severity, kinds=k8s.WORKLOAD_KINDS,
+    return resource_policy(id, description, category=POD_SECURITY, severity=severity, kinds=k8s.POD_KINDS,
                            refs=refs, config=dict(EXEMPTIONS_CONFIG), remediation=remediation, remediate=remediate,
                            level=ADVISORY if hardening else MANDATORY, hardening=hardening)
 
@@ -279,7 +297,7 @@ def run_as_non_root(r, config, report):
     pod_nonroot = k8s.get(spec, "securityContext", "runAsNonRoot") is True
     if k8s.get(spec, "securityContext", "runAsUser") == 0:
         report(f"{r.label}: pod runAsUser is 0")
-    for c in k8s.containers(spec):
+    for c in k8s.containers(spec, own_only=True):
         nonroot = _csc(c, "runAsNonRoot")
         if nonroot is False or (nonroot is None and not pod_nonroot):
             report(f"{r.label} container {k8s.container_name(c)}: runAsNonRoot is not true")
@@ -345,7 +363,7 @@ def no_privilege_escalation(r, config, report):
     spec, comp = _subject(r, config)
     if spec is None or (comp is not None and comp.privileged):
         return
-    for c in k8s.containers(spec):
+    for c in k8s.containers(spec, own_only=True):
         if _csc(c, "allowPrivilegeEscalation") is not False:
             report(f"{r.label} container {k8s.container_name(c)}: allowPrivilegeEscalation is not false")
 
@@ -359,7 +377,7 @@ def drop_all(r, config, report):
     if spec is None:
         return
     allowed = {"NET_BIND_SERVICE", *(comp.capabilities if comp else ())}
-    for c in k8s.containers(spec):
+    for c in k8s.containers(spec, own_only=True):
         if comp is not None and (comp.privileged or comp.runs_as_root) and _csc(c, "privileged") is True:
             continue
         caps = k8s.as_map(_csc(c, "capabilities"))
@@ -382,7 +400,7 @@ def seccomp(r, config, report):
     pod_type = k8s.get(spec, "securityContext", "seccompProfile", "type")
     if pod_type is not None and pod_type not in SECURE_SECCOMP:
         report(f"{r.label}: pod seccompProfile is {pod_type}")
-    for c in k8s.containers(spec):
+    for c in k8s.containers(spec, own_only=True):
         ctype = k8s.get(c, "securityContext", "seccompProfile", "type")
         if ctype is not None and ctype not in SECURE_SECCOMP:
             report(f"{r.label} container {k8s.container_name(c)}: seccompProfile is {ctype}")

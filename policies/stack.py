@@ -144,7 +144,7 @@ class StackView:
 
     def pool_of(self, workload: Resource) -> Optional[Mapping]:
         """The GpuNodePool a workload selects by its nodeSelector."""
-        spec = k8s.pod_spec(workload.kind, workload.props)
+        spec = k8s.workload_pod_spec(workload.kind, workload.props)
         selector = k8s.as_map(k8s.get(spec, "nodeSelector"))
         name = selector.get(sharing.POOL_LABEL)
         if name is not None and str(name) in self.pools:
@@ -157,7 +157,7 @@ class StackView:
 
     def pool_mode(self, workload: Resource) -> Optional[str]:
         pool = self.pool_of(workload)
-        spec = k8s.pod_spec(workload.kind, workload.props)
+        spec = k8s.workload_pod_spec(workload.kind, workload.props)
         if pool is not None and k8s.get(pool, "sharingMode"):
             if k8s.as_list(k8s.get(pool, "migLayout")):
                 # a per-GPU layout (always the mixed strategy) serves MIG instances and whole GPUs: the pod's own

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Optional
 
-from gpuplatform.catalogs.system_components import (ANY_PATH, SYSTEM_COMPONENT_KINDS, SystemComponent,
-                                                    identify)
+from gpuplatform.catalogs.system_components import (ANY_PATH, PAUSE_IMAGES, SYSTEM_COMPONENT_KINDS,
+                                                    SystemComponent, identify, matches)
 from gpuplatform.policies import k8s
 
 
@@ -23,8 +23,12 @@ def component_of(r) -> Optional[SystemComponent]:
     main = list(k8s.as_list(k8s.get(spec, "containers")))
     if not main or not isinstance(k8s.get(main[0], "image"), str):
         return None
-    others = [str(k8s.get(c, "image", default="")) for c in k8s.containers(spec)][1:]
-    return identify(str(main[0]["image"]), others)
+    images = [str(k8s.get(c, "image", default="")) for c in k8s.containers(spec)]
+    init = [str(k8s.get(c, "image", default="")) for c in k8s.as_list(k8s.get(spec, "initContainers"))]
+    if init and all(matches(str(k8s.get(c, "image", default="")), PAUSE_IMAGES) for c in main):
+        # the work is done by init containers (a driver installer): the first one says what the pod is
+        return identify(init[0], images[1:])
+    return identify(str(main[0]["image"]), images[1:])
 
 
 def path_allowed(comp: Optional[SystemComponent], path: str) -> bool:

@@ -1,6 +1,8 @@
 """Shared test helpers: stack files, offline synthesis, resource lookup, fresh virtualenvs."""
+import contextlib
 import copy
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -44,3 +46,23 @@ def clean_env(venv_root) -> dict:
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")}
     env["PATH"] = f"{venv_root / 'bin'}{os.pathsep}{env.get('PATH', '')}"
     return env
+
+
+@contextlib.contextmanager
+def served_pack(python, pack_dir, env):
+    """A policy pack started as the Python language host starts it (``<venv>/bin/python -u -m pulumi.policy
+    <engine> <pack folder>`` in the pack folder), and a stub that speaks to it over loopback as the engine does."""
+    import grpc
+    from pulumi.runtime.proto import analyzer_pb2_grpc
+
+    proc = subprocess.Popen([python, "-u", "-m", "pulumi.policy", "127.0.0.1:1", str(pack_dir)], cwd=pack_dir,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        port = proc.stdout.readline().strip()
+        assert port.isdigit(), f"the pack did not start: {port!r}\n{proc.stderr.read() if proc.poll() else ''}"
+        channel = grpc.insecure_channel(f"127.0.0.1:{port}")
+        yield analyzer_pb2_grpc.AnalyzerStub(channel)
+        channel.close()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)

@@ -247,3 +247,29 @@ def test_behavior_below_1_23_is_served_by_v2beta2():
     raw["cluster"]["kubernetesVersion"] = "1.22"
     raw["workloads"][0]["autoscaling"]["behavior"] = {"scaleDown": {"stabilizationWindowSeconds": 600}}
     assert load(raw).workloads[0].autoscaling.behavior.scale_down.stabilization_window_seconds == 600
+
+
+@pytest.mark.parametrize("values, path", [
+    ({"grafana": {"adminPassword": "prom-operator"}}, "kubePrometheusStack.grafana.adminPassword"),
+    ({"alertmanager": {"config": {"receivers": [{"name": "pager", "pagerduty_configs": [
+        {"routing_key": "abc", "auth_token": "literal"}]}]}}},
+     "kubePrometheusStack.alertmanager.config.receivers[0].pagerduty_configs[0].auth_token"),
+])
+def test_a_password_in_helm_values_is_refused_like_one_in_env(values, path):
+    raw = stack_raw("staging")
+    raw.setdefault("monitoring", {}).setdefault("helmValues", {})["kubePrometheusStack"] = values
+    with pytest.raises(ConfigError) as err:
+        load(raw)
+    assert [i.path for i in err.value.issues] == [f"monitoring.helmValues.{path}"]
+    assert "secret in plain text" in err.value.issues[0].message
+
+
+def test_references_to_secrets_in_helm_values_are_fine():
+    raw = stack_raw("staging")
+    raw.setdefault("monitoring", {}).setdefault("helmValues", {})["kubePrometheusStack"] = {
+        "grafana": {"admin": {"existingSecret": "grafana-admin", "passwordKey": "password"},
+                    "adminPasswordFile": "/etc/secrets/admin", "envFromSecret": "grafana-env"},
+        "prometheus": {"prometheusSpec": {"remoteWrite": [{"url": "https://metrics.example.com",
+                                                           "basicAuth": {"password": {"name": "rw", "key": "pw"}},
+                                                           "bearerTokenFile": "/var/run/token"}]}}}
+    load(raw)

@@ -1,13 +1,15 @@
 """examples/reuse as its own project: a fresh virtualenv built from its requirements.txt alone, a consumer with
 its own ``components/`` folder, and an offline plan, all outside this checkout."""
+import json
 import shutil
 import subprocess
 import sys
 import venv
 
 import pytest
+import yaml
 
-from support import REPO, clean_env, wheelhouse
+from support import REPO, clean_env, served_pack, wheelhouse
 
 EXAMPLE = REPO / "examples" / "reuse"
 
@@ -58,3 +60,59 @@ def test_the_wheel_installs_one_namespace(consumer_venv):
     assert ours == {"gpuplatform"}
     assert {p.name for p in (site / "gpuplatform").iterdir() if p.is_dir() and p.name != "__pycache__"} >= {
         "components", "catalogs", "policies"}
+
+
+def test_a_consumer_gets_the_pack_of_the_installed_release_and_serves_it(consumer_venv, tmp_path):
+    """`gpuplatform policy-pack init` in the consumer's venv writes a folder the CLI can run: its requirements
+    resolve to what is installed, and the pack it serves is this release's, with a real defect reported."""
+    from google.protobuf import empty_pb2, struct_pb2
+    from pulumi.runtime.proto import analyzer_pb2
+
+    from gpuplatform.policies.pack import POLICY_DEFS
+    from gpuplatform.policies.registry import strict_config
+
+    env = clean_env(consumer_venv)
+    pack = tmp_path / "ci" / "policy-pack"
+    _run([consumer_venv / "bin" / "gpuplatform", "policy-pack", "init", str(pack)], cwd=tmp_path, env=env)
+    version = _run([consumer_venv / "bin" / "python", "-c",
+                    "from importlib.metadata import version; print(version('gpu-platform'))"],
+                   cwd=tmp_path, env=env).stdout.strip()
+    project = yaml.safe_load((pack / "PulumiPolicy.yaml").read_text())
+    assert project["version"] == version and project["runtime"] == {"name": "python",
+                                                                    "options": {"virtualenv": "venv"}}
+    requirements = (pack / "requirements.txt").read_text().splitlines()
+    assert f"gpu-platform=={version}" in requirements
+    assert json.loads((pack / "strict.json").read_text()) == strict_config()
+    # every pin is already satisfied by the installed release: pip changes nothing
+    pip = _run([consumer_venv / "bin" / "python", "-m", "pip", "install", "--no-index", "--disable-pip-version-check",
+                "--find-links", str(wheelhouse()), "-r", "requirements.txt"], cwd=pack, env=env)
+    assert "Successfully installed" not in pip.stdout, pip.stdout
+    (pack / "venv").symlink_to(consumer_venv, target_is_directory=True)
+    with served_pack(pack / "venv" / "bin" / "python", pack, env) as stub:
+        info = stub.GetAnalyzerInfo(empty_pb2.Empty())
+        # the served version is a placeholder: the CLI takes the pack's version from PulumiPolicy.yaml (pulumi-policy
+        # policy.py, GetAnalyzerInfo)
+        assert info.name == "gpu-platform"
+        assert [p.name for p in info.policies] == [p.id for p in POLICY_DEFS]
+        props = struct_pb2.Struct()
+        props.update({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "debug"}, "spec": {"containers": [
+            {"name": "c", "image": "busybox:1.36", "securityContext": {"privileged": True}}]}})
+        found = stub.Analyze(analyzer_pb2.AnalyzeRequest(
+            type="kubernetes:core/v1:Pod", properties=props, urn="urn:pulumi:ci::team::kubernetes:core/v1:Pod::debug",
+            name="debug")).diagnostics
+        assert [d.policyName for d in found if d.enforcementLevel == analyzer_pb2.EnforcementLevel.Value(
+            "MANDATORY")] == ["pod-no-privileged"]
+
+
+def test_policy_pack_init_keeps_a_users_edits_unless_forced(consumer_venv, tmp_path):
+    env = clean_env(consumer_venv)
+    cli = consumer_venv / "bin" / "gpuplatform"
+    pack = tmp_path / "pack"
+    _run([cli, "policy-pack", "init", str(pack)], cwd=tmp_path, env=env)
+    (pack / "strict.json").write_text("{}\n")
+    proc = subprocess.run([cli, "policy-pack", "init", str(pack)], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 2 and "strict.json" in proc.stderr and "--force" in proc.stderr
+    assert "Traceback" not in proc.stderr and (pack / "strict.json").read_text() == "{}\n"
+    _run([cli, "policy-pack", "init", "--force", str(pack)], cwd=tmp_path, env=env)
+    assert json.loads((pack / "strict.json").read_text()) != {}

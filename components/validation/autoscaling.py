@@ -4,7 +4,7 @@ import math
 import re
 from typing import Optional
 
-from gpuplatform.catalogs.kubernetes import HPA_TOLERANCE, served_by
+from gpuplatform.catalogs.kubernetes import HPA_TOLERANCE, hpa_replica_bounds, served_by
 from gpuplatform.catalogs.metrics import METRICS
 from gpuplatform.components.config import PlatformConfig, Workload
 from gpuplatform.components.errors import fmt, one_of
@@ -21,11 +21,16 @@ def check_autoscaling(cfg: PlatformConfig, p: str, w: Workload, f: Optional[Pool
     version = kubernetes_version(cfg)
     a = w.autoscaling
     pa = f"{p}.autoscaling"
-    if a.min_replicas > a.max_replicas:
+    if a.autoscaler == "hpa":
+        # the same rule as the hpa-replica-bounds policy, so a plan that passes is not failed by `check`
+        for kind, field, reason in hpa_replica_bounds(a.min_replicas, a.max_replicas):
+            if kind == "max-below-min":
+                reason = f"'minReplicas' ({a.min_replicas}) must be <= 'maxReplicas' ({a.max_replicas})"
+            hint = {"below-floor": " (use autoscaler: keda to scale GPU workloads to zero)",
+                    "never-scales": " (for a fixed count use autoscaler: none with replicas)"}.get(kind, "")
+            out.add(f"{pa}.{field}", reason + hint)
+    elif a.min_replicas > a.max_replicas:
         out.add(f"{pa}.minReplicas", f"'minReplicas' ({a.min_replicas}) must be <= 'maxReplicas' ({a.max_replicas})")
-    if a.min_replicas == 0 and a.autoscaler == "hpa":
-        out.add(f"{pa}.minReplicas", "0 needs scale to zero; allowed with autoscaler 'hpa': >= 1 "
-                "(use autoscaler: keda to scale GPU workloads to zero)")
     _check_activation(cfg, pa, w, out)
     if a.autoscaler == "keda" and cfg.monitoring.backend != "self-hosted":
         out.add(f"{pa}.autoscaler", "'keda' queries Prometheus directly and needs the self-hosted backend; "

@@ -1,6 +1,7 @@
 """Rules of the monitoring settings: backend, exporter and adapter for the cluster kind, adoption of an installed
 adapter, and intervals that keep the series continuous."""
 
+from gpuplatform.catalogs.kubernetes import plaintext_secrets
 from gpuplatform.components.config import PlatformConfig, duration_seconds
 from gpuplatform.components.errors import fmt
 from gpuplatform.components.pools import PoolFacts
@@ -10,6 +11,11 @@ from gpuplatform.components.validation.common import _Issues, url_problem
 def check_monitoring(cfg: PlatformConfig, facts: dict[str, PoolFacts], out: _Issues) -> None:
     """Backend, exporter and adapter that run together and on this kind of cluster."""
     mon = cfg.monitoring
+    # the escape hatch is held to the rule of first-class keys: a password in plain text is an error anywhere
+    for field, values in mon.helm_values.model_dump(by_alias=True).items():
+        for where in plaintext_secrets(values):
+            out.add(f"monitoring.helmValues.{field}.{where}", "looks like a secret in plain text; allowed: a "
+                    "reference to a Kubernetes Secret (the chart's existingSecret or secretKeyRef values)")
     if not cfg.is_ack:
         if mon.backend == "arms":
             out.add("monitoring.backend", "'arms' (ACK managed Prometheus) needs an ACK cluster; "

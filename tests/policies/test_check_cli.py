@@ -157,3 +157,231 @@ def test_a_component_gets_only_its_documented_host_access():
     # the same DaemonSet running dcgm-exporter: that component documents pod-resources, not device-plugins
     rs[0].inputs["spec"]["template"]["spec"]["containers"][0]["image"] = "nvcr.io/nvidia/k8s/dcgm-exporter:4.5.3"
     assert "pod-restricted-volumes" in {v.policy_id for v in run_policies(rs)}
+
+
+# ------------------------------------------------------------------------------------------------ where and what
+_PRIVILEGED = """apiVersion: apps/v1
+kind: Deployment
+metadata: {name: whisper, namespace: ml}
+spec:
+  selector: {matchLabels: {app: whisper}}
+  template:
+    metadata: {labels: {app: whisper}}
+    spec:
+      containers:
+        - name: server
+          image: "registry.example.com/whisper:1.4"
+          securityContext: {privileged: true}
+"""
+
+
+def test_template_syntax_in_comments_is_not_a_template(tmp_path, capsys):
+    (tmp_path / "rendered.yaml").write_text(
+        "# rendered from the chart; its template had\n#   image: {{ .Values.image.repository }}\n"
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings  # was {{ include \"app.fullname\" . }}\n"
+        "data: {mode: 'a # {{ not a comment in quotes }}'}\n")
+    code, out, err = _run(capsys, "--manifests", str(tmp_path))
+    assert (code, err) == (0, "") and out.startswith("No policy violations.")
+
+
+@pytest.mark.parametrize("text, line", [
+    ("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\ndata:\n  run.sh: |\n    # {{ .Values.cmd }}\n", 6),
+    ("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a # ok\n  labels: {x: \"{{ .Release.Name }}\"}\n", 5),
+    ("# {{ .Values.x }}\n{{- if .Values.enabled }}\napiVersion: v1\nkind: ConfigMap\n{{- end }}\n", 2),
+], ids=["block-scalar", "quoted-value", "control-line"])
+def test_template_syntax_in_yaml_content_is_refused_at_its_line(tmp_path, capsys, text, line):
+    (tmp_path / "t.yaml").write_text(text)
+    code, _, err = _run(capsys, "--manifests", str(tmp_path / "t.yaml"))
+    assert code == 2 and f"t.yaml:{line}: is a Helm template" in err
+
+
+def test_every_finding_names_its_file_and_line(tmp_path, capsys, sarif_validator, monkeypatch):
+    (tmp_path / "a.yaml").write_text("# first\n" + _PRIVILEGED + "---\napiVersion: v1\nkind: List\nitems:\n"
+                                     "  - apiVersion: v1\n    kind: Pod\n    metadata: {name: debug}\n"
+                                     "    spec: {hostPID: true, containers: [{name: c, image: 'busybox:1.36'}]}\n")
+    (tmp_path / "b.yaml").write_text(_PRIVILEGED)
+    monkeypatch.chdir(tmp_path)
+    code, table, _ = _run(capsys, "--manifests", "a.yaml", "b.yaml")
+    assert code == 1
+    header = table.splitlines()[0].split()
+    assert header[:4] == ["LEVEL", "POLICY", "RESOURCE", "FILE"]
+    privileged = [line for line in table.splitlines() if line.startswith("mandatory  pod-no-privileged")]
+    assert len(privileged) == 2 and "a.yaml:2 " in privileged[0] and "b.yaml:1 " in privileged[1]
+    assert "checked" in table.splitlines()[-1] and "2 objects" not in table  # 3 objects, 2 files
+    assert table.splitlines()[-1].endswith(f"on 3 objects from 2 files")
+    _, out, _ = _run(capsys, "--manifests", "a.yaml", "b.yaml", "--format", "json")
+    where = {(v["policy_id"], v["file"], v["line"]) for v in json.loads(out) if v["level"] == "mandatory"}
+    assert where == {("pod-no-privileged", "a.yaml", 2), ("pod-no-privileged", "b.yaml", 1),
+                     ("pod-no-host-namespaces", "a.yaml", 18)}
+    assert all(v["file"] and v["line"] for v in json.loads(out))
+    _, out, _ = _run(capsys, "--manifests", "a.yaml", "b.yaml", "--format", "sarif")
+    doc = json.loads(out)
+    sarif_validator.validate(doc)
+    regions = {(r["ruleId"], r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"],
+                r["locations"][0]["physicalLocation"]["region"]["startLine"])
+               for r in doc["runs"][0]["results"] if r["level"] == "error"}
+    assert regions == where
+
+
+def test_a_clean_run_says_what_it_checked(capsys, tmp_path):
+    from gpuplatform.check import active_policies
+    manifest = CORPUS / "03_dcgm_exporter_chart.yaml"
+    objects = len(read_manifests([manifest]).resources)
+    code, out, _ = _run(capsys, "--manifests", str(manifest))
+    # the pack's policies and, for plain manifests, the API server's own validation
+    assert code == 0 and out.strip() == (f"No policy violations. (checked {active_policies() + 1} policies on "
+                                         f"{objects} object{'s' if objects > 1 else ''} from 1 file)")
+    assert active_policies() == len(REGISTRY)
+    (tmp_path / "one.json").write_text(json.dumps({"all": "disabled", "image-pinned": "advisory",
+                                                   "api-server-rejects": "disabled"}))
+    code, out, _ = _run(capsys, "--manifests", str(manifest), str(manifest), "--policy-config",
+                        str(tmp_path / "one.json"))
+    assert code == 0 and out.strip().endswith(f"(checked 1 policy on {2 * objects} objects from 2 files)")
+
+
+# ------------------------------------------------------------------------------------------------ the API server
+_GPU_TYPOS = """apiVersion: apps/v1
+kind: Deployment
+metadata: {name: asr, namespace: ml}
+spec:
+  selector: {matchLabels: {app: asr}}
+  template:
+    metadata: {labels: {app: asr}, creationTimestamp: null}
+    spec:
+      nodeSelector: null
+      containers:
+        - name: typo
+          image: "registry.example.com/asr:2.1"
+          resources:
+            limit: {nvidia.com/gpu: 1}
+        - name: units
+          image: "registry.example.com/asr:2.1"
+          resources:
+            requests: {cpu: 0.5, memory: 8Gi}
+            limits:
+              memory: 16GB
+              nvidia.com/gpu: 0.5
+          volumeMounts:
+            - {name: cache, mountPath: /models}
+            - {name: cache, mountPath: /models}
+      volumes:
+        - {name: cache, emptyDir: {}}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: asr, namespace: ml}
+spec:
+  selector: {app: asr}
+  ports:
+    - {name: http, port: 80}
+    - {name: http, port: 8080}
+"""
+
+
+def test_what_the_api_server_rejects_is_mandatory_at_its_line(tmp_path, capsys, sarif_validator, monkeypatch):
+    (tmp_path / "asr.yaml").write_text(_GPU_TYPOS)
+    monkeypatch.chdir(tmp_path)
+    code, out, _ = _run(capsys, "--manifests", "asr.yaml", "--format", "json")
+    found = {(v["line"], v["message"].split(": ", 2)[-1]) for v in json.loads(out)
+             if v["policy_id"] == "api-server-rejects"}
+    assert code == 1 and all(v["level"] == "mandatory" for v in json.loads(out)
+                             if v["policy_id"] == "api-server-rejects")
+    assert found == {
+        (14, "spec.template.spec.containers[0].resources.limit: unknown field 'limit'"),
+        (20, 'spec.template.spec.containers[1].resources.limits.memory: "16GB" is not a Kubernetes quantity '
+             '(e.g. 16Gi, 500m, 2)'),
+        (21, "spec.template.spec.containers[1].resources.limits.nvidia.com/gpu: 0.5 must be a whole number: "
+             "nvidia.com/gpu is an extended resource, allocated in whole devices"),
+        (24, "spec.template.spec.containers[1].volumeMounts[1].mountPath: duplicate mount path '/models'"),
+        (35, "spec.ports[1].name: duplicate port name 'http'"),
+    }, found
+    _, out, _ = _run(capsys, "--manifests", "asr.yaml", "--format", "sarif")
+    doc = json.loads(out)
+    sarif_validator.validate(doc)
+    rules = doc["runs"][0]["tool"]["driver"]["rules"]
+    lines = sorted(r["locations"][0]["physicalLocation"]["region"]["startLine"] for r in doc["runs"][0]["results"]
+                   if r["ruleId"] == "api-server-rejects" and rules[r["ruleIndex"]]["id"] == r["ruleId"])
+    assert lines == [14, 20, 21, 24, 35]
+
+
+def test_api_server_rules_accept_what_the_api_server_accepts(tmp_path, capsys):
+    """Helm's nulls, numbers as quantities, int-or-string ports, a request equal to the GPU limit, custom
+    resources the bundled schemas do not know: none of them is a rejection."""
+    (tmp_path / "ok.yaml").write_text(
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: p, creationTimestamp: null, labels: null}\n"
+        "spec:\n  tolerations: null\n  containers:\n    - name: c\n      image: 'registry.example.com/p:1'\n"
+        "      ports: [{name: http, containerPort: 8000}]\n      readinessProbe: {httpGet: {port: http}}\n"
+        "      resources:\n        requests: {cpu: 0.5, memory: 1e9, nvidia.com/gpu: 2}\n"
+        "        limits: {nvidia.com/gpu: '2', memory: 2Gi}\n"
+        "---\napiVersion: serving.kserve.io/v1beta1\nkind: InferenceService\nmetadata: {name: m}\n"
+        "spec: {predictor: {madeUpField: 1}}\n")
+    code, out, _ = _run(capsys, "--manifests", str(tmp_path / "ok.yaml"), "--format", "json")
+    assert [v for v in json.loads(out) if v["policy_id"] == "api-server-rejects"] == []
+
+
+def test_the_target_version_picks_the_schema(tmp_path, capsys):
+    """resizePolicy (in-place resize) is a field from Kubernetes 1.27: a 1.26 API server refuses it."""
+    (tmp_path / "resize.yaml").write_text(
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n    - name: c\n"
+        "      image: 'registry.example.com/p:1'\n"
+        "      resizePolicy: [{resourceName: cpu, restartPolicy: NotRequired}]\n")
+    def rejected(version):
+        _, out, _ = _run(capsys, "--manifests", str(tmp_path / "resize.yaml"), "--format", "json",
+                         "--kube-version", version)
+        return [v["line"] for v in json.loads(out) if v["policy_id"] == "api-server-rejects"]
+    assert rejected("1.26") == [8] and rejected("1.30") == []
+
+
+def test_the_api_server_check_can_be_lowered_or_disabled(tmp_path, capsys):
+    (tmp_path / "asr.yaml").write_text(_GPU_TYPOS)
+    for level, expect in (("advisory", {"advisory"}), ("disabled", set())):
+        (tmp_path / "cfg.json").write_text(json.dumps({"api-server-rejects": level}))
+        _, out, _ = _run(capsys, "--manifests", str(tmp_path / "asr.yaml"), "--format", "json", "--policy-config",
+                         str(tmp_path / "cfg.json"))
+        assert {v["level"] for v in json.loads(out) if v["policy_id"] == "api-server-rejects"} == expect
+
+
+def test_a_pause_pod_is_what_its_first_init_container_is():
+    def daemonset(init_image):
+        return {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "installer", "namespace": "ops"},
+                "spec": {"template": {"spec": {
+                    "hostPID": True, "volumes": [{"name": "root", "hostPath": {"path": "/"}}],
+                    "initContainers": [{"name": "install", "image": init_image, "securityContext": {"privileged": True},
+                                        "volumeMounts": [{"name": "root", "mountPath": "/root"}]}],
+                    "containers": [{"name": "pause", "image": "registry.k8s.io/pause:3.10"}]}}}}
+    from gpuplatform.records import RegisteredResource
+    def mandatory(init_image):
+        r = RegisteredResource("kubernetes:apps/v1:DaemonSet", "ops/installer", daemonset(init_image))
+        return sorted({v.policy_id for v in run_policies([r]) if v.mandatory})
+    assert mandatory("ubuntu-nvidia-installer:fixed") == []
+    assert mandatory("registry.example.com/tools/busybox:1.36") == ["pod-no-host-namespaces", "pod-no-privileged"]
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+def test_plan_output_passes_the_api_server_check(stack, tmp_path, capsys):
+    """`plan --out` writes server-side-apply patches (pulumi.com/patchForce) beside full objects: a patch names
+    only the fields it owns, so it is checked as one, and nothing we write is refused."""
+    assert main(["plan", "--stack", stack, "--out", str(tmp_path)]) == 0
+    capsys.readouterr()
+    code, out, _ = _run(capsys, "--manifests", str(tmp_path / "manifests"), "--format", "json")
+    assert [v for v in json.loads(out) if v["policy_id"] == "api-server-rejects"] == []
+
+
+def test_a_stack_finding_points_at_its_workload_in_the_stack_file(tmp_path, capsys):
+    stack = REPO / "stacks" / "Pulumi.prod.yaml"
+    (tmp_path / "cfg.json").write_text(json.dumps({"hpa-replica-bounds": {"minReplicas": 2}}))
+    code, out, _ = _run(capsys, "--stack", "prod", "--policy-config", str(tmp_path / "cfg.json"), "--format", "json")
+    found = json.loads(out)
+    entry = next(i + 1 for i, line in enumerate(stack.read_text().splitlines()) if line.strip() == "- name: flower")
+    assert code == 1 and [(v["policy_id"], v["file"], v["line"]) for v in found] == [
+        ("hpa-replica-bounds", str(stack), entry)]
+
+
+def test_unquoted_dates_are_strings_as_kubectl_sends_them(tmp_path, capsys):
+    """sigs.k8s.io/yaml hands an unquoted date on as the string it spells; YAML loaders that make it a date must
+    not turn it into a rejection (or a crash)."""
+    (tmp_path / "cm.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: release-notes\n"
+                                      "  annotations: {released: 2024-05-01}\ndata:\n  when: 2024-05-01 10:00:00\n")
+    code, out, err = _run(capsys, "--manifests", str(tmp_path / "cm.yaml"), "--format", "json")
+    assert code == 0 and "Traceback" not in err
+    assert [v for v in json.loads(out) if v["policy_id"] == "api-server-rejects"] == []

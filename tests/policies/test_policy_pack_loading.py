@@ -13,22 +13,20 @@ test talks to it over gRPC as the engine would, with every stack's resources.
 """
 import copy
 import dataclasses
-import os
 import re
 import subprocess
 import sys
 import venv
 
-import grpc
 import pytest
 import yaml
 from google.protobuf import empty_pb2, struct_pb2
-from pulumi.runtime.proto import analyzer_pb2, analyzer_pb2_grpc
+from pulumi.runtime.proto import analyzer_pb2
 
 from gpuplatform.check import _wire_value
 from gpuplatform.policies.pack import POLICY_DEFS
 from live_state import live_outputs
-from support import REPO, STACKS, clean_env, wheelhouse
+from support import REPO, STACKS, clean_env, served_pack, wheelhouse
 
 PACK = REPO / "policies"
 MANDATORY = analyzer_pb2.EnforcementLevel.Value("MANDATORY")
@@ -93,18 +91,8 @@ def pack_venv(tmp_path_factory):
 @pytest.fixture(scope="module")
 def analyzer(pack_venv):
     """The pack started as the language host starts it; a stub that speaks to it as the engine does."""
-    proc = subprocess.Popen([pack_venv / "bin" / "python", "-u", "-m", "pulumi.policy", "127.0.0.1:1", str(PACK)],
-                            cwd=PACK, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=clean_env(pack_venv))
-    try:
-        port = proc.stdout.readline().strip()
-        assert port.isdigit(), f"the pack did not start: {port!r}\n{proc.stderr.read() if proc.poll() else ''}"
-        channel = grpc.insecure_channel(f"127.0.0.1:{port}")
-        yield analyzer_pb2_grpc.AnalyzerStub(channel)
-        channel.close()
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
+    with served_pack(pack_venv / "bin" / "python", PACK, clean_env(pack_venv)) as stub:
+        yield stub
 
 
 def _struct(props) -> struct_pb2.Struct:

@@ -4,7 +4,7 @@ import pytest
 from gpuplatform.catalogs import sharing
 from gpuplatform.catalogs.metrics import METRICS
 from gpuplatform.policies.pack import ALL_POLICIES, POLICY_DEFS
-from gpuplatform.policies.registry import REGISTRY
+from gpuplatform.policies.registry import REGISTRY, by_id
 from policy_helpers import STACKS, find, only, pod_spec, stack_resources
 
 from pulumi_policy import ResourceValidationPolicy, StackValidationPolicy
@@ -32,6 +32,25 @@ def extra(*objs):
     from gpuplatform.records import RegisteredResource
     from gpuplatform.policies.k8s import type_token
     return [RegisteredResource(type_token(o["apiVersion"], o["kind"]), o["metadata"]["name"], o) for o in objs]
+
+
+def _gpu_node_job(gpu=0, env=None, toleration=None, selector=None):
+    """A Job on GPU nodes: by default a downloader that tolerates no GPU taint (compliant); ``toleration={}``
+    tolerates every taint, as node agents do, which is no choice of GPU nodes."""
+    container = {"name": "fetch", "image": "registry.example.com/fetch:1.2"}
+    if gpu:
+        container["resources"] = {"limits": {"nvidia.com/gpu": gpu}}
+    if env:
+        container["env"] = [{"name": "NVIDIA_VISIBLE_DEVICES", "value": env}]
+    spec = {"containers": [container], "restartPolicy": "Never"}
+    if toleration is not None:
+        spec["tolerations"] = [{"operator": "Exists", **toleration}]
+    if selector:
+        spec["nodeSelector"] = selector
+    if gpu or env:
+        spec["tolerations"] = [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": f"fetch-{gpu}-{env}-{bool(selector)}-{toleration}"},
+            "spec": {"template": {"spec": spec}}}
 
 
 def binding(role="view", subjects=None):
@@ -157,6 +176,15 @@ CASES = {
         _mutate("prod", lambda rs: None),
         _mutate("prod", lambda rs: container(rs).setdefault("env", []).append(
             {"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"}))),
+    "gpu-node-pod-requests-gpu": (
+        _plain(_gpu_node_job(), _gpu_node_job(gpu=1), _gpu_node_job(env="void"), _gpu_node_job(toleration={})),
+        _plain(_gpu_node_job(selector={"cloud.google.com/gke-accelerator": "nvidia-l4"}),
+               _gpu_node_job(toleration={"key": "nvidia.com/gpu"}))),
+    "helm-values-no-plaintext-secrets": (
+        _mutate("prod", lambda rs: find(rs, "kubernetes:helm.sh/v3:Release").inputs["values"].setdefault(
+            "grafana", {}).update(admin={"existingSecret": "grafana-admin", "passwordKey": "password"})),
+        _mutate("prod", lambda rs: find(rs, "kubernetes:helm.sh/v3:Release").inputs["values"].setdefault(
+            "grafana", {}).update(adminPassword="hunter2"))),
     "rbac-no-cluster-admin-binding": (_plain(binding()), _plain(binding("cluster-admin"))),
     "rbac-no-system-group-binding": (
         _plain(binding()), _plain(binding(subjects=[{"kind": "Group", "name": "system:authenticated"}]))),
@@ -282,3 +310,26 @@ def test_synthesized_stacks_pass_every_policy(stack):
     assert any(r.type.endswith("HorizontalPodAutoscaler") or r.type.endswith("ScaledObject") for r in resources)
     violations = run_policies(resources)
     assert violations == [], format_table(violations)
+
+
+def test_a_gpu_node_pod_without_gpus_is_reported_once_per_signal():
+    from gpuplatform.check import run_policies
+    found = run_policies(extra(_gpu_node_job(selector={"nvidia.com/gpu.present": "true"}),
+                               _gpu_node_job(toleration={"key": "nvidia.com/gpu"})),
+                         policies=[by_id("gpu-node-pod-requests-gpu")])
+    # advisory: whether the container sees the node's GPUs depends on its image and the node's runtime config
+    assert [v.level for v in found] == ["advisory", "advisory"]
+    assert sorted(any(f" {why} but requests no GPU" in v.message for v in found) for why in (
+        "selects GPU nodes by nvidia.com/gpu.present", "tolerates the GPU taint nvidia.com/gpu")) == [True, True]
+
+
+@pytest.mark.parametrize("resources", [
+    {"nvidia.com/gpu": 1, "nvidia.com/gpumem": 8000, "nvidia.com/gpucores": 30},      # HAMi
+    {"nvidia.com/gpu": 1, "nvidia.com/gpumem-percentage": 50},                       # HAMi
+    {"volcano.sh/vgpu-number": 1, "volcano.sh/vgpu-memory": 4096, "volcano.sh/vgpu-cores": 25},  # Volcano vGPU
+], ids=["hami", "hami-percentage", "volcano-vgpu"])
+def test_other_gpu_sharing_schedulers_resources_are_neither_typos_nor_missing(resources):
+    job = _gpu_node_job(toleration={"key": "nvidia.com/gpu"})
+    job["spec"]["template"]["spec"]["containers"][0]["resources"] = {"limits": dict(resources)}
+    assert only("gpu-resource-known", extra(job)) == []
+    assert only("gpu-node-pod-requests-gpu", extra(job)) == []

@@ -102,7 +102,8 @@ def test_output_formats_and_exit_code():
     data = json.loads(format_json(vs))
     assert data[0]["policy_id"] == "service-no-public-loadbalancer"
     assert data[0]["resource_type"] == "kubernetes:core/v1:Service"
-    assert set(data[0]) == {"policy_id", "level", "resource_type", "resource_name", "message", "severity"}
+    assert set(data[0]) == {"policy_id", "level", "resource_type", "resource_name", "message", "severity", "file",
+                            "line"}
 
 
 def test_docs_table_lists_every_policy_with_its_level():
@@ -126,3 +127,12 @@ def test_sdk_servicer_accepts_the_pack():
     info = servicer.GetAnalyzerInfo(None, None)
     assert len(info.policies) == len(ALL_POLICIES)
     assert {p.name for p in info.policies} == {p.name for p in ALL_POLICIES}
+
+
+def test_docs_list_every_configurable_property_of_the_pack():
+    from pathlib import Path
+
+    from gpuplatform.policy_pack import config_reference
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "policies.md").read_text()
+    table = config_reference()
+    assert table.count("\n") > 20 and table in doc

@@ -409,3 +409,28 @@ def test_crd_check_rejects_wrong_type():
     rule = _first("PrometheusRule")
     rule["spec"]["groups"][0]["rules"] = {"alert": "x"}
     assert crd_errors(rule)
+
+
+# ---------------------------------------------------------------------------------------------- API-server rules
+# stack files of the examples (examples/reuse is a project of its own, planned by the reuse tests)
+EXAMPLE_STACKS = sorted(p for p in (REPO / "examples").glob("*/Pulumi.*.yaml") if p.parent.name != "reuse")
+
+
+def _authored_objects(raw: dict, name: str) -> list[dict]:
+    load(raw)
+    files = manifest_files(synthesize(stack_config_from_namespace(raw), stack=name))
+    return [doc for f, doc in files.items() if not f.startswith("helmrelease-")]
+
+
+@pytest.mark.parametrize("source", sorted(CASES) + [str(p.relative_to(REPO)) for p in EXAMPLE_STACKS])
+def test_the_api_server_rules_accept_every_object_we_author(source):
+    """The semantic rules `check --manifests` applies (gpuplatform.apiserver: quantities, whole extended
+    resources with equal limits, unique names, ports and mount paths), over every object of every stack, variant
+    and example; the strict schemas are the tests above."""
+    from gpuplatform.apiserver import semantic_rejections
+
+    raw = CASES[source]() if source in CASES else copy.deepcopy(namespace_from_stack_file(REPO / source))
+    objects = _authored_objects(raw, source.replace("/", "-"))
+    assert objects
+    found = [f"{_label(doc)}: {r.render()}" for doc in objects for r in semantic_rejections(doc)]
+    assert found == []

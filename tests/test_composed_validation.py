@@ -14,7 +14,7 @@ SERVICES = 6
 
 def workload(name: str, host: str) -> dict:
     return {"name": name, "image": "registry.example.com/svc:1.0", "ports": PORTS, "gpu": {"count": 1},
-            "autoscaling": {"maxReplicas": 1, "metrics": [{"metric": "gpu_util", "target": 60}]},
+            "autoscaling": {"maxReplicas": 2, "metrics": [{"metric": "gpu_util", "target": 60}]},
             "exposure": {"ingress": {"className": "nginx", "host": host, "port": "http"}}}
 
 
@@ -38,7 +38,7 @@ def test_each_composed_workload_is_checked_once(monkeypatch):
         checked.append(w.name)
         original(p, i, w, seen, out)
     monkeypatch.setattr(rules, "check_workload_name", counting)
-    synthesize({}, program([f"s{i}.example.com" for i in range(SERVICES)], SERVICES))
+    synthesize({}, program([f"s{i}.example.com" for i in range(SERVICES)], 2 * SERVICES))
     assert sorted(checked) == sorted(f"s{i}" for i in range(SERVICES))
 
 
@@ -49,8 +49,8 @@ def message(build) -> str:
 
 
 def test_a_later_service_is_still_compared_with_the_earlier_ones():
-    msg = message(program(["a.example.com", "b.example.com", "a.example.com"], 3))
+    msg = message(program(["a.example.com", "b.example.com", "a.example.com"], 6))
     assert "InferenceService 's2' args.workload.exposure.ingress.host: 'a.example.com' already routes '/' to s0" \
         in msg
-    msg = message(program(["a.example.com", "b.example.com", "c.example.com"], 2))
-    assert "2 nodes cannot hold s0 (1), s1 (1), s2 (1)" in msg
+    msg = message(program(["a.example.com", "b.example.com", "c.example.com"], 4))
+    assert "4 nodes cannot hold s0 (2), s1 (2), s2 (2)" in msg

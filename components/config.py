@@ -363,6 +363,9 @@ class Monitoring(Model):
 
 
 # ---------------------------------------------------------------------------------------------- workloads
+DEFAULT_METRICS_PATH = "/metrics"
+
+
 class Port(Model):
     name: str
     """Port name (IANA_SVC_NAME: lowercase, <= 15 chars)."""
@@ -374,6 +377,17 @@ class Port(Model):
     protocol: Literal["http", "grpc", "metrics"] = "http"
     """What the port speaks: ``http``/``grpc`` are exposed by the Service; ``metrics`` is scraped only. Default
     ``http``."""
+    metrics_path: Optional[str] = None
+    """HTTP path at which this port serves the server's Prometheus metrics. On an ``http`` serving port it makes
+    that port the one the PodMonitor scrapes (vLLM, SGLang and TGI serve ``/metrics`` on their API port); on a
+    ``metrics`` port it replaces ``/metrics``. Default: none on a serving port, ``/metrics`` on a metrics port."""
+
+    @property
+    def scrape_path(self) -> Optional[str]:
+        """Path the PodMonitor scrapes on this port, or None when the port serves no metrics."""
+        if self.protocol == "metrics":
+            return self.metrics_path or DEFAULT_METRICS_PATH
+        return self.metrics_path
 
 
 class GpuRequestSpec(Model):

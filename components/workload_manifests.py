@@ -72,7 +72,8 @@ def serving_ports(w: Workload) -> list:
 
 
 def metrics_port(w: Workload):
-    return next((p for p in w.ports if p.protocol == "metrics"), None)
+    """The port Prometheus scrapes: a ``metrics`` port, or a serving port that declares a ``metricsPath``."""
+    return next((p for p in w.ports if p.scrape_path is not None), None)
 
 
 def _probe(path: Optional[str], port: str, **timing) -> dict:
@@ -376,7 +377,8 @@ def scaled_object(w: Workload, ctx: WorkloadContext) -> Optional[dict]:
 
 
 def pod_monitor(w: Workload, ctx: WorkloadContext) -> Optional[dict]:
-    """Scrape the inference server's own metrics (Triton: port 8002) when the workload has a metrics port."""
+    """Scrape the inference server's own metrics where it serves them: a metrics port (Triton: 8002) or a serving
+    port with a metrics path (vLLM: /metrics on its API port 8000)."""
     port = metrics_port(w)
     if port is None:
         return None
@@ -384,7 +386,7 @@ def pod_monitor(w: Workload, ctx: WorkloadContext) -> Optional[dict]:
     m["labels"] = {**m["labels"], **ctx.monitor_labels}
     return {"apiVersion": PROMETHEUS_OPERATOR_API, "kind": "PodMonitor", "metadata": m,
             "spec": {"selector": {"matchLabels": selector(w)},
-                     "podMetricsEndpoints": [{"port": port.name, "path": "/metrics",
+                     "podMetricsEndpoints": [{"port": port.name, "path": port.scrape_path,
                                               "interval": ctx.scrape_interval}]}}
 
 

@@ -91,9 +91,10 @@ def check_autoscaling(cfg: PlatformConfig, p: str, w: Workload, f: Optional[Pool
             out.add(f"{pm}.metric", f"{fmt(t.metric)} is served per node by the {provider} exporter "
                     f"({src.api_name}), not per pod, so an HPA cannot average it over its pods; allowed: "
                     f"{one_of(pod_metrics)}")
-        if metric.category == "app" and not any(port.protocol == "metrics" for port in w.ports):
-            out.add(f"{pm}.metric", f"{fmt(t.metric)} is scraped from the pods, but the workload has no port with "
-                    "protocol 'metrics' (e.g. Triton's 8002); allowed: add one")
+        if metric.category == "app" and not any(port.scrape_path is not None for port in w.ports):
+            out.add(f"{pm}.metric", f"{fmt(t.metric)} is scraped from the pods, but no port serves metrics: no port "
+                    "with protocol 'metrics' (e.g. Triton's 8002) and no serving port with 'metricsPath' (e.g. "
+                    "vLLM's /metrics on 8000); allowed: add either")
 
 
 def _check_activation(cfg: PlatformConfig, pa: str, w: Workload, out: _Issues) -> None:

@@ -242,6 +242,20 @@ class Disk(Model):
     """Size in GiB. Default 120."""
 
 
+class CustomGpu(Model):
+    """A GPU model the catalog (catalogs/gpus.py) does not have, described by the stack. Its facts are the stack's
+    own statement: nothing checks them against a source, and ``plan`` says so on every run."""
+
+    name: str
+    """What the stack calls the card, e.g. the model an instance family carries. Not a catalog model's name."""
+    memory_gib: int = Field(ge=1, le=4096)
+    """GPU memory per card in whole GiB as the driver reports it (nvidia-smi total / 1024, rounded down): pool
+    capacity and cGPU ``memoryGib`` requests are checked against it."""
+    sharing: list[Literal["exclusive", "cgpu"]] = Field(default_factory=lambda: ["exclusive"], min_length=1)
+    """Sharing modes the card runs: ``exclusive`` (whole GPUs) and/or ``cgpu`` (Alibaba cGPU). MIG is not offered:
+    its profiles and placements per model come from the catalog. Default ``[exclusive]``."""
+
+
 class NodePool(Model):
     name: str
     """Pool name (a Kubernetes label value and part of resource names)."""
@@ -251,7 +265,11 @@ class NodePool(Model):
     """GPU model for pools of an existing non-ACK cluster (e.g. ``T4``); ignored when instance types are set.
     Default none."""
     gpus_per_node: Optional[int] = Field(None, ge=1, le=16)
-    """GPUs per node for pools of an existing non-ACK cluster. Default none."""
+    """GPUs per node for pools of an existing non-ACK cluster, or of instance types outside the catalog (with
+    ``customGpu``). Default none."""
+    custom_gpu: Optional[CustomGpu] = None
+    """A GPU model outside the catalog, described by the stack (memory, sharing modes); the pool's instance types
+    may then be outside the catalog too, with ``gpusPerNode`` required. Default none: the catalog's models only."""
     autoscaling: bool = True
     """Cluster-autoscaled pool (``scaling_config`` type ``gpu``). Default true."""
     min_nodes: int = Field(0, ge=0, le=1000)

@@ -578,6 +578,12 @@ class Ingress(Model):
     tls_secret: Optional[str] = None
     """TLS secret (type kubernetes.io/tls, in the workload namespace) covering every host. Required when a route
     carries gRPC: ingress-nginx and ALB serve gRPC (HTTP/2) only on their TLS listener. Default none."""
+    stream_timeout_seconds: Optional[int] = Field(None, ge=1, le=86400)
+    """For long-lived streaming responses such as an LLM server's server-sent events: ingress-nginx's read and
+    send timeouts to the backend (the longest silence between two reads or writes, 60 s by default) raised to
+    this many seconds, and proxy buffering off for these Ingress objects whatever the controller's ConfigMap
+    says, so each event reaches the client when the server writes it. ``className: nginx`` only. Default none:
+    the controller's defaults."""
 
     def all_routes(self) -> list[IngressRoute]:
         """The one-port form and ``routes`` alike, as routes."""

@@ -239,6 +239,19 @@ def service(w: Workload, ctx: WorkloadContext) -> dict:
                      "selector": selector(w), "ports": ports}}
 
 
+def streaming_annotations(seconds: int) -> dict[str, str]:
+    """ingress-nginx annotations for a response that streams (kubernetes/ingress-nginx
+    docs/user-guide/nginx-configuration/annotations.md, "Custom timeouts" and "Proxy buffering"). nginx's
+    proxy_read_timeout and proxy_send_timeout bound the time between two successive reads or writes, not the whole
+    response, so a token stream stays up as long as tokens keep coming; what they must cover is the silence before
+    the first token while the request queues and its prompt is prefilled. Buffering is off by default in
+    ingress-nginx's own config, but the ConfigMap can turn it on for every Ingress: set here, it holds for these
+    routes whatever the ConfigMap says, and a buffered stream would reach the client in bursts."""
+    return {"nginx.ingress.kubernetes.io/proxy-read-timeout": str(seconds),
+            "nginx.ingress.kubernetes.io/proxy-send-timeout": str(seconds),
+            "nginx.ingress.kubernetes.io/proxy-buffering": "off"}
+
+
 def ingresses(w: Workload, ctx: WorkloadContext) -> list[dict]:
     """L7 routing per request (HTTP/2 for gRPC), so replicas the HPA adds take traffic at once; an L4 Service
     keeps long-lived gRPC connections pinned to the old pods. One Ingress per route: ingress-nginx and ALB read
@@ -254,6 +267,8 @@ def ingresses(w: Workload, ctx: WorkloadContext) -> list[dict]:
         grpc = port.protocol == "grpc"
         if ing.class_name == "nginx":
             annotations = {"nginx.ingress.kubernetes.io/backend-protocol": "GRPC" if grpc else "HTTP"}
+            if ing.stream_timeout_seconds is not None:
+                annotations.update(streaming_annotations(ing.stream_timeout_seconds))
         else:
             annotations = {"alb.ingress.kubernetes.io/backend-protocol": "grpc" if grpc else "http"}
         if ing.controller_for(ctx.on_ack) == "external":

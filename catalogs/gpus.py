@@ -43,6 +43,10 @@ GPU_MODELS: dict[str, GpuModel] = {
 }
 
 
+CUSTOM_ARCHITECTURE = "described by the stack"
+"""Architecture of a ``customGpu``: the stack states its memory and sharing modes, nothing more is known."""
+
+
 @dataclass(frozen=True)
 class InstanceType:
     name: str

@@ -70,6 +70,7 @@ UNITS: dict[str, Unit] = {u.name: u for u in (
     Unit("ratio", "fraction", 1.0, "a ratio, 0-1", 1.0),
     Unit("bytes", "memory", 1.0, "bytes"),
     Unit("MiB", "memory", float(2 ** 20), "MiB (2^20 bytes)"),
+    Unit("s", "time", 1.0, "seconds"),
     Unit("us", "time", 1e-6, "microseconds"),
     Unit("ms", "time", 1e-3, "milliseconds"),
     Unit("requests", "count", 1.0, "requests"),
@@ -108,6 +109,12 @@ class MetricSource:
     served_unit: str = ""
     """Unit the adapter serves: the metric's catalog unit (set by :class:`MetricDef`)."""
     aggregation_note: str = ""
+    kind: str = "gauge"
+    """Prometheus type of the exported series: ``gauge``, ``counter`` or ``histogram`` (then ``series`` is its
+    ``_bucket`` series and the query a ``histogram_quantile`` over ``rate`` of the buckets)."""
+    since: str = ""
+    """First server version known to export ``series`` under this name, as far as its docs or source show; empty
+    for GPU exporters, whose names do not follow a server version."""
 
     @property
     def labels(self) -> ExporterLabels:
@@ -134,6 +141,8 @@ class MetricDef:
     """False for GPU memory: servers that pre-allocate memory never give it back, so the HPA never scales down."""
     hpa_metric_type: str = "Pods"
     hpa_target_type: str = "AverageValue"
+    scaling: str = ""
+    """What the value says about load, for someone picking an autoscaling target."""
 
     def __post_init__(self) -> None:
         # every source serves the metric's unit; a source in another unit of the same dimension is converted
@@ -176,6 +185,32 @@ TRITON_SUCCESS = "nv_inference_request_success"
 _TRITON_QUEUED = f"sum by (<<.GroupBy>>) (increase({TRITON_QUEUE_US}{{<<.LabelMatchers>>}}[{WINDOW}]))"
 _TRITON_SERVED = f"sum by (<<.GroupBy>>) (increase({TRITON_SUCCESS}{{<<.LabelMatchers>>}}[{WINDOW}]))"
 TRITON_QUEUE_PER_REQUEST = f"({_TRITON_QUEUED} / ({_TRITON_SERVED} > 0)) or ({_TRITON_SERVED} == 0)"
+
+# vLLM's scheduler gauges and request histograms (vllm/v1/metrics/loggers.py PrometheusStatLogger; the V0 engine's
+# vllm/engine/metrics.py Metrics before it, listed on docs.vllm.ai "Production Metrics" from v0.5.0):
+# * vllm:num_requests_running / vllm:num_requests_waiting: gauges of the scheduler state, one series per engine
+#   (labels model_name, engine): listed on the v0.5.0 page, still exported by the V1 engine.
+# * KV-cache usage, a 0-1 gauge: vllm:gpu_cache_usage_perc until 0.9, which renamed it vllm:kv_cache_usage_perc
+#   and deprecated the old name (vLLM PR #18354; loggers.py: "Deprecated in 0.9 - Renamed as
+#   vllm:kv_cache_usage_perc"); under vLLM's metric deprecation policy a deprecated name is hidden in a later
+#   release. The catalog serves the new name, so workloads must run 0.9 or later (checked from the image tag).
+# * vllm:time_to_first_token_seconds: a histogram (seconds); verified in the V1 loggers.py from 0.9.
+VLLM_SCHEDULER_GAUGES_SINCE = "0.5.0"
+VLLM_KV_CACHE_USAGE = "vllm:kv_cache_usage_perc"
+VLLM_KV_CACHE_USAGE_SINCE = "0.9.0"
+VLLM_HISTOGRAMS_SINCE = "0.9.0"
+
+
+def _histogram_p90(bucket_series: str) -> str:
+    """90th percentile per pod of a histogram over the rule window: ``histogram_quantile`` over the per-second
+    ``rate`` of the ``_bucket`` counters summed by ``le`` and pod (Prometheus docs, querying/functions:
+    histogram_quantile; practices/histograms: aggregate the rates of the buckets, never quantiles). A pod with no
+    observation in the window has all bucket rates 0, for which histogram_quantile returns NaN: it reads 0
+    instead (the "or" arm), as the Triton queue time does for an idle pod."""
+    seen = f'sum by (<<.GroupBy>>) (rate({bucket_series}{{<<.LabelMatchers>>,le="+Inf"}}[{WINDOW}]))'
+    quantile = f"histogram_quantile(0.9, sum by (le, <<.GroupBy>>) (rate(<<.Series>>{{<<.LabelMatchers>>}}[{WINDOW}])))"
+    return f"({quantile} and ({seen} > 0)) or ({seen} == 0)"
+
 
 _AVG = "avg(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)"
 _SUM = "sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)"
@@ -244,7 +279,33 @@ METRICS: dict[str, MetricDef] = {
         MetricDef(
             "vllm_requests_waiting", "vLLM requests waiting in the scheduler queue", "requests", "app", ALL_MODES,
             (MetricSource("vllm", "vllm:num_requests_waiting", "vllm_num_requests_waiting", "pod", _SUM,
-                          "requests"),)),
+                          "requests", since=VLLM_SCHEDULER_GAUGES_SINCE),),
+            scaling="Requests admitted but not yet scheduled: above zero the replica's batch is full (KV cache or "
+                    "max-num-seqs), so new requests wait before their first token. A queue target scales before "
+                    "latency grows; the value does not fall below 0 when idle, so scale-down needs it near 0."),
+        MetricDef(
+            "vllm_requests_running", "vLLM requests in the running batch", "requests", "app", ALL_MODES,
+            (MetricSource("vllm", "vllm:num_requests_running", "vllm_num_requests_running", "pod", _SUM,
+                          "requests", since=VLLM_SCHEDULER_GAUGES_SINCE),),
+            scaling="Concurrency per replica: grows with load up to the batch limit, then stays there while the "
+                    "queue grows. A target below that limit scales on concurrency; at the limit it stops telling "
+                    "more load from saturation, so pair it with vllm_requests_waiting."),
+        MetricDef(
+            "vllm_kv_cache_usage", "vLLM KV-cache blocks in use, 0-1", "ratio", "app", ALL_MODES,
+            (MetricSource("vllm", VLLM_KV_CACHE_USAGE, "vllm_kv_cache_usage_perc", "pod", _AVG, "ratio",
+                          since=VLLM_KV_CACHE_USAGE_SINCE),),
+            scaling="Memory pressure of the running batch: near 1 the scheduler preempts or stops admitting "
+                    "requests. It follows tokens in flight, not requests, so long prompts raise it at low request "
+                    "rates; a target around 0.8 scales before preemption."),
+        MetricDef(
+            "vllm_ttft_p90_ms", "vLLM time to first token, 90th percentile over the rule window", "ms", "app",
+            ALL_MODES,
+            (MetricSource("vllm", "vllm:time_to_first_token_seconds_bucket", "vllm_ttft_p90_ms", "pod",
+                          _histogram_p90("vllm:time_to_first_token_seconds_bucket"), "s", kind="histogram",
+                          since=VLLM_HISTOGRAMS_SINCE),),
+            scaling="What an interactive user waits for (queueing plus prefill). A latency SLO more than a load "
+                    "signal: it rises only once replicas saturate, and a pod that served nothing in the window "
+                    "reads 0; pair it with vllm_requests_waiting, which moves first."),
     )
 }
 

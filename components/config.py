@@ -242,6 +242,20 @@ class Disk(Model):
     """Size in GiB. Default 120."""
 
 
+class CustomGpu(Model):
+    """A GPU model the catalog (catalogs/gpus.py) does not have, described by the stack. Its facts are the stack's
+    own statement: nothing checks them against a source, and ``plan`` says so on every run."""
+
+    name: str
+    """What the stack calls the card, e.g. the model an instance family carries. Not a catalog model's name."""
+    memory_gib: int = Field(ge=1, le=4096)
+    """GPU memory per card in whole GiB as the driver reports it (nvidia-smi total / 1024, rounded down): pool
+    capacity and cGPU ``memoryGib`` requests are checked against it."""
+    sharing: list[Literal["exclusive", "cgpu"]] = Field(default_factory=lambda: ["exclusive"], min_length=1)
+    """Sharing modes the card runs: ``exclusive`` (whole GPUs) and/or ``cgpu`` (Alibaba cGPU). MIG is not offered:
+    its profiles and placements per model come from the catalog. Default ``[exclusive]``."""
+
+
 class NodePool(Model):
     name: str
     """Pool name (a Kubernetes label value and part of resource names)."""
@@ -251,7 +265,11 @@ class NodePool(Model):
     """GPU model for pools of an existing non-ACK cluster (e.g. ``T4``); ignored when instance types are set.
     Default none."""
     gpus_per_node: Optional[int] = Field(None, ge=1, le=16)
-    """GPUs per node for pools of an existing non-ACK cluster. Default none."""
+    """GPUs per node for pools of an existing non-ACK cluster, or of instance types outside the catalog (with
+    ``customGpu``). Default none."""
+    custom_gpu: Optional[CustomGpu] = None
+    """A GPU model outside the catalog, described by the stack (memory, sharing modes); the pool's instance types
+    may then be outside the catalog too, with ``gpusPerNode`` required. Default none: the catalog's models only."""
     autoscaling: bool = True
     """Cluster-autoscaled pool (``scaling_config`` type ``gpu``). Default true."""
     min_nodes: int = Field(0, ge=0, le=1000)
@@ -363,6 +381,9 @@ class Monitoring(Model):
 
 
 # ---------------------------------------------------------------------------------------------- workloads
+DEFAULT_METRICS_PATH = "/metrics"
+
+
 class Port(Model):
     name: str
     """Port name (IANA_SVC_NAME: lowercase, <= 15 chars)."""
@@ -374,6 +395,17 @@ class Port(Model):
     protocol: Literal["http", "grpc", "metrics"] = "http"
     """What the port speaks: ``http``/``grpc`` are exposed by the Service; ``metrics`` is scraped only. Default
     ``http``."""
+    metrics_path: Optional[str] = None
+    """HTTP path at which this port serves the server's Prometheus metrics. On an ``http`` serving port it makes
+    that port the one the PodMonitor scrapes (vLLM, SGLang and TGI serve ``/metrics`` on their API port); on a
+    ``metrics`` port it replaces ``/metrics``. Default: none on a serving port, ``/metrics`` on a metrics port."""
+
+    @property
+    def scrape_path(self) -> Optional[str]:
+        """Path the PodMonitor scrapes on this port, or None when the port serves no metrics."""
+        if self.protocol == "metrics":
+            return self.metrics_path or DEFAULT_METRICS_PATH
+        return self.metrics_path
 
 
 class GpuRequestSpec(Model):
@@ -546,6 +578,12 @@ class Ingress(Model):
     tls_secret: Optional[str] = None
     """TLS secret (type kubernetes.io/tls, in the workload namespace) covering every host. Required when a route
     carries gRPC: ingress-nginx and ALB serve gRPC (HTTP/2) only on their TLS listener. Default none."""
+    stream_timeout_seconds: Optional[int] = Field(None, ge=1, le=86400)
+    """For long-lived streaming responses such as an LLM server's server-sent events: ingress-nginx's read and
+    send timeouts to the backend (the longest silence between two reads or writes, 60 s by default) raised to
+    this many seconds, and proxy buffering off for these Ingress objects whatever the controller's ConfigMap
+    says, so each event reaches the client when the server writes it. ``className: nginx`` only. Default none:
+    the controller's defaults."""
 
     def all_routes(self) -> list[IngressRoute]:
         """The one-port form and ``routes`` alike, as routes."""

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from gpuplatform.catalogs import capacity, sharing, timeouts
-from gpuplatform.catalogs.gpus import GpuModel, gpu_model, instance_type
+from gpuplatform.catalogs.gpus import CUSTOM_ARCHITECTURE, GpuModel, gpu_model, instance_type
 from gpuplatform.catalogs.mig import WHOLE_GPU, mig_config_label_value
 from gpuplatform.components.config import GpuRequestSpec, NodePool, PlatformConfig
 from gpuplatform.components.k8s_validity import QUANTITY, quantity_value
@@ -205,8 +205,19 @@ def to_request(spec: GpuRequestSpec) -> capacity.GpuRequest:
                                core_percent=spec.core_percent or 0)
 
 
+def custom_model(pool: NodePool) -> Optional[GpuModel]:
+    """The stack's own description of a GPU outside the catalog, as a catalog entry would hold it."""
+    c = pool.custom_gpu
+    if c is None:
+        return None
+    return GpuModel(c.name, c.memory_gib, c.memory_gib * 1024, False, CUSTOM_ARCHITECTURE)
+
+
 def resolve_model(pool: NodePool) -> tuple[Optional[GpuModel], int]:
-    """GPU model and GPUs per node: from the first instance type, else from ``gpuModel``/``gpusPerNode``."""
+    """GPU model and GPUs per node: from the first instance type, else from ``gpuModel``/``gpusPerNode``; a
+    ``customGpu`` stands for a model the catalog lacks, on instance types it may lack too."""
+    if pool.custom_gpu is not None:
+        return custom_model(pool), pool.gpus_per_node or 0
     if pool.instance_types:
         first = instance_type(pool.instance_types[0])
         if first is None:

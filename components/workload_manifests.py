@@ -72,7 +72,8 @@ def serving_ports(w: Workload) -> list:
 
 
 def metrics_port(w: Workload):
-    return next((p for p in w.ports if p.protocol == "metrics"), None)
+    """The port Prometheus scrapes: a ``metrics`` port, or a serving port that declares a ``metricsPath``."""
+    return next((p for p in w.ports if p.scrape_path is not None), None)
 
 
 def _probe(path: Optional[str], port: str, **timing) -> dict:
@@ -238,6 +239,19 @@ def service(w: Workload, ctx: WorkloadContext) -> dict:
                      "selector": selector(w), "ports": ports}}
 
 
+def streaming_annotations(seconds: int) -> dict[str, str]:
+    """ingress-nginx annotations for a response that streams (kubernetes/ingress-nginx
+    docs/user-guide/nginx-configuration/annotations.md, "Custom timeouts" and "Proxy buffering"). nginx's
+    proxy_read_timeout and proxy_send_timeout bound the time between two successive reads or writes, not the whole
+    response, so a token stream stays up as long as tokens keep coming; what they must cover is the silence before
+    the first token while the request queues and its prompt is prefilled. Buffering is off by default in
+    ingress-nginx's own config, but the ConfigMap can turn it on for every Ingress: set here, it holds for these
+    routes whatever the ConfigMap says, and a buffered stream would reach the client in bursts."""
+    return {"nginx.ingress.kubernetes.io/proxy-read-timeout": str(seconds),
+            "nginx.ingress.kubernetes.io/proxy-send-timeout": str(seconds),
+            "nginx.ingress.kubernetes.io/proxy-buffering": "off"}
+
+
 def ingresses(w: Workload, ctx: WorkloadContext) -> list[dict]:
     """L7 routing per request (HTTP/2 for gRPC), so replicas the HPA adds take traffic at once; an L4 Service
     keeps long-lived gRPC connections pinned to the old pods. One Ingress per route: ingress-nginx and ALB read
@@ -253,6 +267,8 @@ def ingresses(w: Workload, ctx: WorkloadContext) -> list[dict]:
         grpc = port.protocol == "grpc"
         if ing.class_name == "nginx":
             annotations = {"nginx.ingress.kubernetes.io/backend-protocol": "GRPC" if grpc else "HTTP"}
+            if ing.stream_timeout_seconds is not None:
+                annotations.update(streaming_annotations(ing.stream_timeout_seconds))
         else:
             annotations = {"alb.ingress.kubernetes.io/backend-protocol": "grpc" if grpc else "http"}
         if ing.controller_for(ctx.on_ack) == "external":
@@ -376,7 +392,8 @@ def scaled_object(w: Workload, ctx: WorkloadContext) -> Optional[dict]:
 
 
 def pod_monitor(w: Workload, ctx: WorkloadContext) -> Optional[dict]:
-    """Scrape the inference server's own metrics (Triton: port 8002) when the workload has a metrics port."""
+    """Scrape the inference server's own metrics where it serves them: a metrics port (Triton: 8002) or a serving
+    port with a metrics path (vLLM: /metrics on its API port 8000)."""
     port = metrics_port(w)
     if port is None:
         return None
@@ -384,7 +401,7 @@ def pod_monitor(w: Workload, ctx: WorkloadContext) -> Optional[dict]:
     m["labels"] = {**m["labels"], **ctx.monitor_labels}
     return {"apiVersion": PROMETHEUS_OPERATOR_API, "kind": "PodMonitor", "metadata": m,
             "spec": {"selector": {"matchLabels": selector(w)},
-                     "podMetricsEndpoints": [{"port": port.name, "path": "/metrics",
+                     "podMetricsEndpoints": [{"port": port.name, "path": port.scrape_path,
                                               "interval": ctx.scrape_interval}]}}
 
 

@@ -310,6 +310,19 @@ def file_warnings(cfg: PlatformConfig) -> list[str]:
             "`pulumi up` fails unless it runs where that file exists (or set the secret gpu-platform:kubeconfig)"]
 
 
+def custom_gpu_warnings(cfg: PlatformConfig) -> list[str]:
+    """A pool's ``customGpu`` is the stack's own statement, said on every plan: its capacity, cGPU and sharing
+    checks are only as right as those facts."""
+    out = []
+    for i, pool in enumerate(cfg.node_pools):
+        c = pool.custom_gpu
+        if c is not None:
+            out.append(f"WARNING: nodePools[{i}].customGpu {c.name!r} is not in the GPU catalog: its {c.memory_gib} "
+                       f"GiB per card and sharing modes ({', '.join(c.sharing)}) are this stack's statement, unchecked; "
+                       "capacity and GPU-request checks of pool " f"{pool.name!r} rely on them")
+    return out
+
+
 def end_of_life_warnings(cfg: PlatformConfig) -> list[str]:
     """A chart installed at an end-of-life pin (``settings.allowEndOfLifeCharts``) is said on every plan, so the
     opt-in is not forgotten once the cluster could take a supported one."""
@@ -332,7 +345,7 @@ def end_of_life_warnings(cfg: PlatformConfig) -> list[str]:
 def run_plan(raw: dict[str, Any], stack: str, out_dir: str | None, fmt: str, out: TextIO | None = None) -> int:
     out = out or sys.stdout
     cfg = load(raw)  # ConfigError propagates to the CLI (exit 2) before anything is registered
-    for warning in file_warnings(cfg) + end_of_life_warnings(cfg):
+    for warning in file_warnings(cfg) + custom_gpu_warnings(cfg) + end_of_life_warnings(cfg):
         sys.stderr.write(warning + "\n")
     records = synthesize(stack_config_from_namespace(raw), stack=stack)
     secrets = {str(raw[k]) for k in SECRET_KEYS if raw.get(k)} | OFFLINE_SECRETS

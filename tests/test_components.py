@@ -248,6 +248,36 @@ def test_hpa_metric_names_are_served_by_the_generated_rules(stack_records, stack
     assert asked and asked <= served
 
 
+def _serving_port_metrics(raw, path="/metrics"):
+    """prod's Triton workload, its metrics served on the HTTP port (as vLLM, SGLang and TGI serve theirs)."""
+    raw["workloads"][0]["ports"] = [{"name": "http", "containerPort": 8000, "protocol": "http", "metricsPath": path},
+                                    {"name": "grpc", "containerPort": 8001, "protocol": "grpc"}]
+    return raw
+
+
+@pytest.mark.parametrize("path", ["/metrics", "/v1/metrics"])
+def test_pod_monitor_scrapes_a_serving_port_at_its_metrics_path(path):
+    records = synth(_serving_port_metrics(stack_raw("prod"), path))
+    mon = one(records, "kubernetes:monitoring.coreos.com/v1:PodMonitor")
+    assert mon.inputs["spec"]["podMetricsEndpoints"] == [{"port": "http", "path": path, "interval": "10s"}]
+    svc = one(records, "kubernetes:core/v1:Service")
+    assert [p["name"] for p in svc.inputs["spec"]["ports"]] == ["http", "grpc"]  # the API port stays served
+
+
+def test_a_metrics_port_can_move_its_path():
+    raw = stack_raw("prod")
+    raw["workloads"][0]["ports"][2]["metricsPath"] = "/stats/prometheus"
+    mon = one(synth(raw), "kubernetes:monitoring.coreos.com/v1:PodMonitor")
+    assert mon.inputs["spec"]["podMetricsEndpoints"][0]["path"] == "/stats/prometheus"
+
+
+def test_no_pod_monitor_without_a_port_that_serves_metrics():
+    raw = stack_raw("prod")
+    raw["workloads"][0]["ports"] = raw["workloads"][0]["ports"][:2]
+    raw["workloads"][0]["autoscaling"]["metrics"] = [{"metric": "gpu_engine_active", "target": 0.5}]
+    assert of_type(synth(raw), "kubernetes:monitoring.coreos.com/v1:PodMonitor") == []
+
+
 def test_prod_triton_service_has_monitor_ingress_and_claims(stack_records):
     records = stack_records("prod")
     mon = one(records, "kubernetes:monitoring.coreos.com/v1:PodMonitor")

@@ -130,7 +130,7 @@ CASES = [
      "workloads[0].exposure.serviceType", ["Internet", "allowPublicEndpoints", "InternalLoadBalancer"]),
     ("app-metric-without-scrape-port", "prod", set_in(["workloads", 0, "ports"], [
         {"name": "http", "containerPort": 8000, "protocol": "http"}]),
-     "workloads[0].autoscaling.metrics[0].metric", ["no port with protocol 'metrics'", "8002"]),
+     "workloads[0].autoscaling.metrics[0].metric", ["no port with protocol 'metrics'", "8002", "metricsPath"]),
     ("app-metric-without-server", "prod", set_in(["workloads", 0, "server"], None),
      "workloads[0].autoscaling.metrics[0].metric", ["inference-server metric", "triton"]),
     ("relist-shorter-than-scrape", "prod", set_in(["monitoring", "intervals", "adapterRelist"], "5s"),
@@ -191,6 +191,20 @@ CASES = [
      "workloads[0].autoscaling.behavior.scaleDown.stabilizationWindowSeconds", ["7200", "0..3600"]),
     ("fixed-pool-without-size", "staging", set_in(["nodePools", 0, "autoscaling"], False),
      "nodePools[0].desiredNodes", ["required when 'autoscaling' is false"]),
+    ("metrics-port-on-the-serving-port-number", "prod", lambda raw: _wl(raw)["ports"].__setitem__(
+        2, {"name": "metrics", "containerPort": 8000, "protocol": "metrics"}),
+     "workloads[0].ports[2].containerPort", ["8000 is used twice", "'http'", "metricsPath"]),
+    ("serving-ports-collide", "prod", set_in(["workloads", 0, "ports", 1, "containerPort"], 8000),
+     "workloads[0].ports[1].containerPort", ["8000 is used twice", "'http'"]),
+    ("metrics-path-on-grpc-port", "prod", set_in(["workloads", 0, "ports", 1, "metricsPath"], "/metrics"),
+     "workloads[0].ports[1].metricsPath", ["'/metrics'", "gRPC port 'grpc'", "http or metrics port"]),
+    ("metrics-path-not-a-path", "prod", set_in(["workloads", 0, "ports", 2, "metricsPath"], "metrics?x=1"),
+     "workloads[0].ports[2].metricsPath", ["'metrics?x=1'", "not an HTTP path", "/metrics"]),
+    ("metrics-served-on-two-ports", "prod", set_in(["workloads", 0, "ports", 0, "metricsPath"], "/metrics"),
+     "workloads[0].ports[2]", ["'metrics' also serves metrics", "ports[0]", "one port"]),
+    ("only-a-metrics-port", "prod", set_in(["workloads", 0, "ports"], [
+        {"name": "http", "containerPort": 8000, "protocol": "metrics"}]),
+     "workloads[0].ports", ["no serving port", "metricsPath"]),
     ("keda-on-arms", "staging", set_in(["workloads", 0, "autoscaling", "autoscaler"], "keda"),
      "workloads[0].autoscaling.autoscaler", ["'keda'", "self-hosted"]),
 ]

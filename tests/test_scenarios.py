@@ -49,7 +49,7 @@ def rejected(raw: dict) -> dict[str, str]:
 # ---------------------------------------------------------------------------------------------- the examples
 def test_one_example_per_seed_scenario():
     # 000 is the Chinese edition of 002, so 002 stands for both
-    assert {"001", "002", "003", "004"} <= set(EXAMPLES)
+    assert {"001", "002", "003", "004", "005"} <= set(EXAMPLES)
 
 
 def test_001_legacy_on_the_oldest_supported_version_uses_the_existing_prometheus():
@@ -126,6 +126,56 @@ def test_003_seven_triton_replicas_on_one_partitioned_a100_with_http_and_grpc_in
     raw = example_raw("003")
     raw["workloads"][0]["autoscaling"]["maxReplicas"] = 8
     assert "at most 7" in rejected(raw)["workloads[0].autoscaling.maxReplicas"]
+
+
+def test_005_vllm_scales_on_requests_waiting_scraped_from_its_api_port_behind_a_streaming_ingress():
+    hpa = objects("005", "HorizontalPodAutoscaler")["chat"]
+    assert hpa["spec"]["metrics"] == [{"type": "Pods", "pods": {
+        "metric": {"name": "vllm_num_requests_waiting"}, "target": {"type": "AverageValue", "averageValue": "2"}}}]
+    assert objects("005", "PodMonitor")["chat"]["spec"]["podMetricsEndpoints"] == [
+        {"port": "http", "path": "/metrics", "interval": "10s"}]
+    container = objects("005", "Deployment")["chat"]["spec"]["template"]["spec"]["containers"][0]
+    assert [p["containerPort"] for p in container["ports"]] == [8000]
+    assert container["readinessProbe"]["httpGet"] == {"path": "/health", "port": "http"}
+    annotations = objects("005", "Ingress")["chat"]["metadata"]["annotations"]
+    assert {k: v for k, v in annotations.items() if k.startswith("nginx.ingress")} == {
+        "nginx.ingress.kubernetes.io/backend-protocol": "HTTP",
+        "nginx.ingress.kubernetes.io/proxy-read-timeout": "600",
+        "nginx.ingress.kubernetes.io/proxy-send-timeout": "600",
+        "nginx.ingress.kubernetes.io/proxy-buffering": "off"}
+
+
+def test_005_simulate_trace_step_scales_on_requests_waiting():
+    import io
+    import json
+    from contextlib import redirect_stderr, redirect_stdout
+
+    from gpuplatform.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        code = main(["simulate", "--config", str(EXAMPLES["005"]), "--workload", "chat", "--trace", "step",
+                     "--format", "json"])
+    assert code == 0, err.getvalue()
+    doc = json.loads(out.getvalue())
+    assert doc["first_scale_up_s"] is not None
+    timeline = doc["timeline"]
+    step_at = next(e["t"] for e in timeline if e["demand"] > timeline[0]["demand"])
+    assert all(e["desired"] == 1 for e in timeline if e["t"] < step_at)
+    up = next(e for e in timeline if e["desired"] > 1)
+    assert up["metric"] > 2  # requests waiting per replica above the target of 2 is what scaled it
+    assert max(e["ready"] for e in timeline) > 1
+
+
+def test_stream_timeout_is_an_ingress_nginx_setting():
+    raw = example_raw("005")
+    raw["workloads"][0]["exposure"]["ingress"]["className"] = "alb"
+    assert "'alb' does not read" in rejected(raw)["workloads[0].exposure.ingress.streamTimeoutSeconds"]
+    raw = example_raw("005")
+    raw["workloads"][0]["exposure"]["ingress"].pop("streamTimeoutSeconds")
+    annotations = synthesize(stack_config_from_namespace(raw))
+    ing = next(r.inputs for r in annotations if r.is_kubernetes_object and r.inputs["kind"] == "Ingress")
+    assert not any("timeout" in k or "buffering" in k for k in ing["metadata"]["annotations"])
 
 
 def test_004_three_fixed_notebooks_share_one_t4_as_root_in_a_baseline_namespace():

@@ -96,9 +96,39 @@ def check_autoscaling(cfg: PlatformConfig, p: str, w: Workload, f: Optional[Pool
             out.add(f"{pm}.metric", f"{fmt(t.metric)} is served per node by the {provider} exporter "
                     f"({src.api_name}), not per pod, so an HPA cannot average it over its pods; allowed: "
                     f"{one_of(pod_metrics)}")
-        if metric.category == "app" and not any(port.protocol == "metrics" for port in w.ports):
-            out.add(f"{pm}.metric", f"{fmt(t.metric)} is scraped from the pods, but the workload has no port with "
-                    "protocol 'metrics' (e.g. Triton's 8002); allowed: add one")
+        _check_server_version(pm, w, t.metric, src, out)
+        if metric.category == "app" and not any(port.scrape_path is not None for port in w.ports):
+            out.add(f"{pm}.metric", f"{fmt(t.metric)} is scraped from the pods, but no port serves metrics: no port "
+                    "with protocol 'metrics' (e.g. Triton's 8002) and no serving port with 'metricsPath' (e.g. "
+                    "vLLM's /metrics on 8000); allowed: add either")
+
+
+IMAGE_VERSION = re.compile(r":v?(\d+)\.(\d+)(?:\.(\d+))?(?:[-+][^:/@]*)?$")
+
+
+def image_version(image: str) -> Optional[tuple[int, ...]]:
+    """The release an image tag pins (``vllm/vllm-openai:v0.9.2`` -> (0, 9, 2)); None for a digest or a tag that is
+    not a version, whose server version nothing here can tell."""
+    if "@" in image:
+        return None
+    m = IMAGE_VERSION.search(image.rsplit("/", 1)[-1])
+    return tuple(int(x or 0) for x in m.groups()) if m else None
+
+
+def _version(text: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in (text.split(".") + ["0", "0"])[:3])
+
+
+def _check_server_version(pm: str, w: Workload, name: str, src, out: _Issues) -> None:
+    """A server series renamed across versions: the image's version must export the name the catalog serves."""
+    if src is None or not src.since:
+        return
+    pinned = image_version(w.image)
+    if pinned is not None and pinned < _version(src.since):
+        shown = ".".join(map(str, pinned))
+        out.add(f"{pm}.metric", f"{fmt(name)} is read from {src.series}, which {w.server} exports from version "
+                f"{src.since}; image {fmt(w.image)} pins {shown}; allowed: an image of {w.server} {src.since} or "
+                "later, or another metric")
 
 
 def _check_activation(cfg: PlatformConfig, pa: str, w: Workload, out: _Issues) -> None:

@@ -39,6 +39,10 @@ def _check_ingress(p: str, w: Workload, ing, out: _Issues) -> None:
                 "one-port form needs both 'host' and 'port'")
     if not ing.routes and one_port == (False, False):
         out.add(pi, "routes nothing; allowed: 'host' + 'port', or 'routes' (one {port, host} per serving port)")
+    if ing.stream_timeout_seconds is not None and ing.class_name != "nginx":
+        out.add(f"{pi}.streamTimeoutSeconds", f"{ing.stream_timeout_seconds}: set through ingress-nginx "
+                f"annotations, which ingress class {fmt(ing.class_name)} does not read; allowed: className nginx, "
+                "or leave it out and set the ALB listener's timeouts in its AlbConfig")
     serving = [q.name for q in w.ports if q.protocol in ("http", "grpc")]
     keys = ([("port", ing.port)] if ing.port is not None else []) + \
         [(f"routes[{k}].port", r.port) for k, r in enumerate(ing.routes)]

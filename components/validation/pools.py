@@ -1,4 +1,6 @@
 """Rules of the node pools: names, sizes, labels, hardware, and the sharing mode each pool's GPUs allow."""
+import re
+
 from gpuplatform.catalogs import ack, sharing
 from gpuplatform.catalogs.gpus import GPU_MODELS, INSTANCE_TYPES, instance_type
 from gpuplatform.components.config import PlatformConfig
@@ -9,6 +11,7 @@ from gpuplatform.components.validation.common import _cluster_tier, _Issues, _su
 from gpuplatform.components.validation.mig import check_pool_mig
 
 MAX_POOL_NAME = 40
+INSTANCE_TYPE_NAME = re.compile(r"^ecs\.[a-z0-9]+(-[a-z0-9]+)*\.[a-z0-9]+$")
 
 
 def check_ack_pools(cfg: PlatformConfig, facts: dict[str, PoolFacts], out: _Issues) -> None:
@@ -52,17 +55,50 @@ def check_pools(cfg: PlatformConfig, facts: dict[str, PoolFacts], out: _Issues) 
                     f"(mode {pool.sharing.mode}); a node runs one GPU scheduling mode, so it cannot be set by hand")
 
 
+def _check_custom_gpu(cfg: PlatformConfig, p: str, pool, out: _Issues) -> None:
+    """A GPU the catalog lacks: on instance types the catalog lacks too (a catalog type carries a catalog model),
+    with the GPU count stated, and only in the sharing modes the stack says the card runs."""
+    c = pool.custom_gpu
+    if c.name in GPU_MODELS:
+        out.add(f"{p}.customGpu.name", f"{fmt(c.name)} is a catalog model; allowed: leave customGpu out and use the "
+                "catalog's facts ('gpuModel' or its instance types), or a name the catalog does not have")
+    if pool.gpu_model is not None and pool.gpu_model != c.name:
+        out.add(f"{p}.gpuModel", f"{fmt(pool.gpu_model)} contradicts customGpu {fmt(c.name)}; allowed: leave it out, "
+                "or the same name")
+    for j, name in enumerate(pool.instance_types):
+        known = instance_type(name)
+        if known is not None:
+            out.add(f"{p}.instanceTypes[{j}]", f"{fmt(name)} is in the catalog with {known.gpu_model}, so its GPU is "
+                    "not a custom one; allowed: leave customGpu out, or instance types outside the catalog")
+        elif not INSTANCE_TYPE_NAME.match(name):
+            out.add(f"{p}.instanceTypes[{j}]", f"{fmt(name)} is not an ECS instance type name; allowed: "
+                    "ecs.<family>.<size>, e.g. ecs.gn8v.4xlarge")
+    if pool.gpus_per_node is None:
+        out.add(f"{p}.gpusPerNode", f"required with customGpu {fmt(c.name)}: the catalog does not know how many "
+                "GPUs a node of these instance types has")
+    if pool.sharing.mode not in c.sharing:
+        why = ("MIG profiles and placements of a model come from the catalog, which does not have this one"
+               if pool.sharing.mode == "mig" else "customGpu.sharing does not list it")
+        out.add(f"{p}.sharing.mode", f"{fmt(pool.sharing.mode)} on customGpu {fmt(c.name)}: {why}; allowed: "
+                f"{one_of(c.sharing)}")
+
+
 def _check_pool_hardware(cfg: PlatformConfig, i: int, pool, out: _Issues) -> None:
     p = f"nodePools[{i}]"
     models = set()
     if cfg.is_ack and not pool.instance_types:
         out.add(f"{p}.instanceTypes", "required on ACK: at least one ECS GPU instance type, e.g. "
                 "ecs.gn7i-c8g1.2xlarge")
+    if pool.custom_gpu is not None:
+        _check_custom_gpu(cfg, p, pool, out)
+        _check_pool_sharing(cfg, p, pool, out)
+        return
     for j, name in enumerate(pool.instance_types):
         itype = instance_type(name)
         if itype is None:
             out.add(f"{p}.instanceTypes[{j}]", f"{fmt(name)} is not a known ACK GPU instance type."
-                    f"{_suggest(name, INSTANCE_TYPES)} See catalogs/gpus.py for the catalog.")
+                    f"{_suggest(name, INSTANCE_TYPES)} See catalogs/gpus.py for the catalog; a type it lacks: "
+                    "describe its GPU in 'customGpu', with 'gpusPerNode'.")
         else:
             models.add(itype.gpu_model)
     if len(models) > 1:
@@ -82,9 +118,14 @@ def _check_pool_hardware(cfg: PlatformConfig, i: int, pool, out: _Issues) -> Non
                     f"allowed models: {one_of(GPU_MODELS)}")
         elif pool.gpu_model not in GPU_MODELS:
             out.add(f"{p}.gpuModel", f"{fmt(pool.gpu_model)} is not a known GPU model; allowed: "
-                    f"{one_of(GPU_MODELS)}.{_suggest(pool.gpu_model, GPU_MODELS)}")
-    s = pool.sharing
+                    f"{one_of(GPU_MODELS)}.{_suggest(pool.gpu_model, GPU_MODELS)} A model the catalog lacks: "
+                    "describe it in 'customGpu'")
     check_pool_mig(cfg, p, pool, out)
+    _check_pool_sharing(cfg, p, pool, out)
+
+
+def _check_pool_sharing(cfg: PlatformConfig, p: str, pool, out: _Issues) -> None:
+    s = pool.sharing
     if s.mode == "cgpu":
         if not cfg.is_ack:
             out.add(f"{p}.sharing.mode", "'cgpu' is Alibaba cGPU and needs an ACK cluster; allowed for cluster kind "

@@ -13,6 +13,7 @@ from gpuplatform.components.validation.common import _Issues, _suggest
 DNS_1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 PORT_NAME = re.compile(r"^(?=.*[a-z])[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 SECRET_ENV = re.compile(SECRET_ENV_PATTERN)
+METRICS_PATH = re.compile(r"^/[^\s?#]*$")
 MAX_WORKLOAD_NAME = 50
 
 
@@ -37,8 +38,28 @@ def check_image(cfg: PlatformConfig, p: str, w: Workload, f: Optional[PoolFacts]
         out.add(f"{p}.image", f"{fmt(w.image)} uses 'latest'; allowed: an explicit version tag or a digest")
 
 
+def _check_metrics_path(p: str, j: int, port, scraped: list[int], out: _Issues) -> None:
+    """One port serves the metrics, over HTTP, at an absolute path: the PodMonitor has one endpoint per workload
+    and Prometheus scrapes the text format over HTTP, which a gRPC port does not speak."""
+    path = port.metrics_path
+    if path is not None:
+        if port.protocol == "grpc":
+            out.add(f"{p}.ports[{j}].metricsPath", f"{fmt(path)} on gRPC port {fmt(port.name)}: Prometheus scrapes "
+                    "metrics over plain HTTP; allowed: on an http or metrics port")
+        if not METRICS_PATH.match(path):
+            out.add(f"{p}.ports[{j}].metricsPath", f"{fmt(path)} is not an HTTP path; allowed: an absolute path "
+                    "without query or spaces, e.g. /metrics")
+    if port.scrape_path is None:
+        return
+    if scraped:
+        out.add(f"{p}.ports[{j}]", f"{fmt(port.name)} also serves metrics, and ports[{scraped[0]}] already does; the "
+                "PodMonitor scrapes one port; allowed: one port with protocol 'metrics' or one serving port with "
+                "'metricsPath'")
+    scraped.append(j)
+
+
 def check_ports_and_probes(cfg: PlatformConfig, p: str, w: Workload, f: Optional[PoolFacts], out: _Issues) -> None:
-    names, numbers = set(), set()
+    names, numbers, scraped = set(), {}, []
     for j, port in enumerate(w.ports):
         if not PORT_NAME.match(port.name) or len(port.name) > 15:
             out.add(f"{p}.ports[{j}].name", f"{fmt(port.name)} is not a valid port name; allowed: lowercase letters, "
@@ -46,11 +67,20 @@ def check_ports_and_probes(cfg: PlatformConfig, p: str, w: Workload, f: Optional
         if port.name in names:
             out.add(f"{p}.ports[{j}].name", f"{fmt(port.name)} is used twice; port names must be unique")
         if port.container_port in numbers:
-            out.add(f"{p}.ports[{j}].containerPort", f"{port.container_port} is used twice")
+            other = w.ports[numbers[port.container_port]]
+            hint = ""
+            if {port.protocol, other.protocol} & {"metrics"} and {port.protocol, other.protocol} - {"metrics"}:
+                serving = other if port.protocol == "metrics" else port
+                hint = (f"; a server that serves its metrics on its serving port needs one port: set 'metricsPath' "
+                        f"(e.g. /metrics) on {fmt(serving.name)} instead of a second port")
+            out.add(f"{p}.ports[{j}].containerPort", f"{port.container_port} is used twice (also by "
+                    f"{fmt(other.name)}){hint}")
+        _check_metrics_path(p, j, port, scraped, out)
         names.add(port.name)
-        numbers.add(port.container_port)
+        numbers.setdefault(port.container_port, j)
     if not any(port.protocol in ("http", "grpc") for port in w.ports):
-        out.add(f"{p}.ports", "no serving port; allowed: at least one port with protocol http or grpc")
+        out.add(f"{p}.ports", "no serving port; allowed: at least one port with protocol http or grpc (a server "
+                "that serves its API and its metrics on one port: protocol http with 'metricsPath')")
     if w.probes is not None and w.probes.port not in names:
         out.add(f"{p}.probes.port", f"{fmt(w.probes.port)} is not a port of this workload; allowed: "
                 f"{one_of(sorted(names))}")

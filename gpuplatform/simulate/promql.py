@@ -20,7 +20,11 @@ Semantics follow the Prometheus source (``promql/engine.go``, ``promql/functions
   resets and not extrapolated below zero; fewer than two samples give no result;
 * functions and arithmetic drop the metric name; vector/vector arithmetic matches on all remaining labels
   (``on``/``ignoring`` narrow it); comparisons without ``bool`` filter; aggregations keep only ``by`` labels;
-  ``vector(s)`` is one element without labels (what ``... or vector(0)`` falls back to).
+  ``vector(s)`` is one element without labels (what ``... or vector(0)`` falls back to);
+* ``histogram_quantile(q, v)`` over classic buckets as ``bucketQuantile`` does (``promql/quantile.go``): buckets
+  grouped by their labels without ``le`` and the name, counts made monotonic, no ``+Inf`` bucket or no
+  observation give NaN, a rank in the ``+Inf`` bucket gives the largest finite bound, otherwise linear
+  interpolation inside the bucket the rank falls in (from 0 for the first bucket when its bound is positive).
 """
 from __future__ import annotations
 
@@ -143,7 +147,7 @@ class Neg:
 AGGREGATIONS = ("sum", "avg", "min", "max", "count")
 RANGE_FUNCTIONS = ("rate", "increase", "delta", "last_over_time", "avg_over_time", "max_over_time",
                    "min_over_time", "sum_over_time", "count_over_time")
-OTHER_FUNCTIONS = ("clamp_min", "clamp_max", "abs", "round", "ceil", "floor", "vector")
+OTHER_FUNCTIONS = ("clamp_min", "clamp_max", "abs", "round", "ceil", "floor", "vector", "histogram_quantile")
 COMPARISONS = ("==", "!=", ">", "<", ">=", "<=")
 
 _TOKEN = re.compile(r"""
@@ -491,6 +495,11 @@ def _call(node: Call, storage: _Context, t: float):
         if not isinstance(value, float):
             raise PromQLError("vector() needs a scalar")
         return [({}, value)]
+    if f == "histogram_quantile":
+        q, vec = _eval(node.args[0], storage, t), _eval(node.args[1], storage, t)
+        if not isinstance(q, float) or isinstance(vec, float):
+            raise PromQLError("histogram_quantile() needs a scalar and an instant vector")
+        return _histogram_quantile(q, vec)
     vec = _eval(node.args[0], storage, t)
     if isinstance(vec, float):
         raise PromQLError(f"{f}() needs an instant vector")
@@ -501,6 +510,47 @@ def _call(node: Call, storage: _Context, t: float):
     fn = {"abs": abs, "ceil": math.ceil, "floor": math.floor,
           "round": lambda v: math.floor(v + 0.5)}[f]
     return [(_drop_name(l), float(fn(v))) for l, v in vec]
+
+
+def _histogram_quantile(q: float, vec) -> list:
+    groups: dict[tuple, list[tuple[float, float]]] = {}
+    for labels, v in vec:
+        if "le" not in labels:
+            continue  # Prometheus ignores a series without le for classic histograms
+        key = tuple(sorted((k, val) for k, val in labels.items() if k not in (NAME, "le")))
+        groups.setdefault(key, []).append((float(labels["le"]), v))
+    return [(dict(key), _bucket_quantile(q, buckets)) for key, buckets in groups.items()]
+
+
+def _bucket_quantile(q: float, buckets: list[tuple[float, float]]) -> float:
+    if math.isnan(q):
+        return math.nan
+    if q < 0:
+        return -math.inf
+    if q > 1:
+        return math.inf
+    buckets = sorted(buckets)
+    if len(buckets) < 2 or not math.isinf(buckets[-1][0]):
+        return math.nan
+    counts, top = [], 0.0
+    for _, c in buckets:  # a count below an earlier bucket's is raised to it (ensureMonotonic)
+        top = max(top, c)
+        counts.append(top)
+    observations = counts[-1]
+    if observations == 0 or math.isnan(observations):
+        return math.nan
+    rank = q * observations
+    b = next(i for i, c in enumerate(counts) if c >= rank)
+    if b == len(buckets) - 1:
+        return buckets[-2][0]
+    if b == 0 and buckets[0][0] <= 0:
+        return buckets[0][0]
+    start, end, count = 0.0, buckets[b][0], counts[b]
+    if b > 0:
+        start = buckets[b - 1][0]
+        count -= counts[b - 1]
+        rank -= counts[b - 1]
+    return start + (end - start) * (rank / count)
 
 
 def _drop_name(labels: dict) -> dict:

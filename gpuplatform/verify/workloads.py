@@ -112,7 +112,7 @@ def check_pod_monitor(cfg: PlatformConfig, w: Workload, custom: k8s.CustomObject
         if _not_found(exc):
             return _fail("podmonitor.present", subject, "PodMonitor not found",
                          f"without it Prometheus never scrapes {w.name}'s server metrics, so the adapter cannot "
-                         "serve them: the stack is not applied, the workload declares no 'metrics' port, or the "
+                         "serve them: the stack is not applied, the workload declares no port that serves metrics, or the "
                          "PodMonitor CRD (prometheus-operator) is not installed")
         return _fail("podmonitor.present", subject, f"cannot read it ({_api_error(exc)})",
                      "the credentials lack 'get podmonitors'")

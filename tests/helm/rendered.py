@@ -60,6 +60,11 @@ def triton_mig() -> dict:
     return copy.deepcopy(namespace_from_stack_file(REPO / "examples" / "003-triton-mig" / "Pulumi.003-triton-mig.yaml"))
 
 
+def vllm_queue() -> dict:
+    """Example 005: vLLM on A10s, metrics from its API port, an HPA on requests waiting, a streaming ingress."""
+    return copy.deepcopy(namespace_from_stack_file(REPO / "examples" / "005-vllm-queue" / "Pulumi.005-vllm-queue.yaml"))
+
+
 def gpu_operator_mig_layouts() -> dict:
     """Example 003 plus a second layout pool (two GPUs alike, a GPU of two profiles, a whole GPU) and a uniform
     pool: one mig-parted config must carry both layouts and the uniform pool's ``all-<profile>``."""
@@ -79,6 +84,7 @@ CONFIGS: dict[str, Callable[[], dict]] = {
     **{s: functools.partial(stack_raw, s) for s in ("dev", "staging", "prod", "local")},
     "gpu-operator-mig": gpu_operator_mig,
     "triton-mig": triton_mig,
+    "vllm-queue": vllm_queue,
     "gpu-operator-mig-layouts": gpu_operator_mig_layouts,
     "arms-prometheus-adapter": arms_prometheus_adapter,
     "legacy-exporter": legacy_exporter,

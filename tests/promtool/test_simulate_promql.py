@@ -150,6 +150,43 @@ EDGE_QUERIES = {
 }
 
 
+def _buckets(pod: str, per_le: dict[str, str]) -> list[dict]:
+    return [{"name": "h_bucket", "labels": {"namespace": "ns", "pod": pod, "le": le}, "values": v}
+            for le, v in per_le.items()]
+
+
+HISTOGRAM_SERIES = [
+    # ranks that fall in the first bucket (interpolated from 0), inside a middle bucket, and in +Inf (the
+    # largest finite bound); le values parse as floats ("1" and "1.0" alike)
+    *_buckets("h-1", {"0.05": "0+1x6", "0.25": "0+3x6", "1": "0+9x6", "5.0": "0+9x6", "+Inf": "0+10x6"}),
+    # a count below the previous bucket's (a scrape racing an observation): made monotonic, never negative
+    *_buckets("h-2", {"0.1": "0+4x6", "0.5": "0+3x6", "2.5": "0+8x6", "+Inf": "0+8x6"}),
+    # a counter reset in every bucket at once (server restart)
+    *_buckets("h-3", {"0.1": "0 2 4 1 3 5 7", "1": "0 6 12 3 9 15 21", "+Inf": "0 6 12 3 9 15 21"}),
+]
+HISTOGRAM_QUERIES = {
+    f"q{q}": f"histogram_quantile({q}, sum by (le, pod) (rate(h_bucket[30s])))"
+    for q in (0.05, 0.5, 0.9, 0.95, 1)
+}
+
+
+def test_histogram_quantile_matches_promtool(promtool) -> None:
+    storage = _storage(HISTOGRAM_SERIES, STEP)
+    compared = _check(promtool, HISTOGRAM_QUERIES, HISTOGRAM_SERIES, [30, 45, 52, 60, 75, 90], STEP, storage)
+    assert compared >= 5 * 6 * 3
+
+
+def test_histogram_quantile_without_inf_bucket_or_observations_is_nan() -> None:
+    st = promql.Storage()
+    for le, v in (("0.1", 1.0), ("1", 2.0)):
+        st.add("x_bucket", {"pod": "p", "le": le}, 0.0, v)
+    for le in ("0.1", "+Inf"):
+        st.add("y_bucket", {"pod": "p", "le": le}, 0.0, 0.0)
+    for name in ("x_bucket", "y_bucket"):
+        ((labels, value),) = promql.evaluate(f"histogram_quantile(0.5, {name})", st, 0.0)
+        assert labels == {"pod": "p"} and math.isnan(value)
+
+
 def test_evaluator_matches_promtool_on_edge_cases(promtool) -> None:
     storage = _storage(EDGE_SERIES, STEP)
     compared = _check(promtool, EDGE_QUERIES, EDGE_SERIES, [30, 45, 52, 60, 75, 90], STEP, storage)
@@ -157,7 +194,7 @@ def test_evaluator_matches_promtool_on_edge_cases(promtool) -> None:
 
 
 def test_unsupported_constructs_are_refused() -> None:
-    for query in ('sum without (pod) (x)', 'x / on(pod) group_left y', 'histogram_quantile(0.9, x)',
+    for query in ('sum without (pod) (x)', 'x / on(pod) group_left y', 'quantile_over_time(0.9, x[5m])',
                   'x offset 5m'):
         with pytest.raises(promql.PromQLError):
             promql.parse(query)

@@ -1,0 +1,74 @@
+"""vLLM's metrics in the catalog: each with its Prometheus type, unit, meaning for scaling and the vLLM version that
+exports it under that name; a workload whose image pins an older vLLM is refused the metric, with the versions
+that have it; the histogram metric is served as a quantile over the rate of its buckets."""
+import pytest
+
+from gpuplatform.catalogs.metrics import METRICS
+from gpuplatform.components.validation import load
+from gpuplatform.components.validation.autoscaling import image_version
+from support import of_type, stack_raw, synth
+from test_config_validation import assert_rejected
+
+VLLM = [m for m in METRICS.values() if m.exporters == ["vllm"]]
+RELEASE = "kubernetes:helm.sh/v3:Release"
+
+
+def vllm_workload(image="vllm/vllm-openai:v0.9.2", metric="vllm_requests_waiting", target=5):
+    """prod's workload replaced by a vLLM server: metrics on its API port, as vLLM serves them."""
+    def mutate(raw):
+        w = raw["workloads"][0]
+        w.update({"name": "llm", "image": image, "server": "vllm", "command": [], "args": [], "volumes": [],
+                  "ports": [{"name": "http", "containerPort": 8000, "protocol": "http", "metricsPath": "/metrics"}],
+                  "probes": {"port": "http", "readinessPath": "/health", "livenessPath": "/health"}})
+        w["autoscaling"]["metrics"] = [{"metric": metric, "target": target}]
+        w["exposure"] = {}
+    return mutate
+
+
+def test_the_catalog_states_type_unit_meaning_and_versions_of_every_vllm_metric():
+    assert {m.name for m in VLLM} >= {"vllm_requests_waiting", "vllm_requests_running", "vllm_kv_cache_usage",
+                                      "vllm_ttft_p90_ms"}
+    for m in VLLM:
+        (src,) = m.sources
+        assert src.kind in ("gauge", "counter", "histogram") and src.since and m.scaling, m.name
+        assert src.series.startswith("vllm:")
+        if src.kind == "histogram":
+            assert src.series.endswith("_bucket")
+            assert "histogram_quantile(" in src.metrics_query and "rate(<<.Series>>" in src.metrics_query
+
+
+@pytest.mark.parametrize("metric,target", [("vllm_requests_waiting", 5), ("vllm_requests_running", 24),
+                                           ("vllm_kv_cache_usage", 0.8), ("vllm_ttft_p90_ms", 500)])
+def test_each_vllm_metric_is_served_to_the_hpa(metric, target):
+    raw = stack_raw("prod")
+    vllm_workload(metric=metric, target=target)(raw)
+    records = synth(raw)
+    src = METRICS[metric].sources[0]
+    hpa = next(r for r in of_type(records, "kubernetes:autoscaling/v2:HorizontalPodAutoscaler"))
+    assert hpa.inputs["spec"]["metrics"][0]["pods"]["metric"]["name"] == src.api_name
+    adapter = next(r for r in of_type(records, RELEASE) if r.inputs["name"] == "prometheus-adapter")
+    (served,) = [r for r in adapter.inputs["values"]["rules"]["custom"] if r["name"]["as"] == src.api_name]
+    assert src.series in served["seriesQuery"]
+
+
+def test_kv_cache_usage_on_a_vllm_older_than_the_rename_is_refused_with_the_versions_that_have_it():
+    assert_rejected("prod", vllm_workload("vllm/vllm-openai:v0.8.5", "vllm_kv_cache_usage", 0.8),
+                    "workloads[0].autoscaling.metrics[0].metric",
+                    ["'vllm_kv_cache_usage'", "vllm:kv_cache_usage_perc", "from version 0.9.0", "pins 0.8.5",
+                     "vllm 0.9.0 or later"])
+
+
+def test_a_metric_the_older_vllm_exports_is_accepted_and_a_digest_is_not_judged():
+    raw = stack_raw("prod")
+    vllm_workload("vllm/vllm-openai:v0.8.5")(raw)
+    assert load(raw).workloads[0].autoscaling.metrics[0].metric == "vllm_requests_waiting"
+    raw = stack_raw("prod")
+    vllm_workload("vllm/vllm-openai@sha256:" + "a" * 64, "vllm_kv_cache_usage", 0.8)(raw)
+    assert load(raw).workloads[0].server == "vllm"
+
+
+@pytest.mark.parametrize("image,version", [("vllm/vllm-openai:v0.9.2", (0, 9, 2)), ("r.example/vllm:0.10", (0, 10, 0)),
+                                           ("vllm/vllm-openai:v0.11.0-cu128", (0, 11, 0)),
+                                           ("registry:5000/vllm:latest-gpu", None), ("vllm@sha256:ab", None)])
+def test_image_version(image, version):
+    assert image_version(image) == version

@@ -101,7 +101,8 @@ def _scrapes(view, monitor, workload, pod_labels, ports) -> bool:
     "no series to serve.",
     category=CATEGORY, severity=HIGH,
     refs=("kube-linter dangling-servicemonitor",),
-    remediation="Give the workload a port with protocol 'metrics' so the component creates the PodMonitor.")
+    remediation="Give the workload a port with protocol 'metrics', or set 'metricsPath' on the serving port that "
+                "exposes the metrics (vLLM: 8000, /metrics), so the component creates the PodMonitor.")
 def hpa_app_metric_scraped(view, config, report):
     monitors = view.objects("PodMonitor", "ServiceMonitor")
     if not monitors:

@@ -38,9 +38,11 @@ EXPORTERS: dict[str, ExporterLabels] = {
     # inference servers scraped by our PodMonitor: Prometheus target labels
     "triton": ExporterLabels("namespace", "pod", None),
     "vllm": ExporterLabels("namespace", "pod", None),
+    "tgi": ExporterLabels("namespace", "pod", None),
+    "sglang": ExporterLabels("namespace", "pod", None),
 }
 GPU_EXPORTERS = ("ack", "dcgm", "ack-legacy")
-APP_SERVERS = ("triton", "vllm")
+APP_SERVERS = ("triton", "vllm", "tgi", "sglang")
 
 # DCGM device fields (dcgm-exporter and the DCGM-compatible ACK exporter share these names)
 DCGM_GPU_UTIL = "DCGM_FI_DEV_GPU_UTIL"
@@ -283,6 +285,20 @@ METRICS: dict[str, MetricDef] = {
             scaling="Requests admitted but not yet scheduled: above zero the replica's batch is full (KV cache or "
                     "max-num-seqs), so new requests wait before their first token. A queue target scales before "
                     "latency grows; the value does not fall below 0 when idle, so scale-down needs it near 0."),
+        # Hugging Face TGI's router serves /metrics on its API port; docs "Metrics" (reference/metrics): tgi_queue_size,
+        # gauge, "Current queue size" (requests the router holds until the batcher admits them)
+        MetricDef(
+            "tgi_queue_size", "TGI requests waiting in the router's queue", "requests", "app", ALL_MODES,
+            (MetricSource("tgi", "tgi_queue_size", "tgi_queue_size", "pod", _SUM, "requests"),),
+            scaling="Requests the router holds because the continuous batch is full: the same signal as vLLM's "
+                    "waiting requests; it reads 0 when idle, so scale-down needs it near 0."),
+        # SGLang serves /metrics on its API port with --enable-metrics; docs "Production Metrics":
+        # sglang:num_queue_reqs, gauge, requests in the waiting queue
+        MetricDef(
+            "sglang_queue_requests", "SGLang requests in the waiting queue", "requests", "app", ALL_MODES,
+            (MetricSource("sglang", "sglang:num_queue_reqs", "sglang_num_queue_reqs", "pod", _SUM, "requests"),),
+            scaling="Requests the scheduler has not admitted to the running batch; needs --enable-metrics on the "
+                    "server. It reads 0 when idle, so scale-down needs it near 0."),
         MetricDef(
             "vllm_requests_running", "vLLM requests in the running batch", "requests", "app", ALL_MODES,
             (MetricSource("vllm", "vllm:num_requests_running", "vllm_num_requests_running", "pod", _SUM,

@@ -619,7 +619,7 @@ class Workload(Model):
     ports: list[Port] = Field(min_length=1)
     gpu: GpuRequestSpec
     """GPU per replica; its form must match the pool's sharing mode."""
-    server: Optional[Literal["triton", "vllm"]] = None
+    server: Optional[Literal["triton", "vllm", "tgi", "sglang"]] = None
     """Inference server kind, which makes its app metrics (queue time, waiting requests) available. Default none."""
     command: list[str] = Field(default_factory=list)
     """Container command. Default: the image's entrypoint."""

@@ -90,6 +90,9 @@ SERIES_MODELS: dict[str, SeriesModel] = {
     # vLLM gauges
     "vllm:num_requests_waiting": SeriesModel(lambda ctx: _lq(ctx), "vllm"),
     "vllm:num_requests_running": SeriesModel(lambda ctx: ctx.served.rho, "vllm"),
+    # TGI's router queue and SGLang's waiting queue: requests not yet in the running batch
+    "tgi_queue_size": SeriesModel(lambda ctx: _lq(ctx), "tgi"),
+    "sglang:num_queue_reqs": SeriesModel(lambda ctx: _lq(ctx), "sglang"),
     # ingress-nginx: requests per Ingress and host, whether a pod answered or not
     "nginx_ingress_controller_requests": SeriesModel(_server("ingress_requests"), INGRESS),
 }

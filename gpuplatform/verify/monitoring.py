@@ -7,7 +7,7 @@ from urllib.parse import quote
 
 from kubernetes import client as k8s
 
-from gpuplatform.catalogs.metrics import METRICS, MetricSource
+from gpuplatform.catalogs.metrics import APP_SERVERS, METRICS, MetricSource
 from gpuplatform.catalogs.versions import MONITOR_LABELS, chart
 from gpuplatform.components.config import PlatformConfig, Workload
 from gpuplatform.components.metric_sources import source_for
@@ -150,7 +150,7 @@ def _empty_value_cause(src: MetricSource, w: Workload, ready_pods: int) -> str:
         return (f"series exist but none carries {lab.namespace}/{lab.pod} of these pods: scraped with "
                 "honorLabels: false they arrive as exported_namespace/exported_pod, which the rule does not map; "
                 "or the pods do not request the GPU in limits, so DCGM cannot attribute them")
-    if src.exporter in ("triton", "vllm"):
+    if src.exporter in APP_SERVERS:
         return ("Prometheus has no samples for these pods yet: the PodMonitor is not selected, the metrics port "
                 "is not served, or the first scrapes are younger than the rule window")
     return (f"series exist but none carries {lab.namespace}/{lab.pod} of these pods: the exporter does not "

@@ -49,7 +49,7 @@ def rejected(raw: dict) -> dict[str, str]:
 # ---------------------------------------------------------------------------------------------- the examples
 def test_one_example_per_seed_scenario():
     # 000 is the Chinese edition of 002, so 002 stands for both
-    assert {"001", "002", "003", "004", "005"} <= set(EXAMPLES)
+    assert {"001", "002", "003", "004", "005", "006"} <= set(EXAMPLES)
 
 
 def test_001_legacy_on_the_oldest_supported_version_uses_the_existing_prometheus():
@@ -165,6 +165,36 @@ def test_005_simulate_trace_step_scales_on_requests_waiting():
     up = next(e for e in timeline if e["desired"] > 1)
     assert up["metric"] > 2  # requests waiting per replica above the target of 2 is what scaled it
     assert max(e["ready"] for e in timeline) > 1
+
+
+def test_006_sglang_scales_on_its_waiting_queue_scraped_from_its_api_port():
+    hpa = objects("006", "HorizontalPodAutoscaler")["qa"]
+    assert hpa["spec"]["metrics"] == [{"type": "Pods", "pods": {
+        "metric": {"name": "sglang_num_queue_reqs"}, "target": {"type": "AverageValue", "averageValue": "2"}}}]
+    assert objects("006", "PodMonitor")["qa"]["spec"]["podMetricsEndpoints"] == [
+        {"port": "http", "path": "/metrics", "interval": "10s"}]
+    container = objects("006", "Deployment")["qa"]["spec"]["template"]["spec"]["containers"][0]
+    assert [p["containerPort"] for p in container["ports"]] == [30000]
+    assert "--enable-metrics" in container["args"]  # SGLang serves no metrics without it
+
+
+def test_006_simulate_trace_step_scales_on_the_waiting_queue():
+    import io
+    import json
+    from contextlib import redirect_stderr, redirect_stdout
+
+    from gpuplatform.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        code = main(["simulate", "--config", str(EXAMPLES["006"]), "--workload", "qa", "--trace", "step",
+                     "--format", "json"])
+    assert code == 0, err.getvalue()
+    doc = json.loads(out.getvalue())
+    assert doc["first_scale_up_s"] is not None and doc["capacity_ready_s"] is not None
+    up = next(e for e in doc["timeline"] if e["desired"] > 1)
+    assert up["metric"] > 2 * 1.1  # the waiting queue per replica beyond the target's tolerance scaled it
+    assert doc["first_scale_up_sweep"]["never"] == 0
 
 
 def test_stream_timeout_is_an_ingress_nginx_setting():

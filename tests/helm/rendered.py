@@ -65,6 +65,12 @@ def vllm_queue() -> dict:
     return copy.deepcopy(namespace_from_stack_file(REPO / "examples" / "005-vllm-queue" / "Pulumi.005-vllm-queue.yaml"))
 
 
+def sglang_queue() -> dict:
+    """Example 006: SGLang on L20s, metrics from its API port, an HPA on its waiting queue, a streaming ingress."""
+    return copy.deepcopy(namespace_from_stack_file(REPO / "examples" / "006-sglang-queue" /
+                                                   "Pulumi.006-sglang-queue.yaml"))
+
+
 def gpu_operator_mig_layouts() -> dict:
     """Example 003 plus a second layout pool (two GPUs alike, a GPU of two profiles, a whole GPU) and a uniform
     pool: one mig-parted config must carry both layouts and the uniform pool's ``all-<profile>``."""
@@ -85,6 +91,7 @@ CONFIGS: dict[str, Callable[[], dict]] = {
     "gpu-operator-mig": gpu_operator_mig,
     "triton-mig": triton_mig,
     "vllm-queue": vllm_queue,
+    "sglang-queue": sglang_queue,
     "gpu-operator-mig-layouts": gpu_operator_mig_layouts,
     "arms-prometheus-adapter": arms_prometheus_adapter,
     "legacy-exporter": legacy_exporter,

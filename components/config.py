@@ -554,8 +554,12 @@ class ServiceModel(Model):
     """Requests per second one ready replica serves while a utilization-like metric (GPU, SM, engine, memory)
     sits at its target; the metric follows load per ready replica. Default 10."""
     service_time_ms: float = Field(20.0, gt=0)
-    """Mean GPU time per request, for queue metrics (Triton queue time, vLLM waiting requests): one replica
-    completes 1000 / serviceTimeMs requests per second and queues as an M/M/1 server. Default 20."""
+    """Mean time one request holds a serving slot, for queue metrics (Triton queue time, waiting requests of vLLM,
+    SGLang, TGI): a replica completes ``concurrency`` x 1000 / serviceTimeMs requests per second. Default 20."""
+    concurrency: int = Field(1, ge=1, le=1024)
+    """Requests one replica serves at once: 1 for a server that runs one request at a time (it queues as an M/M/1
+    server); a batching LLM server's running batch (vLLM ``--max-num-seqs``, SGLang's and TGI's batch limits)
+    for the others, which queue as M/M/c servers: requests wait only once every slot is busy. Default 1."""
     model_load_seconds: Optional[int] = Field(None, ge=0, le=3600)
     """Container start to ready (server start and model load). Default: the startup probe budget
     (``probes.startupTimeoutSeconds``, 600 without probes), the longest the pod is allowed."""

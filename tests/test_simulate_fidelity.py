@@ -332,3 +332,46 @@ def test_the_tuned_snippet_is_valid_stack_configuration() -> None:
     assert tuned.metrics[0].target == chosen.target
     assert tuned.behavior.scale_down.stabilization_window_seconds == 120
     assert tuned.behavior.scale_down.policies[0].type == "Percent"
+
+
+# ------------------------------------------------------------------------------------------------ batching servers
+def test_the_batching_model_follows_erlang_c() -> None:
+    from gpuplatform.simulate.service import erlang_c, slots
+
+    # M/M/2 at rho 0.5: Lq = 2 rho^3 / (1 - rho^2) = 1/3; M/M/1 at 0.5: rho^2 / (1 - rho) = 0.5
+    assert slots(2).lq_at_rho(0.5) == pytest.approx(1 / 3)
+    assert slots(1).lq_at_rho(0.5) == pytest.approx(0.5)
+    assert erlang_c(1, 0.5) == pytest.approx(0.5)  # M/M/1: the arrival waits with probability rho
+    eight = slots(8)
+    for rho in (0.1, 0.5, 0.9, 0.99):
+        assert eight.rho(eight.x_at_rho(rho)) == pytest.approx(rho, rel=1e-3)
+
+
+def test_a_batching_replica_queues_only_once_its_slots_are_busy() -> None:
+    """Same capacity (8 requests/s), one slot of 125 ms against a batch of 8 of 1 s: at half load the batching
+    server has a fraction of the waiting requests, and its queue converges to the M/M/8 steady state."""
+    one = ServicePlan("queue_length", 0.0, 8.0, 0.125, 0, 0)
+    batch = ServicePlan("queue_length", 0.0, 8.0, 1.0, 0, 0, concurrency=8)
+    x_one, x_batch = one.slots.x_at_rho(0.5), batch.slots.x_at_rho(0.5)
+    assert batch.waiting(x_batch) < 0.25 * one.waiting(x_one)
+    assert batch.running(x_batch) == pytest.approx(4.0, rel=1e-3)
+    q = Queue(batch)
+    for _ in range(600):
+        served = q.serve(4.0, 1)
+    assert served.x == pytest.approx(x_batch, rel=0.02) and served.served == pytest.approx(4.0, rel=0.01)
+    assert batch.served_at_level(2.0) > one.served_at_level(2.0)  # more load before 2 requests wait
+
+
+def test_a_batching_llm_server_is_simulated_with_its_running_batch() -> None:
+    """Example 005 described as vLLM runs it: a batch of 16 requests of 8 s each (the same 2 requests/s as its
+    500 ms estimate). A step still scales it on requests waiting; at low load nothing waits."""
+    from support import namespace_from_stack_file
+
+    from gpuplatform.components.validation import load
+
+    raw = namespace_from_stack_file(REPO / "examples" / "005-vllm-queue" / "Pulumi.005-vllm-queue.yaml")
+    raw["workloads"][0]["serviceModel"].update({"concurrency": 16, "serviceTimeMs": 8000})
+    cfg = load(raw)
+    result = simulate(cfg, "005", "chat", built_in("step", 1.0, 8.0, 1500))
+    assert result.plan.concurrency == 16 and result.plan.capacity_rps == pytest.approx(2.0)
+    assert at(result, 250)["metric"] < 0.1 and result.first_scale_up_s is not None and result.replicas_max > 1

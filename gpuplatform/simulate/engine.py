@@ -434,11 +434,12 @@ class Simulation:
 
 
 def _readings(cfg: PlatformConfig, w: Workload, plan: ServicePlan) -> dict:
-    """Per metric, how it reads a replica's state: its kind and the factor from the state to its unit."""
+    """Per metric, how it reads a replica's state: its kind and its unit's factor (units per second for a queue
+    time, the full scale of a utilization-like metric)."""
     out = {}
     for t in w.autoscaling.metrics:
         kind = metric_kind(t.metric)
-        out[t.metric] = (kind, TIME_UNITS[METRICS[t.metric].unit] / plan.capacity_rps if kind == "queue_time" else
+        out[t.metric] = (kind, TIME_UNITS[METRICS[t.metric].unit] if kind == "queue_time" else
                          full_scale(cfg, w, t.metric) if kind == "utilization" else 1.0)
     return out
 
@@ -447,12 +448,12 @@ def _level_of(s: Setup, trig: Trigger, served) -> float:
     """A metric's true value: the replicas' state read through that metric's own kind."""
     if trig.source is None:
         return 0.0
-    kind, scale = s.readings[trig.metric]
+    kind, factor = s.readings[trig.metric]
     if kind == "queue_time":
-        return served.x * scale
+        return s.plan.wait_s(served.x) * factor
     if kind == "queue_length":
-        return served.x * served.x / (1 + served.x)
-    return scale * served.rho
+        return s.plan.waiting(served.x)
+    return factor * served.rho
 
 
 def first_change(trace: Trace) -> int:

@@ -89,7 +89,7 @@ SERIES_MODELS: dict[str, SeriesModel] = {
     "nv_inference_pending_request_count": SeriesModel(lambda ctx: _lq(ctx), "triton"),
     # vLLM gauges
     "vllm:num_requests_waiting": SeriesModel(lambda ctx: _lq(ctx), "vllm"),
-    "vllm:num_requests_running": SeriesModel(lambda ctx: ctx.served.rho, "vllm"),
+    "vllm:num_requests_running": SeriesModel(lambda ctx: ctx.plan.running(ctx.served.x), "vllm"),
     # TGI's router queue and SGLang's waiting queue: requests not yet in the running batch
     "tgi_queue_size": SeriesModel(lambda ctx: _lq(ctx), "tgi"),
     "sglang:num_queue_reqs": SeriesModel(lambda ctx: _lq(ctx), "sglang"),
@@ -99,8 +99,7 @@ SERIES_MODELS: dict[str, SeriesModel] = {
 
 
 def _lq(ctx: SeriesContext) -> float:
-    x = ctx.served.x
-    return x * x / (1 + x)
+    return ctx.plan.waiting(ctx.served.x)
 
 
 def pod_labels(exporter: str, pod: Pod, namespace: str) -> dict:
@@ -156,7 +155,7 @@ class Scraper:
         ingress controller's request counter."""
         ready = pods.ready(t)
         per_pod = served.served / len(ready) if ready else 0.0
-        wq = served.x_before / self.plan.capacity_rps
+        wq = self.plan.wait_s(served.x_before)
         for p in ready:
             cnt = self.counters.setdefault(p.name, {"success": 0.0, "queue_us": 0.0, "request_us": 0.0,
                                                     "compute_us": 0.0})

@@ -14,6 +14,8 @@ queue time ``Wq = Lq / (mu rho) = x / mu``. The step is implicit Euler (stable f
 """
 from __future__ import annotations
 
+import bisect
+import functools
 import math
 import re
 from dataclasses import dataclass
@@ -56,6 +58,60 @@ def full_scale(cfg: PlatformConfig, w: Workload, name: str) -> float:
     return FULL_SCALE.get(METRICS[name].unit) or replica_memory_mib(cfg, w)
 
 
+def erlang_c(c: int, a: float) -> float:
+    """Probability that an arrival waits in an M/M/c queue with offered load ``a`` (< c) Erlangs, through the
+    Erlang B recurrence ``B(k) = a B(k-1) / (k + a B(k-1))`` (numerically stable for large c)."""
+    b = 1.0
+    for k in range(1, c + 1):
+        b = a * b / (k + a * b)
+    return c * b / (c - a * (1 - b))
+
+
+class Slots:
+    """One replica's occupancy as an M/M/c server: requests in it, ``x``, against its utilization ``rho``."""
+
+    TABLE_POINTS = 4000
+
+    def __init__(self, c: int):
+        self.c = c
+        if c > 1:
+            # denser toward rho = 1, where x grows without bound
+            self.rhos = [1 - 10 ** (-6 * i / self.TABLE_POINTS) for i in range(self.TABLE_POINTS + 1)]
+            self.xs = [self.lq_at_rho(r) + c * r for r in self.rhos]
+
+    def lq_at_rho(self, rho: float) -> float:
+        if rho <= 0:
+            return 0.0
+        if self.c == 1:
+            return rho * rho / (1 - rho)
+        return erlang_c(self.c, self.c * rho) * rho / (1 - rho)
+
+    def x_at_rho(self, rho: float) -> float:
+        return math.inf if rho >= 1 else self.lq_at_rho(rho) + self.c * rho
+
+    def rho(self, x: float) -> float:
+        if x <= 0:
+            return 0.0
+        if self.c == 1:
+            return x / (1 + x)
+        if x >= self.xs[-1]:
+            return 1 - 1 / (x - self.c + 1)  # far in saturation Lq ~ rho / (1 - rho) and rho -> 1
+        i = bisect.bisect_right(self.xs, x)
+        x0, x1, r0, r1 = self.xs[i - 1], self.xs[i], self.rhos[i - 1], self.rhos[i]
+        return r0 + (r1 - r0) * (x - x0) / (x1 - x0)
+
+    def lq(self, x: float) -> float:
+        """Requests waiting for a slot."""
+        if self.c == 1:
+            return x * x / (1 + x)
+        return max(x - self.c * self.rho(x), 0.0)
+
+
+@functools.lru_cache(maxsize=64)
+def slots(c: int) -> Slots:
+    return Slots(c)
+
+
 @dataclass(frozen=True)
 class ServicePlan:
     """The workload's service model resolved against its first metric."""
@@ -71,28 +127,59 @@ class ServicePlan:
     """A utilization-like metric's value at saturation (unused for queue metrics)."""
     time_unit: float = 1.0
     """Units of the queue-time metric per second (1e6 for microseconds)."""
+    concurrency: int = 1
+    """Requests a replica serves at once (``serviceModel.concurrency``)."""
+
+    @property
+    def slots(self) -> Slots:
+        return slots(self.concurrency)
+
+    def rho(self, x: float) -> float:
+        return self.slots.rho(x)
+
+    def waiting(self, x: float) -> float:
+        """Requests waiting for a slot in a replica holding ``x``."""
+        return self.slots.lq(x)
+
+    def running(self, x: float) -> float:
+        """Requests being served (the running batch) in a replica holding ``x``."""
+        return self.concurrency * self.rho(x)
+
+    def wait_s(self, x: float) -> float:
+        """Queue time of a request joining a replica that holds ``x`` (Little's law on the served rate)."""
+        if self.concurrency == 1:
+            return x / self.capacity_rps
+        served = self.capacity_rps * self.rho(x)
+        return self.waiting(x) / served if served > 0 else 0.0
 
     def x_at_level(self, level: float) -> float:
         """Requests in a replica at which the metric reads ``level`` (inf when no finite load reaches above it)."""
-        if self.kind == "queue_time":
-            return (level / self.time_unit) * self.capacity_rps
-        if self.kind == "queue_length":
+        if self.kind == "utilization":
+            return self.slots.x_at_rho(level / self.full_scale)
+        if self.concurrency == 1:
+            if self.kind == "queue_time":
+                return (level / self.time_unit) * self.capacity_rps
             return (level + math.sqrt(level * level + 4 * level)) / 2
-        rho = level / self.full_scale
-        return math.inf if rho >= 1 else rho / (1 - rho)
+        lo, hi = 0.0, 1.0
+        while self.level(hi) < level:
+            hi *= 2
+        for _ in range(60):
+            mid = (lo + hi) / 2
+            lo, hi = (mid, hi) if self.level(mid) < level else (lo, mid)
+        return hi
 
     def level(self, x: float) -> float:
         """The metric a replica holding ``x`` requests reports."""
         if self.kind == "queue_time":
-            return x / self.capacity_rps * self.time_unit
+            return self.wait_s(x) * self.time_unit
         if self.kind == "queue_length":
-            return x * x / (1 + x)
-        return self.full_scale * x / (1 + x)
+            return self.waiting(x)
+        return self.full_scale * self.rho(x)
 
     def served_at_level(self, level: float) -> float:
         """The most a replica serves per second while its metric stays at or below ``level``."""
         x = self.x_at_level(level)
-        return self.capacity_rps if math.isinf(x) else self.capacity_rps * x / (1 + x)
+        return self.capacity_rps if math.isinf(x) else self.capacity_rps * self.rho(x)
 
 
 def service_plan(cfg: PlatformConfig, w: Workload) -> ServicePlan:
@@ -102,18 +189,17 @@ def service_plan(cfg: PlatformConfig, w: Workload) -> ServicePlan:
     budget = w.probes.startup_timeout_seconds if w.probes else DEFAULT_STARTUP_BUDGET_S
     load = sm.model_load_seconds if sm.model_load_seconds is not None else budget
     s = sm.service_time_ms / 1000.0
-    if kind == "queue_time":
-        unit = TIME_UNITS[METRICS[first.metric].unit]
-        wq = first.target / unit
-        rho = wq / (s + wq)  # M/M/1: Wq = S * rho / (1 - rho)
-        return ServicePlan(kind, rho / s, 1 / s, s, load, sm.image_pull_seconds, time_unit=unit)
-    if kind == "queue_length":
-        lq = first.target
-        rho = (-lq + math.sqrt(lq * lq + 4 * lq)) / 2  # M/M/1: Lq = rho^2 / (1 - rho)
-        return ServicePlan(kind, rho / s, 1 / s, s, load, sm.image_pull_seconds)
+    c = sm.concurrency
+    if kind in ("queue_time", "queue_length"):
+        unit = TIME_UNITS[METRICS[first.metric].unit] if kind == "queue_time" else 1.0
+        plan = ServicePlan(kind, 0.0, c / s, s, load, sm.image_pull_seconds, time_unit=unit, concurrency=c)
+        # the steady load at which the metric reads its target (M/M/1: Wq = S rho / (1 - rho), Lq = rho^2 / (1 - rho))
+        return ServicePlan(kind, plan.served_at_level(first.target), c / s, s, load, sm.image_pull_seconds,
+                           time_unit=unit, concurrency=c)
     full = full_scale(cfg, w, first.metric)
     r = sm.requests_per_second_at_target
-    return ServicePlan(kind, r, r * full / first.target, s, load, sm.image_pull_seconds, full_scale=full)
+    return ServicePlan(kind, r, r * full / first.target, s, load, sm.image_pull_seconds, full_scale=full,
+                       concurrency=c)
 
 
 @dataclass(frozen=True)
@@ -128,11 +214,9 @@ class Served:
     ready: int
     x_before: float = 0.0
     """Requests in each ready replica at the start of the second: the queue a request completing in it joined
-    (first in, first out), so its queue time is ``x_before / mu``."""
-
-    @property
-    def rho(self) -> float:
-        return self.x / (1 + self.x)
+    (first in, first out)."""
+    rho: float = 0.0
+    """Utilization of each ready replica's slots at the end of the second."""
 
     @property
     def load(self) -> float:
@@ -149,12 +233,12 @@ class Queue:
         if ready and demand:
             rho = demand / ready / plan.capacity_rps
             # steady state below saturation; a start above it starts with an empty queue that then grows
-            self.in_system = ready * rho / (1 - rho) if rho < 1 else 0.0
+            self.in_system = ready * plan.slots.x_at_rho(rho) if rho < 1 else 0.0
 
     def now(self, demand: float, ready: int) -> Served:
         """The state as it stands (steady at the start of a run), without a second passing."""
         x = self.in_system / ready if ready else 0.0
-        return Served(min(demand, ready * self.plan.capacity_rps), 0.0, x, ready, x)
+        return Served(min(demand, ready * self.plan.capacity_rps), 0.0, x, ready, x, self.plan.rho(x))
 
     def serve(self, demand: float, ready: int, dt: float = 1.0) -> Served:
         if ready == 0:
@@ -164,12 +248,20 @@ class Queue:
         mu_dt = self.plan.capacity_rps * dt
         before = self.in_system / ready
         a = before + demand / ready * dt
-        # implicit Euler on dx/dt = lambda - mu x/(1+x): y + mu dt y/(1+y) = a
-        b = 1 + mu_dt - a
-        y = (-b + math.sqrt(b * b + 4 * a)) / 2
+        # implicit Euler on dx/dt = lambda - mu rho(x): y + mu dt rho(y) = a
+        if self.plan.concurrency == 1:
+            b = 1 + mu_dt - a
+            y = (-b + math.sqrt(b * b + 4 * a)) / 2
+        else:
+            rho = self.plan.rho
+            lo, hi = 0.0, a
+            for _ in range(50):
+                mid = (lo + hi) / 2
+                lo, hi = (mid, hi) if mid + mu_dt * rho(mid) < a else (lo, mid)
+            y = hi
         served = (a - y) * ready
         self.in_system = y * ready
-        return Served(served / dt, 0.0, y, ready, before)
+        return Served(served / dt, 0.0, y, ready, before, self.plan.rho(y))
 
     def level(self, served: Served) -> float:
         return self.plan.level(served.x)

@@ -84,9 +84,6 @@ def _scraper(needed: dict, storage: promql.Storage, namespace: str = "inference"
 
 
 def test_a_gpu_series_of_a_deleted_pod_goes_stale_at_the_next_scrape() -> None:
-    from gpuplatform.catalogs.metrics import METRICS  # noqa: F401 (the catalog names the series)
-    from gpuplatform.components.metric_sources import source_for  # noqa: F401
-
     cfg = cfg_of("local")
     s = setup(cfg, "batch-embedder")
     storage = promql.Storage()

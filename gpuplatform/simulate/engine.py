@@ -36,11 +36,10 @@ from gpuplatform.simulate import hpa as hpa_mod
 from gpuplatform.simulate import promql
 from gpuplatform.simulate.autoscaling import HpaLoop, KedaLoop, Trigger
 from gpuplatform.simulate.bounds import LowerBound, lower_bound
-from gpuplatform.simulate.cluster import (CA_DELAY_AFTER_ADD_S, CA_SCAN_S, CA_UNNEEDED_S,  # noqa: F401 (re-exported)
-                                          STARTUP_PROBE_PERIOD_S, NodePool, Pods)
-from gpuplatform.simulate.scrape import INGRESS, SERIES_MODELS, Scraper
-from gpuplatform.simulate.service import (FULL_SCALE, TIME_UNITS, ServicePlan, metric_kind,  # noqa: F401
-                                          Queue, full_scale, replica_memory_mib, replica_units, service_plan)
+from gpuplatform.simulate.cluster import NodePool, Pods
+from gpuplatform.simulate.scrape import SERIES_MODELS, Scraper
+from gpuplatform.simulate.service import (TIME_UNITS, Queue, ServicePlan, full_scale, metric_kind,
+                                          replica_memory_mib, replica_units, service_plan)
 from gpuplatform.simulate.traces import Trace
 
 KEDA_COOLDOWN_S = 300

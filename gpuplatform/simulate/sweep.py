@@ -23,7 +23,6 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from gpuplatform.components.config import PlatformConfig, duration_seconds
-from gpuplatform.simulate import hpa as hpa_mod
 from gpuplatform.simulate.engine import Phases, Setup, Simulation, find_workload, setup
 from gpuplatform.simulate.traces import Trace
 

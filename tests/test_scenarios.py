@@ -145,7 +145,8 @@ def test_005_vllm_scales_on_requests_waiting_scraped_from_its_api_port_behind_a_
         "nginx.ingress.kubernetes.io/proxy-buffering": "off"}
 
 
-def test_005_simulate_trace_step_scales_on_requests_waiting():
+def simulate_step(example: str, workload: str) -> dict:
+    """``gpuplatform simulate --trace step --format json`` of an example's workload, as a user runs it."""
     import io
     import json
     from contextlib import redirect_stderr, redirect_stdout
@@ -154,10 +155,14 @@ def test_005_simulate_trace_step_scales_on_requests_waiting():
 
     out, err = io.StringIO(), io.StringIO()
     with redirect_stdout(out), redirect_stderr(err):
-        code = main(["simulate", "--config", str(EXAMPLES["005"]), "--workload", "chat", "--trace", "step",
+        code = main(["simulate", "--config", str(EXAMPLES[example]), "--workload", workload, "--trace", "step",
                      "--format", "json"])
     assert code == 0, err.getvalue()
-    doc = json.loads(out.getvalue())
+    return json.loads(out.getvalue())
+
+
+def test_005_simulate_trace_step_scales_on_requests_waiting():
+    doc = simulate_step("005", "chat")
     assert doc["first_scale_up_s"] is not None
     timeline = doc["timeline"]
     step_at = next(e["t"] for e in timeline if e["demand"] > timeline[0]["demand"])
@@ -179,18 +184,7 @@ def test_006_sglang_scales_on_its_waiting_queue_scraped_from_its_api_port():
 
 
 def test_006_simulate_trace_step_scales_on_the_waiting_queue():
-    import io
-    import json
-    from contextlib import redirect_stderr, redirect_stdout
-
-    from gpuplatform.cli import main
-
-    out, err = io.StringIO(), io.StringIO()
-    with redirect_stdout(out), redirect_stderr(err):
-        code = main(["simulate", "--config", str(EXAMPLES["006"]), "--workload", "qa", "--trace", "step",
-                     "--format", "json"])
-    assert code == 0, err.getvalue()
-    doc = json.loads(out.getvalue())
+    doc = simulate_step("006", "qa")
     assert doc["first_scale_up_s"] is not None and doc["capacity_ready_s"] is not None
     up = next(e for e in doc["timeline"] if e["desired"] > 1)
     assert up["metric"] > 2 * 1.1  # the waiting queue per replica beyond the target's tolerance scaled it

@@ -83,14 +83,20 @@ def _scraper(needed: dict, storage: promql.Storage, namespace: str = "inference"
     return Scraper(storage, needed, plan or _tiny_plan(), namespace, 10, 10, 0, 0, 1024.0, {"gpu_util": 100.0})
 
 
+def _ready_pods(workload: str, ready: int, slots: int, model_load_s: int = 0) -> tuple[NodePool, Pods]:
+    """One node of ``slots`` that already runs ``ready`` ready pods of the workload."""
+    nodes = NodePool(slots, 1, 1, 0, False, 1)
+    pods = Pods(workload, 0, model_load_s)
+    pods.start_ready(ready, nodes)
+    return nodes, pods
+
+
 def test_a_gpu_series_of_a_deleted_pod_goes_stale_at_the_next_scrape() -> None:
     cfg = cfg_of("local")
     s = setup(cfg, "batch-embedder")
     storage = promql.Storage()
     scraper = _scraper(s.needed, storage)
-    nodes = NodePool(2, 1, 1, 0, False, 1)
-    pods = Pods("batch-embedder", 0, 0)
-    pods.start_ready(2, nodes)
+    _, pods = _ready_pods("batch-embedder", 2, 2)
     served = Queue(_tiny_plan()).now(1.0, 2)
     query = 'count(DCGM_FI_DEV_GPU_UTIL{pod=~"batch-embedder-.*"})'
     for t in range(0, 41):
@@ -108,9 +114,7 @@ def test_a_server_target_that_goes_away_is_stale_after_two_intervals_not_the_5_m
     s = setup(cfg, "flower")
     storage = promql.Storage()
     scraper = _scraper(s.needed, storage)
-    nodes = NodePool(7, 1, 1, 0, False, 1)
-    pods = Pods("flower", 0, 0)
-    pods.start_ready(2, nodes)
+    _, pods = _ready_pods("flower", 2, 7)
     queue = Queue(_tiny_plan(), 1.0, 2)
     query = 'count(nv_inference_request_success{pod=~"flower-.*"})'
     for t in range(0, 200):
@@ -161,9 +165,7 @@ def test_a_loading_pod_has_no_series_and_counts_as_missing_not_as_zero() -> None
     storage = promql.Storage()
     busy = ServicePlan("queue_time", 30.0, 100.0, 0.01, 0, 0, time_unit=1e6)
     scraper = _scraper(s.needed, storage, plan=busy)
-    nodes = NodePool(7, 1, 1, 0, False, 1)
-    pods = Pods("flower", 0, 600)
-    pods.start_ready(1, nodes)
+    nodes, pods = _ready_pods("flower", 1, 7, model_load_s=600)
     queue = Queue(busy)
     for t in range(0, 120):
         if t == 60:

@@ -45,9 +45,8 @@ def lower_bound(s, trace, slo_target: float) -> LowerBound:
     arrivals = [trace.demand(float(t)) for t in range(duration)]
     min_r = s.workload.autoscaling.min_replicas
     slack = s.max_replicas * x_band
+    # a pool without autoscaling keeps its nodes: min_nodes is then its node count, the only schedule there is
     best_ready, best_nodes = float(min_r * duration), float(s.min_nodes * duration)
-    if not s.autoscaled_pool:
-        best_nodes = float(s.min_nodes * duration)
     for length in SEGMENTS_S:
         ready_total = node_total = 0.0
         for a in range(0, duration, length):

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 from gpuplatform.catalogs.gpus import MIG_RECONFIGURE, instance_type, provisioning
-from gpuplatform.catalogs.metrics import METRICS, MetricSource, is_windowed
+from gpuplatform.catalogs.metrics import METRICS
 from gpuplatform.catalogs.versions import prometheus_major
 from gpuplatform.components.adapter_rules import render_for_pods
 from gpuplatform.components.config import PlatformConfig, Workload, duration_seconds
@@ -80,8 +80,6 @@ def default_phases(ref: int, collect: int, scrape: int, sync: int) -> Phases:
     h0 = s0 + scrape - 1
     return Phases(c0 % max(collect, 1), s0 % scrape, h0 % sync)
 
-
-worst_case_phases = default_phases  # the name before 0.2.0; kept for callers of the module
 
 
 @dataclass(frozen=True)
@@ -468,10 +466,6 @@ def simulate(cfg: PlatformConfig, stack: str, workload: str, trace: Trace, *,
              slo_target: Optional[float] = None) -> Result:
     """One run. ``slo_target``: judge time over target against this level instead of the workload's target."""
     return Simulation(setup(cfg, workload), trace, phases, slo_target).run(progress).result(stack)
-
-
-def windowed(src: MetricSource) -> bool:
-    return is_windowed(src)
 
 
 def progress_bar(stream=None) -> Optional[Callable[[float], None]]:

@@ -19,7 +19,6 @@ import functools
 import math
 import re
 from dataclasses import dataclass
-from typing import Optional
 
 from gpuplatform.catalogs.metrics import METRICS
 from gpuplatform.components.config import PlatformConfig, Workload
@@ -263,9 +262,6 @@ class Queue:
         self.in_system = y * ready
         return Served(served / dt, 0.0, y, ready, before, self.plan.rho(y))
 
-    def level(self, served: Served) -> float:
-        return self.plan.level(served.x)
-
 
 def replica_units(cfg: PlatformConfig, w: Workload) -> tuple[float, str]:
     """GPU units one replica holds, in the pool's own unit (GPU, MIG instance, GiB of cGPU memory)."""
@@ -274,13 +270,3 @@ def replica_units(cfg: PlatformConfig, w: Workload) -> tuple[float, str]:
         return float(w.gpu.memory_gib or 0), "GiB of GPU memory"
     resource = facts.resource_for(w.gpu)
     return float(w.gpu.count or 1), facts.unit_of(resource) if resource else facts.unit
-
-
-def startup_seconds(plan: ServicePlan, probe_period_s: int, image_cached: bool) -> int:
-    """Container start to ready: the model load, rounded up to the next startup probe, after any image pull."""
-    load = probe_period_s * math.ceil(plan.model_load_s / probe_period_s) if plan.model_load_s else 0
-    return load + (0 if image_cached else plan.image_pull_s)
-
-
-def optional_float(value) -> Optional[float]:
-    return None if value is None else float(value)

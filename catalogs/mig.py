@@ -105,3 +105,14 @@ def mig_parted_entry(devices: list[int] | str, mig_devices: dict[str, int] | Non
     if not mig_devices:
         return {"devices": devices, "mig-enabled": False}
     return {"devices": devices, "mig-enabled": True, "mig-devices": dict(mig_devices)}
+
+
+def profile_memory_gib(profile: str) -> float | None:
+    """GPU memory of one instance of ``profile`` as its name states it (``3g.20gb`` -> 20), None for a name without
+    one. NVIDIA names profiles by the memory of their slices in GB, rounded up (an A100-40GB ``1g.5gb`` instance
+    shows 4864 MiB in ``nvidia-smi``), so the figure read as GiB is an upper bound of what the instance holds: a
+    model larger than it cannot load there."""
+    import re
+
+    m = re.search(r"\.(\d+)gb", profile)
+    return float(m.group(1)) if m else None

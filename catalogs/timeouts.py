@@ -12,6 +12,8 @@ one too long only delays the report of a rollout that cannot succeed.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 PULUMI_DEPLOYMENT_AWAIT_SECONDS = 600
 PULUMI_HELM_RELEASE_TIMEOUT_SECONDS = 300
 
@@ -41,9 +43,62 @@ def instance_kind(instance_type: str) -> str:
     return "bare-metal" if instance_type.startswith("ecs.ebm") else "vm"
 
 
-def deployment_await_seconds(node_provisioning: int, startup_seconds: int, max_replicas: int) -> int:
+def deployment_await_seconds(node_provisioning: int, startup_seconds: int, max_replicas: int,
+                             image_pull_seconds: int = IMAGE_PULL_SECONDS) -> int:
     """The longest a GPU Deployment's create or update may take before pulumi-kubernetes should give up.
 
     A rolling update (maxSurge 1, maxUnavailable 0) replaces one replica at a time, each passing its startup
-    probe; the surge replica may need a new node, which may need to be provisioned, and its image pulled."""
-    return node_provisioning + IMAGE_PULL_SECONDS + max(1, max_replicas) * startup_seconds
+    probe; the surge replica may need a new node, which may need to be provisioned, and its image pulled
+    (``image_pull_seconds``: longer for an image that carries the model's weights)."""
+    return node_provisioning + image_pull_seconds + max(1, max_replicas) * startup_seconds
+
+
+# ------------------------------------------------------------------------------------------------ model loading
+@dataclass(frozen=True)
+class LoadRate:
+    """How fast a replica reads its weights from one kind of source, in MiB/s."""
+    mib_per_second: float
+    basis: str
+    estimate: bool = True
+
+
+# The slowest link between the weights and GPU memory bounds the load. Only the disk figure has an Alibaba
+# document behind it; the others are ESTIMATES, to be replaced by what ``gpuplatform verify`` (model.load-time)
+# measures, or per workload with ``model.loadMibPerSecond``.
+ESSD_PL1_MAX_MB_PER_SECOND = 350
+"""Alibaba ECS "ESSDs": a PL1 ESSD delivers min{120 + 0.5 x capacity GiB, 350} MB/s, PL0 min{100 + 0.25 x capacity,
+180} (alibabacloud.com/help/en/elastic-compute-service/latest/essds). ACK's default disk StorageClass is a PL1 ESSD."""
+MODEL_LOAD_RATES: dict[str, LoadRate] = {
+    "pvc": LoadRate(150, "estimate within a cited ceiling: a PersistentVolumeClaim, taken as an ESSD disk; a PL1 "
+                         "ESSD reads at most 350 MB/s and 170 MB/s at 100 GiB (Alibaba ECS 'ESSDs'); a PL0 at most "
+                         "180 MB/s"),
+    "nfs": LoadRate(100, "estimate: one NFS client of a General-purpose NAS file system, whose throughput grows with "
+                         "the data stored (Alibaba 'NAS performance overview')"),
+    "image": LoadRate(150, "estimate within a cited ceiling: weights baked into the image are read from the node's "
+                           "system disk after the pull, an ESSD (at most 350 MB/s for PL1)"),
+    "download": LoadRate(40, "estimate: the server fetches the weights from a model hub over the Internet (NAT "
+                             "gateway bandwidth and the hub's per-client rate) and then reads them from /tmp"),
+}
+"""Load rate per weight source: ``pvc`` and ``nfs`` are the two kinds of workload volume (``source: volume``)."""
+IMAGE_PULL_RATE = LoadRate(100, "estimate: pulling and unpacking image layers from Container Registry over the "
+                                "VPC; unpacking is single-threaded per layer")
+"""How fast image bytes reach a node: an image that carries the weights pulls that much longer."""
+STARTUP_SAFETY_FACTOR = 2.0
+"""The startup probe allows this many times the expected load: a slower disk, a busy NAS or a cold page cache
+must not restart a replica that is still loading."""
+STARTUP_BUDGET_MAX_SECONDS = 3600
+"""The longest startup probe budget a stack may ask for (``probes.startupTimeoutSeconds``): a replica that needs
+longer is better served by a faster source than by a probe that waits an hour to notice a hung load."""
+
+
+def expected_load_seconds(size_gib: float, mib_per_second: float, overhead_seconds: int) -> float:
+    """Container start to ready: the server's start overhead plus reading the weights at the source's rate."""
+    return overhead_seconds + size_gib * 1024 / mib_per_second
+
+
+def sized_startup_seconds(expected_seconds: float, period_seconds: int) -> int:
+    """The startup probe budget for an expected load: the safety factor times it, rounded up to whole probe
+    periods (the kubelet counts failures per period)."""
+    import math
+
+    return max(1, math.ceil(STARTUP_SAFETY_FACTOR * expected_seconds / period_seconds)) * period_seconds

@@ -453,8 +453,29 @@ class Probes(Model):
     """HTTP path of the liveness probe. Default ``/``."""
     startup_path: Optional[str] = None
     """Startup probe path. Default: the readiness path."""
-    startup_timeout_seconds: int = Field(600, ge=10, le=3600)
-    """How long model loading may take before the container is restarted. Default 600."""
+    startup_timeout_seconds: Optional[int] = Field(None, ge=10, le=3600)
+    """How long server start and model loading may take before the kubelet restarts the container (the startup
+    probe's budget). Must cover the expected load of ``model``. Default: sized from ``model`` (a safety factor
+    times the expected load, docs/model-startup.md), else 600."""
+
+
+class ModelWeights(Model):
+    """Where a workload's model weights come from and how big they are: sizes the startup probe, checks that the
+    weights fit the GPU memory of a replica and sets the simulated load time (docs/model-startup.md)."""
+
+    size_gib: float = Field(gt=0, le=4096)
+    """Size of the weights in GiB as stored (the checkpoint files), e.g. 15 for a 7B model in bf16."""
+    source: Literal["volume", "image", "download"]
+    """``volume``: read from one of the workload's ``volumes`` (a PVC or an NFS export); ``image``: baked into the
+    container image, which pulls that much longer; ``download``: the server fetches them at start (e.g. from a
+    model hub) into a writable path."""
+    volume: Optional[str] = None
+    """With ``source: volume``: the name of the workload volume holding the weights. Default: the workload's only
+    volume (required when it has several)."""
+    load_mib_per_second: Optional[float] = Field(None, gt=0)
+    """Measured read rate of the weights in MiB/s, replacing the catalog's estimate for the source
+    (catalogs/timeouts.py ``MODEL_LOAD_RATES``; ``gpuplatform verify`` ``model.load-time`` shows what the cluster
+    achieves). Default: the estimate."""
 
 
 class Resources(Model):
@@ -561,11 +582,11 @@ class ServiceModel(Model):
     server); a batching LLM server's running batch (vLLM ``--max-num-seqs``, SGLang's and TGI's batch limits)
     for the others, which queue as M/M/c servers: requests wait only once every slot is busy. Default 1."""
     model_load_seconds: Optional[int] = Field(None, ge=0, le=3600)
-    """Container start to ready (server start and model load). Default: the startup probe budget
-    (``probes.startupTimeoutSeconds``, 600 without probes), the longest the pod is allowed."""
+    """Container start to ready (server start and model load). Default: the expected load of ``model``, else the
+    startup probe budget (``probes.startupTimeoutSeconds``, 600 without probes), the longest the pod is allowed."""
     image_pull_seconds: int = Field(60, ge=0, le=3600)
     """Image pull on a node that does not hold the image yet; later replicas on that node reuse it. Default 60
-    (an estimate: measure yours)."""
+    (an estimate: measure yours); with ``model.source: image`` the weights' pull time is added to it."""
 
 
 class Ingress(Model):
@@ -638,7 +659,11 @@ class Workload(Model):
     resources: Resources = Field(default_factory=Resources)
     """CPU and memory per replica (requests = limits). Default 1 CPU, 4Gi."""
     probes: Optional[Probes] = None
-    """Probes; default: TCP checks on the first serving port."""
+    """Probes. Default: with a ``server``, HTTP checks on the server's health paths (catalogs/servers.py) on its
+    first HTTP port; otherwise TCP checks on the first serving port. The startup budget is sized from ``model``
+    either way."""
+    model: Optional[ModelWeights] = None
+    """Where the model weights come from and their size. Default none: a 600 s startup budget and no fit check."""
     run_as_user: int = Field(1000, ge=1)
     """Non-root UID the container runs as (restricted Pod Security). Default 1000."""
     run_as_root: bool = False

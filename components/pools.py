@@ -7,7 +7,7 @@ from typing import Optional
 
 from gpuplatform.catalogs import capacity, sharing, timeouts
 from gpuplatform.catalogs.gpus import CUSTOM_ARCHITECTURE, GpuModel, gpu_model, instance_type
-from gpuplatform.catalogs.mig import WHOLE_GPU, mig_config_label_value
+from gpuplatform.catalogs.mig import WHOLE_GPU, mig_config_label_value, profile_memory_gib
 from gpuplatform.components.config import GpuRequestSpec, NodePool, PlatformConfig
 from gpuplatform.components.k8s_validity import QUANTITY, quantity_value
 
@@ -146,6 +146,23 @@ class PoolFacts:
                 out[sharing.RESOURCE_GPU_CORE] = str(request.core_percent)
             return out
         return {self.resource_for(request): str(request.count or 0)}
+
+    def replica_gpu_memory(self, request: GpuRequestSpec) -> tuple[float, str]:
+        """(GiB of GPU memory one replica gets, what that is): the cGPU GiB it requests; its MIG instances' memory
+        (the profile name's figure, an upper bound: catalogs/mig.py); else its whole GPUs' memory as the driver
+        reports it (catalogs/gpus.py ``reported_mib``)."""
+        if self.mode == "cgpu":
+            gib = float(request.memory_gib or 0)
+            return gib, f"{gib:g} GiB of cGPU memory (gpu.memoryGib)"
+        count = request.count or 1
+        resource = self.resource_for(request)
+        if self.mode == "mig" and resource != sharing.RESOURCE_GPU:
+            profile = request.mig_profile if self.mig_layout else self.mig_profile
+            per = profile_memory_gib(profile or "")
+            if per is not None:
+                return per * count, f"{count} x MIG {profile} = {per * count:g} GiB"
+        per = self.model.reported_mib / 1024
+        return per * count, f"{count} x {self.model.name} = {per * count:.1f} GiB"
 
     # ------------------------------------------------------------------ capacity
     @property

@@ -12,10 +12,13 @@ from gpuplatform.catalogs.kubernetes import (ACK_INTRANET_LB, HPA_DEFAULT_DOWNSC
                                              HPA_DEFAULT_SCALE_UP, KEDA_API, PROMETHEUS_OPERATOR_API,
                                              ROOT_OPT_OUT_ANNOTATION, served_by)
 from gpuplatform.catalogs.metrics import METRICS
+from gpuplatform.catalogs.servers import SERVER_PROFILES
 from gpuplatform.catalogs.versions import MONITOR_LABELS, in_cluster_prometheus_url
 from gpuplatform.components.adapter_rules import render_metrics_query
 from gpuplatform.components.config import Behavior, ScalingRules, Workload, duration_seconds
 from gpuplatform.components.metric_sources import source_for
+from gpuplatform.components.model_startup import (DEFAULT_STARTUP_TIMEOUT_SECONDS, STARTUP_PROBE_PERIOD_SECONDS,  # noqa: F401
+                                                  image_pull_budget_seconds, startup_seconds)
 from gpuplatform.components.pools import PoolFacts
 
 PART_OF = "gpu-platform"
@@ -81,27 +84,30 @@ def _probe(path: Optional[str], port: str, **timing) -> dict:
     return {**handler, **timing}
 
 
-STARTUP_PROBE_PERIOD_SECONDS = 10
-DEFAULT_STARTUP_TIMEOUT_SECONDS = 600
-
-
-def startup_seconds(w: Workload) -> int:
-    """How long the startup probe lets a replica load its model before the kubelet restarts it."""
-    timeout = DEFAULT_STARTUP_TIMEOUT_SECONDS if w.probes is None else w.probes.startup_timeout_seconds
-    return max(1, timeout // STARTUP_PROBE_PERIOD_SECONDS) * STARTUP_PROBE_PERIOD_SECONDS
-
-
 def await_timeout_seconds(w: Workload, ctx: "WorkloadContext") -> int:
     """``pulumi.com/timeoutSeconds`` of the Deployment: node provisioning, image pull and every replica's startup
-    of a rolling update, instead of pulumi-kubernetes' 10-minute default (catalogs/timeouts.py)."""
+    of a rolling update, instead of pulumi-kubernetes' 10-minute default (catalogs/timeouts.py). The startup budget
+    is sized from the workload's ``model`` when the stack sets none (components/model_startup.py)."""
     return timeouts.deployment_await_seconds(ctx.pool.node_provisioning_seconds, startup_seconds(w),
-                                             w.autoscaling.max_replicas)
+                                             w.autoscaling.max_replicas, image_pull_budget_seconds(w))
+
+
+def default_probe_paths(w: Workload) -> tuple[Optional[str], Optional[str], str]:
+    """(readiness path, liveness path, port) of a workload without ``probes``: its server's health paths on its
+    first HTTP port, which answer only once the model is loaded (catalogs/servers.py); TCP on the first serving
+    port (paths None) for a workload that names no server or has no HTTP port."""
+    profile = SERVER_PROFILES.get(w.server or "")
+    http = next((p for p in w.ports if p.protocol == "http"), None)
+    if profile is not None and http is not None:
+        return profile.ready_path, profile.live_path, http.name
+    return None, None, serving_ports(w)[0].name
 
 
 def probes(w: Workload) -> dict:
     """Readiness gates traffic, startup covers model loading, liveness restarts a hung server."""
     if w.probes is None:
-        port, ready, live, start = serving_ports(w)[0].name, None, None, None
+        ready, live, port = default_probe_paths(w)
+        start = ready
     else:
         pr = w.probes
         port, ready, live = pr.port, pr.readiness_path, pr.liveness_path

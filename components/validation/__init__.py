@@ -5,7 +5,7 @@ cross-field rules (hardware, sharing, capacity, metrics, exposure, intervals). E
 that appends issues, so every problem of a config is reported at once.
 
 One module per area: ``parsing``, ``common`` (what the rules share), ``cluster``, ``monitoring``, ``pools``,
-``mig``, ``workloads``, ``autoscaling``, ``exposure``, ``capacity``; ``rules`` groups them by the component whose
+``mig``, ``workloads``, ``model``, ``autoscaling``, ``exposure``, ``capacity``; ``rules`` groups them by the component whose
 args they guard (``CLUSTER_RULES``, ``POOL_RULES``, ``MONITORING_RULES``, ``WORKLOAD_RULES``, ``STACK_RULES``)
 and fixes the order ``validate`` runs them in.
 """
@@ -17,6 +17,7 @@ from gpuplatform.components.validation.common import (HPA_API_VERSIONS, HPA_V2_M
                                                       WorkloadRule, hpa_api_version, kubernetes_version)
 from gpuplatform.components.validation.exposure import GRPC_NEEDS_TLS, check_exposure
 from gpuplatform.components.validation.mig import check_mig_configs, check_mig_strategy, check_pool_mig
+from gpuplatform.components.validation.model import check_model
 from gpuplatform.components.validation.monitoring import check_adapter_adoption, check_intervals, check_monitoring
 from gpuplatform.components.validation.parsing import parse
 from gpuplatform.components.validation.pools import MAX_POOL_NAME, check_ack_pools, check_pools

@@ -16,6 +16,7 @@ from gpuplatform.components.validation.cluster import check_ack_cluster, check_c
 from gpuplatform.components.validation.common import Rule, WorkloadRule, _Issues
 from gpuplatform.components.validation.exposure import check_exposure
 from gpuplatform.components.validation.mig import check_mig_configs, check_mig_strategy
+from gpuplatform.components.validation.model import check_model
 from gpuplatform.components.validation.monitoring import check_adapter_adoption, check_intervals, check_monitoring
 from gpuplatform.components.validation.parsing import parse
 from gpuplatform.components.validation.pools import check_ack_pools, check_pools
@@ -25,7 +26,8 @@ from gpuplatform.components.validation.workloads import (check_env_and_volumes, 
 # In the order they run on each workload: later ones skip what an earlier one already reported under the same
 # path (a replica ceiling is not computed from a GPU request that is itself wrong).
 WORKLOAD_RULES: tuple[WorkloadRule, ...] = (check_image, check_ports_and_probes, check_env_and_volumes,
-                                            check_node_pool, check_gpu_request, check_node_fit, check_replicas,
+                                            check_node_pool, check_gpu_request, check_model, check_node_fit,
+                                            check_replicas,
                                             check_autoscaling, check_exposure)
 
 

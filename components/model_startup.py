@@ -1,0 +1,109 @@
+"""A workload's startup estimate: how long its replicas take from container start to ready, given where its model
+weights come from and how big they are, and the startup probe budget that follows.
+
+One definition for the manifests (startup probe, Deployment await timeout), validation (budget too small, over the
+limit, weights larger than the GPU memory of a replica), the simulator (model load and image pull times) and
+``gpuplatform verify`` (measured load against the budget). The rates and overheads are the catalogs'
+(catalogs/timeouts.py, catalogs/servers.py).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Optional
+
+from gpuplatform.catalogs import servers, timeouts
+from gpuplatform.components.config import Workload
+
+STARTUP_PROBE_PERIOD_SECONDS = 10
+DEFAULT_STARTUP_TIMEOUT_SECONDS = 600
+"""Startup probe budget of a workload that states neither ``model`` nor ``probes.startupTimeoutSeconds``."""
+
+
+@dataclass(frozen=True)
+class LoadEstimate:
+    """Expected startup of one replica of a workload with a ``model``."""
+    size_gib: float
+    source: str
+    """``pvc``, ``nfs``, ``image``, ``download`` (the key of the rate used), or ``volume`` when the volume is unknown."""
+    mib_per_second: float
+    rate_basis: str
+    """Where the rate comes from: the stack's ``model.loadMibPerSecond`` or the catalog's basis."""
+    overhead_seconds: int
+    image_pull_extra_seconds: int
+    """Seconds the weights add to the image pull (``source: image``), else 0."""
+
+    @property
+    def read_seconds(self) -> float:
+        return self.size_gib * 1024 / self.mib_per_second
+
+    @property
+    def expected_seconds(self) -> float:
+        return timeouts.expected_load_seconds(self.size_gib, self.mib_per_second, self.overhead_seconds)
+
+    @property
+    def sized_budget_seconds(self) -> int:
+        return timeouts.sized_startup_seconds(self.expected_seconds, STARTUP_PROBE_PERIOD_SECONDS)
+
+    def describe(self) -> str:
+        """The sum, short enough for an error message."""
+        rate = ("model.loadMibPerSecond" if self.rate_basis == "model.loadMibPerSecond"
+                else f"the {self.source} estimate of catalogs/timeouts.py")
+        return (f"{self.overhead_seconds}s server start + {self.size_gib:g} GiB at {self.mib_per_second:g} MiB/s "
+                f"({rate})")
+
+
+def volume_kind(w: Workload) -> Optional[str]:
+    """``pvc`` or ``nfs`` for the volume ``model`` reads from; None when it names no volume of the workload."""
+    m = w.model
+    name = m.volume if m.volume is not None else (w.volumes[0].name if len(w.volumes) == 1 else None)
+    vol = next((v for v in w.volumes if v.name == name), None)
+    if vol is None:
+        return None
+    return "nfs" if vol.nfs is not None else "pvc"
+
+
+def load_estimate(w: Workload) -> Optional[LoadEstimate]:
+    """The startup estimate of a workload with a ``model`` (None without one)."""
+    m = w.model
+    if m is None:
+        return None
+    key = (volume_kind(w) or "pvc") if m.source == "volume" else m.source
+    rate = timeouts.MODEL_LOAD_RATES[key]
+    if m.load_mib_per_second is not None:
+        mib_s, basis = m.load_mib_per_second, "model.loadMibPerSecond"
+    else:
+        mib_s, basis = rate.mib_per_second, rate.basis
+    pull = 0
+    if m.source == "image":
+        pull = math.ceil(m.size_gib * 1024 / timeouts.IMAGE_PULL_RATE.mib_per_second)
+    return LoadEstimate(m.size_gib, key, mib_s, basis, servers.start_overhead_seconds(w.server), pull)
+
+
+def stated_startup_seconds(w: Workload) -> Optional[int]:
+    """``probes.startupTimeoutSeconds`` when the stack sets it."""
+    return w.probes.startup_timeout_seconds if w.probes is not None else None
+
+
+def startup_budget_seconds(w: Workload) -> int:
+    """The startup probe's budget before whole periods: the stack's own, else sized from ``model``, else 600."""
+    stated = stated_startup_seconds(w)
+    if stated is not None:
+        return stated
+    est = load_estimate(w)
+    return est.sized_budget_seconds if est is not None else DEFAULT_STARTUP_TIMEOUT_SECONDS
+
+
+def startup_seconds(w: Workload) -> int:
+    """How long the startup probe lets a replica start and load its model before the kubelet restarts it: the budget
+    in whole probe periods."""
+    period = STARTUP_PROBE_PERIOD_SECONDS
+    return max(1, startup_budget_seconds(w) // period) * period
+
+
+def image_pull_budget_seconds(w: Workload) -> int:
+    """The await timeout's allowance for pulling the image onto a new node: the weights of ``source: image`` pull
+    with it, at the safety factor."""
+    est = load_estimate(w)
+    extra = est.image_pull_extra_seconds if est is not None else 0
+    return timeouts.IMAGE_PULL_SECONDS + math.ceil(timeouts.STARTUP_SAFETY_FACTOR * extra)

@@ -1,0 +1,65 @@
+"""Rules of a workload's ``model``: the volume it reads from, a startup budget that covers its expected load and
+stays within the limit, and weights that fit the GPU memory of one replica."""
+import math
+from typing import Optional
+
+from gpuplatform.catalogs.timeouts import STARTUP_BUDGET_MAX_SECONDS, STARTUP_SAFETY_FACTOR
+from gpuplatform.components.config import PlatformConfig, Workload
+from gpuplatform.components.errors import fmt, one_of
+from gpuplatform.components.model_startup import load_estimate, stated_startup_seconds
+from gpuplatform.components.pools import PoolFacts
+from gpuplatform.components.validation.common import _Issues
+
+
+def _check_source(p: str, w: Workload, out: _Issues) -> bool:
+    """The volume ``source: volume`` reads from is one of the workload's; False when the estimate cannot be made."""
+    m = w.model
+    names = [v.name for v in w.volumes]
+    if m.source != "volume":
+        if m.volume is not None:
+            out.add(f"{p}.model.volume", f"{fmt(m.volume)} is set, but source is {fmt(m.source)}; allowed: leave it "
+                    "out, or source: volume")
+        return True
+    if m.volume is None:
+        if len(names) == 1:
+            return True
+        detail = ("the workload has no volumes" if not names
+                  else f"the workload has several volumes; allowed: {one_of(names)}")
+        out.add(f"{p}.model.volume", f"required with source 'volume': {detail}")
+        return False
+    if m.volume not in names:
+        allowed = one_of(names) if names else "none (the workload has no volumes; add one under 'volumes')"
+        out.add(f"{p}.model.volume", f"{fmt(m.volume)} is not a volume of this workload; allowed: {allowed}")
+        return False
+    return True
+
+
+def check_model(cfg: PlatformConfig, p: str, w: Workload, f: Optional[PoolFacts], out: _Issues) -> None:
+    if w.model is None:
+        return
+    m = w.model
+    if _check_source(p, w, out):
+        est = load_estimate(w)
+        expected = est.expected_seconds
+        stated = stated_startup_seconds(w)
+        if stated is not None and stated < expected:
+            out.add(f"{p}.probes.startupTimeoutSeconds",
+                    f"{stated} is below the expected load of {p}.model ({m.size_gib:g} GiB, source {m.source}): "
+                    f"{expected:.0f}s = {est.describe()}; the kubelet would restart every replica before it loads; "
+                    f"allowed: >= {expected:.0f} (the sized budget is {est.sized_budget_seconds}), or leave it out to "
+                    "use the sized budget")
+        elif stated is None and est.sized_budget_seconds > STARTUP_BUDGET_MAX_SECONDS:
+            out.add(f"{p}.model",
+                    f"the expected load {expected:.0f}s ({est.describe()}) x safety factor {STARTUP_SAFETY_FACTOR:g} "
+                    f"= {est.sized_budget_seconds}s exceeds the {STARTUP_BUDGET_MAX_SECONDS}s limit of a startup "
+                    "budget; allowed: a faster source (a volume instead of a download), a measured "
+                    "model.loadMibPerSecond, or probes.startupTimeoutSeconds between "
+                    f"{expected:.0f} and {STARTUP_BUDGET_MAX_SECONDS} to accept a smaller margin")
+    if f is None or any(issue.path.startswith(f"{p}.gpu") for issue in out):
+        return  # the GPU request is itself wrong: its own issue says why
+    have, what = f.replica_gpu_memory(w.gpu)
+    if m.size_gib > have:
+        out.add(f"{p}.model.sizeGib",
+                f"{m.size_gib:g} GiB of weights cannot fit the GPU memory of one replica on pool {fmt(f.name)}: "
+                f"{what}; allowed: <= {math.floor(have * 10) / 10:g}, or more GPU memory per replica (gpu.count, gpu.memoryGib, a larger "
+                "MIG profile or GPU)")

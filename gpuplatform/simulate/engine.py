@@ -288,7 +288,8 @@ class Result:
                 "serviceModel": {"rpsAtTarget": round(self.plan.rps_at_target, 6),
                                  "capacityRps": round(self.plan.capacity_rps, 6),
                                  "modelLoadSeconds": self.plan.model_load_s,
-                                 "imagePullSeconds": self.plan.image_pull_s}}
+                                 "imagePullSeconds": self.plan.image_pull_s,
+                                 "startupBasis": self.plan.startup_basis}}
 
 
 # ------------------------------------------------------------------------------------------------ the loop

@@ -116,6 +116,7 @@ def table_text(r: Result, every_s: int = 60, swept: Optional[SweepResult] = None
              f"Adapter query: {r.query}",
              f"Service model: {r.plan.rps_at_target:.4g} req/s per ready replica at target, serves at most "
              f"{r.plan.capacity_rps:.4g}; image pull {r.plan.image_pull_s}s, model load {r.plan.model_load_s}s",
+             f"Start-up figures: {r.plan.startup_basis}",
              "",
              f"  load increase -> first scale-up decision   {_s(r.first_scale_up_s)} (phases: collect "
              f"{r.phases.collect}, scrape {r.phases.scrape}, sync {r.phases.sync})"]

@@ -22,12 +22,11 @@ from dataclasses import dataclass
 
 from gpuplatform.catalogs.metrics import METRICS
 from gpuplatform.components.config import PlatformConfig, Workload
+from gpuplatform.components.model_startup import load_estimate, startup_budget_seconds
 from gpuplatform.components.pools import all_pool_facts
 
 TIME_UNITS = {"us": 1e6, "ms": 1e3, "s": 1.0}
 FULL_SCALE = {"percent": 100.0, "ratio": 1.0}
-DEFAULT_STARTUP_BUDGET_S = 600
-"""``modelLoadSeconds`` of a workload without probes (the startup probe budget the manifests generate)."""
 
 
 def metric_kind(name: str) -> str:
@@ -128,6 +127,8 @@ class ServicePlan:
     """Units of the queue-time metric per second (1e6 for microseconds)."""
     concurrency: int = 1
     """Requests a replica serves at once (``serviceModel.concurrency``)."""
+    startup_basis: str = ""
+    """Where ``model_load_s`` and ``image_pull_s`` come from (printed by the report)."""
 
     @property
     def slots(self) -> Slots:
@@ -185,20 +186,39 @@ def service_plan(cfg: PlatformConfig, w: Workload) -> ServicePlan:
     sm = w.service_model
     first = w.autoscaling.metrics[0]
     kind = metric_kind(first.metric)
-    budget = w.probes.startup_timeout_seconds if w.probes else DEFAULT_STARTUP_BUDGET_S
-    load = sm.model_load_seconds if sm.model_load_seconds is not None else budget
+    load, pull, basis = startup_times(w)
     s = sm.service_time_ms / 1000.0
     c = sm.concurrency
     if kind in ("queue_time", "queue_length"):
         unit = TIME_UNITS[METRICS[first.metric].unit] if kind == "queue_time" else 1.0
-        plan = ServicePlan(kind, 0.0, c / s, s, load, sm.image_pull_seconds, time_unit=unit, concurrency=c)
+        plan = ServicePlan(kind, 0.0, c / s, s, load, pull, time_unit=unit, concurrency=c, startup_basis=basis)
         # the steady load at which the metric reads its target (M/M/1: Wq = S rho / (1 - rho), Lq = rho^2 / (1 - rho))
-        return ServicePlan(kind, plan.served_at_level(first.target), c / s, s, load, sm.image_pull_seconds,
-                           time_unit=unit, concurrency=c)
+        return ServicePlan(kind, plan.served_at_level(first.target), c / s, s, load, pull,
+                           time_unit=unit, concurrency=c, startup_basis=basis)
     full = full_scale(cfg, w, first.metric)
     r = sm.requests_per_second_at_target
-    return ServicePlan(kind, r, r * full / first.target, s, load, sm.image_pull_seconds, full_scale=full,
-                       concurrency=c)
+    return ServicePlan(kind, r, r * full / first.target, s, load, pull, full_scale=full,
+                       concurrency=c, startup_basis=basis)
+
+
+def startup_times(w: Workload) -> tuple[int, int, str]:
+    """(model load seconds, image pull seconds, where they come from) of one simulated replica: the stack's
+    ``serviceModel`` figures when set; else the expected load of ``model`` (not the probe budget, which is the most
+    a replica is allowed, not what it takes) and, for weights in the image, their pull; else the startup probe
+    budget."""
+    sm = w.service_model
+    est = load_estimate(w)
+    pull = sm.image_pull_seconds + (est.image_pull_extra_seconds if est is not None else 0)
+    pull_basis = (f"image pull serviceModel.imagePullSeconds {sm.image_pull_seconds}s + "
+                  f"{est.image_pull_extra_seconds}s for {est.size_gib:g} GiB of weights in the image"
+                  if est is not None and est.image_pull_extra_seconds else "image pull serviceModel.imagePullSeconds")
+    if sm.model_load_seconds is not None:
+        return sm.model_load_seconds, pull, f"model load serviceModel.modelLoadSeconds; {pull_basis}"
+    if est is not None:
+        return (math.ceil(est.expected_seconds), pull,
+                f"model load expected from model: {est.describe()}; {pull_basis}")
+    return (startup_budget_seconds(w), pull,
+            f"model load = the startup probe budget (no model, no serviceModel.modelLoadSeconds); {pull_basis}")
 
 
 @dataclass(frozen=True)

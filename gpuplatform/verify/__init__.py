@@ -15,6 +15,8 @@ Check ids (stable; ``docs/verify.md`` describes each):
 * ``metrics.listed``, ``metrics.value`` (one per workload and HPA metric)
 * ``hpa.scaling-active``, ``hpa.current-metrics`` (one per workload)
 * ``podmonitor.present`` (workloads scaled on inference-server metrics)
+* ``model.load-time`` (one per workload): measured container start to ready against the startup budget; warns
+  above half of it, fails when the startup probe killed a container
 * ``nodes.mig-partitioned`` (one per mixed-strategy MIG pool with nodes), ``nodes.mig-config`` (one per MIG pool with
   nodes that the GPU Operator's mig-manager partitions)
 * ``ingress.address`` (one per workload with an ingress)
@@ -23,7 +25,8 @@ Check ids (stable; ``docs/verify.md`` describes each):
 
 One module per area checked: ``cluster`` (credential, CSI driver, pod network), ``nodes`` (pools, GPU capacity,
 MIG), ``monitoring`` (APIServices, adapter, exporter, custom metrics), ``workloads`` (HPAs, PodMonitors),
-``ingress``; ``runner`` runs them in order, ``kube`` reaches the cluster, ``output`` formats the report.
+``startup`` (model load times), ``ingress``; ``runner`` runs them in order, ``kube`` reaches the cluster,
+``output`` formats the report.
 """
 from gpuplatform.verify.cluster import (ACK_DISK_CSI_DRIVER, CREDENTIAL_MIN_DAYS, certificate_not_after,
                                        check_credential, check_csi_driver, check_pod_network)
@@ -36,7 +39,9 @@ from gpuplatform.verify.nodes import check_mig_config, check_mig_partitioned, ch
 from gpuplatform.verify.output import format_json, format_table, progress_line
 from gpuplatform.verify.results import CheckResult
 from gpuplatform.verify.runner import POLL_SECONDS, run_verify, verify_main
+from gpuplatform.verify.startup import check_load_time
 from gpuplatform.verify.workloads import KEDA_HPA_PREFIX, PODMONITOR, check_hpa, check_pod_monitor
 
 __all__ = ["CheckResult", "run_verify", "verify_main", "build_api_client", "format_table", "format_json",
-           "progress_line", "check_credential", "check_hpa", "check_pool", "check_ingress", "ingress_names"]
+           "progress_line", "check_credential", "check_hpa", "check_pool", "check_ingress", "ingress_names",
+           "check_load_time"]

@@ -1,4 +1,5 @@
-"""What a check returns: a stable check id, its subject, pass or fail, and on failure the likely cause."""
+"""What a check returns: a stable check id, its subject, pass or fail (a pass may carry a warning), and on failure
+the likely cause (on a warning, what to do about it)."""
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
@@ -14,7 +15,9 @@ class CheckResult:
     message: str
     """What was found (and, on failure, what is wrong)."""
     cause: str = ""
-    """Likely cause of a failure; empty when the check passed."""
+    """Likely cause of a failure, or what to do about a warning; empty when the check passed cleanly."""
+    warning: bool = False
+    """Passed, but close to failing (e.g. a model load above half its startup budget): it does not fail the run."""
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -26,3 +29,7 @@ def _pass(check: str, subject: str, message: str) -> CheckResult:
 
 def _fail(check: str, subject: str, message: str, cause: str) -> CheckResult:
     return CheckResult(check, subject, False, message, cause)
+
+
+def _warn(check: str, subject: str, message: str, advice: str) -> CheckResult:
+    return CheckResult(check, subject, True, message, advice, warning=True)

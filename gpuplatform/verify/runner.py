@@ -19,6 +19,7 @@ from gpuplatform.verify.monitoring import (CUSTOM_METRICS_APISERVICE, EXTERNAL_M
 from gpuplatform.verify.nodes import check_pool
 from gpuplatform.verify.output import format_json, format_table, progress_line
 from gpuplatform.verify.results import CheckResult, _fail, _pass
+from gpuplatform.verify.startup import check_load_time
 from gpuplatform.verify.workloads import check_hpa, check_pod_monitor
 
 POLL_SECONDS = 5.0
@@ -76,6 +77,8 @@ def run_verify(cfg: PlatformConfig, api_client: k8s.ApiClient) -> list[CheckResu
     auto = k8s.AutoscalingV2Api(api_client)
     for w in cfg.workloads:
         results += check_hpa(cfg, w, auto)
+    for w in cfg.workloads:
+        results.append(check_load_time(cfg, w, core))
     custom = k8s.CustomObjectsApi(api_client)
     for w in cfg.workloads:
         if uses_app_metrics(w):

@@ -37,7 +37,7 @@ def test_staging_healthy_all_checks_pass(fake_api, staging_cfg):
     assert {check for check, _ in results} == {
         "cluster.reachable", "credential.lifetime", "cluster.csi-driver", "nodes.present", "nodes.labels", "nodes.taints", "nodes.gpu-capacity",
         "apiservice.available", "adapter.ready", "exporter.ready", "metrics.listed", "metrics.value",
-        "hpa.scaling-active", "hpa.current-metrics"}
+        "hpa.scaling-active", "hpa.current-metrics", "model.load-time"}
     assert results[("nodes.gpu-capacity", "pool/a10")].message == \
         "every node exposes nvidia.com/gpu >= 1 (GPU per node)"
     assert results[("metrics.listed", "bert-intent-detection/gpu_sm_util")].message == \

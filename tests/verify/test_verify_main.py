@@ -16,10 +16,11 @@ def test_json_report_and_exit_0_on_healthy_cluster(fake_api, prod_cfg, tmp_path)
     assert code == 0
     doc = json.loads(out.getvalue())
     assert doc["ok"] is True
-    # the guides' checks, the ACK ones docs/ack.md lists as unverified, MIG partitioning and the address of each of the two Ingresses
-    assert doc["summary"] == {"checks": 19, "passed": 19, "failed": 0}
+    # the guides' checks, the ACK ones docs/ack.md lists as unverified, MIG partitioning, the address of each of the
+    # two Ingresses and the workload's measured model load
+    assert doc["summary"] == {"checks": 20, "passed": 20, "failed": 0, "warnings": 0}
     assert doc["checks"][0] == {"check": "cluster.reachable", "subject": server.url, "ok": True,
-                                "message": "Kubernetes v1.31.5-aliyun.1", "cause": ""}
+                                "message": "Kubernetes v1.31.5-aliyun.1", "cause": "", "warning": False}
 
 
 def test_table_report_and_exit_1_when_a_check_fails(fake_api, staging_cfg, tmp_path):
@@ -30,7 +31,7 @@ def test_table_report_and_exit_1_when_a_check_fails(fake_api, staging_cfg, tmp_p
     text = out.getvalue()
     assert "FAIL    metrics.listed" in text
     assert "likely cause: the adapter lists a metric only when a rule serves 'DCGM_CUSTOM_PROCESS_SM_UTIL'" in text
-    assert text.rstrip().endswith("13 checks, 10 passed, 3 failed")
+    assert text.rstrip().endswith("14 checks, 11 passed, 3 failed")
     assert "round" not in text, "no progress lines without --wait"
 
 
@@ -61,12 +62,12 @@ def test_wait_polls_until_all_checks_pass(fake_api, staging_cfg, tmp_path):
     lines = out.getvalue().splitlines()
     progress = [line for line in lines if line.startswith("verify round")]
     assert len(progress) == 2
-    assert progress[0].startswith("verify round 1 (0s/60s): 8/13 checks pass; waiting on apiservice.available "
+    assert progress[0].startswith("verify round 1 (0s/60s): 9/14 checks pass; waiting on apiservice.available "
                                   "apiservice/v1beta1.custom.metrics.k8s.io, adapter.ready ")
     assert "(+2 more)" in progress[0]
-    assert progress[1].startswith("verify round 2 (") and progress[1].endswith("14/14 checks pass")
+    assert progress[1].startswith("verify round 2 (") and progress[1].endswith("15/15 checks pass")
     assert sleeps == [5.0]
-    assert lines[-1] == "14 checks, 14 passed, 0 failed"
+    assert lines[-1] == "15 checks, 15 passed, 0 failed"
 
 
 def test_wait_is_bounded_when_checks_keep_failing(fake_api, prod_cfg, tmp_path):
@@ -107,5 +108,5 @@ def test_formats():
         "2 checks, 1 passed, 1 failed",
     ]
     doc = json.loads(format_json(results))
-    assert doc["ok"] is False and doc["summary"] == {"checks": 2, "passed": 1, "failed": 1}
+    assert doc["ok"] is False and doc["summary"] == {"checks": 2, "passed": 1, "failed": 1, "warnings": 0}
     assert doc["checks"][1]["cause"] == "no value"

@@ -1,0 +1,129 @@
+"""``model.load-time``: how long each workload's replicas really take from container start to ready, against the
+startup probe budget the stack generated; the measurement that proves (or corrects) the load estimates of
+catalogs/timeouts.py and catalogs/servers.py.
+
+What is read, per pod of the workload (label ``app.kubernetes.io/name``):
+
+* the container's ``state.running.startedAt`` (when the kubelet started this container instance) and the pod's
+  ``Ready`` condition, ``lastTransitionTime`` while its status is True (Kubernetes API reference, PodStatus /
+  ContainerStateRunning / PodCondition); their difference is the server's start and model load, plus at most one
+  readiness period;
+* ``restartCount`` and ``lastState.terminated`` (reason and exit code) of a container that was restarted;
+* the pod's events: the kubelet records ``Killing`` with "Container <name> failed startup probe, will be
+  restarted" when the startup probe runs out (the message vLLM's Kubernetes guide names for a failureThreshold
+  too low for the load, vllm-project/vllm ``docs/deployment/k8s.md``, "Troubleshooting").
+
+A load above half the budget warns: the safety factor (catalogs/timeouts.py ``STARTUP_SAFETY_FACTOR``) is meant to
+leave twice the load, and a slower disk or a busy NAS on the next scale-up would eat the rest. A container the
+startup probe killed fails the check: the budget is too small for this source and size.
+"""
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Optional
+
+from kubernetes import client as k8s
+
+from gpuplatform.components.config import PlatformConfig, Workload
+from gpuplatform.components.model_startup import load_estimate, startup_seconds
+from gpuplatform.components.workload_manifests import selector
+from gpuplatform.verify.kube import REQUEST_TIMEOUT, _api_error, _selector_string
+from gpuplatform.verify.results import CheckResult, _fail, _pass, _warn
+
+CHECK = "model.load-time"
+WARN_FRACTION = 0.5
+"""A measured load above this share of the startup budget warns."""
+STARTUP_PROBE_KILL = "failed startup probe"
+"""What the kubelet's ``Killing`` event says of a container its startup probe restarted."""
+
+
+def _ready_since(pod) -> Optional[datetime]:
+    conds = (pod.status.conditions if pod.status else None) or []
+    ready = next((c for c in conds if c.type == "Ready"), None)
+    return ready.last_transition_time if ready is not None and ready.status == "True" else None
+
+
+def _container(pod, name: str):
+    statuses = (pod.status.container_statuses if pod.status else None) or []
+    return next((s for s in statuses if s.name == name), statuses[0] if statuses else None)
+
+
+def _restarts(status) -> Optional[str]:
+    if status is None or not status.restart_count:
+        return None
+    last = status.last_state.terminated if status.last_state is not None else None
+    why = f" (last: {last.reason or 'terminated'}, exit {last.exit_code})" if last is not None else ""
+    return f"{status.restart_count} restart(s){why}"
+
+
+def _startup_kills(events: list, pod_name: str) -> int:
+    return sum((e.count or 1) for e in events
+               if e.involved_object is not None and e.involved_object.name == pod_name and e.reason == "Killing"
+               and STARTUP_PROBE_KILL in (e.message or ""))
+
+
+def _estimate_text(w: Workload) -> str:
+    est = load_estimate(w)
+    return f"; estimated {est.expected_seconds:.0f}s" if est is not None else ""
+
+
+def check_load_time(cfg: PlatformConfig, w: Workload, core: k8s.CoreV1Api) -> CheckResult:
+    ns = cfg.workload_namespace(w)
+    subject = f"deployment/{ns}/{w.name}"
+    budget = startup_seconds(w)
+    try:
+        pods = core.list_namespaced_pod(ns, label_selector=_selector_string(selector(w)),
+                                        _request_timeout=REQUEST_TIMEOUT).items
+    except Exception as exc:  # noqa: BLE001
+        return _fail(CHECK, subject, f"cannot list the workload's pods ({_api_error(exc)})",
+                     f"the credentials lack 'list pods' in {ns}")
+    if not pods:
+        if w.autoscaling.autoscaler == "keda" and w.autoscaling.min_replicas == 0:
+            return _pass(CHECK, subject, "no pods (scaled to zero): nothing to measure")
+        return _fail(CHECK, subject, "no pods of the workload", "the stack is not applied to this cluster, or the "
+                     "Deployment cannot create pods (quota, admission)")
+    try:
+        events = core.list_namespaced_event(ns, _request_timeout=REQUEST_TIMEOUT).items or []
+    except Exception:  # noqa: BLE001 - without events, kills are told from restarts alone
+        events = []
+    measured: list[tuple[float, str]] = []
+    waiting, restarted, killed = [], [], []
+    for pod in pods:
+        name = pod.metadata.name
+        status = _container(pod, w.name)
+        kills = _startup_kills(events, name)
+        if kills:
+            killed.append(f"{name} ({kills}x)")
+        if _restarts(status):
+            restarted.append(f"{name}: {_restarts(status)}")
+        started = status.state.running.started_at if status is not None and status.state and \
+            status.state.running else None
+        ready = _ready_since(pod)
+        if started is None or ready is None or ready < started:
+            waiting.append(name)
+            continue
+        measured.append(((ready - started).total_seconds(), name))
+    parts = []
+    if measured:
+        worst, at = max(measured)
+        parts.append(f"slowest load {worst:.0f}s ({at}) of a {budget}s startup budget "
+                     f"({100 * worst / budget:.0f}%){_estimate_text(w)}; {len(measured)} pod(s) measured")
+    if waiting:
+        parts.append(f"not ready yet: {', '.join(sorted(waiting))}")
+    if restarted:
+        parts.append("restarts: " + "; ".join(sorted(restarted)))
+    message = "; ".join(parts)
+    if killed:
+        return _fail(CHECK, subject, f"{message}; killed by the startup probe: {', '.join(sorted(killed))}",
+                     f"the load takes longer than the {budget}s startup budget: state the weights' real size and "
+                     "source in 'model', set model.loadMibPerSecond to the rate measured here, or move the weights "
+                     "to a faster source")
+    if not measured:
+        return _fail(CHECK, subject, message, "no replica has become ready since its container started: still "
+                     "pulling its image or loading its model, or failing its readiness probe (see the pod's events)")
+    if worst > WARN_FRACTION * budget:
+        return _warn(CHECK, subject, message,
+                     f"above {WARN_FRACTION:.0%} of the budget: a slower start (a cold disk, a busy NAS, a node "
+                     "pulling other images) may hit the startup probe; set model.loadMibPerSecond from this "
+                     "measurement, or raise probes.startupTimeoutSeconds")
+    return _pass(CHECK, subject, message)

@@ -1,0 +1,71 @@
+"""``model.load-time`` against recorded pod and event lists (tests/fixtures/k8s_api/staging/<variant>/api/v1/
+namespaces/inference/): the measured start-to-ready time of each pod against the startup budget, a warning above
+half of it, and a failure when the kubelet's startup probe killed a container."""
+from __future__ import annotations
+
+from k8s_fixture_server import api_client_for
+from kubernetes import client as k8s
+
+from gpuplatform.components.config import ModelWeights
+from gpuplatform.verify import check_load_time, format_table, run_verify
+
+SUBJECT = "deployment/inference/bert-intent-detection"
+
+
+def load_time(fake_api, cfg, variant: str, workload=None):
+    server = fake_api("staging", variant)
+    api = api_client_for(server)
+    try:
+        return check_load_time(cfg, workload or cfg.workloads[0], k8s.CoreV1Api(api)), server
+    finally:
+        api.close()
+
+
+def test_healthy_pods_load_well_within_the_budget(fake_api, staging_cfg):
+    result, server = load_time(fake_api, staging_cfg, "healthy")
+    assert result.ok and not result.warning
+    # started 07:58:12, Ready since 07:58:30
+    assert result.message == ("slowest load 18s (bert-intent-detection-7b486f6bf-f5kzt) of a 600s startup budget "
+                              "(3%); 1 pod(s) measured")
+    pods = [q for p, q in server.requests if p == "/api/v1/namespaces/inference/pods"]
+    assert pods == [{"labelSelector": ["app.kubernetes.io/name=bert-intent-detection"]}]
+
+
+def test_a_load_above_half_the_budget_warns_without_failing(fake_api, staging_cfg):
+    result, _ = load_time(fake_api, staging_cfg, "load-slow")
+    assert result.ok and result.warning
+    assert result.message.startswith("slowest load 410s (bert-intent-detection-7b486f6bf-a1b2c) of a 600s startup "
+                                     "budget (68%)")
+    assert "2 pod(s) measured" in result.message
+    assert "model.loadMibPerSecond" in result.cause
+    table = format_table([result])
+    assert table.splitlines()[1].startswith("WARN    model.load-time")
+    assert table.rstrip().endswith("1 checks, 1 passed, 0 failed, 1 with a warning")
+
+
+def test_a_container_killed_by_its_startup_probe_fails_with_its_restarts(fake_api, staging_cfg):
+    result, _ = load_time(fake_api, staging_cfg, "startup-killed")
+    assert not result.ok
+    assert "slowest load 120s (bert-intent-detection-7b486f6bf-j7k8l)" in result.message
+    assert "not ready yet: bert-intent-detection-7b486f6bf-g5h6i" in result.message
+    assert "restarts: bert-intent-detection-7b486f6bf-g5h6i: 2 restart(s) (last: Error, exit 137)" in result.message
+    assert result.message.endswith("killed by the startup probe: bert-intent-detection-7b486f6bf-g5h6i (2x)")
+    assert "600s startup budget" in result.cause
+
+
+def test_a_workload_with_model_shows_its_estimate_next_to_the_measurement(fake_api, staging_cfg):
+    w = staging_cfg.workloads[0].model_copy(update={"model": ModelWeights(size_gib=2, source="image")})
+    result, _ = load_time(fake_api, staging_cfg, "healthy", w)
+    # the staging workload's probes state no startupTimeoutSeconds, so the budget is sized: 2 x (60 + 2048 / 150)
+    assert "estimated 74s" in result.message and "of a 150s startup budget" in result.message
+
+
+def test_the_runner_reports_one_load_time_per_workload(fake_api, staging_cfg):
+    server = fake_api("staging", "startup-killed")
+    api = api_client_for(server)
+    try:
+        results = run_verify(staging_cfg, api)
+    finally:
+        api.close()
+    (got,) = [r for r in results if r.check == "model.load-time"]
+    assert got.subject == SUBJECT and not got.ok

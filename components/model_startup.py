@@ -25,7 +25,8 @@ class LoadEstimate:
     """Expected startup of one replica of a workload with a ``model``."""
     size_gib: float
     source: str
-    """``pvc``, ``nfs``, ``image``, ``download`` (the key of the rate used), or ``volume`` when the volume is unknown."""
+    """The key of the rate used: ``pvc`` or ``nfs`` (``source: volume``, by the volume's kind), ``image``,
+    ``download``."""
     mib_per_second: float
     rate_basis: str
     """Where the rate comes from: the stack's ``model.loadMibPerSecond`` or the catalog's basis."""

@@ -17,8 +17,8 @@ from gpuplatform.catalogs.versions import MONITOR_LABELS, in_cluster_prometheus_
 from gpuplatform.components.adapter_rules import render_metrics_query
 from gpuplatform.components.config import Behavior, ScalingRules, Workload, duration_seconds
 from gpuplatform.components.metric_sources import source_for
-from gpuplatform.components.model_startup import (DEFAULT_STARTUP_TIMEOUT_SECONDS, STARTUP_PROBE_PERIOD_SECONDS,  # noqa: F401
-                                                  image_pull_budget_seconds, startup_seconds)
+from gpuplatform.components.model_startup import (STARTUP_PROBE_PERIOD_SECONDS, image_pull_budget_seconds,
+                                                  startup_seconds)
 from gpuplatform.components.pools import PoolFacts
 
 PART_OF = "gpu-platform"

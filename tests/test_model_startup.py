@@ -188,10 +188,6 @@ def run_step(raw):
     return simulate(cfg, "t", "chat", resolve_trace(cfg, "chat", "step", "40m"))
 
 
-def first_capacity_s(result) -> float:
-    return result.capacity_ready_s
-
-
 def test_the_simulated_load_is_the_expected_load_not_the_budget():
     cfg = load(chat(sizeGib=15, source="volume"))
     plan = service_plan(cfg, cfg.workloads[0])

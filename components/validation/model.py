@@ -61,5 +61,5 @@ def check_model(cfg: PlatformConfig, p: str, w: Workload, f: Optional[PoolFacts]
     if m.size_gib > have:
         out.add(f"{p}.model.sizeGib",
                 f"{m.size_gib:g} GiB of weights cannot fit the GPU memory of one replica on pool {fmt(f.name)}: "
-                f"{what}; allowed: <= {math.floor(have * 10) / 10:g}, or more GPU memory per replica (gpu.count, gpu.memoryGib, a larger "
-                "MIG profile or GPU)")
+                f"{what}; allowed: <= {math.floor(have * 10) / 10:g}, or more GPU memory per replica (gpu.count, "
+                "gpu.memoryGib, a larger MIG profile or GPU)")

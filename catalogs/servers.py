@@ -22,9 +22,9 @@ Health paths, each checked in the server's own source or docs:
 * Triton: ``GET /v2/health/ready`` and ``/v2/health/live`` (KServe Open Inference Protocol, which Triton
   implements: "server ready ... indicates if all the models are ready for inferencing ... can be used directly to
   implement the Kubernetes readinessProbe", kserve.github.io/website/docs/reference/oip/get-v-2-health-ready;
-  triton-inference-server/server ``docs/protocol``). Triton loads the repository's models before it starts its
-  HTTP and gRPC services ("Started HTTPService" follows the model table in its log), so its port opens late; with
-  explicit model control it opens early, and ``/v2/health/ready`` still waits for the models.
+  triton-inference-server/server ``docs/protocol``). Triton loads the repository's startup models before it starts
+  its HTTP and gRPC services ("Started HTTPService" follows the model table in its log), so its port opens late;
+  ``/v2/health/ready`` also turns false when a model becomes unavailable later.
 
 Start overheads are ESTIMATES (no server documents them): process start, CUDA context, and after the weights are
 in GPU memory the warm-up each server runs (vLLM and SGLang profile memory and capture CUDA graphs; TGI warms up

@@ -150,8 +150,10 @@ def test_a_mig_instance_holds_only_its_profile_memory():
 def test_a_cgpu_replica_holds_the_gib_it_requests():
     raw = copy.deepcopy(example_raw("004"))
     raw["workloads"][0]["model"] = {"sizeGib": 5, "source": "image"}
-    assert "5 GiB of cGPU memory" not in rejected(raw)[f"{W}.model.sizeGib"]
+    assert "5 GiB of weights cannot fit" in rejected(raw)[f"{W}.model.sizeGib"]
     assert "4 GiB of cGPU memory (gpu.memoryGib)" in rejected(raw)[f"{W}.model.sizeGib"]
+    raw["workloads"][0]["model"]["sizeGib"] = 3.5
+    load(raw)
 
 
 # ------------------------------------------------------------------------------------------------ readiness

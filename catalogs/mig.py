@@ -115,6 +115,18 @@ def fits_one_gpu(model: str, devices: dict[str, int]) -> bool:
     return place(0, 0)
 
 
+def example_layouts(model: str) -> list[str]:
+    """Per-GPU combinations of ``model`` that fit (for error messages): its smallest profile filling the GPU, and
+    its 4g and 3g profiles side by side."""
+    profiles = [p for p in profiles_for(model) if "+" not in p]
+    out = [f"{profiles[0]} x {max_instances(model, profiles[0])}"] if profiles else []
+    three = next((p for p in profiles if p.startswith("3g.")), None)
+    four = next((p for p in profiles if p.startswith("4g.")), None)
+    if three and four and fits_one_gpu(model, {four: 1, three: 1}):
+        out.append(f"{four} x 1 + {three} x 1")
+    return out
+
+
 def mig_parted_entry(devices: list[int] | str, mig_devices: dict[str, int] | None) -> dict:
     """One entry of a mig-parted config: MIG disabled (the GPU stays whole) when ``mig_devices`` is empty."""
     if not mig_devices:

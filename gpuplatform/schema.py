@@ -17,7 +17,7 @@ def stack_file_schema() -> dict:
         # not an enum: a customGpu pool may repeat its own name here
         gpu_model["examples"] = list(GPU_MODELS)
         gpu_model["description"] = (gpu_model.get("description", "") + " Catalog models: " + ", ".join(
-            f"{n} ({m.memory_gb} GB{', MIG' if m.mig_capable else ''})" for n, m in GPU_MODELS.items()) + ".")
+            f"{n} ({m.memory_gb} GB{', MIG' if m.mig_capable else ''})" for n, m in GPU_MODELS.items()) + ".").strip()
     config_props = {f"{PROJECT}:{key}": prop for key, prop in model["properties"].items()}
     required = [f"{PROJECT}:{key}" for key in model.get("required", [])]
     return {

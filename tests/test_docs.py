@@ -62,15 +62,14 @@ def test_the_reuse_guide_lists_every_public_arg():
         assert listed == set(_hints(getattr(components, name))), name
 
 
-def test_the_gpu_model_table_in_the_ack_guide_is_the_catalog():
-    """docs/ack.md lists every catalog model with the catalog's memory, nvidia-smi total, MIG, architecture and
+def test_the_gpu_model_table_is_the_catalog():
+    """docs/gpus.md lists every catalog model with the catalog's memory, nvidia-smi total, MIG, architecture and
     product label, and no other model."""
     import re
 
     from gpuplatform.catalogs.gpus import GPU_MODELS, gpu_product_label
 
-    text = (REPO_ROOT / "docs" / "ack.md").read_text()
-    section = text.split("## GPU models and ECS instance families", 1)[1].split("\n## ", 1)[0]
+    section = (REPO_ROOT / "docs" / "gpus.md").read_text()
     rows = re.findall(r"^\| ([^|]+?) \| (\d+) \| (\d+|not sourced) \| (yes|no) \| (\w+) \| `([^`]+)` \|", section,
                       flags=re.M)
     documented = {r[0]: r[1:] for r in rows}

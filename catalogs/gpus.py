@@ -79,6 +79,10 @@ def gpu_product_label(model: GpuModel) -> str:
 #              进阶笔记（一）", section 5.1, nvidia-smi of an 8 x H20 server)
 #   A800-80GB  81920 MiB, "NVIDIA A800-SXM4-80GB": dexmal/dexbotic issue #41 (nvidia-smi of 8 x A800)
 #   H800-80GB, A800-40GB: no citable output found, so reported_mib and product stay None (see the module doc)
+# Architecture: the family GPU Feature Discovery derives from the compute capability (NVIDIA/k8s-device-plugin
+# internal/lm/resource.go getArchFamily: 8.0 ampere, 8.9 ada, 9.0 hopper); the MIG User Guide table gives 9.0 for
+# the H20, and an L4's CUDA device query reports 8.9. The products of the models before the L4 are the NVML names
+# behind the gpuProduct labels the simulated pools already used.
 GPU_MODELS: dict[str, GpuModel] = {
     m.name: m
     for m in (

@@ -5,42 +5,109 @@ metal supports MIG; ecs.gn7.* passthrough does not"); the ECS doc stating gn7s (
 ``reported_mib`` is the memory the driver reports for one card (nvidia-smi total). The gpushare device plugin
 advertises ``floor(reported_mib / 1024)`` GiB of ``aliyun.com/gpu-mem`` per card, which is why a 16 GB T4
 reports 14 GiB (the cGPU article shows 15079MiB and "14 GiB" on the node).
+
+A model whose ``reported_mib`` no citable nvidia-smi output gives is catalogued with ``None``: nothing guesses it.
+Whatever needs the figure refuses such a model with an error naming it (cGPU sizing, simulated GPUs:
+:meth:`GpuModel.require_reported_mib`); only the offline simulator lets the datasheet size stand in
+(:meth:`GpuModel.simulated_mib`), and says so.
 """
 from __future__ import annotations
 
 import difflib
+import re
 from dataclasses import dataclass
+
+
+class ReportedMemoryUnknown(ValueError):
+    """A model whose per-card memory as the driver reports it is not in the catalog (``reported_mib`` is None)."""
 
 
 @dataclass(frozen=True)
 class GpuModel:
     name: str
     memory_gb: int
-    reported_mib: int
+    """Memory per card as NVIDIA's datasheets and the MIG User Guide state it (GB)."""
+    reported_mib: int | None
+    """Total memory of one card as ``nvidia-smi`` prints it (MiB); None when no real output was found to cite."""
     mig_capable: bool
     architecture: str
+    product: str | None = None
+    """The NVML product name (``nvidia-smi``'s "Name"), from which GPU Feature Discovery derives the
+    ``nvidia.com/gpu.product`` label (:func:`gpu_product_label`); None when no real output was found."""
+
+    def require_reported_mib(self, purpose: str) -> int:
+        """``reported_mib``, or a clear refusal naming the model and what needed the figure."""
+        if self.reported_mib is None:
+            raise ReportedMemoryUnknown(reported_memory_unknown(self.name, purpose))
+        return self.reported_mib
 
     @property
     def reported_gib(self) -> int:
-        """Whole GiB per card as the gpushare device plugin reports them."""
-        return self.reported_mib // 1024
+        """Whole GiB per card as the gpushare device plugin reports them (refused when unknown)."""
+        return self.require_reported_mib("cGPU memory (aliyun.com/gpu-mem)") // 1024
+
+    def simulated_mib(self) -> int:
+        """Memory of one card in the offline simulator: ``reported_mib``, or, when unknown, the datasheet size in
+        MiB (``memory_gb`` x 1024), which only scales the simulated memory series of a replica."""
+        return self.reported_mib if self.reported_mib is not None else self.memory_gb * 1024
 
 
+def reported_memory_unknown(model: str, purpose: str) -> str:
+    return (f"{model!r} has no sourced per-card memory as nvidia-smi reports it (catalogs/gpus.py reported_mib), "
+            f"which {purpose} needs; the catalog does not guess it")
+
+
+def gpu_product_label(model: GpuModel) -> str:
+    """Value of the ``nvidia.com/gpu.product`` node label for ``model``: the NVML product name with every character
+    outside ``[A-Za-z0-9-_. ]`` dropped and runs of blanks joined by ``-``, as GPU Feature Discovery writes it
+    (NVIDIA/k8s-device-plugin ``internal/lm/resource.go``, ``getProductName`` and ``sanitise``). Models without a
+    sourced product name (and ``customGpu`` cards) fall back to the catalog name."""
+    if model.product is None:
+        return model.name
+    return "-".join(re.sub(r"[^A-Za-z0-9\-_. ]", "", model.product).split())
+
+
+# Memory, MIG and architecture of the models added last (L4, H20, H800, A800): NVIDIA MIG User Guide, "Supported
+# GPUs" (docs.nvidia.com/datacenter/tesla/mig-user-guide/supported-gpus.html: the H20 is Hopper, 96GB, 7
+# instances; the L4 is not listed, so it has no MIG); NVIDIA GPU Operator v25.10.1
+# assets/state-mig-manager/0400_configmap.yaml (its MIG configs group "H100-80GB, H800-80GB, A100-80GB,
+# A800-80GB" and "A100-40GB, A800-40GB", so the H800 and A800 run MIG like the H100 and A100 they derive from).
+# reported_mib and product, from real nvidia-smi output:
+#   L4         23034 MiB, "NVIDIA L4": modal-labs/modal-client pull request #2797 (the nvidia-smi totals of the
+#              provider's fleet) and the nvidia-smi table in docker/docs' Docker Cloud quickstart
+#   H20        97871 MiB, "NVIDIA H20": guevara/read-it-later issue #11550 (a copy of the article "GPU
+#              进阶笔记（一）", section 5.1, nvidia-smi of an 8 x H20 server)
+#   A800-80GB  81920 MiB, "NVIDIA A800-SXM4-80GB": dexmal/dexbotic issue #41 (nvidia-smi of 8 x A800)
+#   H800-80GB, A800-40GB: no citable output found, so reported_mib and product stay None (see the module doc)
+# Architecture: the family GPU Feature Discovery derives from the compute capability (NVIDIA/k8s-device-plugin
+# internal/lm/resource.go getArchFamily: 8.0 ampere, 8.9 ada, 9.0 hopper); the MIG User Guide table gives 9.0 for
+# the H20, and an L4's CUDA device query reports 8.9. The products of the models before the L4 are the NVML names
+# behind the gpuProduct labels the simulated pools already used.
 GPU_MODELS: dict[str, GpuModel] = {
     m.name: m
     for m in (
-        GpuModel("T4", 16, 15079, False, "turing"),
-        GpuModel("V100-16GB", 16, 16160, False, "volta"),
-        GpuModel("V100-32GB", 32, 32510, False, "volta"),
-        GpuModel("A10", 24, 22731, False, "ampere"),
-        GpuModel("A30", 24, 24258, True, "ampere"),
-        GpuModel("A100-40GB", 40, 40536, True, "ampere"),
-        GpuModel("A100-80GB", 80, 81251, True, "ampere"),
-        GpuModel("H100-80GB", 80, 81559, True, "hopper"),
-        GpuModel("H200", 141, 143771, True, "hopper"),
-        GpuModel("L20", 48, 46068, False, "ada"),
+        GpuModel("T4", 16, 15079, False, "turing", "Tesla T4"),
+        GpuModel("V100-16GB", 16, 16160, False, "volta", "Tesla V100-SXM2-16GB"),
+        GpuModel("V100-32GB", 32, 32510, False, "volta", "Tesla V100-SXM2-32GB"),
+        GpuModel("A10", 24, 22731, False, "ampere", "NVIDIA A10"),
+        GpuModel("A30", 24, 24258, True, "ampere", "NVIDIA A30"),
+        GpuModel("A100-40GB", 40, 40536, True, "ampere", "NVIDIA A100-SXM4-40GB"),
+        GpuModel("A100-80GB", 80, 81251, True, "ampere", "NVIDIA A100-SXM4-80GB"),
+        GpuModel("H100-80GB", 80, 81559, True, "hopper", "NVIDIA H100 80GB HBM3"),
+        GpuModel("H200", 141, 143771, True, "hopper", "NVIDIA H200"),
+        GpuModel("L20", 48, 46068, False, "ada", "NVIDIA L20"),
+        GpuModel("L4", 24, 23034, False, "ada", "NVIDIA L4"),
+        GpuModel("H20", 96, 97871, True, "hopper", "NVIDIA H20"),
+        GpuModel("H800-80GB", 80, None, True, "hopper"),
+        GpuModel("A800-80GB", 80, 81920, True, "ampere", "NVIDIA A800-SXM4-80GB"),
+        GpuModel("A800-40GB", 40, None, True, "ampere"),
     )
 }
+
+
+def sourced_reported_memory() -> list[str]:
+    """Models whose ``reported_mib`` is known: what cGPU pools and simulated GPUs may run."""
+    return [n for n, m in GPU_MODELS.items() if m.reported_mib is not None]
 
 
 CUSTOM_ARCHITECTURE = "described by the stack"

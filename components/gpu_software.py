@@ -15,6 +15,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 from typing_extensions import NotRequired
 
+from gpuplatform.catalogs.gpus import gpu_product_label
 from gpuplatform.catalogs.mig import max_instances, mig_parted_entry
 from gpuplatform.catalogs.sharing import SIMULATED_POOL_LABEL
 from gpuplatform.catalogs.timeouts import HELM_RELEASE_TIMEOUT_SECONDS
@@ -25,20 +26,15 @@ from gpuplatform.components.releases import chart_version
 from gpuplatform.components.cluster import GpuCluster
 from gpuplatform.components.assembly import BUILT
 
-# fake-gpu-operator reports GPUs by NVIDIA product name
-SIMULATED_PRODUCTS = {"T4": "Tesla-T4", "A10": "NVIDIA-A10", "A100-40GB": "NVIDIA-A100-SXM4-40GB",
-                      "A100-80GB": "NVIDIA-A100-SXM4-80GB", "H100-80GB": "NVIDIA-H100-80GB-HBM3",
-                      "A30": "NVIDIA-A30", "L20": "NVIDIA-L20", "V100-16GB": "Tesla-V100-SXM2-16GB",
-                      "V100-32GB": "Tesla-V100-SXM2-32GB", "H200": "NVIDIA-H200"}
-
-
 def fake_gpu_operator_values(pools: list[PoolFacts]) -> dict:
     """Topology derived from the pool specs: product, GPUs per node and memory per GPU, keyed by pool name."""
     # Helm merges our map into the chart's, whose topology has a ``default`` pool; a null deletes a chart default
     # (helm.sh/docs/chart_template_guide/values_files, "Deleting a default key"), so only our pools remain
     node_pools: dict = {"default": None}
-    node_pools.update({p.name: {"gpuProduct": SIMULATED_PRODUCTS.get(p.model.name, p.model.name),
-                                "gpuCount": p.gpus_per_node, "gpuMemory": p.model.reported_mib} for p in pools})
+    # fake-gpu-operator labels its nodes with gpuProduct as GPU Feature Discovery would (nvidia.com/gpu.product)
+    node_pools.update({p.name: {"gpuProduct": gpu_product_label(p.model), "gpuCount": p.gpus_per_node,
+                                "gpuMemory": p.model.require_reported_mib("a simulated GPU (fake-gpu-operator "
+                                                                          "gpuMemory)")} for p in pools})
     mig = any(p.mode == "mig" for p in pools)
     return {"topology": {"nodePools": node_pools, "nodePoolLabelKey": SIMULATED_POOL_LABEL,
                          **({"migStrategy": "mixed"} if mig else {})}}

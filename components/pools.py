@@ -249,6 +249,8 @@ def pool_facts(cfg: PlatformConfig, pool: NodePool) -> Optional[PoolFacts]:
     if model is None or gpus <= 0:
         return None
     s = pool.sharing
+    if s.mode == "cgpu" and model.reported_mib is None:
+        return None  # cGPU is counted in the card's reported GiB, which the catalog lacks (refused by validation)
     types = [t for t in map(instance_type, pool.instance_types) if t is not None]
     size = pool.max_nodes if pool.autoscaling else (pool.desired_nodes or 0)
     return PoolFacts(

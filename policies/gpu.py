@@ -6,7 +6,7 @@ pod's own resources and node selector when checking plain YAML.
 from __future__ import annotations
 
 from gpuplatform.catalogs import capacity, sharing
-from gpuplatform.catalogs.gpus import GPU_MODELS, close_matches, gpu_model, instance_type
+from gpuplatform.catalogs.gpus import GPU_MODELS, close_matches, gpu_model, instance_type, reported_memory_unknown
 from gpuplatform.catalogs.metrics import METRICS
 from gpuplatform.catalogs.mig import fits_one_gpu, mig_config_label_value, profiles_for
 from gpuplatform.policies import k8s, system
@@ -171,7 +171,12 @@ def cgpu_memory_fits(view, config, report):
         for c in k8s.containers(spec, init=False):
             req, lim = k8s.gpu_resources(c).get(sharing.RESOURCE_GPU_MEM, (None, None))
             amount = k8s.quantity(lim if lim is not None else req)
-            if amount is not None and amount > model.reported_gib:
+            if amount is not None and model.reported_mib is None:
+                # nothing to compare with: the catalog does not guess a card's reported memory (catalogs/gpus.py)
+                report(f"{w.label} container {k8s.container_name(c)} asks {k8s.fmt_number(amount)} GiB of "
+                       f"{sharing.RESOURCE_GPU_MEM}, but "
+                       f"{reported_memory_unknown(model.name, 'sizing cGPU memory')}", w)
+            elif amount is not None and amount > model.reported_gib:
                 report(f"{w.label} container {k8s.container_name(c)} asks {k8s.fmt_number(amount)} GiB of "
                        f"{sharing.RESOURCE_GPU_MEM}, but one {model.name} card offers {model.reported_gib} GiB",
                        w)

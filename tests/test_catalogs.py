@@ -23,13 +23,19 @@ def test_close_matches_suggest_the_intended_type():
     assert close_matches("ecs.gn6i-c4g1.xlarg", INSTANCE_TYPES)[0] == "ecs.gn6i-c4g1.xlarge"
 
 
-def test_no_mig_on_t4_v100_a10_l20():
-    assert {m for m, g in GPU_MODELS.items() if not g.mig_capable} == {"T4", "V100-16GB", "V100-32GB", "A10", "L20"}
+def test_no_mig_on_t4_v100_a10_l20_l4():
+    assert {m for m, g in GPU_MODELS.items() if not g.mig_capable} == {"T4", "V100-16GB", "V100-32GB", "A10", "L20",
+                                                                       "L4"}
 
 
 @pytest.mark.parametrize("model,profile,count", [
     ("A100-40GB", "1g.5gb", 7), ("A100-40GB", "3g.20gb", 2), ("A100-80GB", "1g.10gb", 7),
-    ("H100-80GB", "2g.20gb", 3), ("A30", "1g.6gb", 4), ("H200", "1g.18gb", 7), ("A100-40GB", "1g.10gb+me", 0)])
+    ("H100-80GB", "2g.20gb", 3), ("A30", "1g.6gb", 4), ("H200", "1g.18gb", 7), ("A100-40GB", "1g.10gb+me", 0),
+    ("H20", "1g.12gb", 7), ("H20", "1g.12gb+me", 1), ("H20", "1g.24gb", 4), ("H20", "2g.24gb", 3),
+    ("H20", "3g.48gb", 2), ("H20", "4g.48gb", 1), ("H20", "7g.96gb", 1), ("H20", "1g.10gb", 0),
+    ("H800-80GB", "1g.10gb", 7), ("H800-80GB", "3g.40gb", 2), ("H800-80GB", "7g.80gb", 1),
+    ("A800-80GB", "1g.20gb", 4), ("A800-80GB", "4g.40gb", 1), ("A800-40GB", "1g.5gb", 7),
+    ("A800-40GB", "2g.10gb", 3), ("L4", "1g.6gb", 0)])
 def test_mig_profiles(model, profile, count):
     assert max_instances(model, profile) == count
 
@@ -138,3 +144,55 @@ def test_api_group(api_version, group):
     from gpuplatform.catalogs.kubernetes import api_group
 
     assert api_group(api_version) == group
+
+
+# --------------------------------------------------------------------------------- models added from NVIDIA sources
+@pytest.mark.parametrize("name,memory_gb,reported_mib,mig,architecture,label", [
+    ("L4", 24, 23034, False, "ada", "NVIDIA-L4"),
+    ("H20", 96, 97871, True, "hopper", "NVIDIA-H20"),
+    ("H800-80GB", 80, None, True, "hopper", "H800-80GB"),
+    ("A800-80GB", 80, 81920, True, "ampere", "NVIDIA-A800-SXM4-80GB"),
+    ("A800-40GB", 40, None, True, "ampere", "A800-40GB")])
+def test_new_models_carry_their_sourced_facts(name, memory_gb, reported_mib, mig, architecture, label):
+    from gpuplatform.catalogs.gpus import gpu_product_label
+
+    m = GPU_MODELS[name]
+    assert (m.memory_gb, m.reported_mib, m.mig_capable, m.architecture) == (memory_gb, reported_mib, mig, architecture)
+    assert gpu_product_label(m) == label
+    assert (name in MIG_PROFILES) == mig
+
+
+def test_the_product_label_is_the_nvml_name_as_gpu_feature_discovery_writes_it():
+    from gpuplatform.catalogs.gpus import GpuModel, gpu_product_label
+
+    # k8s-device-plugin internal/lm/resource.go: characters outside [A-Za-z0-9-_. ] dropped, blanks joined by '-'
+    assert gpu_product_label(GPU_MODELS["H100-80GB"]) == "NVIDIA-H100-80GB-HBM3"
+    assert gpu_product_label(GPU_MODELS["T4"]) == "Tesla-T4"
+    assert gpu_product_label(GpuModel("x", 1, 1, False, "y", "NVIDIA  RTX (PRO)  6000")) == "NVIDIA-RTX-PRO-6000"
+
+
+def test_a_model_without_a_sourced_reported_memory_is_refused_where_it_is_needed():
+    from gpuplatform.catalogs.gpus import ReportedMemoryUnknown, sourced_reported_memory
+
+    h800 = GPU_MODELS["H800-80GB"]
+    with pytest.raises(ReportedMemoryUnknown, match="'H800-80GB' has no sourced per-card memory"):
+        capacity.units_per_gpu("cgpu", h800)
+    with pytest.raises(ReportedMemoryUnknown, match="cGPU"):
+        capacity.replicas_per_gpu("cgpu", h800, capacity.GpuRequest(memory_gib=4))
+    # whole GPUs and MIG instances do not need it
+    assert capacity.units_per_node("exclusive", h800, 8) == 8
+    assert capacity.units_per_node("mig", h800, 8, "1g.10gb") == 56
+    # the offline simulator alone lets the datasheet size stand in
+    assert h800.simulated_mib() == 80 * 1024 and GPU_MODELS["H20"].simulated_mib() == 97871
+    assert "H800-80GB" not in sourced_reported_memory() and "L4" in sourced_reported_memory()
+
+
+def test_the_h20_has_the_eight_slice_geometry_of_its_96_gb_profiles():
+    from gpuplatform.catalogs.mig import fits_one_gpu
+
+    assert fits_one_gpu("H20", {"4g.48gb": 1, "3g.48gb": 1})
+    assert fits_one_gpu("H20", {"3g.48gb": 1, "2g.24gb": 1, "1g.12gb": 2})
+    assert fits_one_gpu("H20", {"1g.12gb+me": 1, "1g.12gb": 6})
+    assert not fits_one_gpu("H20", {"4g.48gb": 2})
+    assert not fits_one_gpu("H20", {"2g.24gb": 3, "1g.12gb": 2})
+    assert not fits_one_gpu("H20", {"1g.5gb": 1})

@@ -78,6 +78,8 @@ def test_bad_custom_gpu_is_rejected(case, mutate, path, fragments):
     assert_rejected("staging", mutate, path, fragments)
 
 
-def test_unknown_gpu_model_points_at_custom_gpu():
-    assert_rejected("local", set_in(["nodePools", 0, "gpuModel"], "L4"), "nodePools[0].gpuModel",
-                    ["'L4' is not a known GPU model", "customGpu"])
+@pytest.mark.parametrize("typo,near", [("L40", "Did you mean L4, L20?"), ("H2O", "Did you mean H20?"),
+                                       ("A800", "Did you mean A800-80GB, A800-40GB?")])
+def test_unknown_gpu_model_points_at_custom_gpu_and_close_names(typo, near):
+    assert_rejected("local", set_in(["nodePools", 0, "gpuModel"], typo), "nodePools[0].gpuModel",
+                    [f"{typo!r} is not a known GPU model", near, "customGpu"])

@@ -60,3 +60,35 @@ def test_the_reuse_guide_lists_every_public_arg():
     for name in classes:
         listed = set(re.findall(r"^\| `(\w+)` \|", sections[name.removesuffix("Args")], flags=re.M))
         assert listed == set(_hints(getattr(components, name))), name
+
+
+def test_the_gpu_model_table_is_the_catalog():
+    """docs/gpus.md lists every catalog model with the catalog's memory, nvidia-smi total, MIG, architecture and
+    product label, and no other model."""
+    import re
+
+    from gpuplatform.catalogs.gpus import GPU_MODELS, gpu_product_label
+
+    section = (REPO_ROOT / "docs" / "gpus.md").read_text()
+    rows = re.findall(r"^\| ([^|]+?) \| (\d+) \| (\d+|not sourced) \| (yes|no) \| (\w+) \| `([^`]+)` \|", section,
+                      flags=re.M)
+    documented = {r[0]: r[1:] for r in rows}
+    expected = {n: (str(m.memory_gb), str(m.reported_mib) if m.reported_mib is not None else "not sourced",
+                    "yes" if m.mig_capable else "no", m.architecture, gpu_product_label(m))
+                for n, m in GPU_MODELS.items()}
+    assert documented == expected
+
+
+def test_the_readme_names_every_catalog_gpu_model():
+    import re
+
+    from gpuplatform.catalogs.gpus import GPU_MODELS
+
+    text = (REPO_ROOT / "README.md").read_text()
+    para = text.split("The catalog's GPU models (`gpuModel`", 1)[1].split("\n\n", 1)[0]
+    listed = para.split(" are ", 1)[1].split(";", 1)[0]
+    names = set()
+    for item in re.split(r",\s*(?:and\s+)?|\s+and\s+", listed.replace("\n", " ")):
+        base, _, sizes = item.strip().partition("-")
+        names |= {item.strip()} if "/" not in sizes else {f"{base}-{s}" for s in sizes.split("/")}
+    assert names == set(GPU_MODELS)

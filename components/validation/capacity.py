@@ -115,7 +115,7 @@ def _fewest_nodes(f: PoolFacts, ws: list[Workload]) -> Optional[int]:
 
 def _packing(f: PoolFacts) -> str:
     per_node = f"{f.vcpus} vCPUs and {f.memory_gib} GiB per node" if f.vcpus else "CPU and memory not known"
-    if f.mode == "cgpu":
+    if f.mode == "cgpu" and f.model.reported_mib is not None:
         return f"{f.model.reported_gib} GiB per {f.model.name} card, a replica's memory on one card; {per_node}"
     if f.mig_layout:
         return f"{', '.join(f'{n} {r}' for r, n in sorted(f.node_resources.items()))} per node; {per_node}"

@@ -1,7 +1,7 @@
 """Rules of MIG: a pool's profile or per-GPU layout and where each runs, and the cluster-wide GPU Operator settings
 every MIG pool shares."""
 from gpuplatform.catalogs.gpus import GPU_MODELS, instance_type, mig_instance_families
-from gpuplatform.catalogs.mig import fits_one_gpu, max_instances, profiles_for
+from gpuplatform.catalogs.mig import example_layouts, fits_one_gpu, max_instances, profiles_for
 from gpuplatform.components.config import PlatformConfig
 from gpuplatform.components.errors import fmt, one_of
 from gpuplatform.components.k8s_validity import label_value
@@ -99,8 +99,7 @@ def _check_mig_layout(p: str, s, model: str, gpus: int, out: _Issues) -> None:
             alone = ", ".join(f"{n} up to {max_instances(model, n)}" for n in entry.profiles)
             out.add(f"{pe}.profiles", f"{asked} do not fit on one {model}: MIG instances take fixed slots of the "
                     f"GPU's memory slices and may not overlap ({alone} alone); allowed: a combination NVIDIA lists "
-                    "for the GPU, e.g. 1g.5gb x 7, 2g.10gb x 3 + 1g.5gb x 1, or 3g.20gb x 1 + 4g.20gb x 1 on an "
-                    "A100-40GB")
+                    f"for the GPU, e.g. {' or '.join(example_layouts(model))} on an {model}")
     missing = [i for i in range(gpus) if i not in seen]  # gpus 0: unknown, reported with gpusPerNode
     if gpus and missing:
         out.add(f"{p}.sharing.layout", f"leaves GPU {', '.join(map(str, missing))} of each node out; every GPU "

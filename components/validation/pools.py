@@ -2,7 +2,8 @@
 import re
 
 from gpuplatform.catalogs import ack, sharing
-from gpuplatform.catalogs.gpus import GPU_MODELS, INSTANCE_TYPES, instance_type
+from gpuplatform.catalogs.gpus import (GPU_MODELS, INSTANCE_TYPES, instance_type, reported_memory_unknown,
+                                      sourced_reported_memory)
 from gpuplatform.components.config import PlatformConfig
 from gpuplatform.components.errors import fmt, one_of
 from gpuplatform.components.k8s_validity import DNS_LABEL
@@ -122,6 +123,24 @@ def _check_pool_hardware(cfg: PlatformConfig, i: int, pool, out: _Issues) -> Non
                     "describe it in 'customGpu'")
     check_pool_mig(cfg, p, pool, out)
     _check_pool_sharing(cfg, p, pool, out)
+    _check_reported_memory(cfg, p, pool, out)
+
+
+def _check_reported_memory(cfg: PlatformConfig, p: str, pool, out: _Issues) -> None:
+    """cGPU counts a card in the GiB the driver reports and fake-gpu-operator advertises that memory per simulated
+    GPU: a catalog model without a sourced ``reported_mib`` cannot do either (the catalog does not guess it)."""
+    first = instance_type(pool.instance_types[0]) if pool.instance_types else None
+    model = first.gpu if first else GPU_MODELS.get(pool.gpu_model or "")
+    if model is None or model.reported_mib is not None:
+        return
+    where = f"{p}.instanceTypes[0]" if first else f"{p}.gpuModel"
+    known = one_of(sourced_reported_memory())
+    if pool.sharing.mode == "cgpu":
+        why = reported_memory_unknown(model.name, "cGPU (aliyun.com/gpu-mem is counted in it)")
+        out.add(f"{p}.sharing.mode", f"'cgpu': {why}; allowed: exclusive or mig on {model.name}, or cGPU on {known}")
+    if getattr(cfg.cluster, "simulate_gpus", False):
+        why = reported_memory_unknown(model.name, "a simulated GPU (fake-gpu-operator gpuMemory)")
+        out.add(where, f"{why}; allowed with simulateGpus: {known}")
 
 
 def _check_pool_sharing(cfg: PlatformConfig, p: str, pool, out: _Issues) -> None:

@@ -146,7 +146,7 @@ def check_gpu_request(cfg: PlatformConfig, p: str, w: Workload, f: Optional[Pool
                     f"memoryGib ({f.resource_name}, GiB per replica)")
         if g.memory_gib is None:
             out.add(f"{p}.gpu.memoryGib", f"required on cGPU pool {fmt(f.name)}: GiB of GPU memory per replica")
-        elif g.memory_gib > f.model.reported_gib:
+        elif f.model.reported_mib is not None and g.memory_gib > f.model.reported_gib:
             out.add(f"{p}.gpu.memoryGib", f"{g.memory_gib} GiB is more than one {f.model.name} card offers "
                     f"({f.model.reported_gib} GiB as the device plugin reports it); allowed: 1..{f.model.reported_gib}")
         if f.cgpu_policy == "core_mem" and g.core_percent is None:

@@ -47,8 +47,9 @@ def replica_memory_mib(cfg: PlatformConfig, w: Workload) -> float:
         # the replica's own device: its MIG profile (a layout pool's ``migProfile``), or a whole GPU
         profile = w.gpu.mig_profile if facts.mig_layout else facts.mig_profile
         gb = re.search(r"\.(\d+)gb", profile or "")
-        return float(int(gb.group(1)) * 1024 * (w.gpu.count or 1)) if gb else float(facts.model.reported_mib)
-    return float(facts.model.reported_mib * (w.gpu.count or 1))
+        return float(int(gb.group(1)) * 1024 * (w.gpu.count or 1)) if gb else float(facts.model.simulated_mib())
+    # a model without a sourced nvidia-smi total: its datasheet size stands in (GpuModel.simulated_mib)
+    return float(facts.model.simulated_mib() * (w.gpu.count or 1))
 
 
 def full_scale(cfg: PlatformConfig, w: Workload, name: str) -> float:

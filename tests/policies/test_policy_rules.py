@@ -333,3 +333,12 @@ def test_other_gpu_sharing_schedulers_resources_are_neither_typos_nor_missing(re
     job["spec"]["template"]["spec"]["containers"][0]["resources"] = {"limits": dict(resources)}
     assert only("gpu-resource-known", extra(job)) == []
     assert only("gpu-node-pod-requests-gpu", extra(job)) == []
+
+
+def test_the_cgpu_memory_policy_refuses_a_model_without_sourced_reported_memory():
+    # H800-80GB: no citable nvidia-smi total in the catalog, so there is no card size to compare a request with
+    rs = stack_resources("dev")
+    find(rs, "gpuplatform:index:GpuNodePool").inputs["gpuModel"] = "H800-80GB"
+    found = only("gpu-cgpu-memory-fits-card", rs)
+    assert found and all("'H800-80GB' has no sourced per-card memory" in m for m in found)
+    assert sharing.RESOURCE_GPU_MEM in found[0]

@@ -150,7 +150,7 @@ class PoolFacts:
     def replica_gpu_memory(self, request: GpuRequestSpec) -> tuple[float, str]:
         """(GiB of GPU memory one replica gets, what that is): the cGPU GiB it requests; its MIG instances' memory
         (the profile name's figure, an upper bound: catalogs/mig.py); else its whole GPUs' memory as the driver
-        reports it (catalogs/gpus.py ``reported_mib``)."""
+        reports it (catalogs/gpus.py ``reported_mib``), or its datasheet size where that is not sourced."""
         if self.mode == "cgpu":
             gib = float(request.memory_gib or 0)
             return gib, f"{gib:g} GiB of cGPU memory (gpu.memoryGib)"
@@ -161,6 +161,10 @@ class PoolFacts:
             per = profile_memory_gib(profile or "")
             if per is not None:
                 return per * count, f"{count} x MIG {profile} = {per * count:g} GiB"
+        if self.model.reported_mib is None:
+            # no sourced nvidia-smi total: the datasheet size, an upper bound, still refuses what cannot load
+            per = float(self.model.memory_gb)
+            return per * count, f"{count} x {self.model.name} = {per * count:g} GiB (datasheet size)"
         per = self.model.reported_mib / 1024
         return per * count, f"{count} x {self.model.name} = {per * count:.1f} GiB"
 

@@ -131,6 +131,15 @@ def test_weights_larger_than_the_gpus_of_a_replica_are_refused():
     assert f"{W}.model.sizeGib" not in (rejected_or_none(raw) or {})
 
 
+def test_a_gpu_without_a_sourced_nvidia_smi_total_is_measured_by_its_datasheet_size():
+    raw = chat(sizeGib=90, source="volume")
+    raw["nodePools"][0]["gpuModel"] = "H800-80GB"
+    message = rejected(raw)[f"{W}.model.sizeGib"]
+    assert "1 x H800-80GB = 80 GiB (datasheet size)" in message
+    raw["workloads"][0]["model"]["sizeGib"] = 60
+    assert load(raw).workloads[0].model.size_gib == 60
+
+
 def rejected_or_none(raw):
     try:
         load(raw)

@@ -27,14 +27,17 @@ def vllm_workload(image="vllm/vllm-openai:v0.9.2", metric="vllm_requests_waiting
 
 def test_the_catalog_states_type_unit_meaning_and_versions_of_every_vllm_metric():
     assert {m.name for m in VLLM} >= {"vllm_requests_waiting", "vllm_requests_running", "vllm_kv_cache_usage",
-                                      "vllm_ttft_p90_ms"}
+                                      "vllm_ttft_p90_ms", "vllm_itl_p90_ms"}
     for m in VLLM:
         (src,) = m.sources
         assert src.kind in ("gauge", "counter", "histogram") and src.since and m.scaling, m.name
         assert src.series.startswith("vllm:")
         if src.kind == "histogram":
             assert src.series.endswith("_bucket")
-            assert "histogram_quantile(" in src.metrics_query and "rate(<<.Series>>" in src.metrics_query
+            assert "histogram_quantile(" in src.metrics_query
+            # each bucket series the rule reads is rated (a renamed series names both of its names)
+            assert all(f"rate({n}{{" in src.metrics_query or (n == src.series and "rate(<<.Series>>" in
+                                                               src.metrics_query) for n in src.names), m.name
 
 
 @pytest.mark.parametrize("metric,target", [("vllm_requests_waiting", 5), ("vllm_requests_running", 24),

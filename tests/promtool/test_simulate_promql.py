@@ -26,9 +26,12 @@ STEP = 15
 
 
 def expand(notation: str) -> list:
-    """promtool's expanding notation -> one value (or None for ``_``) per step."""
+    """promtool's expanding notation -> one value (None for ``_``, ``"stale"`` for a stale marker) per step."""
     out: list = []
     for token in notation.split():
+        if token == "stale":
+            out.append("stale")
+            continue
         if token.startswith("_"):
             n = int(token[2:]) if token.startswith("_x") else 0
             out += [None] * (n + 1)
@@ -55,7 +58,9 @@ def _storage(series: list[dict], step: float, offset: float = 0.0) -> promql.Sto
     for s in series:
         labels = dict(s["labels"])
         for i, v in enumerate(expand(s["values"])):
-            if v is not None:
+            if v == "stale":
+                st.mark_stale(s["name"], labels, offset + i * step)
+            elif v is not None:
                 st.add(s["name"], labels, offset + i * step, v)
     return st
 

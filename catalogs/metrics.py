@@ -140,6 +140,9 @@ class MetricSource:
     renamed_in: str = ""
     """First server version that exports ``series`` (the new name); older versions export ``previous_series``.
     Empty when the release of the rename is not known: the current name is then assumed."""
+    buckets: tuple[float, ...] = ()
+    """A histogram's bucket upper bounds as the server exports them by default, in the source's ``unit`` (``+Inf``
+    implied); the simulator observes into them. Empty for other kinds, or when not recorded."""
 
     @property
     def labels(self) -> ExporterLabels:
@@ -281,6 +284,8 @@ SGLANG_TPOT_REMOVED = "sglang:time_per_output_token_seconds_bucket"
 # buckets, so the catalog takes 0.5.0 as their first release.
 TGI_BATCH_SINCE = "0.3.0"
 TGI_HISTOGRAMS_SINCE = "0.5.0"
+TGI_DURATION_BUCKETS = tuple(0.0001 * 1.5 ** k for k in range(1, 36))
+"""router/src/server.rs: ``duration_buckets``, 35 values from 0.0001 x 1.5 (a geometric sequence, factor 1.5)."""
 
 
 def _histogram_p90(bucket_series: str, previous: str = "") -> str:
@@ -468,7 +473,7 @@ METRICS: dict[str, MetricDef] = {
             "ms", "app", ALL_MODES,
             (MetricSource("tgi", "tgi_request_duration_bucket", "tgi_request_latency_p90_ms", "pod",
                           _histogram_p90("tgi_request_duration_bucket"), "s", kind="histogram",
-                          since=TGI_HISTOGRAMS_SINCE),),
+                          since=TGI_HISTOGRAMS_SINCE, buckets=TGI_DURATION_BUCKETS),),
             scaling="Queue wait plus the whole generation, observed when a request completes: it lags load by a "
                     "request's duration, mixes short and long answers, and rises only once replicas saturate; a "
                     "pod that completed nothing in the window reads 0. An SLO guard next to tgi_queue_size."),
@@ -477,7 +482,7 @@ METRICS: dict[str, MetricDef] = {
             "rule window", "ms", "app", ALL_MODES,
             (MetricSource("tgi", "tgi_request_mean_time_per_token_duration_bucket", "tgi_time_per_token_p90_ms",
                           "pod", _histogram_p90("tgi_request_mean_time_per_token_duration_bucket"), "s",
-                          kind="histogram", since=TGI_HISTOGRAMS_SINCE),),
+                          kind="histogram", since=TGI_HISTOGRAMS_SINCE, buckets=TGI_DURATION_BUCKETS),),
             scaling="Decode speed per request (its inference time over its tokens), observed at completion: it "
                     "grows with the batch rather than the queue and lags by a request's duration; a pod that "
                     "completed nothing reads 0. An SLO guard, not a load signal."),

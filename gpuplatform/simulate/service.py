@@ -30,14 +30,56 @@ DEFAULT_STARTUP_BUDGET_S = 600
 """``modelLoadSeconds`` of a workload without probes (the startup probe budget the manifests generate)."""
 
 
+RUNNING = frozenset({"vllm_requests_running", "sglang_requests_running", "tgi_batch_size"})
+"""Gauges of the running batch: the requests a replica serves at once (vllm:num_requests_running,
+sglang:num_running_reqs, tgi_batch_current_size; see catalogs/metrics.py), ``concurrency x rho`` here."""
+LATENCY = frozenset({"tgi_request_latency_p90_ms"})
+"""Histograms of a request's whole time in the server, observed when it completes (TGI's tgi_request_duration:
+queue, validation and inference, router/src/server.rs): here its queue wait plus ``serviceTimeMs``."""
+NOT_MODELLED = {
+    "vllm_ttft_p90_ms": "time to first token is queueing plus prefill, and the service model has one service time "
+                        "per request, no prefill and decode phases",
+    "sglang_ttft_p90_ms": "time to first token is queueing plus prefill, and the service model has one service time "
+                          "per request, no prefill and decode phases",
+    "vllm_itl_p90_ms": "inter-token latency is the decode step time of the running batch, which the service model "
+                       "(one service time per request, no tokens) does not have",
+    "sglang_itl_p90_ms": "inter-token latency is the decode step time of the running batch, which the service model "
+                         "(one service time per request, no tokens) does not have",
+    "tgi_time_per_token_p90_ms": "time per token is a request's inference time over its generated tokens, and the "
+                                 "service model has no tokens",
+    "vllm_kv_cache_usage": "KV-cache usage follows the tokens in flight (prompt and output lengths), which the "
+                           "service model does not have",
+    "sglang_token_usage": "KV-cache usage follows the tokens in flight (prompt and output lengths), which the "
+                          "service model does not have",
+}
+"""Catalog metrics the simulator refuses, and why (``simulate`` says so instead of guessing a model)."""
+
+
 def metric_kind(name: str) -> str:
-    """How a catalog metric follows load: ``queue_time``, ``queue_length`` or ``utilization`` (memory too)."""
+    """How a catalog metric follows load: ``queue_time``, ``queue_length``, ``running`` (the running batch),
+    ``latency`` (a request's time in the server, read as a histogram's p90) or ``utilization`` (memory too)."""
     m = METRICS[name]
+    if name in RUNNING:
+        return "running"
+    if name in LATENCY:
+        return "latency"
     if m.unit in TIME_UNITS:
         return "queue_time"
     if m.unit == "requests":
         return "queue_length"
     return "utilization"
+
+
+def bucket_p90(seconds: float, bounds: tuple[float, ...]) -> float:
+    """What ``histogram_quantile(0.9, ...)`` reads (seconds) when every observation in the window took ``seconds``:
+    all of them in the bucket ``(lo, hi]`` that holds the value, so the 90th percentile interpolates to
+    ``lo + 0.9 (hi - lo)``; above the last finite bound, that bound (Prometheus promql/quantile.go,
+    bucketQuantile: linear interpolation inside the bucket, the highest finite bound for the +Inf bucket)."""
+    i = bisect.bisect_left(bounds, seconds)
+    if i >= len(bounds):
+        return bounds[-1]
+    lo = bounds[i - 1] if i > 0 else 0.0
+    return lo + 0.9 * (bounds[i] - lo)
 
 
 def replica_memory_mib(cfg: PlatformConfig, w: Workload) -> float:
@@ -128,6 +170,8 @@ class ServicePlan:
     """Units of the queue-time metric per second (1e6 for microseconds)."""
     concurrency: int = 1
     """Requests a replica serves at once (``serviceModel.concurrency``)."""
+    buckets: tuple = ()
+    """A latency histogram's bucket bounds, seconds (``latency`` kind)."""
 
     @property
     def slots(self) -> Slots:
@@ -151,11 +195,19 @@ class ServicePlan:
         served = self.capacity_rps * self.rho(x)
         return self.waiting(x) / served if served > 0 else 0.0
 
+    def latency_s(self, x: float) -> float:
+        """Time in the server of a request joining a replica that holds ``x``: its queue wait plus its service."""
+        return self.wait_s(x) + self.service_time_s
+
     def x_at_level(self, level: float) -> float:
         """Requests in a replica at which the metric reads ``level`` (inf when no finite load reaches above it)."""
         if self.kind == "utilization":
             return self.slots.x_at_rho(level / self.full_scale)
-        if self.concurrency == 1:
+        if self.kind == "running":
+            return self.slots.x_at_rho(level / self.concurrency)
+        if self.kind == "latency" and level >= self.buckets[-1] * self.time_unit:
+            return math.inf  # the histogram reads no more than its last finite bound
+        if self.concurrency == 1 and self.kind != "latency":
             if self.kind == "queue_time":
                 return (level / self.time_unit) * self.capacity_rps
             return (level + math.sqrt(level * level + 4 * level)) / 2
@@ -173,6 +225,10 @@ class ServicePlan:
             return self.wait_s(x) * self.time_unit
         if self.kind == "queue_length":
             return self.waiting(x)
+        if self.kind == "running":
+            return self.running(x)
+        if self.kind == "latency":
+            return bucket_p90(self.latency_s(x), self.buckets) * self.time_unit
         return self.full_scale * self.rho(x)
 
     def served_at_level(self, level: float) -> float:
@@ -189,12 +245,14 @@ def service_plan(cfg: PlatformConfig, w: Workload) -> ServicePlan:
     load = sm.model_load_seconds if sm.model_load_seconds is not None else budget
     s = sm.service_time_ms / 1000.0
     c = sm.concurrency
-    if kind in ("queue_time", "queue_length"):
-        unit = TIME_UNITS[METRICS[first.metric].unit] if kind == "queue_time" else 1.0
-        plan = ServicePlan(kind, 0.0, c / s, s, load, sm.image_pull_seconds, time_unit=unit, concurrency=c)
+    if kind in ("queue_time", "queue_length", "running", "latency"):
+        unit = TIME_UNITS[METRICS[first.metric].unit] if kind in ("queue_time", "latency") else 1.0
+        buckets = METRICS[first.metric].sources[0].buckets if kind == "latency" else ()
+        plan = ServicePlan(kind, 0.0, c / s, s, load, sm.image_pull_seconds, time_unit=unit, concurrency=c,
+                           buckets=buckets)
         # the steady load at which the metric reads its target (M/M/1: Wq = S rho / (1 - rho), Lq = rho^2 / (1 - rho))
         return ServicePlan(kind, plan.served_at_level(first.target), c / s, s, load, sm.image_pull_seconds,
-                           time_unit=unit, concurrency=c)
+                           time_unit=unit, concurrency=c, buckets=buckets)
     full = full_scale(cfg, w, first.metric)
     r = sm.requests_per_second_at_target
     return ServicePlan(kind, r, r * full / first.target, s, load, sm.image_pull_seconds, full_scale=full,

@@ -148,3 +148,16 @@ def test_simulate_refuses_targets_the_model_never_reaches_or_exceeds():
     with pytest.raises(ConfigError) as info:
         _simulate("tgi", "tgi_request_latency_p90_ms", 300, service_ms=400)
     assert "below what an idle replica reads" in info.value.issues[0].message
+
+
+def test_the_plan_marks_a_workload_on_a_metric_simulate_refuses_and_goes_on():
+    from gpuplatform.plan import latency_rows, latency_text
+
+    raw = stack_raw("prod")
+    llm_workload("tgi", "tgi_time_per_token_p90_ms")(raw)
+    raw["workloads"][0]["autoscaling"]["metrics"][0]["target"] = 80
+    rows = latency_rows(load(raw))
+    (row,) = [r for r in rows if r["workload"] == "llm"]
+    assert "cannot be simulated" in row["stepResponse"]["notSimulated"]
+    assert row["worstCaseSeconds"] > 0
+    assert "not simulated (gpuplatform simulate says why)" in latency_text(rows)

@@ -430,8 +430,8 @@ METRICS: dict[str, MetricDef] = {
                           renamed_in=VLLM_ITL_RENAMED_IN),),
             scaling="How fast a streamed answer flows once it started: it grows with the running batch (every "
                     "decode step serves more requests), not with the queue, so it moves before saturation only "
-                    "if the batch limit is high. It includes preemptions and long prefills of other requests; a "
-                    "pod that streamed nothing in the window reads 0. An SLO guard next to a queue metric."),
+                    "if the batch limit is high; a pod that streamed nothing in the window reads 0. An SLO guard "
+                    "next to a queue metric, not a load signal."),
         MetricDef(
             "sglang_requests_running", "SGLang requests in the running batch", "requests", "app", ALL_MODES,
             (MetricSource("sglang", "sglang:num_running_reqs", "sglang_num_running_reqs", "pod", _SUM,

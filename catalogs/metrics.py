@@ -248,6 +248,9 @@ VLLM_SCHEDULER_GAUGES_SINCE = "0.5.0"
 VLLM_KV_CACHE_USAGE = "vllm:kv_cache_usage_perc"
 VLLM_KV_CACHE_USAGE_SINCE = "0.9.0"
 VLLM_HISTOGRAMS_SINCE = "0.9.0"
+VLLM_TTFT_BUCKETS = (0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0,
+                     20.0, 40.0, 80.0, 160.0, 640.0, 2560.0)
+"""vllm/v1/metrics/loggers.py: the buckets of vllm:time_to_first_token_seconds."""
 # * Inter-token latency, a histogram (seconds) observed once per output the engine streams (the time since the
 #   request's previous output). vLLM exported it as vllm:time_per_output_token_seconds (in the V1 loggers.py from
 #   0.9, like the TTFT histogram). PR #24110 ("[Metrics] Deprecate TPOT in favor of ITL", merged 2025-09-02) added
@@ -269,6 +272,9 @@ VLLM_ITL_RENAMED_IN = "0.11.0"
 #   sglang:inter_token_latency_seconds. The latter replaced sglang:time_per_output_token_seconds (sgl-project/sglang
 #   PR #3988 added the new name, PR #4914 removed the old one); the releases of either are not pinned down here, so
 #   the rule reads both names and the image tag does not pick one.
+SGLANG_TTFT_BUCKETS = (0.1, 0.2, 0.4, 0.6, 0.8, 1, 2, 4, 6, 8, 10, 20, 40, 60, 80, 100, 200, 400)
+"""collector.py: TokenizerMetricsCollector's default ``bucket_time_to_first_token`` (``--bucket-time-to-first-token``
+overrides it)."""
 SGLANG_ITL = "sglang:inter_token_latency_seconds_bucket"
 SGLANG_TPOT_REMOVED = "sglang:time_per_output_token_seconds_bucket"
 
@@ -418,7 +424,7 @@ METRICS: dict[str, MetricDef] = {
             ALL_MODES,
             (MetricSource("vllm", "vllm:time_to_first_token_seconds_bucket", "vllm_ttft_p90_ms", "pod",
                           _histogram_p90("vllm:time_to_first_token_seconds_bucket"), "s", kind="histogram",
-                          since=VLLM_HISTOGRAMS_SINCE),),
+                          since=VLLM_HISTOGRAMS_SINCE, buckets=VLLM_TTFT_BUCKETS),),
             scaling="What an interactive user waits for (queueing plus prefill). A latency SLO more than a load "
                     "signal: it rises only once replicas saturate, and a pod that served nothing in the window "
                     "reads 0; pair it with vllm_requests_waiting, which moves first."),
@@ -450,7 +456,8 @@ METRICS: dict[str, MetricDef] = {
             "sglang_ttft_p90_ms", "SGLang time to first token, 90th percentile over the rule window", "ms", "app",
             ALL_MODES,
             (MetricSource("sglang", "sglang:time_to_first_token_seconds_bucket", "sglang_ttft_p90_ms", "pod",
-                          _histogram_p90("sglang:time_to_first_token_seconds_bucket"), "s", kind="histogram"),),
+                          _histogram_p90("sglang:time_to_first_token_seconds_bucket"), "s", kind="histogram",
+                          buckets=SGLANG_TTFT_BUCKETS),),
             scaling="Queueing plus prefill, as a user waits for it: it rises only once replicas saturate, and a "
                     "pod that served nothing in the window reads 0; an SLO guard next to sglang_queue_requests."),
         MetricDef(

@@ -82,11 +82,11 @@ def test_each_new_metric_has_type_unit_meaning_and_is_served_to_the_hpa(server, 
     assert all(name in served["seriesQuery"] for name in src.names)
 
 
-def _simulate(server, metric, target, concurrency=8, service_ms=400):
+def _simulate(server, metric, target, concurrency=8, service_ms=400, **model):
     raw = stack_raw("prod")
     llm_workload(server, metric)(raw)
     raw["workloads"][0]["autoscaling"]["metrics"][0]["target"] = target
-    raw["workloads"][0]["serviceModel"].update({"concurrency": concurrency, "serviceTimeMs": service_ms})
+    raw["workloads"][0]["serviceModel"].update({"concurrency": concurrency, "serviceTimeMs": service_ms, **model})
     cfg = load(raw)
     return simulate(cfg, "prod", "llm", resolve_trace(cfg, "llm", "step", "15m"))
 
@@ -128,7 +128,7 @@ def test_the_latency_p90_is_the_bucket_interpolation_of_queue_wait_plus_service(
 
 @pytest.mark.parametrize(("server", "metric", "why"), [
     ("sglang", "sglang_itl_p90_ms", "decode step time of the running batch"),
-    ("sglang", "sglang_ttft_p90_ms", "no prefill and decode phases"),
+    ("sglang", "sglang_ttft_p90_ms", "serviceModel.firstTokenMs (the prefill time) is not set"),
     ("sglang", "sglang_token_usage", "tokens in flight"),
     ("tgi", "tgi_time_per_token_p90_ms", "the service model has no tokens"),
 ])
@@ -161,3 +161,21 @@ def test_the_plan_marks_a_workload_on_a_metric_simulate_refuses_and_goes_on():
     assert "cannot be simulated" in row["stepResponse"]["notSimulated"]
     assert row["worstCaseSeconds"] > 0
     assert "not simulated (gpuplatform simulate says why)" in latency_text(rows)
+
+
+def test_time_to_first_token_is_simulated_from_the_queue_wait_plus_the_prefill_time():
+    """With serviceModel.firstTokenMs, SGLang's TTFT histogram observes each request's queue wait plus its
+    prefill, in SGLang's default buckets: an idle replica reads the prefill's bucket, and a step scales up."""
+    result = _simulate("sglang", "sglang_ttft_p90_ms", 1000, firstTokenMs=150)
+    plan = result.plan
+    assert plan.latency == "first_token" and plan.first_token_s == pytest.approx(0.15)
+    assert plan.level(0.0) == pytest.approx((0.1 + 0.9 * (0.2 - 0.1)) * 1000)  # 0.15 s lies in (0.1, 0.2]
+    assert result.first_scale_up_s is not None and result.replicas_max > 1
+
+
+def test_a_prefill_longer_than_the_whole_service_is_refused():
+    with pytest.raises(ConfigError) as info:
+        _simulate("sglang", "sglang_ttft_p90_ms", 1000, firstTokenMs=500)
+    (issue,) = info.value.issues
+    assert issue.path == "workloads[0].serviceModel.firstTokenMs"
+    assert "'firstTokenMs' (500) must be <= 'serviceTimeMs' (400)" in issue.message

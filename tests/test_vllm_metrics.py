@@ -150,3 +150,20 @@ def test_itl_on_latest_is_refused_only_for_the_unpinned_image_as_every_workload_
         load(raw)
     assert [i.path for i in info.value.issues] == ["workloads[0].image"]
     assert "an explicit version tag or a digest" in info.value.issues[0].message
+
+
+def test_vllm_ttft_is_simulated_with_a_prefill_time_and_refused_without_one():
+    from gpuplatform.simulate.engine import simulate
+    from gpuplatform.simulate.report import resolve_trace
+
+    raw = stack_raw("prod")
+    vllm_workload(metric="vllm_ttft_p90_ms", target=800)(raw)
+    raw["workloads"][0]["serviceModel"] = {"serviceTimeMs": 400, "concurrency": 8, "modelLoadSeconds": 120}
+    cfg = load(raw)
+    with pytest.raises(ConfigError) as info:
+        simulate(cfg, "prod", "llm", resolve_trace(cfg, "llm", "step", "15m"))
+    assert "serviceModel.firstTokenMs" in info.value.issues[0].message
+    raw["workloads"][0]["serviceModel"]["firstTokenMs"] = 120
+    cfg = load(raw)
+    result = simulate(cfg, "prod", "llm", resolve_trace(cfg, "llm", "step", "15m"))
+    assert result.first_scale_up_s is not None and result.replicas_max > 1

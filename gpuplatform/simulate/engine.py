@@ -38,8 +38,8 @@ from gpuplatform.simulate.autoscaling import HpaLoop, KedaLoop, Trigger
 from gpuplatform.simulate.bounds import LowerBound, lower_bound
 from gpuplatform.simulate.cluster import NodePool, Pods
 from gpuplatform.simulate.scrape import SERIES_MODELS, Scraper
-from gpuplatform.simulate.service import (NOT_MODELLED, TIME_UNITS, Queue, ServicePlan, bucket_p90, full_scale,
-                                          metric_kind, replica_memory_mib, replica_units, service_plan)
+from gpuplatform.simulate.service import (LATENCY, TIME_UNITS, Queue, ServicePlan, bucket_p90, full_scale,
+                                          metric_kind, not_modelled, replica_memory_mib, replica_units, service_plan)
 from gpuplatform.simulate.traces import Trace
 
 KEDA_COOLDOWN_S = 300
@@ -149,12 +149,13 @@ def setup(cfg: PlatformConfig, workload: str) -> Setup:
         if src is None:
             raise ConfigError([ConfigIssue(f"workloads[{index}].autoscaling",
                                            f"metric {t.metric!r} has no source on this stack")])
-        if t.metric in NOT_MODELLED:
-            modelled = [m for m in METRICS if m not in NOT_MODELLED and METRICS[m].source(src.exporter)]
+        why = not_modelled(t.metric, w.service_model.first_token_ms)
+        if why:
+            modelled = [m for m in METRICS if METRICS[m].source(src.exporter)
+                        and not_modelled(m, w.service_model.first_token_ms) is None]
             raise ConfigError([ConfigIssue(
                 f"workloads[{index}].autoscaling.metrics[{k}].metric",
-                f"{t.metric!r} cannot be simulated: {NOT_MODELLED[t.metric]}; allowed for simulate: "
-                f"{', '.join(modelled)}")])
+                f"{t.metric!r} cannot be simulated: {why}; allowed for simulate: {', '.join(modelled)}")])
         query = keda_query(w, ctx, t.metric) if keda else None
         triggers.append(Trigger(t.metric, t.target, src, query))
         for name in promql.metric_names(query or render_for_pods(src, namespace, ["p"], iv.rule_window)):
@@ -199,6 +200,12 @@ def _check_reachable(index: int, w: Workload, plan: ServicePlan) -> None:
     """A target the service model can never reach, or never exceed, would leave the simulation without a steady
     load to start from: say which."""
     first = w.autoscaling.metrics[0]
+    sm = w.service_model
+    if sm.first_token_ms is not None and sm.first_token_ms > sm.service_time_ms:
+        raise ConfigError([ConfigIssue(f"workloads[{index}].serviceModel.firstTokenMs",
+                                       f"'firstTokenMs' ({sm.first_token_ms:g}) must be <= 'serviceTimeMs' "
+                                       f"({sm.service_time_ms:g}): the first token comes within the request's "
+                                       "service")])
     where = f"workloads[{index}].autoscaling.metrics[0].target"
     if plan.kind == "running" and first.target >= plan.concurrency:
         raise ConfigError([ConfigIssue(where, f"{first.target:g} requests running is never exceeded by a replica "
@@ -476,7 +483,7 @@ def _level_of(s: Setup, trig: Trigger, served) -> float:
     if kind == "running":
         return s.plan.running(served.x)
     if kind == "latency":
-        return bucket_p90(s.plan.latency_s(served.x), trig.source.buckets) * factor
+        return bucket_p90(s.plan.latency_s(served.x, LATENCY[trig.metric]), trig.source.buckets) * factor
     return factor * served.rho
 
 

@@ -23,7 +23,8 @@ import bisect
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
-from gpuplatform.catalogs.metrics import APP_SERVERS, EXPORTERS, TGI_DURATION_BUCKETS
+from gpuplatform.catalogs.metrics import (APP_SERVERS, EXPORTERS, SGLANG_TTFT_BUCKETS, TGI_DURATION_BUCKETS,
+                                         VLLM_TTFT_BUCKETS)
 from gpuplatform.simulate import promql
 from gpuplatform.simulate.cluster import Pod, Pods
 from gpuplatform.simulate.service import Served, ServicePlan
@@ -109,6 +110,12 @@ SERIES_MODELS: dict[str, SeriesModel] = {
     # TGI's end-to-end request duration, observed when a request completes (router/src/server.rs): its queue wait
     # plus its service, in TGI's own buckets
     "tgi_request_duration_bucket": _histogram(TGI_DURATION_BUCKETS, "tgi", lambda plan, wq: wq + plan.service_time_s),
+    # time to first token (vllm/v1/metrics/loggers.py, sglang collector.py: observed at a request's first token):
+    # its queue wait plus its prefill, in the server's own buckets
+    "vllm:time_to_first_token_seconds_bucket": _histogram(VLLM_TTFT_BUCKETS, "vllm",
+                                                          lambda plan, wq: wq + plan.first_token_s),
+    "sglang:time_to_first_token_seconds_bucket": _histogram(SGLANG_TTFT_BUCKETS, "sglang",
+                                                            lambda plan, wq: wq + plan.first_token_s),
     # ingress-nginx: requests per Ingress and host, whether a pod answered or not
     "nginx_ingress_controller_requests": SeriesModel(_server("ingress_requests"), INGRESS),
 }

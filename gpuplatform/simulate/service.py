@@ -33,14 +33,13 @@ DEFAULT_STARTUP_BUDGET_S = 600
 RUNNING = frozenset({"vllm_requests_running", "sglang_requests_running", "tgi_batch_size"})
 """Gauges of the running batch: the requests a replica serves at once (vllm:num_requests_running,
 sglang:num_running_reqs, tgi_batch_current_size; see catalogs/metrics.py), ``concurrency x rho`` here."""
-LATENCY = frozenset({"tgi_request_latency_p90_ms"})
-"""Histograms of a request's whole time in the server, observed when it completes (TGI's tgi_request_duration:
-queue, validation and inference, router/src/server.rs): here its queue wait plus ``serviceTimeMs``."""
+LATENCY = {"tgi_request_latency_p90_ms": "request", "vllm_ttft_p90_ms": "first_token",
+           "sglang_ttft_p90_ms": "first_token"}
+"""Latency histograms, read as their p90, and what one request observes into them: ``request``, its whole time in
+the server when it completes (TGI's tgi_request_duration: queue, validation and inference, router/src/server.rs),
+here its queue wait plus ``serviceTimeMs``; ``first_token``, its time to first token (vLLM's and SGLang's
+time_to_first_token_seconds: queueing plus prefill), here its queue wait plus ``serviceModel.firstTokenMs``."""
 NOT_MODELLED = {
-    "vllm_ttft_p90_ms": "time to first token is queueing plus prefill, and the service model has one service time "
-                        "per request, no prefill and decode phases",
-    "sglang_ttft_p90_ms": "time to first token is queueing plus prefill, and the service model has one service time "
-                          "per request, no prefill and decode phases",
     "vllm_itl_p90_ms": "inter-token latency is the decode step time of the running batch, which the service model "
                        "(one service time per request, no tokens) does not have",
     "sglang_itl_p90_ms": "inter-token latency is the decode step time of the running batch, which the service model "
@@ -53,6 +52,16 @@ NOT_MODELLED = {
                           "service model does not have",
 }
 """Catalog metrics the simulator refuses, and why (``simulate`` says so instead of guessing a model)."""
+
+
+def not_modelled(metric: str, first_token_ms) -> str | None:
+    """Why the simulator cannot produce ``metric`` for a workload (None when it can)."""
+    if metric in NOT_MODELLED:
+        return NOT_MODELLED[metric]
+    if LATENCY.get(metric) == "first_token" and first_token_ms is None:
+        return ("time to first token is queueing plus prefill, and serviceModel.firstTokenMs (the prefill time) is "
+                "not set")
+    return None
 
 
 def metric_kind(name: str) -> str:
@@ -172,6 +181,10 @@ class ServicePlan:
     """Requests a replica serves at once (``serviceModel.concurrency``)."""
     buckets: tuple = ()
     """A latency histogram's bucket bounds, seconds (``latency`` kind)."""
+    latency: str = ""
+    """What the first metric's latency histogram observes (a value of :data:`LATENCY`; ``latency`` kind)."""
+    first_token_s: float = 0.0
+    """Admission to first token (``serviceModel.firstTokenMs``), seconds; 0 when not set."""
 
     @property
     def slots(self) -> Slots:
@@ -195,9 +208,11 @@ class ServicePlan:
         served = self.capacity_rps * self.rho(x)
         return self.waiting(x) / served if served > 0 else 0.0
 
-    def latency_s(self, x: float) -> float:
-        """Time in the server of a request joining a replica that holds ``x``: its queue wait plus its service."""
-        return self.wait_s(x) + self.service_time_s
+    def latency_s(self, x: float, which: str = "") -> float:
+        """What a request joining a replica that holds ``x`` observes into a latency histogram: its queue wait plus
+        its service (``request``) or its prefill (``first_token``); ``which`` defaults to the first metric's."""
+        base = self.first_token_s if (which or self.latency) == "first_token" else self.service_time_s
+        return self.wait_s(x) + base
 
     def x_at_level(self, level: float) -> float:
         """Requests in a replica at which the metric reads ``level`` (inf when no finite load reaches above it)."""
@@ -248,15 +263,15 @@ def service_plan(cfg: PlatformConfig, w: Workload) -> ServicePlan:
     if kind in ("queue_time", "queue_length", "running", "latency"):
         unit = TIME_UNITS[METRICS[first.metric].unit] if kind in ("queue_time", "latency") else 1.0
         buckets = METRICS[first.metric].sources[0].buckets if kind == "latency" else ()
-        plan = ServicePlan(kind, 0.0, c / s, s, load, sm.image_pull_seconds, time_unit=unit, concurrency=c,
-                           buckets=buckets)
+        extra = dict(time_unit=unit, concurrency=c, buckets=buckets, latency=LATENCY.get(first.metric, ""),
+                     first_token_s=(sm.first_token_ms or 0.0) / 1000.0)
+        plan = ServicePlan(kind, 0.0, c / s, s, load, sm.image_pull_seconds, **extra)
         # the steady load at which the metric reads its target (M/M/1: Wq = S rho / (1 - rho), Lq = rho^2 / (1 - rho))
-        return ServicePlan(kind, plan.served_at_level(first.target), c / s, s, load, sm.image_pull_seconds,
-                           time_unit=unit, concurrency=c, buckets=buckets)
+        return ServicePlan(kind, plan.served_at_level(first.target), c / s, s, load, sm.image_pull_seconds, **extra)
     full = full_scale(cfg, w, first.metric)
     r = sm.requests_per_second_at_target
     return ServicePlan(kind, r, r * full / first.target, s, load, sm.image_pull_seconds, full_scale=full,
-                       concurrency=c)
+                       concurrency=c, first_token_s=(sm.first_token_ms or 0.0) / 1000.0)
 
 
 @dataclass(frozen=True)

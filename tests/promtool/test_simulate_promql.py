@@ -217,17 +217,19 @@ def test_evaluator_matches_promtool_on_simulated_series(promtool, stack_name) ->
 
 
 def test_evaluator_matches_promtool_on_a_simulated_histogram(promtool) -> None:
-    """TGI's request-duration buckets as the simulator writes them, and the p90 the adapter reads from them."""
+    """TGI's request-duration and SGLang's time-to-first-token buckets as the simulator writes them, and the p90 the
+    adapter reads from them."""
     from support import stack_raw
     from test_llm_servers import llm_workload
 
     from gpuplatform.components.validation import load
 
-    raw = stack_raw("prod")
-    llm_workload("tgi", "tgi_request_latency_p90_ms")(raw)
-    raw["workloads"][0]["autoscaling"]["metrics"][0]["target"] = 1500
-    raw["workloads"][0]["serviceModel"]["concurrency"] = 8
-    assert _check_simulation(promtool, load(raw), "prod") > 0
+    for server, metric, target in [("tgi", "tgi_request_latency_p90_ms", 1500), ("sglang", "sglang_ttft_p90_ms", 900)]:
+        raw = stack_raw("prod")
+        llm_workload(server, metric)(raw)
+        raw["workloads"][0]["autoscaling"]["metrics"][0]["target"] = target
+        raw["workloads"][0]["serviceModel"].update({"concurrency": 8, "firstTokenMs": 150})
+        assert _check_simulation(promtool, load(raw), "prod") > 0, metric
 
 
 def _check_simulation(promtool, cfg, stack_name: str) -> int:

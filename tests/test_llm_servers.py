@@ -179,3 +179,26 @@ def test_a_prefill_longer_than_the_whole_service_is_refused():
     (issue,) = info.value.issues
     assert issue.path == "workloads[0].serviceModel.firstTokenMs"
     assert "'firstTokenMs' (500) must be <= 'serviceTimeMs' (400)" in issue.message
+
+
+def test_tune_tries_only_targets_the_running_batch_or_latency_can_exceed():
+    from gpuplatform.simulate.tune import targets
+
+    raw = stack_raw("prod")
+    llm_workload("tgi", "tgi_batch_size")(raw)
+    raw["workloads"][0]["autoscaling"]["metrics"][0]["target"] = 7
+    raw["workloads"][0]["serviceModel"]["concurrency"] = 8
+    assert max(targets(load(raw), "llm")) < 8 and 7 in targets(load(raw), "llm")  # 7 x 1.25 = 8.75 is left out
+    raw = stack_raw("prod")
+    llm_workload("tgi", "tgi_request_latency_p90_ms")(raw)
+    raw["workloads"][0]["autoscaling"]["metrics"][0]["target"] = 600
+    raw["workloads"][0]["serviceModel"]["concurrency"] = 8
+    idle = service_plan_of(raw).level(0.0)  # 400 ms of service reads about 482 ms
+    assert min(targets(load(raw), "llm")) > idle and 600 in targets(load(raw), "llm")
+
+
+def service_plan_of(raw):
+    from gpuplatform.simulate.service import service_plan
+
+    cfg = load(raw)
+    return service_plan(cfg, cfg.workloads[0])

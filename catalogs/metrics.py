@@ -97,6 +97,22 @@ def convert_query(query: str, from_unit: str, to_unit: str) -> str:
     return f"({query}) * {up!r}"
 
 
+IMAGE_VERSION = re.compile(r":v?(\d+)\.(\d+)(?:\.(\d+))?(?:[-+][^:/@]*)?$")
+
+
+def image_version(image: str) -> tuple[int, ...] | None:
+    """The release an image tag pins (``vllm/vllm-openai:v0.9.2`` -> (0, 9, 2)); None for a digest or a tag that is
+    not a version (``latest``), whose server version nothing here can tell."""
+    if "@" in image:
+        return None
+    m = IMAGE_VERSION.search(image.rsplit("/", 1)[-1])
+    return tuple(int(x or 0) for x in m.groups()) if m else None
+
+
+def parse_version(text: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in (text.split(".") + ["0", "0"])[:3])
+
+
 @dataclass(frozen=True)
 class MetricSource:
     exporter: str
@@ -115,12 +131,43 @@ class MetricSource:
     """Prometheus type of the exported series: ``gauge``, ``counter`` or ``histogram`` (then ``series`` is its
     ``_bucket`` series and the query a ``histogram_quantile`` over ``rate`` of the buckets)."""
     since: str = ""
-    """First server version known to export ``series`` under this name, as far as its docs or source show; empty
-    for GPU exporters, whose names do not follow a server version."""
+    """First server version known to export the metric (under ``series`` or, for a renamed series,
+    ``previous_series``), as far as its docs or source show; empty for GPU exporters, whose names do not follow a
+    server version."""
+    previous_series: str = ""
+    """The name the server exported the series under before a rename; empty when it was never renamed. The adapter
+    rule reads both names (per pod, the current one wins), so one rule serves pods on either side of the rename."""
+    renamed_in: str = ""
+    """First server version that exports ``series`` (the new name); older versions export ``previous_series``.
+    Empty when the release of the rename is not known: the current name is then assumed."""
+    buckets: tuple[float, ...] = ()
+    """A histogram's bucket upper bounds as the server exports them by default, in the source's ``unit`` (``+Inf``
+    implied); the simulator observes into them. Empty for other kinds, or when not recorded."""
 
     @property
     def labels(self) -> ExporterLabels:
         return EXPORTERS[self.exporter]
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Every series name the rule reads, sorted (the rule is the same whichever name a workload's version
+        exports): the series, and the name before a rename."""
+        return tuple(sorted({self.series, self.previous_series} - {""}))
+
+    def series_for(self, version: tuple[int, ...] | None) -> str:
+        """The name a server of ``version`` exports (None: an unpinned image, assumed current)."""
+        if self.previous_series and self.renamed_in and version is not None and version < parse_version(
+                self.renamed_in):
+            return self.previous_series
+        return self.series
+
+    def for_version(self, version: tuple[int, ...] | None) -> "MetricSource":
+        """This source as a server of ``version`` exports it: ``series`` is the name that version uses, ``names``
+        still lists both (the rule does not depend on the version)."""
+        picked = self.series_for(version)
+        if picked == self.series:
+            return self
+        return replace(self, series=picked, previous_series=self.series)
 
     @property
     def metrics_query(self) -> str:
@@ -201,17 +248,76 @@ VLLM_SCHEDULER_GAUGES_SINCE = "0.5.0"
 VLLM_KV_CACHE_USAGE = "vllm:kv_cache_usage_perc"
 VLLM_KV_CACHE_USAGE_SINCE = "0.9.0"
 VLLM_HISTOGRAMS_SINCE = "0.9.0"
+VLLM_TTFT_BUCKETS = (0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0,
+                     20.0, 40.0, 80.0, 160.0, 640.0, 2560.0)
+"""vllm/v1/metrics/loggers.py: the buckets of vllm:time_to_first_token_seconds."""
+# * Inter-token latency, a histogram (seconds) observed once per output the engine streams (the time since the
+#   request's previous output). vLLM exported it as vllm:time_per_output_token_seconds (in the V1 loggers.py from
+#   0.9, like the TTFT histogram). PR #24110 ("[Metrics] Deprecate TPOT in favor of ITL", merged 2025-09-02) added
+#   vllm:inter_token_latency_seconds with the same buckets, observed the same value into both, and marked the old
+#   name deprecated from 0.11 (loggers.py: "Deprecated in 0.11 - Renamed as vllm:inter_token_latency_seconds"; the
+#   PR counts the deprecation from the next minor release even if a 0.10.x patch ships it). 0.12 hides the old
+#   name unless --show-hidden-metrics-for-version=0.11 (loggers.py: "With 0.12.x you can enable with ...") and
+#   PR #32661 removed it. The catalog takes 0.11.0 as the release of the rename: older tags export the old name
+#   (a 0.10.x patch that already exports both is read correctly as well, since the rule reads both names).
+VLLM_ITL = "vllm:inter_token_latency_seconds_bucket"
+VLLM_TPOT_DEPRECATED = "vllm:time_per_output_token_seconds_bucket"
+VLLM_ITL_RENAMED_IN = "0.11.0"
+
+# SGLang (python/sglang/srt/metrics/collector.py; docs "Production Metrics", served with --enable-metrics):
+# * SchedulerMetricsCollector gauges, one series per scheduler (dp_rank/tp_rank labels): sglang:num_running_reqs
+#   ("The number of running requests"), sglang:token_usage ("The token usage": used KV-cache tokens / the pool's
+#   tokens, 0-1; the docs' example shows 0.28).
+# * TokenizerMetricsCollector histograms (seconds): sglang:time_to_first_token_seconds and
+#   sglang:inter_token_latency_seconds. The latter replaced sglang:time_per_output_token_seconds (sgl-project/sglang
+#   PR #3988 added the new name, PR #4914 removed the old one); the releases of either are not pinned down here, so
+#   the rule reads both names and the image tag does not pick one.
+SGLANG_TTFT_BUCKETS = (0.1, 0.2, 0.4, 0.6, 0.8, 1, 2, 4, 6, 8, 10, 20, 40, 60, 80, 100, 200, 400)
+"""collector.py: TokenizerMetricsCollector's default ``bucket_time_to_first_token`` (``--bucket-time-to-first-token``
+overrides it)."""
+SGLANG_ITL = "sglang:inter_token_latency_seconds_bucket"
+SGLANG_TPOT_REMOVED = "sglang:time_per_output_token_seconds_bucket"
+
+# Hugging Face TGI (docs/source/reference/metrics.md, "Metrics"; router/src/server.rs, backends/v3/src/backend.rs):
+# * tgi_batch_current_size, gauge, "Current batch size": the continuous batch's requests, set on every batch
+#   iteration and to 0 when the batch empties (since v0.3.0, the first release with the /metrics endpoint).
+# * tgi_request_duration, histogram (seconds), "Total time spent processing the request (e2e latency)": observed
+#   once per successful request when it completes (queue + inference, validation included).
+# * tgi_request_mean_time_per_token_duration, histogram (seconds), "Mean time per token per request (inter-token
+#   latency)": the request's inference time over its generated tokens, observed at completion.
+# Both histograms get buckets from the router's "duration" suffix matcher (35 geometric buckets from 0.15 ms, factor
+# 1.5); before v0.5.0 (PR #163, "use buckets for metrics histograms") they were exported as summaries without
+# buckets, so the catalog takes 0.5.0 as their first release.
+TGI_BATCH_SINCE = "0.3.0"
+TGI_HISTOGRAMS_SINCE = "0.5.0"
+TGI_DURATION_BUCKETS = tuple(0.0001 * 1.5 ** k for k in range(1, 36))
+"""router/src/server.rs: ``duration_buckets``, 35 values from 0.0001 x 1.5 (a geometric sequence, factor 1.5)."""
 
 
-def _histogram_p90(bucket_series: str) -> str:
+def _histogram_p90(bucket_series: str, previous: str = "") -> str:
     """90th percentile per pod of a histogram over the rule window: ``histogram_quantile`` over the per-second
     ``rate`` of the ``_bucket`` counters summed by ``le`` and pod (Prometheus docs, querying/functions:
-    histogram_quantile; practices/histograms: aggregate the rates of the buckets, never quantiles). A pod with no
-    observation in the window has all bucket rates 0, for which histogram_quantile returns NaN: it reads 0
-    instead (the "or" arm), as the Triton queue time does for an idle pod."""
-    seen = f'sum by (<<.GroupBy>>) (rate({bucket_series}{{<<.LabelMatchers>>,le="+Inf"}}[{WINDOW}]))'
-    quantile = f"histogram_quantile(0.9, sum by (le, <<.GroupBy>>) (rate(<<.Series>>{{<<.LabelMatchers>>}}[{WINDOW}])))"
-    return f"({quantile} and ({seen} > 0)) or ({seen} == 0)"
+    histogram_quantile; practices/histograms: aggregate the rates of the buckets, never quantiles). ``rate`` corrects
+    for counter resets, so a server restart inside the window does not read as a negative rate. A pod with no
+    observation in the window has all bucket rates 0, for which histogram_quantile returns NaN: it reads 0 instead
+    (the "or" arm), as the Triton queue time does for an idle pod.
+
+    ``previous``: the bucket series' name before a rename. Both names are read, and per pod the current name's
+    buckets win (``or on(pod)``: the right side only for pods the left side lacks), so a pod exporting only the old
+    name, only the new one, or both during the deprecation window reads each observation once; adding the two
+    would count every observation twice (a server that observes both names alike doubles every rate)."""
+    if not previous:
+        seen = f'sum by (<<.GroupBy>>) (rate({bucket_series}{{<<.LabelMatchers>>,le="+Inf"}}[{WINDOW}]))'
+        quantile = (f"histogram_quantile(0.9, sum by (le, <<.GroupBy>>) "
+                    f"(rate(<<.Series>>{{<<.LabelMatchers>>}}[{WINDOW}])))")
+        return f"({quantile} and ({seen} > 0)) or ({seen} == 0)"
+
+    def either(template: str) -> str:
+        return f"({template.format(bucket_series)} or on(<<.GroupBy>>) {template.format(previous)})"
+
+    rates = either(f"sum by (le, <<.GroupBy>>) (rate({{}}{{{{<<.LabelMatchers>>}}}}[{WINDOW}]))")
+    seen = either(f'sum by (<<.GroupBy>>) (rate({{}}{{{{<<.LabelMatchers>>,le="+Inf"}}}}[{WINDOW}]))')
+    return f"(histogram_quantile(0.9, {rates}) and ({seen} > 0)) or ({seen} == 0)"
 
 
 _AVG = "avg(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)"
@@ -318,10 +424,75 @@ METRICS: dict[str, MetricDef] = {
             ALL_MODES,
             (MetricSource("vllm", "vllm:time_to_first_token_seconds_bucket", "vllm_ttft_p90_ms", "pod",
                           _histogram_p90("vllm:time_to_first_token_seconds_bucket"), "s", kind="histogram",
-                          since=VLLM_HISTOGRAMS_SINCE),),
+                          since=VLLM_HISTOGRAMS_SINCE, buckets=VLLM_TTFT_BUCKETS),),
             scaling="What an interactive user waits for (queueing plus prefill). A latency SLO more than a load "
                     "signal: it rises only once replicas saturate, and a pod that served nothing in the window "
                     "reads 0; pair it with vllm_requests_waiting, which moves first."),
+        MetricDef(
+            "vllm_itl_p90_ms", "vLLM inter-token latency, 90th percentile over the rule window", "ms", "app",
+            ALL_MODES,
+            (MetricSource("vllm", VLLM_ITL, "vllm_itl_p90_ms", "pod", _histogram_p90(VLLM_ITL, VLLM_TPOT_DEPRECATED),
+                          "s", kind="histogram", since=VLLM_HISTOGRAMS_SINCE, previous_series=VLLM_TPOT_DEPRECATED,
+                          renamed_in=VLLM_ITL_RENAMED_IN),),
+            scaling="How fast a streamed answer flows once it started: it grows with the running batch (every "
+                    "decode step serves more requests), not with the queue, so it moves before saturation only "
+                    "if the batch limit is high; a pod that streamed nothing in the window reads 0. An SLO guard "
+                    "next to a queue metric, not a load signal."),
+        MetricDef(
+            "sglang_requests_running", "SGLang requests in the running batch", "requests", "app", ALL_MODES,
+            (MetricSource("sglang", "sglang:num_running_reqs", "sglang_num_running_reqs", "pod", _SUM,
+                          "requests"),),
+            scaling="Concurrency per replica, summed over the pod's schedulers: grows with load up to the batch "
+                    "limit (--max-running-requests or the KV pool), then stays while the queue grows; pair it "
+                    "with sglang_queue_requests. Reads 0 when idle."),
+        MetricDef(
+            "sglang_token_usage", "SGLang KV-cache tokens in use, 0-1", "ratio", "app", ALL_MODES,
+            (MetricSource("sglang", "sglang:token_usage", "sglang_token_usage", "pod", _AVG, "ratio"),),
+            scaling="Memory pressure of the running batch (averaged over the pod's schedulers): near 1 the "
+                    "scheduler retracts requests or stops admitting them. It follows tokens in flight, not "
+                    "requests, so long prompts raise it at low request rates; a target around 0.8 scales before "
+                    "retraction."),
+        MetricDef(
+            "sglang_ttft_p90_ms", "SGLang time to first token, 90th percentile over the rule window", "ms", "app",
+            ALL_MODES,
+            (MetricSource("sglang", "sglang:time_to_first_token_seconds_bucket", "sglang_ttft_p90_ms", "pod",
+                          _histogram_p90("sglang:time_to_first_token_seconds_bucket"), "s", kind="histogram",
+                          buckets=SGLANG_TTFT_BUCKETS),),
+            scaling="Queueing plus prefill, as a user waits for it: it rises only once replicas saturate, and a "
+                    "pod that served nothing in the window reads 0; an SLO guard next to sglang_queue_requests."),
+        MetricDef(
+            "sglang_itl_p90_ms", "SGLang inter-token latency, 90th percentile over the rule window", "ms", "app",
+            ALL_MODES,
+            (MetricSource("sglang", SGLANG_ITL, "sglang_itl_p90_ms", "pod", _histogram_p90(SGLANG_ITL,
+                                                                                          SGLANG_TPOT_REMOVED),
+                          "s", kind="histogram", previous_series=SGLANG_TPOT_REMOVED),),
+            scaling="Decode speed of streamed answers: it grows with the running batch rather than the queue, "
+                    "and a pod that streamed nothing in the window reads 0; an SLO guard, not a load signal."),
+        MetricDef(
+            "tgi_batch_size", "TGI requests in the current continuous batch", "requests", "app", ALL_MODES,
+            (MetricSource("tgi", "tgi_batch_current_size", "tgi_batch_current_size", "pod", _SUM, "requests",
+                          since=TGI_BATCH_SINCE),),
+            scaling="Concurrency per replica: grows with load up to the batch limit (--max-batch-size or "
+                    "--max-batch-total-tokens), then stays while tgi_queue_size grows. Reads 0 when idle, so a "
+                    "target below the limit scales down as load falls."),
+        MetricDef(
+            "tgi_request_latency_p90_ms", "TGI end-to-end request latency, 90th percentile over the rule window",
+            "ms", "app", ALL_MODES,
+            (MetricSource("tgi", "tgi_request_duration_bucket", "tgi_request_latency_p90_ms", "pod",
+                          _histogram_p90("tgi_request_duration_bucket"), "s", kind="histogram",
+                          since=TGI_HISTOGRAMS_SINCE, buckets=TGI_DURATION_BUCKETS),),
+            scaling="Queue wait plus the whole generation, observed when a request completes: it lags load by a "
+                    "request's duration, mixes short and long answers, and rises only once replicas saturate; a "
+                    "pod that completed nothing in the window reads 0. An SLO guard next to tgi_queue_size."),
+        MetricDef(
+            "tgi_time_per_token_p90_ms", "TGI mean time per output token of a request, 90th percentile over the "
+            "rule window", "ms", "app", ALL_MODES,
+            (MetricSource("tgi", "tgi_request_mean_time_per_token_duration_bucket", "tgi_time_per_token_p90_ms",
+                          "pod", _histogram_p90("tgi_request_mean_time_per_token_duration_bucket"), "s",
+                          kind="histogram", since=TGI_HISTOGRAMS_SINCE, buckets=TGI_DURATION_BUCKETS),),
+            scaling="Decode speed per request (its inference time over its tokens), observed at completion: it "
+                    "grows with the batch rather than the queue and lags by a request's duration; a pod that "
+                    "completed nothing reads 0. An SLO guard, not a load signal."),
     )
 }
 
@@ -334,12 +505,20 @@ def suggest(name: str) -> list[str]:
     return close_matches(name, METRICS)
 
 
+def series_selector(source: MetricSource, matchers: str) -> str:
+    """A selector of the source's series with ``matchers``: by name, or for a renamed series every name it had
+    (``__name__`` regex; Prometheus anchors it, querying/basics: regular expressions are fully anchored)."""
+    if len(source.names) == 1:
+        return f"{source.series}{{{matchers}}}"
+    return f'{{__name__=~"{"|".join(source.names)}",{matchers}}}'
+
+
 def series_query(source: MetricSource) -> str:
     """Discovery query: only series that carry the pod's namespace and name can be served per pod."""
     lab = source.labels
     if source.scope == "node":
-        return f'{source.series}{{{lab.node}!=""}}'
-    return f'{source.series}{{{lab.namespace}!="",{lab.pod}!=""}}'
+        return series_selector(source, f'{lab.node}!=""')
+    return series_selector(source, f'{lab.namespace}!="",{lab.pod}!=""')
 
 
 def is_windowed(source: MetricSource) -> bool:

@@ -33,7 +33,7 @@ def rule(source: MetricSource, window: str, per_node: bool = False) -> dict:
     return {
         "seriesQuery": series_query(source),
         "resources": {"overrides": overrides},
-        "name": {"matches": f"^{_regex_escape(source.series)}$", "as": source.api_name},
+        "name": {"matches": _name_regex(source), "as": source.api_name},
         "metricsQuery": source.metrics_query.replace(WINDOW, window),
     }
 
@@ -76,6 +76,15 @@ def render_for_nodes(source: MetricSource, nodes: list[str], window: str) -> str
 
 def _regex_escape(series: str) -> str:
     return series.replace(".", "\\.")
+
+
+def _name_regex(source: MetricSource) -> str:
+    """``name.matches`` over every name of the series. For a renamed series both names map to the one API name;
+    the adapter keeps one series per metric name and resource (prometheus-adapter
+    ``pkg/custom-provider/series_registry.go`` ``SetSeries``: the last discovered series wins), so ``<<.Series>>``
+    could be either name: the metricsQuery of such a rule names both series itself."""
+    names = [_regex_escape(n) for n in source.names]
+    return f"^{names[0]}$" if len(names) == 1 else f"^({'|'.join(names)})$"
 
 
 def listed_resources(rule_list: list[dict]) -> set[str]:

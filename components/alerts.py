@@ -7,7 +7,8 @@ aggregated API state from the API server's ``aggregator_unavailable_apiservice``
 import json
 from dataclasses import dataclass
 
-from gpuplatform.catalogs.metrics import DCGM_FB_FREE, DCGM_FB_USED, DCGM_XID_ERRORS, EXPORTERS, MetricSource
+from gpuplatform.catalogs.metrics import (DCGM_FB_FREE, DCGM_FB_USED, DCGM_XID_ERRORS, EXPORTERS, MetricSource,
+                                         series_selector)
 from gpuplatform.components.adapter_rules import render_metrics_query
 from gpuplatform.components.config import Workload
 
@@ -47,9 +48,11 @@ def alerts(namespace: str, hpa_names: list[str], sources: list[MetricSource], gp
         ]
     for src in sources:
         lab = src.labels
-        out.append(Alert(f"GpuHpaSeriesAbsent_{src.api_name.replace(':', '_')}",
-                         f'absent({src.series}{{{lab.namespace}="{namespace}"}})', "10m", "warning",
-                         f"No {src.series} series in namespace {namespace}: the HPA metric {src.api_name} "
+        shown = " or ".join(src.names)
+        selector = series_selector(src, f'{lab.namespace}="{namespace}"')
+        out.append(Alert(f"GpuHpaSeriesAbsent_{src.api_name.replace(':', '_')}", f"absent({selector})", "10m",
+                         "warning",
+                         f"No {shown} series in namespace {namespace}: the HPA metric {src.api_name} "
                          "has nothing to serve (exporter down, scrape or label mapping broken)"))
     out.append(Alert("CustomMetricsApiUnavailable",
                      f'max(aggregator_unavailable_apiservice{{name="{CUSTOM_METRICS_APISERVICE}"}}) == 1',

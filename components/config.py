@@ -581,6 +581,10 @@ class ServiceModel(Model):
     """Requests one replica serves at once: 1 for a server that runs one request at a time (it queues as an M/M/1
     server); a batching LLM server's running batch (vLLM ``--max-num-seqs``, SGLang's and TGI's batch limits)
     for the others, which queue as M/M/c servers: requests wait only once every slot is busy. Default 1."""
+    first_token_ms: Optional[float] = Field(None, gt=0)
+    """Time from a request's admission to its first token (its prompt's prefill), at most ``serviceTimeMs``, for
+    the time-to-first-token metrics of vLLM and SGLang: each request observes its queue wait plus this. Default
+    none: ``simulate`` refuses those metrics (measure yours, e.g. TTFT at low load)."""
     model_load_seconds: Optional[int] = Field(None, ge=0, le=3600)
     """Container start to ready (server start and model load). Default: the expected load of ``model``, else the
     startup probe budget (``probes.startupTimeoutSeconds``, 600 without probes), the longest the pod is allowed."""

@@ -1,7 +1,7 @@
 """Which catalog source serves a workload's metric on this stack (GPU exporter or inference server)."""
 from typing import Optional
 
-from gpuplatform.catalogs.metrics import METRICS, MetricDef, MetricSource
+from gpuplatform.catalogs.metrics import METRICS, MetricDef, MetricSource, image_version
 from gpuplatform.components.config import PlatformConfig, Workload
 
 
@@ -11,11 +11,16 @@ def provider_for(cfg: PlatformConfig, workload: Workload, metric: MetricDef) -> 
 
 
 def source_for(cfg: PlatformConfig, workload: Workload, name: str) -> Optional[MetricSource]:
+    """The source as the workload's server exports it: for a renamed series, ``series`` is the name its image's
+    version uses (an unpinned tag is assumed current); the adapter rule reads every name either way."""
     metric = METRICS.get(name)
     if metric is None:
         return None
     provider = provider_for(cfg, workload, metric)
-    return metric.source(provider) if provider else None
+    src = metric.source(provider) if provider else None
+    if src is None or metric.category != "app":
+        return src
+    return src.for_version(image_version(workload.image))
 
 
 def used_sources(cfg: PlatformConfig) -> list[MetricSource]:

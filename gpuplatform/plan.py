@@ -8,7 +8,7 @@ import yaml
 
 from gpuplatform.catalogs.metrics import METRICS, is_windowed
 from gpuplatform.catalogs.prices import CURRENCY, HOURS_PER_MONTH, list_price
-from gpuplatform.components.errors import counted
+from gpuplatform.components.errors import ConfigError, counted
 from gpuplatform.components.config import SECRET_KEYS, PlatformConfig, duration_seconds
 from gpuplatform.components.metric_sources import source_for
 from gpuplatform.components.pools import all_pool_facts
@@ -194,7 +194,13 @@ def step_response(cfg: PlatformConfig, w) -> dict:
     if key not in _STEP_RESPONSES:
         from gpuplatform.simulate.sweep import cached_sweep
 
-        result = simulate(cfg, "", w.name, resolve_trace(cfg, w.name, "step", None))
+        try:
+            result = simulate(cfg, "", w.name, resolve_trace(cfg, w.name, "step", None))
+        except ConfigError as e:
+            # a metric the service model cannot produce, or a serviceModel that never reaches the target: the plan
+            # says so and goes on (serviceModel is for simulation only; `gpuplatform simulate` reports it as an error)
+            _STEP_RESPONSES[key] = {"trace": "step", "notSimulated": "; ".join(i.message for i in e.issues)}
+            return _STEP_RESPONSES[key]
         _STEP_RESPONSES[key] = {"trace": "step", "firstScaleUpSeconds": result.first_scale_up_s,
                                 "capacityReadySeconds": result.capacity_ready_s, "sweep": cached_sweep(cfg, w.name)}
     return _STEP_RESPONSES[key]
@@ -230,6 +236,11 @@ def latency_text(rows: list[dict]) -> str:
               "SIMULATED STEP: SCALE-UP / READY", "FIRST SCALE-UP OVER PHASES AND STEPS: WORST / MEDIAN"]]
     for r in rows:
         step = r["stepResponse"]
+        if "notSimulated" in step:
+            table.append([r["workload"], r["metric"], r["apiName"], f"{r['collect']}s", f"{r['scrape']}s",
+                          f"{r['window']}s", f"{r['poll']}s ({r['autoscaler']})", f"{r['worstCaseSeconds']}s",
+                          "not simulated (gpuplatform simulate says why)", "-"])
+            continue
         sweep = step["sweep"]
         table.append([r["workload"], r["metric"], r["apiName"], f"{r['collect']}s", f"{r['scrape']}s",
                       f"{r['window']}s", f"{r['poll']}s ({r['autoscaler']})", f"{r['worstCaseSeconds']}s",

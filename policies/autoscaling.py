@@ -257,7 +257,7 @@ def metric_per_pod(view, config, report):
             if m.type != "Pods":
                 continue
             sources = [src for metric in METRICS.values() for src in metric.sources
-                       if m.name in (src.api_name, src.series)]
+                       if m.name == src.api_name or m.name in src.names]
             if exporters:
                 sources = [src for src in sources if src.exporter in exporters]
             if sources and all(src.scope != "pod" for src in sources):

@@ -91,7 +91,7 @@ def lookup_metric(api_name: str) -> Optional[tuple[MetricDef, MetricSource]]:
                 return metric, src
     for metric in METRICS.values():
         for src in metric.sources:
-            if api_name == src.series:
+            if api_name in src.names:
                 return metric, src
     return None
 

@@ -92,3 +92,24 @@ def test_the_readme_names_every_catalog_gpu_model():
         base, _, sizes = item.strip().partition("-")
         names |= {item.strip()} if "/" not in sizes else {f"{base}-{s}" for s in sizes.split("/")}
     assert names == set(GPU_MODELS)
+
+
+def test_the_readme_metric_table_lists_every_catalog_metric_and_its_api_name():
+    """README's metric table has one row per catalog metric, and no other; an app metric's row names the API name
+    the adapter serves it under, and a renamed series' row names both of its series names."""
+    import re
+
+    from gpuplatform.catalogs.metrics import METRICS
+
+    text = (REPO_ROOT / "README.md").read_text()
+    table = text.split("| metric | meaning |", 1)[1].split("\n\n", 1)[0]
+    rows = dict(re.findall(r"^\| `(\w+)` \|(.*)$", table, flags=re.M))
+    assert set(rows) == set(METRICS)
+    for name, metric in METRICS.items():
+        if metric.category != "app":
+            continue
+        (src,) = metric.sources
+        assert f"`{src.api_name}`" in rows[name], name
+        for series in src.names:
+            if len(src.names) > 1:
+                assert f"`{series.removesuffix('_bucket')}`" in rows[name], (name, series)

@@ -1,9 +1,14 @@
 """vLLM's metrics in the catalog: each with its Prometheus type, unit, meaning for scaling and the vLLM version that
 exports it under that name; a workload whose image pins an older vLLM is refused the metric, with the versions
 that have it; the histogram metric is served as a quantile over the rate of its buckets."""
+import copy
+import re
+
 import pytest
 
 from gpuplatform.catalogs.metrics import METRICS
+from gpuplatform.components.errors import ConfigError
+from gpuplatform.components.metric_sources import source_for
 from gpuplatform.components.validation import load
 from gpuplatform.components.validation.autoscaling import image_version
 from support import of_type, stack_raw, synth
@@ -27,14 +32,17 @@ def vllm_workload(image="vllm/vllm-openai:v0.9.2", metric="vllm_requests_waiting
 
 def test_the_catalog_states_type_unit_meaning_and_versions_of_every_vllm_metric():
     assert {m.name for m in VLLM} >= {"vllm_requests_waiting", "vllm_requests_running", "vllm_kv_cache_usage",
-                                      "vllm_ttft_p90_ms"}
+                                      "vllm_ttft_p90_ms", "vllm_itl_p90_ms"}
     for m in VLLM:
         (src,) = m.sources
         assert src.kind in ("gauge", "counter", "histogram") and src.since and m.scaling, m.name
         assert src.series.startswith("vllm:")
         if src.kind == "histogram":
             assert src.series.endswith("_bucket")
-            assert "histogram_quantile(" in src.metrics_query and "rate(<<.Series>>" in src.metrics_query
+            assert "histogram_quantile(" in src.metrics_query
+            # each bucket series the rule reads is rated (a renamed series names both of its names)
+            assert all(f"rate({n}{{" in src.metrics_query or (n == src.series and "rate(<<.Series>>" in
+                                                               src.metrics_query) for n in src.names), m.name
 
 
 @pytest.mark.parametrize("metric,target", [("vllm_requests_waiting", 5), ("vllm_requests_running", 24),
@@ -72,3 +80,90 @@ def test_a_metric_the_older_vllm_exports_is_accepted_and_a_digest_is_not_judged(
                                            ("registry:5000/vllm:latest-gpu", None), ("vllm@sha256:ab", None)])
 def test_image_version(image, version):
     assert image_version(image) == version
+
+
+ITL = "vllm_itl_p90_ms"
+
+
+@pytest.mark.parametrize("image,series", [
+    ("vllm/vllm-openai:v0.10.2", "vllm:time_per_output_token_seconds_bucket"),  # before the rename
+    ("vllm/vllm-openai:v0.11.0", "vllm:inter_token_latency_seconds_bucket"),  # the release of the rename
+    ("vllm/vllm-openai:v0.12.1", "vllm:inter_token_latency_seconds_bucket"),
+    ("vllm/vllm-openai:nightly", "vllm:inter_token_latency_seconds_bucket"),  # no version: assumed current
+    ("vllm/vllm-openai@sha256:" + "b" * 64, "vllm:inter_token_latency_seconds_bucket"),
+])
+def test_the_renamed_itl_series_follows_the_pinned_tag_and_one_rule_reads_both_names(image, series):
+    raw = stack_raw("prod")
+    vllm_workload(image, ITL, 60)(raw)
+    cfg = load(raw)
+    src = source_for(cfg, cfg.workloads[0], ITL)
+    assert src.series == series
+    # whatever the tag, the HPA asks for the same name and the one rule discovers and reads both series names
+    records = synth(raw)
+    hpa = next(r for r in of_type(records, "kubernetes:autoscaling/v2:HorizontalPodAutoscaler"))
+    assert hpa.inputs["spec"]["metrics"][0]["pods"]["metric"]["name"] == "vllm_itl_p90_ms"
+    adapter = next(r for r in of_type(records, RELEASE) if r.inputs["name"] == "prometheus-adapter")
+    (served,) = [r for r in adapter.inputs["values"]["rules"]["custom"] if r["name"]["as"] == "vllm_itl_p90_ms"]
+    for name in ("vllm:time_per_output_token_seconds_bucket", "vllm:inter_token_latency_seconds_bucket"):
+        assert name in served["seriesQuery"] and re.search(served["name"]["matches"], name)
+        assert f"rate({name}{{" in served["metricsQuery"]
+    assert " or on(<<.GroupBy>>) " in served["metricsQuery"]  # per pod one name, never their sum
+
+
+def test_the_itl_rule_and_alert_do_not_depend_on_which_workload_comes_first():
+    """Two workloads on either side of the rename share one adapter rule."""
+    def rules(images):
+        raw = stack_raw("prod")
+        vllm_workload(images[0], ITL, 60)(raw)
+        second = copy.deepcopy(raw["workloads"][0])
+        second.update({"name": "llm2", "image": images[1]})
+        raw["workloads"].append(second)
+        records = synth(raw)
+        adapter = next(r for r in of_type(records, RELEASE) if r.inputs["name"] == "prometheus-adapter")
+        return [r for r in adapter.inputs["values"]["rules"]["custom"] if r["name"]["as"] == "vllm_itl_p90_ms"]
+    old_first = rules(["vllm/vllm-openai:v0.10.2", "vllm/vllm-openai:v0.12.1"])
+    assert len(old_first) == 1
+    assert old_first == rules(["vllm/vllm-openai:v0.12.1", "vllm/vllm-openai:v0.10.2"])
+
+
+def test_itl_on_a_vllm_older_than_the_metric_is_refused_with_the_versions_that_have_it():
+    assert_rejected("prod", vllm_workload("vllm/vllm-openai:v0.8.5", ITL, 60),
+                    "workloads[0].autoscaling.metrics[0].metric",
+                    ["'vllm_itl_p90_ms'", "vllm:time_per_output_token_seconds_bucket", "from version 0.9.0",
+                     "vllm:inter_token_latency_seconds_bucket from version 0.11.0", "pins 0.8.5",
+                     "vllm 0.9.0 or later"])
+
+
+@pytest.mark.parametrize("image", ["vllm/vllm-openai:v0.9.0", "vllm/vllm-openai:v0.10.2", "vllm/vllm-openai:nightly"])
+def test_itl_is_accepted_from_its_first_release_under_either_name_and_on_a_tag_that_is_no_version(image):
+    raw = stack_raw("prod")
+    vllm_workload(image, ITL, 60)(raw)
+    assert load(raw).workloads[0].autoscaling.metrics[0].metric == ITL
+
+
+def test_itl_on_latest_is_refused_only_for_the_unpinned_image_as_every_workload_is():
+    """``latest`` says no version: the metric's version check does not judge it (as for the other vLLM metrics);
+    the image rule refuses it for every workload, with the allowed forms."""
+    raw = stack_raw("prod")
+    vllm_workload("vllm/vllm-openai:latest", ITL, 60)(raw)
+    with pytest.raises(ConfigError) as info:
+        load(raw)
+    assert [i.path for i in info.value.issues] == ["workloads[0].image"]
+    assert "an explicit version tag or a digest" in info.value.issues[0].message
+
+
+def test_vllm_ttft_is_simulated_with_a_prefill_time_and_refused_without_one():
+    from gpuplatform.simulate.engine import simulate
+    from gpuplatform.simulate.report import resolve_trace
+
+    raw = stack_raw("prod")
+    vllm_workload(metric="vllm_ttft_p90_ms", target=800)(raw)
+    raw["workloads"][0]["serviceModel"] = {"serviceTimeMs": 400, "concurrency": 8, "modelLoadSeconds": 120}
+    cfg = load(raw)
+    with pytest.raises(ConfigError) as info:
+        simulate(cfg, "prod", "llm", resolve_trace(cfg, "llm", "step", "15m"))
+    assert "serviceModel.firstTokenMs" in info.value.issues[0].message
+    raw["workloads"][0]["serviceModel"]["firstTokenMs"] = 120
+    cfg = load(raw)
+    result = simulate(cfg, "prod", "llm", resolve_trace(cfg, "llm", "step", "15m"))
+    assert result.first_scale_up_s is not None and result.replicas_max > 1

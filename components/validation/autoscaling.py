@@ -5,7 +5,7 @@ import re
 from typing import Optional
 
 from gpuplatform.catalogs.kubernetes import HPA_TOLERANCE, hpa_replica_bounds, served_by
-from gpuplatform.catalogs.metrics import METRICS
+from gpuplatform.catalogs.metrics import METRICS, image_version, parse_version  # noqa: F401 - re-exported
 from gpuplatform.components.config import PlatformConfig, Workload
 from gpuplatform.components.errors import fmt, one_of
 from gpuplatform.components.metric_sources import provider_for
@@ -103,32 +103,22 @@ def check_autoscaling(cfg: PlatformConfig, p: str, w: Workload, f: Optional[Pool
                     "vLLM's /metrics on 8000); allowed: add either")
 
 
-IMAGE_VERSION = re.compile(r":v?(\d+)\.(\d+)(?:\.(\d+))?(?:[-+][^:/@]*)?$")
-
-
-def image_version(image: str) -> Optional[tuple[int, ...]]:
-    """The release an image tag pins (``vllm/vllm-openai:v0.9.2`` -> (0, 9, 2)); None for a digest or a tag that is
-    not a version, whose server version nothing here can tell."""
-    if "@" in image:
-        return None
-    m = IMAGE_VERSION.search(image.rsplit("/", 1)[-1])
-    return tuple(int(x or 0) for x in m.groups()) if m else None
-
-
-def _version(text: str) -> tuple[int, ...]:
-    return tuple(int(x) for x in (text.split(".") + ["0", "0"])[:3])
-
-
 def _check_server_version(pm: str, w: Workload, name: str, src, out: _Issues) -> None:
-    """A server series renamed across versions: the image's version must export the name the catalog serves."""
+    """A server series that appeared (or was renamed) in some version: the image's version must export the metric
+    under a name the rule reads. A digest or a tag that is no version (``latest``) is not judged."""
     if src is None or not src.since:
         return
     pinned = image_version(w.image)
-    if pinned is not None and pinned < _version(src.since):
-        shown = ".".join(map(str, pinned))
-        out.add(f"{pm}.metric", f"{fmt(name)} is read from {src.series}, which {w.server} exports from version "
-                f"{src.since}; image {fmt(w.image)} pins {shown}; allowed: an image of {w.server} {src.since} or "
-                "later, or another metric")
+    if pinned is None or pinned >= parse_version(src.since):
+        return
+    shown = ".".join(map(str, pinned))
+    if src.previous_series and src.renamed_in:
+        read = (f"{src.previous_series}, which {w.server} exports from version {src.since}, or its new name "
+                f"{src.series} from version {src.renamed_in}")
+    else:
+        read = f"{src.series}, which {w.server} exports from version {src.since}"
+    out.add(f"{pm}.metric", f"{fmt(name)} is read from {read}; image {fmt(w.image)} pins {shown}; allowed: an image "
+            f"of {w.server} {src.since} or later, or another metric")
 
 
 def _check_activation(cfg: PlatformConfig, pa: str, w: Workload, out: _Issues) -> None:
@@ -161,8 +151,8 @@ def _check_activation(cfg: PlatformConfig, pa: str, w: Workload, out: _Issues) -
             out.add(f"{pa}.activation.query", "required with source 'prometheus': PromQL over series of another "
                     "job, e.g. a queue length")
             return
-        own = sorted({s.series for m in METRICS.values() for s in m.sources} & set(re.findall(r"[A-Za-z_:][\w:]*",
-                                                                                          act.query)))
+        series = {n for m in METRICS.values() for s in m.sources for n in s.names}
+        own = sorted(series & set(re.findall(r"[A-Za-z_:][\w:]*", act.query)))
         if own:
             out.add(f"{pa}.activation.query", f"{fmt(act.query)} reads {one_of(own)}, which the workload's pods "
                     "or their GPUs report and which does not exist at zero replicas; allowed: a series of another "

@@ -38,8 +38,8 @@ from gpuplatform.simulate.autoscaling import HpaLoop, KedaLoop, Trigger
 from gpuplatform.simulate.bounds import LowerBound, lower_bound
 from gpuplatform.simulate.cluster import NodePool, Pods
 from gpuplatform.simulate.scrape import SERIES_MODELS, Scraper
-from gpuplatform.simulate.service import (TIME_UNITS, Queue, ServicePlan, full_scale, metric_kind,
-                                          replica_memory_mib, replica_units, service_plan)
+from gpuplatform.simulate.service import (LATENCY, TIME_UNITS, Queue, ServicePlan, bucket_p90, full_scale,
+                                          metric_kind, not_modelled, replica_memory_mib, replica_units, service_plan)
 from gpuplatform.simulate.traces import Trace
 
 KEDA_COOLDOWN_S = 300
@@ -144,11 +144,18 @@ def setup(cfg: PlatformConfig, workload: str) -> Setup:
     keda = a.autoscaler == "keda"
     ctx = workload_context(cfg, w, facts)
     triggers, needed = [], {}
-    for t in a.metrics:
+    for k, t in enumerate(a.metrics):
         src = source_for(cfg, w, t.metric)
         if src is None:
             raise ConfigError([ConfigIssue(f"workloads[{index}].autoscaling",
                                            f"metric {t.metric!r} has no source on this stack")])
+        why = not_modelled(t.metric, w.service_model.first_token_ms)
+        if why:
+            modelled = [m for m in METRICS if METRICS[m].source(src.exporter)
+                        and not_modelled(m, w.service_model.first_token_ms) is None]
+            raise ConfigError([ConfigIssue(
+                f"workloads[{index}].autoscaling.metrics[{k}].metric",
+                f"{t.metric!r} cannot be simulated: {why}; allowed for simulate: {', '.join(modelled)}")])
         query = keda_query(w, ctx, t.metric) if keda else None
         triggers.append(Trigger(t.metric, t.target, src, query))
         for name in promql.metric_names(query or render_for_pods(src, namespace, ["p"], iv.rule_window)):
@@ -177,6 +184,7 @@ def setup(cfg: PlatformConfig, workload: str) -> Setup:
         spec["behavior"] = behavior(a.behavior)
     version = kubernetes_version(cfg)
     plan = service_plan(cfg, w)
+    _check_reachable(index, w, plan)
     return Setup(
         cfg=cfg, workload=w, plan=plan, namespace=namespace, readings=_readings(cfg, w, plan),
         collect_s=duration_seconds(iv.exporter_collect), scrape_s=duration_seconds(iv.scrape),
@@ -186,6 +194,28 @@ def setup(cfg: PlatformConfig, workload: str) -> Setup:
         provision_s=prov.seconds + (MIG_RECONFIGURE.seconds if facts.mode == "mig" else 0),
         autoscaled_pool=autoscaled_pool, major=prometheus_major(cfg.monitoring.backend),
         minor=version[1] if version else hpa_mod.LATEST_MINOR, ingress_labels=ingress_labels, hpa_spec=spec)
+
+
+def _check_reachable(index: int, w: Workload, plan: ServicePlan) -> None:
+    """A target the service model can never reach, or never exceed, would leave the simulation without a steady
+    load to start from: say which."""
+    first = w.autoscaling.metrics[0]
+    sm = w.service_model
+    if sm.first_token_ms is not None and sm.first_token_ms > sm.service_time_ms:
+        raise ConfigError([ConfigIssue(f"workloads[{index}].serviceModel.firstTokenMs",
+                                       f"'firstTokenMs' ({sm.first_token_ms:g}) must be <= 'serviceTimeMs' "
+                                       f"({sm.service_time_ms:g}): the first token comes within the request's "
+                                       "service")])
+    where = f"workloads[{index}].autoscaling.metrics[0].target"
+    if plan.kind == "running" and first.target >= plan.concurrency:
+        raise ConfigError([ConfigIssue(where, f"{first.target:g} requests running is never exceeded by a replica "
+                                       f"that runs at most serviceModel.concurrency ({plan.concurrency}) at once; "
+                                       f"allowed: < {plan.concurrency}, or raise serviceModel.concurrency")])
+    idle = plan.level(0.0) if plan.kind == "latency" else 0.0
+    if plan.kind == "latency" and idle >= first.target:
+        raise ConfigError([ConfigIssue(where, f"{first.target:g} is below what an idle replica reads ({idle:g}: "
+                                       f"serviceModel.serviceTimeMs placed in the histogram's bucket); allowed: "
+                                       f"> {idle:g}, or a shorter serviceModel.serviceTimeMs")])
 
 
 # ------------------------------------------------------------------------------------------------ figures
@@ -437,7 +467,7 @@ def _readings(cfg: PlatformConfig, w: Workload, plan: ServicePlan) -> dict:
     out = {}
     for t in w.autoscaling.metrics:
         kind = metric_kind(t.metric)
-        out[t.metric] = (kind, TIME_UNITS[METRICS[t.metric].unit] if kind == "queue_time" else
+        out[t.metric] = (kind, TIME_UNITS[METRICS[t.metric].unit] if kind in ("queue_time", "latency") else
                          full_scale(cfg, w, t.metric) if kind == "utilization" else 1.0)
     return out
 
@@ -451,6 +481,10 @@ def _level_of(s: Setup, trig: Trigger, served) -> float:
         return s.plan.wait_s(served.x) * factor
     if kind == "queue_length":
         return s.plan.waiting(served.x)
+    if kind == "running":
+        return s.plan.running(served.x)
+    if kind == "latency":
+        return bucket_p90(s.plan.latency_s(served.x, LATENCY[trig.metric]), trig.source.buckets) * factor
     return factor * served.rho
 
 

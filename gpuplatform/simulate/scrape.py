@@ -19,10 +19,12 @@ Sources:
 """
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
-from gpuplatform.catalogs.metrics import APP_SERVERS, EXPORTERS
+from gpuplatform.catalogs.metrics import (APP_SERVERS, EXPORTERS, SGLANG_TTFT_BUCKETS, TGI_DURATION_BUCKETS,
+                                         VLLM_TTFT_BUCKETS)
 from gpuplatform.simulate import promql
 from gpuplatform.simulate.cluster import Pod, Pods
 from gpuplatform.simulate.service import Served, ServicePlan
@@ -54,6 +56,15 @@ class SeriesModel:
     value: Callable[[SeriesContext], Optional[float]]
     exporter: Optional[str] = None
     """``None``: the GPU exporter of the metric source; else the server whose target exposes it."""
+    buckets: tuple = ()
+    """A histogram's ``_bucket`` series: its upper bounds (seconds, ``+Inf`` implied). The scrape writes one
+    cumulative counter per bound, labelled ``le``, from what ``observe`` gave every completion."""
+    observe: Optional[Callable[[ServicePlan, float], float]] = None
+    """Histogram only: the value (seconds) one completion observes, from the plan and its queue wait."""
+
+
+def _histogram(bounds: tuple, exporter: str, observe: Callable[[ServicePlan, float], float]) -> SeriesModel:
+    return SeriesModel(lambda ctx: None, exporter, tuple(bounds), observe)
 
 
 def _gpu(scale: Callable[[SeriesContext, float], float]) -> SeriesModel:
@@ -93,6 +104,18 @@ SERIES_MODELS: dict[str, SeriesModel] = {
     # TGI's router queue and SGLang's waiting queue: requests not yet in the running batch
     "tgi_queue_size": SeriesModel(lambda ctx: _lq(ctx), "tgi"),
     "sglang:num_queue_reqs": SeriesModel(lambda ctx: _lq(ctx), "sglang"),
+    # their running batches (sglang:num_running_reqs; tgi_batch_current_size, which TGI sets per batch iteration)
+    "sglang:num_running_reqs": SeriesModel(lambda ctx: ctx.plan.running(ctx.served.x), "sglang"),
+    "tgi_batch_current_size": SeriesModel(lambda ctx: ctx.plan.running(ctx.served.x), "tgi"),
+    # TGI's end-to-end request duration, observed when a request completes (router/src/server.rs): its queue wait
+    # plus its service, in TGI's own buckets
+    "tgi_request_duration_bucket": _histogram(TGI_DURATION_BUCKETS, "tgi", lambda plan, wq: wq + plan.service_time_s),
+    # time to first token (vllm/v1/metrics/loggers.py, sglang collector.py: observed at a request's first token):
+    # its queue wait plus its prefill, in the server's own buckets
+    "vllm:time_to_first_token_seconds_bucket": _histogram(VLLM_TTFT_BUCKETS, "vllm",
+                                                          lambda plan, wq: wq + plan.first_token_s),
+    "sglang:time_to_first_token_seconds_bucket": _histogram(SGLANG_TTFT_BUCKETS, "sglang",
+                                                            lambda plan, wq: wq + plan.first_token_s),
     # ingress-nginx: requests per Ingress and host, whether a pod answered or not
     "nginx_ingress_controller_requests": SeriesModel(_server("ingress_requests"), INGRESS),
 }
@@ -156,6 +179,7 @@ class Scraper:
         ready = pods.ready(t)
         per_pod = served.served / len(ready) if ready else 0.0
         wq = self.plan.wait_s(served.x_before)
+        histograms = [(name, SERIES_MODELS[name]) for name in self.needed if SERIES_MODELS[name].buckets]
         for p in ready:
             cnt = self.counters.setdefault(p.name, {"success": 0.0, "queue_us": 0.0, "request_us": 0.0,
                                                     "compute_us": 0.0})
@@ -163,6 +187,10 @@ class Scraper:
             cnt["queue_us"] += per_pod * wq * 1e6
             cnt["compute_us"] += per_pod * self.plan.service_time_s * 1e6
             cnt["request_us"] += per_pod * (wq + self.plan.service_time_s) * 1e6
+            for name, model in histograms:
+                # observations per bucket (the last one +Inf); the scrape makes them cumulative
+                per_bucket = cnt.setdefault(name, [0.0] * (len(model.buckets) + 1))
+                per_bucket[bisect.bisect_left(model.buckets, model.observe(self.plan, wq))] += per_pod
         self._ingress_total += demand
 
     def scrape(self, pods: Pods, t: float, served: Served) -> None:
@@ -190,6 +218,9 @@ class Scraper:
                     continue  # the server exposes no series of the model before it is loaded
                 if not app and pod.name not in self.collected:
                     continue
+                if model.buckets:
+                    self._scrape_histogram(name, model, pod, exporter, t)
+                    continue
                 ctx = SeriesContext(pod, t, self.collected.get(pod.name), self.counters.get(pod.name, {}), served,
                                     self.plan, target.metric, self.replica_memory_mib,
                                     self.full_scales.get(target.metric, 1.0))
@@ -207,6 +238,17 @@ class Scraper:
         for name, labels in self._gpu_written - gpu_now:
             self.storage.mark_stale(name, dict(labels), t)
         self._gpu_written = gpu_now
+
+    def _scrape_histogram(self, name: str, model: SeriesModel, pod: Pod, exporter: str, t: float) -> None:
+        """A server's histogram: one cumulative counter per bucket bound (``le``) and ``+Inf``, from zero when the
+        server started; every bucket exists from the start, as client libraries expose them."""
+        per_bucket = self.counters[pod.name].get(name) or [0.0] * (len(model.buckets) + 1)
+        total = 0.0
+        for bound, n in zip([str(b) for b in model.buckets] + ["+Inf"], per_bucket):
+            total += n
+            labels = {**pod_labels(exporter, pod, self.namespace), "le": bound}
+            self.storage.add(name, labels, t, total)
+            self._app_written.setdefault(pod.name, set()).add((name, tuple(sorted(labels.items()))))
 
     def _deletions(self, pods: Pods) -> None:
         """A deleted pod's server target goes away: endOfRunStaleness."""

@@ -29,14 +29,65 @@ TIME_UNITS = {"us": 1e6, "ms": 1e3, "s": 1.0}
 FULL_SCALE = {"percent": 100.0, "ratio": 1.0}
 
 
+RUNNING = frozenset({"vllm_requests_running", "sglang_requests_running", "tgi_batch_size"})
+"""Gauges of the running batch: the requests a replica serves at once (vllm:num_requests_running,
+sglang:num_running_reqs, tgi_batch_current_size; see catalogs/metrics.py), ``concurrency x rho`` here."""
+LATENCY = {"tgi_request_latency_p90_ms": "request", "vllm_ttft_p90_ms": "first_token",
+           "sglang_ttft_p90_ms": "first_token"}
+"""Latency histograms, read as their p90, and what one request observes into them: ``request``, its whole time in
+the server when it completes (TGI's tgi_request_duration: queue, validation and inference, router/src/server.rs),
+here its queue wait plus ``serviceTimeMs``; ``first_token``, its time to first token (vLLM's and SGLang's
+time_to_first_token_seconds: queueing plus prefill), here its queue wait plus ``serviceModel.firstTokenMs``."""
+NOT_MODELLED = {
+    "vllm_itl_p90_ms": "inter-token latency is the decode step time of the running batch, which the service model "
+                       "(one service time per request, no tokens) does not have",
+    "sglang_itl_p90_ms": "inter-token latency is the decode step time of the running batch, which the service model "
+                         "(one service time per request, no tokens) does not have",
+    "tgi_time_per_token_p90_ms": "time per token is a request's inference time over its generated tokens, and the "
+                                 "service model has no tokens",
+    "vllm_kv_cache_usage": "KV-cache usage follows the tokens in flight (prompt and output lengths), which the "
+                           "service model does not have",
+    "sglang_token_usage": "KV-cache usage follows the tokens in flight (prompt and output lengths), which the "
+                          "service model does not have",
+}
+"""Catalog metrics the simulator refuses, and why (``simulate`` says so instead of guessing a model)."""
+
+
+def not_modelled(metric: str, first_token_ms) -> str | None:
+    """Why the simulator cannot produce ``metric`` for a workload (None when it can)."""
+    if metric in NOT_MODELLED:
+        return NOT_MODELLED[metric]
+    if LATENCY.get(metric) == "first_token" and first_token_ms is None:
+        return ("time to first token is queueing plus prefill, and serviceModel.firstTokenMs (the prefill time) is "
+                "not set")
+    return None
+
+
 def metric_kind(name: str) -> str:
-    """How a catalog metric follows load: ``queue_time``, ``queue_length`` or ``utilization`` (memory too)."""
+    """How a catalog metric follows load: ``queue_time``, ``queue_length``, ``running`` (the running batch),
+    ``latency`` (a request's time in the server, read as a histogram's p90) or ``utilization`` (memory too)."""
     m = METRICS[name]
+    if name in RUNNING:
+        return "running"
+    if name in LATENCY:
+        return "latency"
     if m.unit in TIME_UNITS:
         return "queue_time"
     if m.unit == "requests":
         return "queue_length"
     return "utilization"
+
+
+def bucket_p90(seconds: float, bounds: tuple[float, ...]) -> float:
+    """What ``histogram_quantile(0.9, ...)`` reads (seconds) when every observation in the window took ``seconds``:
+    all of them in the bucket ``(lo, hi]`` that holds the value, so the 90th percentile interpolates to
+    ``lo + 0.9 (hi - lo)``; above the last finite bound, that bound (Prometheus promql/quantile.go,
+    bucketQuantile: linear interpolation inside the bucket, the highest finite bound for the +Inf bucket)."""
+    i = bisect.bisect_left(bounds, seconds)
+    if i >= len(bounds):
+        return bounds[-1]
+    lo = bounds[i - 1] if i > 0 else 0.0
+    return lo + 0.9 * (bounds[i] - lo)
 
 
 def replica_memory_mib(cfg: PlatformConfig, w: Workload) -> float:
@@ -130,6 +181,12 @@ class ServicePlan:
     """Requests a replica serves at once (``serviceModel.concurrency``)."""
     startup_basis: str = ""
     """Where ``model_load_s`` and ``image_pull_s`` come from (printed by the report)."""
+    buckets: tuple = ()
+    """A latency histogram's bucket bounds, seconds (``latency`` kind)."""
+    latency: str = ""
+    """What the first metric's latency histogram observes (a value of :data:`LATENCY`; ``latency`` kind)."""
+    first_token_s: float = 0.0
+    """Admission to first token (``serviceModel.firstTokenMs``), seconds; 0 when not set."""
 
     @property
     def slots(self) -> Slots:
@@ -153,11 +210,21 @@ class ServicePlan:
         served = self.capacity_rps * self.rho(x)
         return self.waiting(x) / served if served > 0 else 0.0
 
+    def latency_s(self, x: float, which: str = "") -> float:
+        """What a request joining a replica that holds ``x`` observes into a latency histogram: its queue wait plus
+        its service (``request``) or its prefill (``first_token``); ``which`` defaults to the first metric's."""
+        base = self.first_token_s if (which or self.latency) == "first_token" else self.service_time_s
+        return self.wait_s(x) + base
+
     def x_at_level(self, level: float) -> float:
         """Requests in a replica at which the metric reads ``level`` (inf when no finite load reaches above it)."""
         if self.kind == "utilization":
             return self.slots.x_at_rho(level / self.full_scale)
-        if self.concurrency == 1:
+        if self.kind == "running":
+            return self.slots.x_at_rho(level / self.concurrency)
+        if self.kind == "latency" and level >= self.buckets[-1] * self.time_unit:
+            return math.inf  # the histogram reads no more than its last finite bound
+        if self.concurrency == 1 and self.kind != "latency":
             if self.kind == "queue_time":
                 return (level / self.time_unit) * self.capacity_rps
             return (level + math.sqrt(level * level + 4 * level)) / 2
@@ -175,6 +242,10 @@ class ServicePlan:
             return self.wait_s(x) * self.time_unit
         if self.kind == "queue_length":
             return self.waiting(x)
+        if self.kind == "running":
+            return self.running(x)
+        if self.kind == "latency":
+            return bucket_p90(self.latency_s(x), self.buckets) * self.time_unit
         return self.full_scale * self.rho(x)
 
     def served_at_level(self, level: float) -> float:
@@ -190,16 +261,18 @@ def service_plan(cfg: PlatformConfig, w: Workload) -> ServicePlan:
     load, pull, basis = startup_times(w)
     s = sm.service_time_ms / 1000.0
     c = sm.concurrency
-    if kind in ("queue_time", "queue_length"):
-        unit = TIME_UNITS[METRICS[first.metric].unit] if kind == "queue_time" else 1.0
-        plan = ServicePlan(kind, 0.0, c / s, s, load, pull, time_unit=unit, concurrency=c, startup_basis=basis)
+    if kind in ("queue_time", "queue_length", "running", "latency"):
+        unit = TIME_UNITS[METRICS[first.metric].unit] if kind in ("queue_time", "latency") else 1.0
+        buckets = METRICS[first.metric].sources[0].buckets if kind == "latency" else ()
+        extra = dict(time_unit=unit, concurrency=c, buckets=buckets, latency=LATENCY.get(first.metric, ""),
+                     first_token_s=(sm.first_token_ms or 0.0) / 1000.0, startup_basis=basis)
+        plan = ServicePlan(kind, 0.0, c / s, s, load, pull, **extra)
         # the steady load at which the metric reads its target (M/M/1: Wq = S rho / (1 - rho), Lq = rho^2 / (1 - rho))
-        return ServicePlan(kind, plan.served_at_level(first.target), c / s, s, load, pull,
-                           time_unit=unit, concurrency=c, startup_basis=basis)
+        return ServicePlan(kind, plan.served_at_level(first.target), c / s, s, load, pull, **extra)
     full = full_scale(cfg, w, first.metric)
     r = sm.requests_per_second_at_target
     return ServicePlan(kind, r, r * full / first.target, s, load, pull, full_scale=full,
-                       concurrency=c, startup_basis=basis)
+                       concurrency=c, first_token_s=(sm.first_token_ms or 0.0) / 1000.0, startup_basis=basis)
 
 
 def startup_times(w: Workload) -> tuple[int, int, str]:

@@ -18,6 +18,7 @@ import yaml
 from gpuplatform.catalogs.metrics import METRICS
 from gpuplatform.components.config import Behavior, PlatformConfig, ScalingPolicy, ScalingRules
 from gpuplatform.simulate.engine import Result, find_workload, simulate
+from gpuplatform.simulate.service import service_plan
 from gpuplatform.simulate.traces import Trace
 
 TARGET_FACTORS = (0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.1, 1.25)
@@ -71,10 +72,16 @@ def with_candidate(cfg: PlatformConfig, workload: str, c: Candidate) -> Platform
 
 
 def targets(cfg: PlatformConfig, workload: str) -> list[float]:
-    first = find_workload(cfg, workload).autoscaling.metrics[0]
+    """The first metric's target times each factor, within what the metric can read: a bounded unit's ceiling, a
+    running batch below ``concurrency``, a latency above what an idle replica reads."""
+    w = find_workload(cfg, workload)
+    first = w.autoscaling.metrics[0]
     ceiling = UNIT_CEILINGS.get(METRICS[first.metric].unit)
+    plan = service_plan(cfg, w)
     out = [round(first.target * f, 3) for f in TARGET_FACTORS]
-    return [t for t in out if ceiling is None or t <= ceiling]
+    return [t for t in out if (ceiling is None or t <= ceiling)
+            and (plan.kind != "running" or t < plan.concurrency)
+            and (plan.kind != "latency" or t > plan.level(0.0))]
 
 
 def tune(cfg: PlatformConfig, stack: str, workload: str, trace: Trace, budget_s: float,

@@ -26,9 +26,12 @@ STEP = 15
 
 
 def expand(notation: str) -> list:
-    """promtool's expanding notation -> one value (or None for ``_``) per step."""
+    """promtool's expanding notation -> one value (None for ``_``, ``"stale"`` for a stale marker) per step."""
     out: list = []
     for token in notation.split():
+        if token == "stale":
+            out.append("stale")
+            continue
         if token.startswith("_"):
             n = int(token[2:]) if token.startswith("_x") else 0
             out += [None] * (n + 1)
@@ -55,7 +58,9 @@ def _storage(series: list[dict], step: float, offset: float = 0.0) -> promql.Sto
     for s in series:
         labels = dict(s["labels"])
         for i, v in enumerate(expand(s["values"])):
-            if v is not None:
+            if v == "stale":
+                st.mark_stale(s["name"], labels, offset + i * step)
+            elif v is not None:
                 st.add(s["name"], labels, offset + i * step, v)
     return st
 
@@ -206,10 +211,31 @@ def test_evaluator_matches_promtool_on_simulated_series(promtool, stack_name) ->
     from support import REPO
 
     from gpuplatform.components.stack_config import load_stack_file
+
+    cfg = load_stack_file(REPO / "stacks" / f"Pulumi.{stack_name}.yaml")
+    assert _check_simulation(promtool, cfg, stack_name) > 0
+
+
+def test_evaluator_matches_promtool_on_a_simulated_histogram(promtool) -> None:
+    """TGI's request-duration and SGLang's time-to-first-token buckets as the simulator writes them, and the p90 the
+    adapter reads from them."""
+    from support import stack_raw
+    from test_llm_servers import llm_workload
+
+    from gpuplatform.components.validation import load
+
+    for server, metric, target in [("tgi", "tgi_request_latency_p90_ms", 1500), ("sglang", "sglang_ttft_p90_ms", 900)]:
+        raw = stack_raw("prod")
+        llm_workload(server, metric)(raw)
+        raw["workloads"][0]["autoscaling"]["metrics"][0]["target"] = target
+        raw["workloads"][0]["serviceModel"].update({"concurrency": 8, "firstTokenMs": 150})
+        assert _check_simulation(promtool, load(raw), "prod") > 0, metric
+
+
+def _check_simulation(promtool, cfg, stack_name: str) -> int:
     from gpuplatform.simulate import engine
     from gpuplatform.simulate.traces import built_in
 
-    cfg = load_stack_file(REPO / "stacks" / f"Pulumi.{stack_name}.yaml")
     w = next(x for x in cfg.workloads if x.autoscaling.autoscaler == "hpa")
     plan = engine.service_plan(cfg, w)
     trace = built_in("step", plan.rps_at_target, plan.rps_at_target * w.autoscaling.max_replicas, 900)
@@ -243,8 +269,7 @@ def test_evaluator_matches_promtool_on_simulated_series(promtool, stack_name) ->
     # the queries of the last syncs name every pod of the run's end; check a spread of them
     picks = {f"q{i}": q for i, q in enumerate(queries[-3:] + queries[:2])}
     times = [t - offset for t in (300, 330, 347, 420, 600, 890) if t - offset > 0]
-    compared = _check(promtool, picks, series, [round(t) for t in times], scrape, storage, offset)
-    assert compared > 0
+    return _check(promtool, picks, series, [round(t) for t in times], scrape, storage, offset)
 
 
 def _fmt(v) -> str:

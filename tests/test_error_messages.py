@@ -197,6 +197,7 @@ def test_a_kubeconfig_path_the_plan_cannot_find_is_a_loud_warning(tmp_path, caps
     from gpuplatform.cli import main
 
     raw = stack_raw("local")
+    raw["workloads"] = []  # the warning is the cluster's: no workload needs planning (or simulating) for it
     raw["cluster"]["kubeconfigPath"] = str(tmp_path / "missing" / "kubeconfig")
     path = tmp_path / "Pulumi.local.yaml"
     path.write_text(yaml.safe_dump({"config": {f"gpu-platform:{k}": v for k, v in raw.items()}}))

@@ -77,7 +77,9 @@ def gpu_product_label(model: GpuModel) -> str:
 #              provider's fleet) and the nvidia-smi table in docker/docs' Docker Cloud quickstart
 #   H20        97871 MiB, "NVIDIA H20": guevara/read-it-later issue #11550 (a copy of the article "GPU
 #              进阶笔记（一）", section 5.1, nvidia-smi of an 8 x H20 server)
-#   A800-80GB  81920 MiB, "NVIDIA A800-SXM4-80GB": dexmal/dexbotic issue #41 (nvidia-smi of 8 x A800)
+#   A800-80GB  81251 MiB, "NVIDIA A800-SXM4-80GB": vllm-project/vllm issue #636 (8 x A800-SXM, driver 470.161.03),
+#              the A100-SXM4-80GB's figure on that driver; dexmal/dexbotic issue #41 shows 81920 MiB on a newer driver. The total follows the driver,
+#              so the catalog keeps the smaller: cGPU never counts a GiB (79, not 80) a card may not report
 #   H800-80GB, A800-40GB: no citable output found, so reported_mib and product stay None (see the module doc)
 # Architecture: the family GPU Feature Discovery derives from the compute capability (NVIDIA/k8s-device-plugin
 # internal/lm/resource.go getArchFamily: 8.0 ampere, 8.9 ada, 9.0 hopper); the MIG User Guide table gives 9.0 for
@@ -99,7 +101,7 @@ GPU_MODELS: dict[str, GpuModel] = {
         GpuModel("L4", 24, 23034, False, "ada", "NVIDIA L4"),
         GpuModel("H20", 96, 97871, True, "hopper", "NVIDIA H20"),
         GpuModel("H800-80GB", 80, None, True, "hopper"),
-        GpuModel("A800-80GB", 80, 81920, True, "ampere", "NVIDIA A800-SXM4-80GB"),
+        GpuModel("A800-80GB", 80, 81251, True, "ampere", "NVIDIA A800-SXM4-80GB"),
         GpuModel("A800-40GB", 40, None, True, "ampere"),
     )
 }

@@ -112,7 +112,7 @@ def test_simulated_gpus_of_a_model_without_sourced_reported_memory_are_refused()
     issues = rejected(raw)
     assert "'A800-40GB' has no sourced per-card memory" in issues["nodePools[0].gpuModel"]
     assert "fake-gpu-operator gpuMemory" in issues["nodePools[0].gpuModel"]
-    raw["nodePools"][0]["gpuModel"] = "A800-80GB"  # sourced: 81920 MiB
+    raw["nodePools"][0]["gpuModel"] = "A800-80GB"  # sourced: 81251 MiB
     load(raw)
 
 

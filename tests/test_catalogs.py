@@ -154,7 +154,7 @@ def test_api_group(api_version, group):
     ("L4", 24, 23034, False, "ada", "NVIDIA-L4"),
     ("H20", 96, 97871, True, "hopper", "NVIDIA-H20"),
     ("H800-80GB", 80, None, True, "hopper", "H800-80GB"),
-    ("A800-80GB", 80, 81920, True, "ampere", "NVIDIA-A800-SXM4-80GB"),
+    ("A800-80GB", 80, 81251, True, "ampere", "NVIDIA-A800-SXM4-80GB"),
     ("A800-40GB", 40, None, True, "ampere", "A800-40GB")])
 def test_new_models_carry_their_sourced_facts(name, memory_gb, reported_mib, mig, architecture, label):
     from gpuplatform.catalogs.gpus import gpu_product_label

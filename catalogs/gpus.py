@@ -78,8 +78,9 @@ def gpu_product_label(model: GpuModel) -> str:
 #   H20        97871 MiB, "NVIDIA H20": guevara/read-it-later issue #11550 (a copy of the article "GPU
 #              进阶笔记（一）", section 5.1, nvidia-smi of an 8 x H20 server)
 #   A800-80GB  81251 MiB, "NVIDIA A800-SXM4-80GB": vllm-project/vllm issue #636 (8 x A800-SXM, driver 470.161.03),
-#              the A100-SXM4-80GB's figure on that driver; dexmal/dexbotic issue #41 shows 81920 MiB on a newer driver. The total follows the driver,
-#              so the catalog keeps the smaller: cGPU never counts a GiB (79, not 80) a card may not report
+#              the A100-SXM4-80GB's figure on that driver; dexmal/dexbotic issue #41 shows 81920 MiB on a newer
+#              driver. The total follows the driver, so the catalog keeps the smaller: cGPU never counts a GiB
+#              (79, not 80) a card may not report
 #   H800-80GB, A800-40GB: no citable output found, so reported_mib and product stay None (see the module doc)
 # Architecture: the family GPU Feature Discovery derives from the compute capability (NVIDIA/k8s-device-plugin
 # internal/lm/resource.go getArchFamily: 8.0 ampere, 8.9 ada, 9.0 hopper); the MIG User Guide table gives 9.0 for

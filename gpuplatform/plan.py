@@ -11,6 +11,7 @@ from gpuplatform.catalogs.prices import CURRENCY, HOURS_PER_MONTH, list_price
 from gpuplatform.components.errors import ConfigError, counted
 from gpuplatform.components.config import SECRET_KEYS, PlatformConfig, duration_seconds
 from gpuplatform.components.metric_sources import source_for
+from gpuplatform.components.model_startup import load_estimate, startup_seconds, stated_startup_seconds
 from gpuplatform.components.pools import all_pool_facts
 from gpuplatform.components.validation import load
 from gpuplatform.records import RegisteredResource
@@ -206,6 +207,44 @@ def step_response(cfg: PlatformConfig, w) -> dict:
     return _STEP_RESPONSES[key]
 
 
+def startup_rows(cfg: PlatformConfig) -> list[dict]:
+    """Per workload: where its weights come from, how long a replica is expected to take from container start to
+    ready (components/model_startup.py) and what its probes allow and check."""
+    from gpuplatform.components.workload_manifests import probes
+
+    rows = []
+    for w in cfg.workloads:
+        est = load_estimate(w)
+        if stated_startup_seconds(w) is not None:
+            basis = "probes.startupTimeoutSeconds"
+        else:
+            basis = "sized from model" if est is not None else "default, no model"
+        ready = probes(w)["readinessProbe"]
+        check = (f"HTTP {ready['httpGet']['path']}" if "httpGet" in ready
+                 else f"TCP {ready['tcpSocket']['port']}")
+        rows.append({"workload": w.name,
+                     "weights": None if est is None else {"sizeGib": est.size_gib, "source": est.source,
+                                                          "mibPerSecond": est.mib_per_second,
+                                                          "rateBasis": est.rate_basis},
+                     "expectedLoadSeconds": None if est is None else round(est.expected_seconds),
+                     "startupProbeSeconds": startup_seconds(w), "startupProbeBasis": basis, "readiness": check})
+    return rows
+
+
+def startup_text(rows: list[dict]) -> str:
+    if not rows:
+        return "(no workloads)"
+    table = [["WORKLOAD", "WEIGHTS", "EXPECTED LOAD", "STARTUP PROBE BUDGET", "READINESS"]]
+    for r in rows:
+        weights = r["weights"]
+        table.append([r["workload"],
+                      f"{weights['sizeGib']:g} GiB ({weights['source']}, {weights['mibPerSecond']:g} MiB/s)"
+                      if weights else "-",
+                      _secs(r["expectedLoadSeconds"]) if weights else "unknown (no model)",
+                      f"{r['startupProbeSeconds']}s ({r['startupProbeBasis']})", r["readiness"]])
+    return _table(table)
+
+
 def _table(rows: list[list[str]]) -> str:
     widths = [max(len(str(r[i])) for r in rows) for i in range(len(rows[0]))]
     return "\n".join("  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows)
@@ -304,7 +343,7 @@ def write_records(out_dir: Path, stack: str, records: list[RegisteredResource], 
 def write_plan(out_dir: Path, stack: str, records: list[RegisteredResource], cfg: PlatformConfig,
                secrets: set[str]) -> None:
     write_records(out_dir, stack, records, secrets, pools=pool_rows(cfg), capacity=capacity_rows(cfg),
-                  metricLatency=latency_rows(cfg))
+                  startup=startup_rows(cfg), metricLatency=latency_rows(cfg))
 
 
 def file_warnings(cfg: PlatformConfig) -> list[str]:
@@ -366,13 +405,16 @@ def run_plan(raw: dict[str, Any], stack: str, out_dir: str | None, fmt: str, out
         json.dump({"stack": stack, "resourceCount": len(records),
                    "tree": [{"depth": d, "type": r.type, "name": r.name, "protect": r.protect}
                             for d, r in ordered(records)],
-                   "pools": pool_rows(cfg), "capacity": capacity_rows(cfg), "metricLatency": latency_rows(cfg)},
+                   "pools": pool_rows(cfg), "capacity": capacity_rows(cfg), "startup": startup_rows(cfg),
+                   "metricLatency": latency_rows(cfg)},
                   out, indent=2)
         out.write("\n")
     else:
         out.write(f"Stack {stack}: {len(records)} resources\n\n{tree_text(records)}\n\n")
         out.write(f"Node pools\n{pools_text(pool_rows(cfg))}\n\n")
         out.write(f"GPU capacity\n{capacity_text(capacity_rows(cfg))}\n\n")
+        out.write(f"Start-up (container start -> ready; estimates and sources: docs/model-startup.md)\n"
+                  f"{startup_text(startup_rows(cfg))}\n\n")
         out.write(f"Metric latency (change on the GPU -> HPA sees it; simulated step: gpuplatform simulate "
                   f"--trace step)\n{latency_text(latency_rows(cfg))}\n")
         if out_dir:

@@ -107,3 +107,24 @@ def test_a_project_plan_has_the_pool_summary_too(tmp_path, capsys):
     section = text.split("Node pools\n", 1)[1].split("\n\n", 1)[0]
     assert all(row["pool"] in section for row in plan["pools"])
     assert all(line.startswith("+ ") for line in tree_lines(text))
+
+
+def test_the_plan_says_how_long_each_replica_may_take_to_start_and_why(capsys):
+    from gpuplatform.components.model_startup import load_estimate
+    from gpuplatform.components.validation import load
+    from test_scenarios import EXAMPLES, example_raw
+
+    config = EXAMPLES["005"]
+    assert main(["plan", "--config", str(config), "--format", "json"]) == 0
+    [row] = json.loads(capsys.readouterr().out)["startup"]
+    est = load_estimate(load(example_raw("005")).workloads[0])
+    assert row["expectedLoadSeconds"] == round(est.expected_seconds)
+    assert row["startupProbeSeconds"] == est.sized_budget_seconds and row["startupProbeBasis"] == "sized from model"
+    assert row["readiness"] == "HTTP /health" and row["weights"]["sizeGib"] == est.size_gib
+    text = plan_text(capsys, "--config", str(config))
+    assert f"{est.sized_budget_seconds}s (sized from model)" in text
+    # a workload without a model keeps the generated default and says so
+    from gpuplatform.plan import startup_rows, startup_text
+
+    dev = startup_text(startup_rows(load(stack_raw("dev"))))
+    assert "600s (default, no model)" in dev and "unknown (no model)" in dev

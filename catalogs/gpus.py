@@ -113,6 +113,36 @@ def sourced_reported_memory() -> list[str]:
     return [n for n, m in GPU_MODELS.items() if m.reported_mib is not None]
 
 
+_PRODUCT_PREFIXES = ("NVIDIA-", "TESLA-")
+_PRODUCT_SUFFIX = re.compile(r"-(MIG-.*|SHARED)$")
+
+
+def product_match(model: GpuModel, label: str) -> str:
+    """How a node's product label (``nvidia.com/gpu.product`` or ``aliyun.accelerator/nvidia_name``) compares with a
+    catalog model: ``match``, ``variant`` (the same GPU, but the label does not show the catalog's memory size) or
+    ``mismatch`` (another GPU, or the same GPU with another memory size). The label is the NVML name with blanks as ``-``, maybe behind ``NVIDIA-``/``Tesla-`` and with
+    GPU Feature Discovery's ``-MIG-<profile>`` (single strategy) or ``-SHARED`` (time-slicing) suffix; the form
+    factor is not the catalog's concern (``NVIDIA-A100-PCIE-40GB`` and ``NVIDIA-A100-SXM4-40GB`` are both an
+    A100-40GB)."""
+    text = _PRODUCT_SUFFIX.sub("", label.strip().upper())
+    for prefix in _PRODUCT_PREFIXES:
+        text = text.removeprefix(prefix)
+    parts = text.split("-")
+    base, _, size = model.name.upper().partition("-")
+    if parts[0] != base:
+        return "mismatch"
+    if not size or size in parts:
+        return "match"
+    # a label naming another memory size is another card (an A100-80GB is not the catalog's A100-40GB)
+    return "mismatch" if any(re.fullmatch(r"\d+GB", part) for part in parts) else "variant"
+
+
+def label_memory_mib(value: str) -> int | None:
+    """One card's memory from a memory label: a bare MiB count (GPU Feature Discovery) or ``<n>MiB`` (ACK)."""
+    m = re.fullmatch(r"\s*(\d+)\s*(MiB)?\s*", value or "")
+    return int(m.group(1)) if m else None
+
+
 CUSTOM_ARCHITECTURE = "described by the stack"
 """Architecture of a ``customGpu``: the stack states its memory and sharing modes, nothing more is known."""
 

@@ -41,6 +41,13 @@ GPU_NODE_LABELS = ("nvidia.com/gpu.present", "nvidia.com/gpu.product", "nvidia.c
 """Node labels only GPU nodes carry: GPU Feature Discovery's (NVIDIA gpu-feature-discovery README), GKE's and
 EKS's accelerator labels, and ACK's GPU labels (ack.md section 2)."""
 
+GPU_PRODUCT_LABELS = ("nvidia.com/gpu.product", "aliyun.accelerator/nvidia_name")
+"""Node labels naming the card: GPU Feature Discovery's (the NVML name, sanitised: NVIDIA/k8s-device-plugin
+``internal/lm/resource.go``) and ACK's (gpushare-device-plugin ``cmd/inspect``; ack.md section 2)."""
+GPU_MEMORY_LABELS = ("nvidia.com/gpu.memory", "aliyun.accelerator/nvidia_mem")
+"""Node labels giving one card's memory as the driver reports it: GPU Feature Discovery's, in MiB (a bare number),
+and ACK's (``16276MiB``)."""
+
 # --- components -------------------------------------------------------------------------------------------------
 ACK_SHARING_ADDON = "ack-ai-installer"
 ACK_LEGACY_SHARING_ADDON = "ack-cgpu"

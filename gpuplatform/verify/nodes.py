@@ -6,10 +6,11 @@ from kubernetes import client as k8s
 from kubernetes.utils import parse_quantity
 
 from gpuplatform.catalogs import sharing
+from gpuplatform.catalogs.gpus import CUSTOM_ARCHITECTURE, label_memory_mib, product_match
 from gpuplatform.components.config import PlatformConfig
 from gpuplatform.components.pools import PoolFacts
 from gpuplatform.verify.kube import REQUEST_TIMEOUT, _api_error, _selector_string
-from gpuplatform.verify.results import CheckResult, _fail, _pass
+from gpuplatform.verify.results import CheckResult, _fail, _pass, _warn
 
 
 def _capacity_cause(pool: PoolFacts, node: k8s.V1Node) -> str:
@@ -78,6 +79,8 @@ def check_pool(pool: PoolFacts, cfg: PlatformConfig, core: k8s.CoreV1Api) -> tup
                          "without them non-GPU pods can occupy the GPU nodes"))
     else:
         out.append(_pass("nodes.taints", subject, f"all nodes carry the {len(pool.taints)} declared taint(s)"))
+
+    out.append(check_gpu_model(pool, nodes))
 
     if pool.mode == "mig":
         out.append(check_mig_resources(pool, nodes))
@@ -238,3 +241,67 @@ def check_mig_partitioned(pool: PoolFacts, nodes: list) -> CheckResult:
     else:
         cause = _mig_cause(pool, first)
     return _fail("nodes.mig-partitioned", subject, "whole GPUs outside MIG mode: " + "; ".join(whole), cause)
+
+
+def _first_label(labels: dict, keys: tuple[str, ...]) -> tuple[str, str] | None:
+    return next(((k, labels[k]) for k in keys if labels.get(k)), None)
+
+
+def check_gpu_model(pool: PoolFacts, nodes: list) -> CheckResult:
+    """The card the nodes carry is the one the stack's capacity, MIG and memory checks were computed for, and it
+    reports the memory the catalog holds (``catalogs/gpus.py``): the proof, on the first deploy, of what the catalog
+    could not source (an ECS family whose card no Alibaba page names, a model's nvidia-smi total). Read from the
+    node labels GPU Feature Discovery and ACK set (:data:`sharing.GPU_PRODUCT_LABELS`, ``GPU_MEMORY_LABELS``)."""
+    subject = f"pool/{pool.name}"
+    model = pool.model
+    custom = model.architecture == CUSTOM_ARCHITECTURE
+    wrong, variants, memory, unlabelled, seen = [], [], [], [], set()
+    for n in nodes:
+        labels = n.metadata.labels or {}
+        product = _first_label(labels, sharing.GPU_PRODUCT_LABELS)
+        if product is None:
+            unlabelled.append(n.metadata.name)
+            continue
+        seen.add(product[1])
+        verdict = "match" if custom else product_match(model, product[1])
+        if verdict == "mismatch":
+            wrong.append(f"{n.metadata.name}: {product[0]}={product[1]}")
+        elif verdict == "variant":
+            variants.append(f"{n.metadata.name}: {product[0]}={product[1]}")
+        mem = _first_label(labels, sharing.GPU_MEMORY_LABELS)
+        mib = label_memory_mib(mem[1]) if mem else None
+        if mib is not None and mib != model.reported_mib:
+            memory.append((n.metadata.name, mem[0], mib))
+    name = f"customGpu {model.name!r}" if custom else model.name
+    if wrong:
+        return _fail("nodes.gpu-model", subject,
+                     f"the pool declares {name}, but " + "; ".join(wrong),
+                     "the instance type carries another card than the catalog says (catalogs/gpus.py; docs/ack.md "
+                     "lists the families whose card is unverified), or the nodes of another pool carry this pool's "
+                     "label: capacity, MIG profiles and memory checks were computed for the wrong GPU; use the "
+                     "right gpuModel or instance type, or describe the card with customGpu")
+    short = [(node, key, mib) for node, key, mib in memory
+             if model.reported_mib is not None and mib // 1024 < model.reported_mib // 1024]
+    if short and pool.mode == "cgpu":
+        node, key, mib = short[0]
+        return _fail("nodes.gpu-model", subject,
+                     f"{node}: {key} reports {mib} MiB per card, less than the {model.reported_mib} MiB the catalog "
+                     f"holds for {name}: cGPU counts {mib // 1024} GiB per card, not {model.reported_gib}",
+                     "the driver reports less memory than the catalog's figure (it varies with the driver version): "
+                     "replicas sized to the catalog's GiB may not fit; lower gpu.memoryGib or report the figure")
+    notes = []
+    if variants:
+        notes.append(f"the label does not show {name}'s memory size ({'; '.join(variants)})")
+    if memory:
+        node, key, mib = memory[0]
+        held = f"{model.reported_mib} MiB" if model.reported_mib is not None else "no sourced figure"
+        notes.append(f"{node}: {key} reports {mib} MiB per card; the catalog holds {held} for {name}")
+    if unlabelled:
+        notes.append(f"no GPU product label ({' or '.join(sharing.GPU_PRODUCT_LABELS)}) on "
+                     f"{', '.join(unlabelled)}: GPU Feature Discovery is not running there, so the card is unproven")
+    if notes:
+        return _warn("nodes.gpu-model", subject, "; ".join(notes),
+                     "nothing the stack computed is known to be wrong, but the catalog's facts are not confirmed: "
+                     "report the node's figures (catalogs/gpus.py takes a cited nvidia-smi total), or describe the "
+                     "card with customGpu")
+    return _pass("nodes.gpu-model", subject, f"every node carries {name} ({', '.join(sorted(seen))})")

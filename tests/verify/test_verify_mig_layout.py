@@ -10,8 +10,8 @@ from gpuplatform.components.stack_config import load_stack_file
 from gpuplatform.verify import run_verify
 
 POOL = "pool/a100-mig"
-NODE_CHECKS = ("nodes.present", "nodes.labels", "nodes.taints", "nodes.gpu-capacity", "nodes.mig-config",
-               "nodes.mig-partitioned")
+NODE_CHECKS = ("nodes.present", "nodes.labels", "nodes.taints", "nodes.gpu-model", "nodes.gpu-capacity",
+               "nodes.mig-config", "nodes.mig-partitioned")
 
 
 @pytest.fixture(scope="module")

@@ -91,8 +91,6 @@ def listed_resources(rule_list: list[dict]) -> set[str]:
     """``<resource>/<metric>`` entries ``kubectl get --raw /apis/custom.metrics.k8s.io/v1beta1`` lists: one per
     metric name and resource its overrides map (prometheus-adapter lists every resource a rule's series can be
     attributed to, for each name the rule serves)."""
-    from gpuplatform.catalogs.metrics import served_names
-
     plural = {"pod": "pods", "namespace": "namespaces", "node": "nodes"}
     out = set()
     for r in rule_list:

@@ -270,8 +270,6 @@ def gpu_limit_equals_request(r, config, report):
                 "nodeSelector/tolerations).")
 def gpu_pod_placement(view, config, report):
     for w, spec in _gpu_workloads(view):
-        selector = k8s.as_map(k8s.get(spec, "nodeSelector"))
-        required = k8s.get(spec, "affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution")
         if not view.pools:
             # without the pools there is nothing to place against: GPU nodes carry the device plugin's resource
             # (and usually a taint the ExtendedResourceToleration admission plugin tolerates), so a pod that only

@@ -5,7 +5,7 @@ import pytest
 from gpuplatform.components.pools import pool_facts
 from gpuplatform.components.validation import load
 from gpuplatform.plan import custom_gpu_warnings, run_plan
-from support import of_type, one, stack_raw, synth
+from support import one, stack_raw, synth
 from test_config_validation import assert_rejected, compose, set_in
 
 NODE_POOL = "alicloud:cs/nodePool:NodePool"

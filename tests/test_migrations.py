@@ -3,7 +3,6 @@ same URN or the alias of one (components/migrations.py). The fixture lists each 
 identifies it, its parents' type chain and its name (pulumi/pulumi ``sdk/go/common/resource/urn.go``: a URN's
 type is the parent's qualified type, ``$``, its own type)."""
 import json
-from pathlib import Path
 
 import pytest
 

@@ -3,7 +3,6 @@ its own ``components/`` folder, and an offline plan, all outside this checkout."
 import json
 import shutil
 import subprocess
-import sys
 import venv
 
 import pytest

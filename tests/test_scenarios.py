@@ -6,7 +6,6 @@ Each example is synthesized once per session; its authored objects go through ku
 the cluster's own version and the whole pack runs over it, as ``gpuplatform check`` does."""
 import copy
 import functools
-from pathlib import Path
 
 import kubernetes_validate
 import pytest

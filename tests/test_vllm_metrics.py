@@ -6,11 +6,10 @@ import re
 
 import pytest
 
-from gpuplatform.catalogs.metrics import METRICS
+from gpuplatform.catalogs.metrics import METRICS, image_version
 from gpuplatform.components.errors import ConfigError
 from gpuplatform.components.metric_sources import source_for
 from gpuplatform.components.validation import load
-from gpuplatform.components.validation.autoscaling import image_version
 from support import of_type, stack_raw, synth
 from test_config_validation import assert_rejected
 

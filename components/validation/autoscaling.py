@@ -5,7 +5,7 @@ import re
 from typing import Optional
 
 from gpuplatform.catalogs.kubernetes import HPA_TOLERANCE, hpa_replica_bounds, served_by
-from gpuplatform.catalogs.metrics import METRICS, image_version, parse_version  # noqa: F401 - re-exported
+from gpuplatform.catalogs.metrics import METRICS, image_version, parse_version
 from gpuplatform.components.config import PlatformConfig, Workload
 from gpuplatform.components.errors import fmt, one_of
 from gpuplatform.components.metric_sources import provider_for

@@ -232,7 +232,7 @@ def check_mig_partitioned(pool: PoolFacts, nodes: list) -> CheckResult:
         if allowed:
             return _pass("nodes.mig-partitioned", subject,
                          f"no whole GPUs beyond the layout's {allowed} MIG-disabled GPU(s) per node")
-        return _pass("nodes.mig-partitioned", subject, f"no whole GPUs left: every GPU is in MIG mode")
+        return _pass("nodes.mig-partitioned", subject, "no whole GPUs left: every GPU is in MIG mode")
     if pool.on_ack:
         cause = (f"ACK partitions GPUs of nodes labelled {sharing.ACK_SCHEDULE_LABEL}={sharing.ACK_MIG} through "
                  f"{sharing.ACK_SHARING_ADDON}: check the add-on is installed and its pods run on the node, and that "

@@ -208,7 +208,7 @@ def test_every_finding_names_its_file_and_line(tmp_path, capsys, sarif_validator
     privileged = [line for line in table.splitlines() if line.startswith("mandatory  pod-no-privileged")]
     assert len(privileged) == 2 and "a.yaml:2 " in privileged[0] and "b.yaml:1 " in privileged[1]
     assert "checked" in table.splitlines()[-1] and "2 objects" not in table  # 3 objects, 2 files
-    assert table.splitlines()[-1].endswith(f"on 3 objects from 2 files")
+    assert table.splitlines()[-1].endswith("on 3 objects from 2 files")
     _, out, _ = _run(capsys, "--manifests", "a.yaml", "b.yaml", "--format", "json")
     where = {(v["policy_id"], v["file"], v["line"]) for v in json.loads(out) if v["level"] == "mandatory"}
     assert where == {("pod-no-privileged", "a.yaml", 2), ("pod-no-privileged", "b.yaml", 1),

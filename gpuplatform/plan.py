@@ -207,6 +207,10 @@ def step_response(cfg: PlatformConfig, w) -> dict:
     return _STEP_RESPONSES[key]
 
 
+LATENCY_TITLE = "Metric latency (change on the GPU -> HPA sees it; simulated step: gpuplatform simulate --trace step)"
+STARTUP_TITLE = "Start-up (container start -> ready; estimates and sources: docs/model-startup.md)"
+
+
 def startup_rows(cfg: PlatformConfig) -> list[dict]:
     """Per workload: where its weights come from, how long a replica is expected to take from container start to
     ready (components/model_startup.py) and what its probes allow and check."""
@@ -413,10 +417,8 @@ def run_plan(raw: dict[str, Any], stack: str, out_dir: str | None, fmt: str, out
         out.write(f"Stack {stack}: {len(records)} resources\n\n{tree_text(records)}\n\n")
         out.write(f"Node pools\n{pools_text(pool_rows(cfg))}\n\n")
         out.write(f"GPU capacity\n{capacity_text(capacity_rows(cfg))}\n\n")
-        out.write(f"Start-up (container start -> ready; estimates and sources: docs/model-startup.md)\n"
-                  f"{startup_text(startup_rows(cfg))}\n\n")
-        out.write(f"Metric latency (change on the GPU -> HPA sees it; simulated step: gpuplatform simulate "
-                  f"--trace step)\n{latency_text(latency_rows(cfg))}\n")
+        out.write(f"{STARTUP_TITLE}\n{startup_text(startup_rows(cfg))}\n\n")
+        out.write(f"{LATENCY_TITLE}\n{latency_text(latency_rows(cfg))}\n")
         if out_dir:
             out.write(f"\nWrote {Path(out_dir) / 'plan.json'} and {Path(out_dir) / 'manifests'}/\n")
     return 0

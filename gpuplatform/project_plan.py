@@ -119,25 +119,29 @@ def unmanaged_namespaces(records, views) -> list[str]:
 
 
 def run_project_plan(project_dir: str, stack: str, out_dir: str | None, out: TextIO | None = None) -> int:
-    from gpuplatform.plan import (capacity_rows, capacity_text, latency_rows, latency_text, pool_rows, pools_text,
-                                  tree_text, write_records)
+    from gpuplatform.plan import (LATENCY_TITLE, STARTUP_TITLE, capacity_rows, capacity_text, latency_rows,
+                                  latency_text, pool_rows, pools_text, startup_rows, startup_text, tree_text,
+                                  write_records)
     from gpuplatform.synth import OFFLINE_SECRETS
 
     out = out or sys.stdout
     name, records, views = synthesize_project(project_dir, stack)
     pools = [row for cfg in views for row in pool_rows(cfg)]
     capacity = [row for cfg in views for row in capacity_rows(cfg)]
+    startup = [row for cfg in views for row in startup_rows(cfg)]
     latency = [row for cfg in views for row in latency_rows(cfg)]
     if out_dir:
         write_records(Path(out_dir), stack, records, {SECRET_PLACEHOLDER} | OFFLINE_SECRETS, pools=pools,
-                      capacity=capacity, metricLatency=latency)
+                      capacity=capacity, startup=startup, metricLatency=latency)
     out.write(f"Project {name}, stack {stack}: {len(records)} resources\n\n{tree_text(records)}\n")
     if pools:
         out.write(f"\nNode pools\n{pools_text(pools)}\n")
     if capacity:
         out.write(f"\nGPU capacity\n{capacity_text(capacity)}\n")
-        out.write(f"\nMetric latency (change on the GPU -> HPA sees it; simulated step: gpuplatform simulate "
-                  f"--trace step)\n{latency_text(latency)}\n")
+    if startup:
+        out.write(f"\n{STARTUP_TITLE}\n{startup_text(startup)}\n")
+    if capacity:
+        out.write(f"\n{LATENCY_TITLE}\n{latency_text(latency)}\n")
     missing = unmanaged_namespaces(records, views)
     if missing:
         out.write(f"\nNamespaces this program does not create (they must exist before pulumi up): "

@@ -64,10 +64,12 @@ ranker = InferenceService("ranker", {
                   {"name": "metrics", "containerPort": 8002, "protocol": "metrics"}],
         "gpu": {"count": 1},
         "resources": {"cpu": "2", "memory": "8Gi"},
-        "probes": {"port": "http", "readinessPath": "/v2/health/ready", "livenessPath": "/v2/health/live"},
+        # the ranking models are baked into the team's image: the startup probe's budget is sized from them, and
+        # the probes are Triton's own /v2/health/ready and /v2/health/live (the server profile's)
+        "model": {"sizeGib": 2, "source": "image"},
         "autoscaling": {"minReplicas": 1, "maxReplicas": 2,
                         "metrics": [{"metric": "triton_queue_time_us", "target": 8000, "unit": "us"}]},
-        "serviceModel": {"serviceTimeMs": 8, "modelLoadSeconds": 45, "imagePullSeconds": 240},
+        "serviceModel": {"serviceTimeMs": 8, "imagePullSeconds": 240},
     },
     "node_pool": l20, "monitoring": monitoring, "namespace": namespace,
 })

@@ -12,6 +12,7 @@ one too long only delays the report of a rollout that cannot succeed.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 PULUMI_DEPLOYMENT_AWAIT_SECONDS = 600
@@ -99,6 +100,4 @@ def expected_load_seconds(size_gib: float, mib_per_second: float, overhead_secon
 def sized_startup_seconds(expected_seconds: float, period_seconds: int) -> int:
     """The startup probe budget for an expected load: the safety factor times it, rounded up to whole probe
     periods (the kubelet counts failures per period)."""
-    import math
-
     return max(1, math.ceil(STARTUP_SAFETY_FACTOR * expected_seconds / period_seconds)) * period_seconds

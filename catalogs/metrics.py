@@ -320,6 +320,13 @@ def _histogram_p90(bucket_series: str, previous: str = "") -> str:
     return f"(histogram_quantile(0.9, {rates}) and ({seen} > 0)) or ({seen} == 0)"
 
 
+def _p90_source(exporter: str, bucket_series: str, api_name: str, previous: str = "", **facts) -> MetricSource:
+    """A per-pod 90th percentile of a server's latency histogram (seconds), served in the catalog unit: the rule
+    reads ``bucket_series`` (and ``previous``, its name before a rename) through :func:`_histogram_p90`."""
+    return MetricSource(exporter, bucket_series, api_name, "pod", _histogram_p90(bucket_series, previous), "s",
+                        kind="histogram", previous_series=previous, **facts)
+
+
 _AVG = "avg(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)"
 _SUM = "sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)"
 ALL_MODES = frozenset({"exclusive", "cgpu", "mig"})
@@ -422,18 +429,16 @@ METRICS: dict[str, MetricDef] = {
         MetricDef(
             "vllm_ttft_p90_ms", "vLLM time to first token, 90th percentile over the rule window", "ms", "app",
             ALL_MODES,
-            (MetricSource("vllm", "vllm:time_to_first_token_seconds_bucket", "vllm_ttft_p90_ms", "pod",
-                          _histogram_p90("vllm:time_to_first_token_seconds_bucket"), "s", kind="histogram",
-                          since=VLLM_HISTOGRAMS_SINCE, buckets=VLLM_TTFT_BUCKETS),),
+            (_p90_source("vllm", "vllm:time_to_first_token_seconds_bucket", "vllm_ttft_p90_ms",
+                         since=VLLM_HISTOGRAMS_SINCE, buckets=VLLM_TTFT_BUCKETS),),
             scaling="What an interactive user waits for (queueing plus prefill). A latency SLO more than a load "
                     "signal: it rises only once replicas saturate, and a pod that served nothing in the window "
                     "reads 0; pair it with vllm_requests_waiting, which moves first."),
         MetricDef(
             "vllm_itl_p90_ms", "vLLM inter-token latency, 90th percentile over the rule window", "ms", "app",
             ALL_MODES,
-            (MetricSource("vllm", VLLM_ITL, "vllm_itl_p90_ms", "pod", _histogram_p90(VLLM_ITL, VLLM_TPOT_DEPRECATED),
-                          "s", kind="histogram", since=VLLM_HISTOGRAMS_SINCE, previous_series=VLLM_TPOT_DEPRECATED,
-                          renamed_in=VLLM_ITL_RENAMED_IN),),
+            (_p90_source("vllm", VLLM_ITL, "vllm_itl_p90_ms", VLLM_TPOT_DEPRECATED, since=VLLM_HISTOGRAMS_SINCE,
+                         renamed_in=VLLM_ITL_RENAMED_IN),),
             scaling="How fast a streamed answer flows once it started: it grows with the running batch (every "
                     "decode step serves more requests), not with the queue, so it moves before saturation only "
                     "if the batch limit is high; a pod that streamed nothing in the window reads 0. An SLO guard "
@@ -455,17 +460,14 @@ METRICS: dict[str, MetricDef] = {
         MetricDef(
             "sglang_ttft_p90_ms", "SGLang time to first token, 90th percentile over the rule window", "ms", "app",
             ALL_MODES,
-            (MetricSource("sglang", "sglang:time_to_first_token_seconds_bucket", "sglang_ttft_p90_ms", "pod",
-                          _histogram_p90("sglang:time_to_first_token_seconds_bucket"), "s", kind="histogram",
-                          buckets=SGLANG_TTFT_BUCKETS),),
+            (_p90_source("sglang", "sglang:time_to_first_token_seconds_bucket", "sglang_ttft_p90_ms",
+                         buckets=SGLANG_TTFT_BUCKETS),),
             scaling="Queueing plus prefill, as a user waits for it: it rises only once replicas saturate, and a "
                     "pod that served nothing in the window reads 0; an SLO guard next to sglang_queue_requests."),
         MetricDef(
             "sglang_itl_p90_ms", "SGLang inter-token latency, 90th percentile over the rule window", "ms", "app",
             ALL_MODES,
-            (MetricSource("sglang", SGLANG_ITL, "sglang_itl_p90_ms", "pod", _histogram_p90(SGLANG_ITL,
-                                                                                          SGLANG_TPOT_REMOVED),
-                          "s", kind="histogram", previous_series=SGLANG_TPOT_REMOVED),),
+            (_p90_source("sglang", SGLANG_ITL, "sglang_itl_p90_ms", SGLANG_TPOT_REMOVED),),
             scaling="Decode speed of streamed answers: it grows with the running batch rather than the queue, "
                     "and a pod that streamed nothing in the window reads 0; an SLO guard, not a load signal."),
         MetricDef(
@@ -478,18 +480,16 @@ METRICS: dict[str, MetricDef] = {
         MetricDef(
             "tgi_request_latency_p90_ms", "TGI end-to-end request latency, 90th percentile over the rule window",
             "ms", "app", ALL_MODES,
-            (MetricSource("tgi", "tgi_request_duration_bucket", "tgi_request_latency_p90_ms", "pod",
-                          _histogram_p90("tgi_request_duration_bucket"), "s", kind="histogram",
-                          since=TGI_HISTOGRAMS_SINCE, buckets=TGI_DURATION_BUCKETS),),
+            (_p90_source("tgi", "tgi_request_duration_bucket", "tgi_request_latency_p90_ms",
+                         since=TGI_HISTOGRAMS_SINCE, buckets=TGI_DURATION_BUCKETS),),
             scaling="Queue wait plus the whole generation, observed when a request completes: it lags load by a "
                     "request's duration, mixes short and long answers, and rises only once replicas saturate; a "
                     "pod that completed nothing in the window reads 0. An SLO guard next to tgi_queue_size."),
         MetricDef(
             "tgi_time_per_token_p90_ms", "TGI mean time per output token of a request, 90th percentile over the "
             "rule window", "ms", "app", ALL_MODES,
-            (MetricSource("tgi", "tgi_request_mean_time_per_token_duration_bucket", "tgi_time_per_token_p90_ms",
-                          "pod", _histogram_p90("tgi_request_mean_time_per_token_duration_bucket"), "s",
-                          kind="histogram", since=TGI_HISTOGRAMS_SINCE, buckets=TGI_DURATION_BUCKETS),),
+            (_p90_source("tgi", "tgi_request_mean_time_per_token_duration_bucket", "tgi_time_per_token_p90_ms",
+                         since=TGI_HISTOGRAMS_SINCE, buckets=TGI_DURATION_BUCKETS),),
             scaling="Decode speed per request (its inference time over its tokens), observed at completion: it "
                     "grows with the batch rather than the queue and lags by a request's duration; a pod that "
                     "completed nothing reads 0. An SLO guard, not a load signal."),

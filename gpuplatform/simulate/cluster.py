@@ -11,13 +11,14 @@ import math
 from dataclasses import dataclass, field
 from typing import Optional
 
+# the startup probe's period: a pod turns ready at the first probe after loading
+from gpuplatform.components.model_startup import STARTUP_PROBE_PERIOD_SECONDS
+
 # cluster-autoscaler flag defaults (FAQ "What are the parameters to CA?"): --scan-interval 10s,
 # --scale-down-unneeded-time 10m, --scale-down-delay-after-add 10m
 CA_SCAN_S = 10
 CA_UNNEEDED_S = 600
 CA_DELAY_AFTER_ADD_S = 600
-STARTUP_PROBE_PERIOD_S = 10
-"""The startup probe's period (workload_manifests.probes): a pod turns ready at the first probe after loading."""
 
 
 @dataclass
@@ -107,7 +108,7 @@ class Pods:
             if node.image_at is None:
                 node.image_at = t + self.image_pull_s
             pod.started = max(t, node.image_at)
-            load = STARTUP_PROBE_PERIOD_S * math.ceil(self.model_load_s / STARTUP_PROBE_PERIOD_S)
+            load = STARTUP_PROBE_PERIOD_SECONDS * math.ceil(self.model_load_s / STARTUP_PROBE_PERIOD_SECONDS)
             pod.ready_at = pod.started + load
 
     def ready(self, t: float) -> list[Pod]:

@@ -17,7 +17,7 @@ import json
 import re
 from dataclasses import dataclass, field
 
-from gpuplatform.catalogs.sharing import ACK_LEGACY_SHARING_ADDON, ACK_SHARING_ADDON
+from gpuplatform.catalogs.sharing import ACK_LEGACY_SHARING_ADDON, ACK_SHARING_ADDON, AUTOSCALED_POOL_LABEL
 
 PRO_SPECS = ("ack.pro.small",)
 """Cluster specs of ACK Pro (managed node pools, cGPU through ack-ai-installer)."""
@@ -45,12 +45,16 @@ class AckAddon:
     """Add-on configuration (JSON-encoded for the provider). Default none."""
     disabled_at_creation: bool = False
     """Listed at creation with ``disabled: true``: ACK installs it by default otherwise."""
+    required: dict = field(default_factory=dict)
+    """Config keys the stack relies on, with the values it accepts: an add-on found installed on an adopted cluster
+    is adopted as it is unless one of these differs (then the stack refuses, rather than rewrite it). Default
+    none: any installed config serves."""
 
     def creation_entry(self, version: str | None) -> dict:
         """One item of ``ManagedKubernetes.addons``."""
         entry: dict = {"name": self.name}
         if self.config and not self.disabled_at_creation:
-            entry["config"] = json.dumps(self.config, sort_keys=True)
+            entry["config"] = go_json(self.config)
         if version:
             entry["version"] = version
         if self.disabled_at_creation:
@@ -69,15 +73,25 @@ ADDONS: dict[str, AckAddon] = {
         # ACK's default install has an Internet SLB: off at creation; a stack with an nginx Ingress installs it
         # later with an intranet SLB (IngressSlbNetworkType: pulumi-alicloud cs/_inputs.py addon example)
         AckAddon("nginx-ingress-controller", "ingress-nginx, for Ingresses of class nginx", True,
-                 config={"IngressSlbNetworkType": "intranet"}, disabled_at_creation=True),
+                 config={"IngressSlbNetworkType": "intranet"}, disabled_at_creation=True,
+                 required={"IngressSlbNetworkType": ("intranet",)}),
         AckAddon("arms-prometheus", "ACK managed Prometheus (ARMS) and its GPU exporter",
                  config={"prometheusMode": "default"}),
         AckAddon("ack-node-problem-detector", "node problem detection, needed by node pool auto repair"),
         AckAddon("node-lifecycle-controller", "node lifecycle controller, needed by node pool auto repair"),
         AckAddon(ACK_SHARING_ADDON, "GPU sharing (cGPU) and MIG partitioning on Pro clusters"),
-        AckAddon(ACK_LEGACY_SHARING_ADDON, "legacy cGPU on dedicated clusters"),
     )
 }
+
+PREREQUISITES: dict[str, str] = {
+    ACK_LEGACY_SHARING_ADDON: (
+        "legacy cGPU of a dedicated cluster: install ack-cgpu from the ACK console (Marketplace > App Catalog > "
+        "ack-cgpu; Helm release 'cgpu' in kube-system). ACK installs it there only ('You can install the ack-cgpu "
+        "component only on ACK dedicated clusters from the Marketplace page in the console': ack-cgpu release "
+        "notes); it is not a cluster add-on (the provider's and the SDK's add-on lists do not name it) and its "
+        "chart is not published elsewhere. gpuplatform verify (sharing.cgpu-component) checks it runs"),
+}
+"""Components a stack needs that ACK documents installing only by hand: named by the plan, checked by verify."""
 
 NETWORK_ADDON = {"flannel": "flannel", "terway": "terway-eniip"}
 """The network plugin add-on per CNI choice."""
@@ -99,6 +113,124 @@ def creation_addon_names(network_plugin: str, cluster_spec: str) -> list[str]:
 def creation_addons(network_plugin: str, cluster_spec: str, versions: dict[str, str | None]) -> list[dict]:
     """``ManagedKubernetes.addons`` for a new cluster."""
     return [ADDONS[n].creation_entry(versions.get(n)) for n in creation_addon_names(network_plugin, cluster_spec)]
+
+
+def go_json(value) -> str:
+    """JSON as Go's ``json.Marshal`` writes a decoded object: keys sorted, no spaces, ``<``, ``>`` and ``&``
+    escaped (Go ``encoding/json``). The provider's Read stores an add-on's ``config`` in this form
+    (resource_alicloud_cs_kubernetes_addon.go: ``json.Marshal(mergeConfigValues(local, remote))``) and has no diff
+    suppression, so a config sent in any other spelling differs from the state on every later ``pulumi up``."""
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+def config_is_subset(ours: dict, live: dict) -> bool:
+    """Whether every key of ``ours`` has an equal value in ``live``: the provider's own test before it rewrites an
+    installed add-on's config (resource_alicloud_cs_kubernetes_addon.go ``isSubset``, used by ``needUpgrade``)."""
+    for key, value in ours.items():
+        if key not in live:
+            return False
+        if isinstance(value, dict) and isinstance(live[key], dict):
+            if not config_is_subset(value, live[key]):
+                return False
+        elif value != live[key]:
+            return False
+    return True
+
+
+# ------------------------------------------------------------------------------------------------ versions
+ACK_VERSION = re.compile(r"^(\d+)\.(\d+)\.(\d+)-aliyun\.(\d+)$")
+"""The form of every ACK Kubernetes version (``1.35.2-aliyun.1``): what CreateCluster takes and what the provider's
+Read stores as ``version`` (DescribeClusterDetail ``current_version``)."""
+ACK_VERSION_RULE = "an ACK version 'X.Y.Z-aliyun.N', e.g. '1.35.2-aliyun.1'"
+
+
+def parse_ack_version(text: str) -> tuple[int, int, int, int] | None:
+    m = ACK_VERSION.match(text or "")
+    return tuple(int(g) for g in m.groups()) if m else None  # type: ignore[return-value]
+
+
+STACK_TAG = "gpuplatform.io/stack"
+"""Tag of a cluster the package creates: ``<project>/<stack>``. The next ``pulumi up`` finds its own cluster by name
+and this tag (``cs.get_clusters``) to read the version ACK runs. User tags round-trip: the provider's Read drops
+only ACK's own (``aliyun*``, ``acs:*``: resource_alicloud_cs_kubernetes.go ``flattenTags``, tags.go
+``tagIgnored``)."""
+
+CLUSTER_FIXED_INPUTS = {"ipStack": "ipv4", "clusterDomain": "cluster.local", "proxyMode": "ipvs"}
+"""ForceNew inputs of ``ManagedKubernetes`` the stack does not expose, sent with the value a cluster is created
+with and then never compared again (``ignore_changes``): the provider's Read writes back whatever ACK reports
+(``ip_stack``, ``cluster_domain``, ``proxy_mode``), and a different spelling would replace the cluster."""
+CLUSTER_FIXED_INPUTS_SNAKE = {"ip_stack": "ipv4", "cluster_domain": "cluster.local", "proxy_mode": "ipvs"}
+"""The same, as ``ManagedKubernetes`` keyword arguments."""
+FLANNEL_NODE_CIDR_MASK = 24
+"""``node_cidr_mask`` of a flannel cluster: the provider's default (schema ``Default: 24``), sent explicitly; every
+cluster the package created before sent it implicitly, and it is ForceNew."""
+
+
+def cluster_ignored_inputs(network_plugin: str) -> list[str]:
+    """ForceNew and read-back inputs of a cluster the stack never changes after creation, so a value ACK reports
+    differently can neither replace the cluster nor show a change on every run:
+
+    * ``profile``, ``ipStack``, ``clusterDomain``, ``proxyMode``, ``nodeCidrMask`` (ForceNew; Read writes what ACK
+      reports, e.g. a Terway cluster's node CIDR mask);
+    * ``podCidr`` on Terway (ForceNew; not the stack's: Terway takes pod addresses from vSwitches);
+    * ``timezone`` (Read writes ACK's value; Optional, not Computed, so an unset timezone differs from it);
+    * ``addons`` and ``podVswitchIds`` are create-only (Read and Update never look at them)."""
+    ignored = ["profile", "ipStack", "clusterDomain", "proxyMode", "nodeCidrMask", "timezone"]
+    if network_plugin == "terway":
+        ignored.append("podCidr")
+    return ignored
+
+
+# ------------------------------------------------------------------------------------------------ system pool
+@dataclass(frozen=True)
+class CpuInstanceType:
+    name: str
+    vcpus: int
+    memory_gib: int
+    source: str
+
+
+SYSTEM_INSTANCE_TYPES: dict[str, CpuInstanceType] = {
+    t.name: t for t in (
+        CpuInstanceType("ecs.g7.xlarge", 4, 16, "ECS general purpose instance families (g7)"),
+        CpuInstanceType("ecs.g6.xlarge", 4, 16, "ECS general purpose instance families (g6)"),
+        CpuInstanceType("ecs.g7.2xlarge", 8, 32, "ECS general purpose instance families (g7)"),
+        CpuInstanceType("ecs.g7.4xlarge", 16, 64, "ECS general purpose instance families (g7)"),
+    )
+}
+"""CPU instance types a system pool may use. ACK lists types with fewer than 4 vCPUs as unsupported for nodes
+("Select ECS instances to create the master and worker nodes of an ACK cluster"); the default is general purpose
+(1 vCPU : 4 GiB), since Prometheus and Grafana are memory-bound."""
+SYSTEM_POOL_INSTANCE_TYPES = ("ecs.g7.xlarge", "ecs.g6.xlarge")
+"""Default: 4 vCPU / 16 GiB, tried in order (the second where the first is out of stock in a zone)."""
+SYSTEM_POOL_NODES = 2
+"""Default size, and the least: ACK's CoreDNS keeps its replicas on different nodes (required anti-affinity by
+hostname since v1.8.4.3) and ACK recommends at least 2 CoreDNS pods ("Configure CoreDNS for high availability"),
+so one node leaves a replica Pending."""
+SYSTEM_POOL_NAME = "system"
+AUTOSCALED_LABEL = AUTOSCALED_POOL_LABEL
+
+
+def reserved_resources(vcpus: int, memory_gib: float, max_pods: int | None) -> tuple[int, int]:
+    """ESTIMATE of what ACK withholds from a node's allocatable (millicores, MiB): Allocatable = Capacity -
+    Reserved - eviction threshold (ACK "Resource reservation policy"). The per-size table is the one a third-party
+    autoscaler reads off that page (cloudpilot-ai/karpenter-provider-alibabacloud
+    ``pkg/providers/instancetype/types.go``): CPU 6% of the first core, 1% of the second, 0.5% of the third and
+    fourth, 0.25% of each further; memory min(11 MiB x max pods + 255 MiB, 25% of memory); plus the kubelet's
+    default hard eviction threshold, 100 Mi. ``max_pods`` None (Terway: it depends on the ENIs) takes the 25%
+    cap. ``gpuplatform verify`` (``nodes.present``) shows the real figures."""
+    shares = [60, 10, 5, 5]
+    cpu = sum(shares[:vcpus]) + max(0, vcpus - 4) * 2.5
+    memory_mib = memory_gib * 1024
+    pod_share = 11 * max_pods + 255 if max_pods is not None else memory_mib
+    return int(round(cpu)), int(min(pod_share, 0.25 * memory_mib)) + 100
+
+
+def flannel_max_pods(node_cidr_mask: int = FLANNEL_NODE_CIDR_MASK) -> int:
+    """Pods a flannel node runs: its pod range holds 2^(32 - mask) - 1 (TF doc ``node_cidr_mask``: "24 means
+    2^(32-24)-1=255")."""
+    return 2 ** (32 - node_cidr_mask) - 1
 
 
 def zone_in_region(zone_id: str, region: str) -> bool:

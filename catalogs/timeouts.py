@@ -39,6 +39,17 @@ HELM_RELEASE_TIMEOUT_SECONDS = {
 """``timeout`` of each Helm release we install, in seconds (Helm's wait covers every object of the release)."""
 
 
+PROVIDER_ADDON_TIMEOUT_MINUTES = 10
+"""terraform-provider-alicloud ``resource_alicloud_cs_kubernetes_addon.go``: Create, Update and Delete each
+default to 10 minutes, the time the provider waits for ACK's install or upgrade task to succeed."""
+ADDON_TIMEOUTS = {"create": "30m", "update": "30m", "delete": "20m"}
+"""``custom_timeouts`` of every ``KubernetesAddon``. ACK's add-on task waits for the add-on's pods to be ready
+(ACK add-on error codes: ``AddonOperationFailed.WaitForAddonReadyTimeout``), and on a new cluster those pods pull
+their images onto nodes the system pool has just started; ACK publishes no install time, so these are margins
+three times the provider's default, not measured figures. Too short fails ``pulumi up`` while ACK goes on
+installing; the next ``up`` adopts the add-on."""
+
+
 def instance_kind(instance_type: str) -> str:
     """``bare-metal`` for ECS bare-metal families (``ecs.ebm*``), else ``vm``."""
     return "bare-metal" if instance_type.startswith("ecs.ebm") else "vm"

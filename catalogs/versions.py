@@ -135,7 +135,6 @@ ACK_ADDONS: dict[str, str | None] = {
     "nginx-ingress-controller": None,
     "arms-prometheus": None,
     "ack-ai-installer": None,
-    "ack-cgpu": None,
     "ack-node-problem-detector": None,
     "node-lifecycle-controller": None,
 }

@@ -30,12 +30,22 @@ def ingress_addon(on_ack: bool, w) -> list[str]:
 
 
 def sharing_addons(on_ack: bool, ack_pro: bool, mode: str) -> list[str]:
-    """ACK add-ons a pool's sharing mode needs before its pods get GPUs: cGPU and MIG pools both."""
-    if not on_ack or mode == "exclusive":
+    """ACK add-ons a pool's sharing mode needs before its pods get GPUs: cGPU and MIG pools both, on Pro
+    clusters. A dedicated cluster's legacy cGPU component (ack-cgpu) is not an add-on: a prerequisite
+    (:func:`prerequisites`)."""
+    if not on_ack or mode == "exclusive" or not ack_pro:
         return []
     # every ack.node.gpu.schedule value but "default" (cGPU policies, mig) is served by ack-ai-installer
     # (ACK "labels used by ACK to control GPUs", doc-detail/191140)
-    return [ACK_LEGACY_SHARING_ADDON if mode == "cgpu" and not ack_pro else ACK_SHARING_ADDON]
+    return [ACK_SHARING_ADDON]
+
+
+def prerequisites(cfg: PlatformConfig) -> list[str]:
+    """Components the stack needs but cannot install (catalogs/ack.py ``PREREQUISITES``): the legacy cGPU component
+    of a dedicated cluster with cGPU pools."""
+    if cfg.is_ack and not cfg.is_ack_pro and any(p.sharing.mode == "cgpu" for p in cfg.node_pools):
+        return [ACK_LEGACY_SHARING_ADDON]
+    return []
 
 
 def repair_addons(cfg: PlatformConfig, pool) -> list[str]:

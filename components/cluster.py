@@ -2,9 +2,14 @@
 
 Three targets, chosen by ``cluster.kind``:
 
-* ``ack-managed``: a VPC, its vSwitches and an ACK managed cluster created with its network plugin and disk CSI
-  driver; every other add-on is a ``KubernetesAddon``;
-* ``ack-existing``: an existing ACK cluster adopted by id (no cluster resource; add-ons via ``KubernetesAddon``);
+* ``ack-managed``: a VPC, its vSwitches (named by zone and CIDR), an ACK managed cluster created with its network
+  plugin and disk CSI driver, and its system pool (``cluster.systemPool``: the nodes for everything but GPU work,
+  which every add-on and chart waits for); every other add-on is a ``KubernetesAddon``. The cluster's version is
+  never sent below the one ACK runs (``_keep_running_version``), and the inputs the stack does not own that Read
+  writes back are ignored after creation (``catalogs/ack.py`` ``cluster_ignored_inputs``), so the second
+  ``pulumi up`` is a no-op;
+* ``ack-existing``: an existing ACK cluster adopted by id (no cluster resource; add-ons via ``KubernetesAddon``, an
+  add-on the cluster already runs adopted as it is, never rewritten);
 * ``kubeconfig``: any cluster by kubeconfig path/content and context (no Alibaba resources at all).
 
 On ACK one ``alicloud.Provider`` built from ``cluster.region`` serves every Alibaba resource and lookup of the
@@ -12,7 +17,8 @@ stack (``alicloud_provider``), so nothing depends on ``alicloud:region`` or ``AL
 
 The kubeconfig is a secret. On ACK it is the user's long-lived ACK kubeconfig (``cs.get_cluster_credential``
 without ``temporary_duration_minutes``: valid three years, the same on every run), for the public API endpoint
-(the credential API hard-codes ``PrivateIpAddress=false``). A temporary credential would be stored in the state
+(the credential API hard-codes ``PrivateIpAddress=false``), or, on a cluster created without one
+(``publicApiEndpoint: false``), the same credential pointed at the intranet endpoint the cluster reports. A temporary credential would be stored in the state
 and break ``destroy``/``refresh`` once expired, and change the provider on every preview. Trade-off: a
 long-lived client certificate sits in the (encrypted) state; revoke it in the ACK console when a user leaves.
 With ``credential: ack-ram-tool`` the kubeconfig keeps only the API endpoint and CA and runs the ack-ram-tool
@@ -28,6 +34,7 @@ import pulumi_kubernetes as k8s
 from typing_extensions import NotRequired
 
 from gpuplatform.catalogs import ack
+from gpuplatform.catalogs.timeouts import ADDON_TIMEOUTS
 from gpuplatform.catalogs.versions import ACK_ADDONS
 from gpuplatform.components.config import AckExistingCluster, AckManagedCluster, KubeconfigCluster, Model
 from gpuplatform.components.errors import ConfigError
@@ -158,23 +165,35 @@ class GpuCluster(pulumi.ComponentResource):
             self.alicloud_provider = alicloud.Provider(f"{name}-alicloud", region=cluster.region, opts=child)
             ali = pulumi.ResourceOptions(parent=self, provider=self.alicloud_provider)
         self._name = name
+        self.system_nodes: list[pulumi.Resource] = []
+        """What a pod that is not GPU work waits for: the system pool of a cluster the stack creates (add-ons and
+        Helm releases wait for its nodes, or their pods have nowhere to run)."""
+        self._intranet_endpoint: Optional[pulumi.Output] = None
         if isinstance(cluster, AckManagedCluster):
             self._create_ack(name, cluster, spec, ali)
         elif isinstance(cluster, AckExistingCluster):
             self.cluster_id = pulumi.Output.from_input(cluster.cluster_id)
-            self.vswitch_ids = pulumi.Output.from_input(list(cluster.vswitch_ids))
+            # sorted, as a cluster the stack creates passes them: ACK's order on read is not documented
+            self.vswitch_ids = pulumi.Output.from_input(sorted(cluster.vswitch_ids))
         if self.is_ack:
             # On an adopted cluster the add-ons may have been there before the stack: ``retain_on_delete`` keeps
-            # ``pulumi destroy`` from uninstalling what the cluster's other tenants rely on.
-            self._ali_opts = pulumi.ResourceOptions.merge(ali, pulumi.ResourceOptions(retain_on_delete=self.adopted))
+            # ``pulumi destroy`` from uninstalling what the cluster's other tenants rely on. Every add-on waits
+            # for the system pool: ACK's install task waits for the add-on's pods to be ready.
+            self._ali_opts = pulumi.ResourceOptions.merge(ali, pulumi.ResourceOptions(
+                retain_on_delete=self.adopted, depends_on=list(self.system_nodes),
+                custom_timeouts=pulumi.CustomTimeouts(**ADDON_TIMEOUTS)))
+            self._installed_addons = self._installed_before(cluster) if self.adopted else {}
             self.require_addons(*spec.addons)
             # no temporary_duration_minutes: the long-lived kubeconfig, the same on every run (docs/ack.md)
             cred = alicloud.cs.get_cluster_credential_output(
                 cluster_id=self.cluster_id,
                 opts=pulumi.InvokeOutputOptions(parent=self, provider=self.alicloud_provider))
             kubeconfig = cred.kube_config
+            if self._intranet_endpoint is not None:
+                kubeconfig = pulumi.Output.all(kubeconfig, self._intranet_endpoint).apply(
+                    lambda a: kubeconfig_for_endpoint(a[0], a[1]))
             if cluster.credential == ACK_RAM_TOOL:
-                kubeconfig = pulumi.Output.all(cred.kube_config, self.cluster_id).apply(
+                kubeconfig = pulumi.Output.all(kubeconfig, self.cluster_id).apply(
                     lambda a: credential_plugin_kubeconfig(a[0], a[1]))
             self.kubeconfig = pulumi.Output.secret(kubeconfig)
             provider_args = {"kubeconfig": self.kubeconfig}
@@ -205,32 +224,99 @@ class GpuCluster(pulumi.ComponentResource):
         import pulumi_alicloud as alicloud
 
         vpc = alicloud.vpc.Network(f"{name}-vpc", vpc_name=f"{name}-vpc", cidr_block=cluster.vpc_cidr, opts=ali)
-        switches = [alicloud.vpc.Switch(f"{name}-vsw-{i}", vpc_id=vpc.id, cidr_block=v.cidr, zone_id=v.zone_id,
-                                        vswitch_name=f"{name}-vsw-{i}", opts=ali)
-                    for i, v in enumerate(cluster.vswitches)]
-        pod_switches = [alicloud.vpc.Switch(f"{name}-pod-vsw-{i}", vpc_id=vpc.id, cidr_block=v.cidr,
-                                            zone_id=v.zone_id, vswitch_name=f"{name}-pod-vsw-{i}", opts=ali)
-                        for i, v in enumerate(cluster.pod_vswitches)]
-        network = ({"pod_cidr": cluster.effective_pod_cidr} if cluster.network_plugin == "flannel"
-                   else {"pod_vswitch_ids": [s.id for s in pod_switches]})
+        switches = [self._vswitch(name, "vsw", i, v, vpc, ali) for i, v in enumerate(cluster.vswitches)]
+        pod_switches = [self._vswitch(name, "pod-vsw", i, v, vpc, ali) for i, v in enumerate(cluster.pod_vswitches)]
+        # ACK's order on read is not documented and a list attribute compares by position: sorted ids read back
+        # the same whether ACK keeps the order it was given or sorts
+        self.vswitch_ids = pulumi.Output.all(*[s.id for s in switches]).apply(sorted)
+        network = ({"pod_cidr": cluster.effective_pod_cidr, "node_cidr_mask": ack.FLANNEL_NODE_CIDR_MASK}
+                   if cluster.network_plugin == "flannel"
+                   else {"pod_vswitch_ids": pulumi.Output.all(*[s.id for s in pod_switches]).apply(sorted)})
+        cluster_name = cluster.name or default_cluster_name(spec.stack_name or pulumi.get_stack())
+        ignored = ack.cluster_ignored_inputs(cluster.network_plugin)
+        if self._keep_running_version(cluster, cluster_name):
+            ignored.append("version")
         ack_cluster = alicloud.cs.ManagedKubernetes(
             f"{name}-ack",
-            name=cluster.name or default_cluster_name(spec.stack_name or pulumi.get_stack()),
+            name=cluster_name,
             cluster_spec=cluster.cluster_spec,
             version=cluster.kubernetes_version,
-            vswitch_ids=[s.id for s in switches],
+            vswitch_ids=self.vswitch_ids,
             service_cidr=cluster.service_cidr,
             new_nat_gateway=True,
             slb_internet_enabled=cluster.public_api_endpoint,
-            proxy_mode="ipvs",
             deletion_protection=spec.protect,
+            tags={ack.STACK_TAG: stack_identity()},
             # read by the provider's create call only: the network plugin and CSI driver the cluster needs to
-            # start; everything else is a KubernetesAddon (_install_addons)
+            # start; everything else is a KubernetesAddon (require_addons)
             addons=ack.creation_addons(cluster.network_plugin, cluster.cluster_spec, ACK_ADDONS),
+            **ack.CLUSTER_FIXED_INPUTS_SNAKE,
             **network,
-            opts=pulumi.ResourceOptions.merge(ali, pulumi.ResourceOptions(protect=spec.protect)))
+            opts=pulumi.ResourceOptions.merge(ali, pulumi.ResourceOptions(protect=spec.protect,
+                                                                          ignore_changes=ignored)))
         self.cluster_id = ack_cluster.id
-        self.vswitch_ids = pulumi.Output.all(*[s.id for s in switches])
+        if not cluster.public_api_endpoint:
+            self._intranet_endpoint = ack_cluster.connections.apply(_intranet_endpoint)
+        if cluster.system_pool.enabled:
+            from gpuplatform.components.node_pool import system_pool_inputs
+
+            self.system_pool = alicloud.cs.NodePool(
+                f"{name}-{ack.SYSTEM_POOL_NAME}", cluster_id=self.cluster_id, vswitch_ids=self.vswitch_ids,
+                **system_pool_inputs(cluster.system_pool),
+                opts=pulumi.ResourceOptions.merge(ali, pulumi.ResourceOptions(protect=spec.protect)))
+            self.system_nodes = [self.system_pool]
+
+    def _vswitch(self, name: str, kind: str, index: int, v, vpc, ali: pulumi.ResourceOptions):
+        """A vSwitch named by its zone and CIDR (both ForceNew), so adding, removing or reordering the list touches
+        no other vSwitch; the alias is the name it had in 0.2.0, by list position."""
+        import pulumi_alicloud as alicloud
+
+        switch_name = f"{name}-{kind}-{v.zone_id}-{v.cidr.replace('.', '-').replace('/', '-')}"
+        return alicloud.vpc.Switch(switch_name, vpc_id=vpc.id, cidr_block=v.cidr, zone_id=v.zone_id,
+                                   vswitch_name=switch_name,
+                                   opts=pulumi.ResourceOptions.merge(ali, pulumi.ResourceOptions(
+                                       aliases=[pulumi.Alias(name=f"{name}-{kind}-{index}")])))
+
+    def _keep_running_version(self, cluster: AckManagedCluster, cluster_name: str) -> bool:
+        """Whether the cluster runs a newer version than the stack states (an upgrade outside the stack), read
+        from ACK (``cs.get_clusters``, the stack's own cluster by name and tag). The provider's Read stores ACK's
+        current version and its Update calls UpgradeCluster whenever ``version`` differs
+        (resource_alicloud_cs_managed_kubernetes.go ``UpgradeAlicloudKubernetesCluster``), which for an older
+        version is a downgrade ACK refuses, on every later ``pulumi up``: such a cluster is kept as it runs
+        (``ignore_changes``), a newer version in the stack upgrades it. An older minor is an error: the stack's
+        charts are pinned for the minor it states."""
+        running = running_version(self.alicloud_provider, self, cluster_name)
+        if running is None:
+            return False
+        ours, live = ack.parse_ack_version(cluster.kubernetes_version), ack.parse_ack_version(running)
+        if ours is None or live is None or ours >= live:
+            return False
+        path = f"gpu-platform:cluster.kubernetesVersion ({self.label} args.cluster.kubernetesVersion)"
+        if ours[:2] != live[:2]:
+            raise pulumi.RunError(
+                f"{path}: {cluster.kubernetes_version!r}, but cluster {cluster_name!r} runs {running!r} (upgraded "
+                "outside the stack: ACK console, auto upgrade or end-of-life upgrade). ACK does not downgrade, and "
+                f"the stack's charts are pinned for {ours[0]}.{ours[1]}; set kubernetesVersion to {running!r}")
+        pulumi.log.warn(f"{path}: {cluster.kubernetes_version!r}, but cluster {cluster_name!r} runs {running!r} "
+                        "(upgraded outside the stack); the cluster is kept at the version it runs. Set "
+                        f"kubernetesVersion to {running!r} to record it", resource=self)
+        return True
+
+    def _installed_before(self, cluster: AckExistingCluster) -> dict[str, dict]:
+        """Add-ons already installed on an adopted cluster, with the config ACK stores (``cs.get_kubernetes_addons``:
+        ``current_version`` empty for an add-on that is not installed)."""
+        import pulumi_alicloud as alicloud
+
+        found = alicloud.cs.get_kubernetes_addons(
+            cluster_id=cluster.cluster_id, opts=pulumi.InvokeOptions(parent=self, provider=self.alicloud_provider))
+        out = {}
+        for addon in found.addons or []:
+            if addon.current_version:
+                try:
+                    out[addon.name] = json.loads(addon.current_config or "{}")
+                except ValueError:
+                    out[addon.name] = {}
+        return out
 
     def addon_dependencies(self, *names: str) -> list[pulumi.Resource]:
         """What a resource that needs the named add-ons waits for, of those installed so far."""
@@ -252,8 +338,81 @@ class GpuCluster(pulumi.ComponentResource):
                 continue
             catalog = ack.ADDONS[addon]
             kwargs = {"version": ACK_ADDONS[addon]} if ACK_ADDONS.get(addon) else {}
-            if catalog.config:
-                kwargs["config"] = json.dumps(catalog.config, sort_keys=True)
+            installed = self._installed_addons.get(addon)
+            if installed is not None:
+                # an add-on the adopted cluster had before: adopted as it is. The provider would rewrite its config
+                # whenever ours is not a subset of the live one (resource_alicloud_cs_kubernetes_addon.go
+                # needUpgrade/updateAddonConfig), on a cluster other teams use; a stack that needs another
+                # config is refused instead (config_conflict)
+                conflict = config_conflict(addon, catalog.required, installed, self.allow_public_endpoints)
+                if conflict:
+                    raise pulumi.RunError(conflict)
+                kwargs.pop("version", None)
+            elif catalog.config:
+                # Go's compact JSON, which the provider's Read writes back: any other spelling differs every run
+                kwargs["config"] = ack.go_json(catalog.config)
             self.addons[addon] = alicloud.cs.KubernetesAddon(
                 f"{self._name}-{addon}", cluster_id=self.cluster_id, name=addon, opts=self._ali_opts, **kwargs)
         return self.addon_dependencies(*names)
+
+
+def config_conflict(addon: str, required: dict, live: dict, allow_public_endpoints: bool) -> Optional[str]:
+    """Why an add-on installed before the stack cannot serve it as it is configured (None: it can). An Internet
+    SLB for the NGINX add-on is accepted where the stack allows public endpoints."""
+    wrong = {}
+    for key, allowed in required.items():
+        accepted = set(allowed) | ({"internet"} if allow_public_endpoints and key == "IngressSlbNetworkType" else set())
+        if live.get(key) not in accepted:
+            wrong[key] = (live.get(key), sorted(accepted))
+    if not wrong:
+        return None
+    shown = ", ".join(f"{k}={v!r} (the stack needs {' or '.join(map(repr, a))})" for k, (v, a) in wrong.items())
+    return (f"ACK add-on {addon!r} is installed on the adopted cluster with {shown}. The stack does not rewrite the "
+            "configuration of an add-on it did not install (other workloads of the cluster use it): change it "
+            "in the ACK console (Operations > Add-ons), or leave out what needs it")
+
+
+def stack_identity() -> str:
+    """``<project>/<stack>``: the value of the tag a cluster the stack creates carries (catalogs/ack.py STACK_TAG)."""
+    return f"{pulumi.get_project()}/{pulumi.get_stack()}"
+
+
+def running_version(provider, parent, cluster_name: str) -> Optional[str]:
+    """The version ACK runs the stack's own cluster at (found by name and the stack's tag), or None before it
+    exists. Two clusters claiming the stack are an error: the stack cannot tell which is its own."""
+    import pulumi_alicloud as alicloud
+
+    found = alicloud.cs.get_clusters(cluster_name=cluster_name, cluster_type="ManagedKubernetes",
+                                     opts=pulumi.InvokeOptions(parent=parent, provider=provider))
+    identity = stack_identity()
+    ours = [c for c in found.clusters or []
+            if c.cluster_name == cluster_name and (c.tags or {}).get(ack.STACK_TAG) == identity]
+    if len(ours) > 1:
+        raise pulumi.RunError(f"clusters {', '.join(c.cluster_id for c in ours)} are all named {cluster_name!r} and "
+                              f"tagged {ack.STACK_TAG}={identity}; the stack manages one: remove the tag from the "
+                              "others")
+    return ours[0].current_version if ours else None
+
+
+def _intranet_endpoint(connections) -> str:
+    """``connections[0].api_server_intranet`` of a ``ManagedKubernetes`` (the provider's Read takes it from
+    DescribeClusterDetail ``master_url``'s ``intranet_api_server_endpoint``)."""
+    for entry in connections or []:
+        value = getattr(entry, "api_server_intranet", None)
+        if value is None and isinstance(entry, dict):
+            value = entry.get("api_server_intranet") or entry.get("apiServerIntranet")
+        if value:
+            return value
+    return ""
+
+
+def kubeconfig_for_endpoint(kubeconfig: str, endpoint: str) -> str:
+    """The kubeconfig with every cluster's server set to ``endpoint`` (the same credential and CA): a cluster
+    created without a public endpoint is reached on its intranet endpoint."""
+    if not endpoint:
+        raise pulumi.RunError("the cluster reports no intranet API server endpoint (connections.api_server_intranet);"
+                              " the kubeconfig cannot be pointed at it")
+    doc = yaml.safe_load(kubeconfig)
+    for entry in doc.get("clusters") or []:
+        entry.setdefault("cluster", {})["server"] = endpoint
+    return yaml.safe_dump(doc, sort_keys=True)

@@ -10,6 +10,7 @@ from typing import Annotated, Literal, Optional, Union
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, SecretStr
 from pydantic.alias_generators import to_camel
 
+from gpuplatform.catalogs.ack import SYSTEM_POOL_INSTANCE_TYPES as _SYSTEM_TYPES
 from gpuplatform.catalogs.sharing import CGPU_PLACEMENTS, CGPU_POLICIES, DEFAULT_GPU_TAINT
 
 PROJECT = "gpu-platform"
@@ -91,6 +92,32 @@ class VSwitch(Model):
     """CIDR of the vSwitch inside the VPC."""
 
 
+class Disk(Model):
+    category: Literal["cloud_efficiency", "cloud_ssd", "cloud_essd", "cloud_auto", "cloud_essd_entry"] = "cloud_essd"
+    """Disk category. Default ``cloud_essd``."""
+    size_gib: int = Field(120, ge=20, le=32768)
+    """Size in GiB. Default 120."""
+
+
+class SystemPool(Model):
+    """The node pool of a cluster the package creates that runs everything but GPU work: ACK's system pods
+    (CoreDNS, metrics-server), the add-ons' controllers and every chart's pods (Prometheus, the metrics adapter,
+    cert-manager, KEDA). GPU pools are tainted and autoscaled, and ACK keeps its system pods off autoscaled nodes,
+    so without it those pods have nowhere to run. Untainted, not autoscaled, spread over the cluster's zones."""
+
+    enabled: bool = True
+    """Create it. Default true; false only when nodes of your own (a pool another stack manages) take those
+    pods."""
+    instance_types: list[str] = Field(default_factory=lambda: list(_SYSTEM_TYPES), min_length=1)
+    """CPU instance types, tried in order (catalogs/ack.py ``SYSTEM_INSTANCE_TYPES``). Default
+    ``[ecs.g7.xlarge, ecs.g6.xlarge]`` (4 vCPU, 16 GiB)."""
+    nodes: int = Field(2, ge=1, le=100)
+    """Nodes, kept at this count (``desired_size``), spread over the cluster's vSwitch zones. At least 2: ACK's
+    CoreDNS runs its replicas on different nodes. Default 2."""
+    system_disk: Disk = Field(default_factory=Disk)
+    """System disk. Default 120 GiB ESSD."""
+
+
 class AckManagedCluster(Model):
     """Create an ACK managed cluster with its VPC and vSwitches."""
 
@@ -99,7 +126,11 @@ class AckManagedCluster(Model):
     """Alibaba Cloud region, e.g. ``cn-hangzhou``. Every Alibaba resource and lookup of the stack goes to this
     region (an explicit provider; ``alicloud:region`` is not read)."""
     kubernetes_version: str
-    """Full ACK Kubernetes version the cluster is created with, e.g. ``1.31.1-aliyun.1``."""
+    """The ACK version the cluster is created with, in ACK's own form ``X.Y.Z-aliyun.N`` (e.g. ``1.35.2-aliyun.1``):
+    the form the provider reads back, so any other spelling would show a change on every run. Raise it to upgrade
+    the cluster. A cluster ACK upgraded outside the stack (console, auto or end-of-life upgrade) is never sent back:
+    a lower version here is kept as it runs, with a warning (same minor) or an error (an older minor, which the
+    chart pins are chosen for)."""
     name: Optional[str] = None
     """Cluster name (1-63 letters, digits, '-' or '_'). Default: ``gpu-platform-<stack>``."""
     cluster_spec: Literal["ack.pro.small", "ack.standard"] = "ack.pro.small"
@@ -126,8 +157,11 @@ class AckManagedCluster(Model):
     plugin, so the state holds no client credential (ack-ram-tool and Alibaba credentials needed wherever
     ``pulumi`` runs). Default ``ack-kubeconfig``."""
     public_api_endpoint: bool = True
-    """Public API server SLB. Default true: the credential API returns a kubeconfig for the public endpoint, which
-    the machine running ``pulumi up`` needs unless it sits inside the VPC."""
+    """Public API server SLB (an Internet endpoint). Default true. False: no public endpoint, and the kubeconfig
+    the stack uses points at the API server's intranet endpoint, so ``pulumi`` must run inside the VPC (or a
+    network connected to it). Fixed at creation (the provider sends it only when it creates the cluster)."""
+    system_pool: SystemPool = Field(default_factory=lambda: SystemPool())
+    """The pool for system pods, add-ons and charts. Default: 2 x ``ecs.g7.xlarge`` (or ``ecs.g6.xlarge``)."""
 
     @property
     def professional(self) -> bool:
@@ -233,13 +267,6 @@ class Taint(Model):
     """Taint value. Default none."""
     effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] = "NoSchedule"
     """Taint effect. Default ``NoSchedule``."""
-
-
-class Disk(Model):
-    category: Literal["cloud_efficiency", "cloud_ssd", "cloud_essd", "cloud_auto", "cloud_essd_entry"] = "cloud_essd"
-    """Disk category. Default ``cloud_essd``."""
-    size_gib: int = Field(120, ge=20, le=32768)
-    """Size in GiB. Default 120."""
 
 
 class CustomGpu(Model):

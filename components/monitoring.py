@@ -284,7 +284,7 @@ class GpuMonitoring(pulumi.ComponentResource):
                 mon = mon.model_copy(update={"metrics": default_served_metrics(mon.exporter)})
             password = args.get("grafana_admin_password")
             cfg = cluster.view([p.spec for p in pools], mon)
-            issues = _validate(cfg, areas=("cluster", "monitoring"))
+            issues = _validate(cfg, areas=("cluster", "monitoring", "placement"))
             if issues:
                 raise ConfigError(issues)
         except ConfigError as exc:
@@ -319,7 +319,10 @@ class GpuMonitoring(pulumi.ComponentResource):
         self.register_outputs({"prometheus_url": self.prometheus_url})
 
     def _opts(self, *depends: pulumi.Resource) -> pulumi.ResourceOptions:
-        return pulumi.ResourceOptions.merge(self.child, pulumi.ResourceOptions(depends_on=list(depends)))
+        """A release or object that waits for ``depends`` and for the cluster's system pool (a Helm release waits
+        for its pods, which run there)."""
+        return pulumi.ResourceOptions.merge(self.child, pulumi.ResourceOptions(
+            depends_on=[*depends, *self.cluster.system_nodes]))
 
     def _namespace(self, key: str, name: str, pod_security: str) -> pulumi.Resource:
         return register(f"{self.name}-{key}", namespace(name, pod_security), self.child)
@@ -410,8 +413,8 @@ class GpuMonitoring(pulumi.ComponentResource):
             c = chart("ack-alibaba-cloud-metrics-adapter")
             self.adapter = release(f"{n}-ack-metrics-adapter", c.release,
                                    ack_adapter_values(cfg, url, token), mon.helm_values.ack_metrics_adapter,
-                                   pulumi.ResourceOptions.merge(self.child, adopt_release_options(c))
-                                   if mon.adopt_adapter_release else self.child,
+                                   pulumi.ResourceOptions.merge(self._opts(), adopt_release_options(c))
+                                   if mon.adopt_adapter_release else self._opts(),
                                    namespace=c.namespace, kubernetes=self.kube,
                     allow_end_of_life=self.allow_end_of_life)
         else:

@@ -55,15 +55,55 @@ def node_pool_inputs(pool: NodePool, facts: PoolFacts) -> dict:
         # a managed node pool (ACK Pro only; RAM role AliyunCSManagedNlcRole)
         out["management"] = {"enable": True, "auto_repair": True, "max_unavailable": 1}
     if pool.autoscaling:
+        # never desired_size: the autoscaler owns the size (ACK reports it back; see autoscaled_pool_options)
         out["scaling_config"] = {"enable": True, "min_size": pool.min_nodes, "max_size": pool.max_nodes,
                                  "type": "gpu"}
     else:
-        # pulumi-alicloud 4.x types desired_size as a string; a disabled scaling_config is left out entirely
-        # (terraform-provider-alicloud#3821: a zeroed scaling_config re-enabled autoscaling)
-        out["desired_size"] = str(pool.desired_nodes)
+        out.update(fixed_size(pool.desired_nodes, "gpu"))
     if pool.key_pair:
         out["key_name"] = pool.key_pair
     return out
+
+
+def fixed_size(nodes: int, kind: str) -> dict:
+    """A pool kept at ``nodes`` nodes. ``scaling_config`` is Optional and Computed in the provider's schema
+    (resource_alicloud_cs_kubernetes_node_pool.go), so leaving it out keeps whatever the state holds: a pool that
+    was autoscaled would stay autoscaled. ``enable: false`` is sent explicitly (the Update sends auto_scaling when
+    scaling_config changes), with the instance ``type`` (``cpu`` or ``gpu``): ACK's default is ``cpu`` (TF doc
+    ``scaling_config.type``) and the Read writes back what ACK reports, so a type left out would differ from the
+    state. ``desired_size`` is a string in pulumi-alicloud 4.x."""
+    return {"scaling_config": {"enable": False, "type": kind}, "desired_size": str(nodes)}
+
+
+def autoscaled_pool_options(autoscaled: bool) -> pulumi.ResourceOptions:
+    """``desired_size`` is Optional, not Computed, and the provider's Read sets it whenever ACK reports one
+    (``scaling_group.desired_size``): for an autoscaled pool that is the autoscaler's current count, which the stack
+    never sends, so every later ``pulumi up`` would show it removed. Ignored on autoscaled pools only: a fixed
+    pool's size is the stack's."""
+    return pulumi.ResourceOptions(ignore_changes=["desiredSize"] if autoscaled else [])
+
+
+def system_pool_inputs(spec) -> dict:
+    """``cs.NodePool`` keyword arguments of a cluster's system pool (``cluster.systemPool``): untainted, not
+    autoscaled, spread evenly over the cluster's vSwitch zones (``multi_az_policy: BALANCE``, TF doc
+    cs_kubernetes_node_pool), labelled with its role. Not a managed (auto-repair) pool: auto repair needs the
+    node-problem-detector and node-lifecycle-controller add-ons installed first (pulumi-alicloud ``NodePool``
+    ``management.auto_repair``), whose controllers run on this pool."""
+    from gpuplatform.catalogs.ack import SYSTEM_POOL_NAME
+    from gpuplatform.components.placement import SYSTEM_ROLE_LABEL
+
+    return {
+        "node_pool_name": SYSTEM_POOL_NAME,
+        "instance_types": list(spec.instance_types),
+        "image_type": "AliyunLinux3",
+        "system_disk_category": spec.system_disk.category,
+        "system_disk_size": spec.system_disk.size_gib,
+        "labels": [{"key": SYSTEM_ROLE_LABEL[0], "value": SYSTEM_ROLE_LABEL[1]}],
+        "update_nodes": True,
+        "install_cloud_monitor": True,
+        "multi_az_policy": "BALANCE",
+        **fixed_size(spec.nodes, "cpu"),
+    }
 
 
 def pool_props(facts: PoolFacts) -> dict:
@@ -141,8 +181,10 @@ class GpuNodePool(pulumi.ComponentResource):
             self.pool = alicloud.cs.NodePool(
                 f"{name}-pool", cluster_id=cluster.cluster_id, vswitch_ids=cluster.vswitch_ids,
                 **node_pool_inputs(self.spec, facts),
-                opts=pulumi.ResourceOptions(parent=self, protect=args.get("protect", cluster.protect),
-                                            provider=cluster.alicloud_provider, depends_on=repair))
+                opts=pulumi.ResourceOptions.merge(
+                    pulumi.ResourceOptions(parent=self, protect=args.get("protect", cluster.protect),
+                                           provider=cluster.alicloud_provider, depends_on=repair),
+                    autoscaled_pool_options(self.spec.autoscaling)))
             self.node_pool_id = self.pool.node_pool_id
         else:
             self.node_pool_id = pulumi.Output.from_input(facts.name)

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from gpuplatform.catalogs import capacity, sharing, timeouts
+from gpuplatform.catalogs.ack import flannel_max_pods, reserved_resources
 from gpuplatform.catalogs.gpus import CUSTOM_ARCHITECTURE, GpuModel, gpu_model, instance_type
 from gpuplatform.catalogs.mig import WHOLE_GPU, mig_config_label_value, profile_memory_gib
 from gpuplatform.components.config import GpuRequestSpec, NodePool, PlatformConfig
@@ -38,6 +39,29 @@ class PoolFacts:
     """vCPUs of the smallest instance type of the pool (None: unknown, e.g. a plain cluster's nodes)."""
     memory_gib: Optional[int] = None
     """Memory (GiB) of the smallest instance type of the pool (None: unknown)."""
+    max_pods: Optional[int] = None
+    """Pods a node runs (a flannel node's pod range); None where it is not known (Terway, other clusters)."""
+
+    # ------------------------------------------------------------------ what a node offers pods
+    @property
+    def allocatable_cpu(self) -> Optional[float]:
+        """CPU cores one node offers pods: the instance's vCPUs less what ACK reserves (an estimate,
+        catalogs/ack.py ``reserved_resources``); None when not known."""
+        if self.vcpus is None:
+            return None
+        if not self.on_ack:
+            return float(self.vcpus)
+        return self.vcpus - reserved_resources(self.vcpus, self.memory_gib or 0, self.max_pods)[0] / 1000
+
+    @property
+    def allocatable_memory_bytes(self) -> Optional[float]:
+        """Memory one node offers pods, in bytes: as :attr:`allocatable_cpu`."""
+        if self.memory_gib is None:
+            return None
+        if not self.on_ack:
+            return float(self.memory_gib) * 2 ** 30
+        reserved_mib = reserved_resources(self.vcpus or 0, self.memory_gib, self.max_pods)[1]
+        return (self.memory_gib * 1024 - reserved_mib) * 2 ** 20
 
     # ------------------------------------------------------------------ scheduling
     @property
@@ -211,7 +235,7 @@ class PoolFacts:
                                                      _amount(w.resources.memory),
                                                      resource=self.resource_for(w.gpu) or "")] * w.replica_ceiling]
         return capacity.pack(self.mode, self.model, self.gpus_per_node, self.max_nodes, replicas,
-                             vcpus=self.vcpus, memory_bytes=self.memory_gib * 2 ** 30 if self.memory_gib else None,
+                             vcpus=self.allocatable_cpu, memory_bytes=self.allocatable_memory_bytes,
                              mig_profile=self.mig_profile,
                              node_units=self.node_resources if self.mode != "cgpu" else None)
 
@@ -270,6 +294,8 @@ def pool_facts(cfg: PlatformConfig, pool: NodePool) -> Optional[PoolFacts]:
         # the autoscaler may start any of the instance types, so a replica must fit the smallest
         vcpus=min((t.vcpus for t in types), default=None), memory_gib=min((t.memory_gib for t in types), default=None),
         node_provisioning_seconds=_provisioning(cfg, pool),
+        max_pods=flannel_max_pods() if cfg.is_ack and getattr(cfg.cluster, "network_plugin", "flannel") == "flannel"
+        else None,
     )
 
 

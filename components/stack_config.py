@@ -111,5 +111,47 @@ def namespace_from_pulumi() -> dict[str, Any]:
     return raw
 
 
+PROVIDER_KEYS = ("alicloud:region",)
+"""Provider settings of a stack file that the stack's own config decides instead: every Alibaba resource and
+lookup goes to one explicit provider built from ``cluster.region``, which does not read them."""
+
+
+def provider_settings_from_stack_file(path: str | Path) -> dict[str, Any]:
+    """The provider settings (``PROVIDER_KEYS``) a stack file writes, as they would reach the program."""
+    try:
+        doc = yaml.safe_load(Path(path).read_text()) or {}
+    except (OSError, yaml.YAMLError):
+        return {}  # namespace_from_stack_file reports an unreadable file
+    config = doc.get("config") if isinstance(doc, dict) else None
+    return {k: config[k] for k in PROVIDER_KEYS if isinstance(config, dict) and config.get(k) is not None}
+
+
+def provider_settings_from_pulumi() -> dict[str, Any]:
+    import pulumi
+
+    out = {}
+    for key in PROVIDER_KEYS:
+        namespace, _, name = key.partition(":")
+        value = pulumi.Config(namespace).get(name)
+        if value is not None:
+            out[key] = value
+    return out
+
+
+def provider_conflicts(raw: dict[str, Any], settings: dict[str, Any]) -> list[ConfigIssue]:
+    """A provider setting that contradicts the stack's own: ``alicloud:region`` naming another region than
+    ``cluster.region`` would silently do nothing (the stack's provider is built from ``cluster.region``), so the
+    stack would not run where its file says."""
+    region = settings.get("alicloud:region")
+    cluster = raw.get("cluster") if isinstance(raw.get("cluster"), dict) else {}
+    ours = cluster.get("region")
+    if region is None or ours is None or str(region) == str(ours):
+        return []
+    return [ConfigIssue("cluster.region", f"{ours!r}, but the stack file also sets alicloud:region {region!r}; "
+                        "every Alibaba resource of the stack goes to cluster.region (one explicit provider, which "
+                        "does not read alicloud:region); allowed: remove alicloud:region, or set both to the same "
+                        "region")]
+
+
 def load_stack_file(path: str | Path) -> PlatformConfig:
-    return load(namespace_from_stack_file(path))
+    return load(namespace_from_stack_file(path), provider_settings_from_stack_file(path))

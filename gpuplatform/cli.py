@@ -73,8 +73,11 @@ def cmd_plan(args) -> int:
         raise UsageError("--stack", "given with --config, which names the stack file itself; allowed: one of them")
     from gpuplatform.plan import run_plan
 
+    from gpuplatform.components.stack_config import provider_settings_from_stack_file
+
     raw, stack = _load_raw(args)
-    return run_plan(raw, stack, args.out, args.format)
+    return run_plan(raw, stack, args.out, args.format,
+                    provider_settings=provider_settings_from_stack_file(stack_file(args)[0]))
 
 
 def cmd_schema(args) -> int:
@@ -118,9 +121,12 @@ def cmd_check(args) -> int:
         from gpuplatform.components.validation import load
         from gpuplatform.synth import stack_config_from_namespace, synthesize
 
+        from gpuplatform.components.stack_config import provider_settings_from_stack_file
+
         raw, stack = _load_raw(args)
-        load(raw)
-        resources = synthesize(stack_config_from_namespace(raw), stack=stack)
+        settings = provider_settings_from_stack_file(stack_file(args)[0])
+        load(raw, settings)
+        resources = synthesize({**stack_config_from_namespace(raw), **settings}, stack=stack)
         default_location = (str(stack_file(args)[0]), None)
         locations = check.stack_file_locations(default_location[0], raw, resources)
     violations = check.located(check.run_policies(resources, policy_config), locations, default_location)

@@ -6,6 +6,7 @@ from typing import Any, TextIO
 
 import yaml
 
+from gpuplatform.catalogs.ack import PREREQUISITES, SYSTEM_POOL_NAME
 from gpuplatform.catalogs.metrics import METRICS, is_windowed
 from gpuplatform.catalogs.prices import CURRENCY, HOURS_PER_MONTH, list_price
 from gpuplatform.components.errors import ConfigError, counted
@@ -101,15 +102,51 @@ def pool_rows(cfg: PlatformConfig) -> list[dict]:
     per hour and per month at list price (catalogs/prices.py)."""
     facts = all_pool_facts(cfg)
     rows = []
+    region = getattr(cfg.cluster, "region", None)
+    system = getattr(cfg.cluster, "system_pool", None)
+    if cfg.cluster.kind == "ack-managed" and system is not None and system.enabled:
+        rows.append({"pool": SYSTEM_POOL_NAME, "role": "system", "instanceTypes": list(system.instance_types),
+                     "region": region, "minNodes": system.nodes, "maxNodes": system.nodes, "autoscaled": False,
+                     "taints": [], "gpuModel": None, "gpusPerNode": 0, "gpusAtMin": 0, "gpusAtMax": 0,
+                     "cost": pool_cost(cfg, system.instance_types, system.nodes, system.nodes)})
     for pool in cfg.node_pools:
         f = facts.get(pool.name)
         low, high = (pool.min_nodes, pool.max_nodes) if pool.autoscaling else (pool.desired_nodes or 0,) * 2
         gpus = f.gpus_per_node if f else 0
-        rows.append({"pool": pool.name, "instanceTypes": list(pool.instance_types),
-                     "region": getattr(cfg.cluster, "region", None), "minNodes": low, "maxNodes": high,
+        rows.append({"pool": pool.name, "role": "gpu", "instanceTypes": list(pool.instance_types),
+                     "region": region, "minNodes": low, "maxNodes": high, "autoscaled": pool.autoscaling,
+                     "taints": [t.model_dump(exclude_none=True) for t in pool.taints],
                      "gpuModel": f.model.name if f else None, "gpusPerNode": gpus, "gpusAtMin": low * gpus,
                      "gpusAtMax": high * gpus, "cost": pool_cost(cfg, pool.instance_types, low, high)})
     return rows
+
+
+def placement_report(cfg: PlatformConfig) -> dict:
+    """Where each pod other than the stack's workloads can run (components/placement.py), what is assumed about
+    nodes the stack does not create, and the components the stack needs but cannot install."""
+    from gpuplatform.components.addons import prerequisites
+    from gpuplatform.components.placement import cluster_pods, existing_nodes_assumption, node_groups, why_not
+
+    groups = node_groups(cfg)
+    pods = [{"pod": p.owner, "origin": p.origin, "replicas": p.replicas,
+             "homes": [g.name for g in groups if not why_not(p, g)], "sourced": p.sourced, "source": p.source}
+            for p in cluster_pods(cfg)]
+    return {"assumption": existing_nodes_assumption(cfg), "pods": pods,
+            "prerequisites": [{"component": name, "how": PREREQUISITES[name]} for name in prerequisites(cfg)]}
+
+
+def placement_text(report: dict) -> str:
+    table = [["POD", "FROM", "RUNS ON"]]
+    for p in report["pods"]:
+        table.append([p["pod"] + ("" if p["sourced"] else " *"), p["origin"], ", ".join(p["homes"]) or "NOWHERE"])
+    lines = [_table(table) if report["pods"] else "no pod besides the workloads"]
+    if any(not p["sourced"] for p in report["pods"]):
+        lines.append("* scheduling constraints not published: taken as an ordinary pod (no toleration, no node "
+                     "selector); sources: catalogs/pods.py")
+    if report["assumption"]:
+        lines.append(f"Assumed: {report['assumption']}")
+    lines += [f"Prerequisite: {p['component']}: {p['how']}" for p in report["prerequisites"]]
+    return "\n".join(lines)
 
 
 def pool_cost(cfg: PlatformConfig, instance_types: list[str], low: int, high: int) -> dict:
@@ -130,6 +167,9 @@ def pool_cost(cfg: PlatformConfig, instance_types: list[str], low: int, high: in
             "prices": [{"instanceType": p.instance_type, "perHour": p.per_hour, "basis": p.basis,
                         "region": p.region, "retrieved": p.retrieved, "source": p.source,
                         **({"method": p.method} if p.method else {})} for p in prices]}
+
+
+PLACEMENT_TITLE = "Where the cluster's other pods run (ACK, add-ons, charts; components/placement.py)"
 
 
 def pools_text(rows: list[dict]) -> str:
@@ -337,7 +377,9 @@ def write_records(out_dir: Path, stack: str, records: list[RegisteredResource], 
         old.unlink()
     doc = {"stack": stack, "resourceCount": len(records),
            "resources": [{"type": r.type, "name": r.name, "parent": r.parent, "protect": r.protect,
-                          "dependsOn": sorted(r.depends_on), "inputs": _mask(r.inputs, secrets)}
+                          "dependsOn": sorted(r.depends_on), "inputs": _mask(r.inputs, secrets),
+                          **({"ignoreChanges": list(r.ignore_changes)} if r.ignore_changes else {}),
+                          **({"customTimeouts": r.custom_timeouts} if r.custom_timeouts else {})}
                          for _, r in ordered(records)], **extra}
     (out_dir / "plan.json").write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n")
     for name, body in sorted(manifest_files(records).items()):
@@ -346,8 +388,8 @@ def write_records(out_dir: Path, stack: str, records: list[RegisteredResource], 
 
 def write_plan(out_dir: Path, stack: str, records: list[RegisteredResource], cfg: PlatformConfig,
                secrets: set[str]) -> None:
-    write_records(out_dir, stack, records, secrets, pools=pool_rows(cfg), capacity=capacity_rows(cfg),
-                  startup=startup_rows(cfg), metricLatency=latency_rows(cfg))
+    write_records(out_dir, stack, records, secrets, pools=pool_rows(cfg), placement=placement_report(cfg),
+                  capacity=capacity_rows(cfg), startup=startup_rows(cfg), metricLatency=latency_rows(cfg))
 
 
 def file_warnings(cfg: PlatformConfig) -> list[str]:
@@ -396,12 +438,15 @@ def end_of_life_warnings(cfg: PlatformConfig) -> list[str]:
     return out
 
 
-def run_plan(raw: dict[str, Any], stack: str, out_dir: str | None, fmt: str, out: TextIO | None = None) -> int:
+def run_plan(raw: dict[str, Any], stack: str, out_dir: str | None, fmt: str, out: TextIO | None = None,
+             provider_settings: dict[str, Any] | None = None) -> int:
     out = out or sys.stdout
-    cfg = load(raw)  # ConfigError propagates to the CLI (exit 2) before anything is registered
+    provider_settings = provider_settings or {}
+    # ConfigError propagates to the CLI (exit 2) before anything is registered
+    cfg = load(raw, provider_settings)
     for warning in file_warnings(cfg) + custom_gpu_warnings(cfg) + end_of_life_warnings(cfg):
         sys.stderr.write(warning + "\n")
-    records = synthesize(stack_config_from_namespace(raw), stack=stack)
+    records = synthesize({**stack_config_from_namespace(raw), **provider_settings}, stack=stack)
     secrets = {str(raw[k]) for k in SECRET_KEYS if raw.get(k)} | OFFLINE_SECRETS
     if out_dir:
         write_plan(Path(out_dir), stack, records, cfg, secrets)
@@ -409,13 +454,14 @@ def run_plan(raw: dict[str, Any], stack: str, out_dir: str | None, fmt: str, out
         json.dump({"stack": stack, "resourceCount": len(records),
                    "tree": [{"depth": d, "type": r.type, "name": r.name, "protect": r.protect}
                             for d, r in ordered(records)],
-                   "pools": pool_rows(cfg), "capacity": capacity_rows(cfg), "startup": startup_rows(cfg),
-                   "metricLatency": latency_rows(cfg)},
+                   "pools": pool_rows(cfg), "placement": placement_report(cfg), "capacity": capacity_rows(cfg),
+                   "startup": startup_rows(cfg), "metricLatency": latency_rows(cfg)},
                   out, indent=2)
         out.write("\n")
     else:
         out.write(f"Stack {stack}: {len(records)} resources\n\n{tree_text(records)}\n\n")
         out.write(f"Node pools\n{pools_text(pool_rows(cfg))}\n\n")
+        out.write(f"{PLACEMENT_TITLE}\n{placement_text(placement_report(cfg))}\n\n")
         out.write(f"GPU capacity\n{capacity_text(capacity_rows(cfg))}\n\n")
         out.write(f"{STARTUP_TITLE}\n{startup_text(startup_rows(cfg))}\n\n")
         out.write(f"{LATENCY_TITLE}\n{latency_text(latency_rows(cfg))}\n")

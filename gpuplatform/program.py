@@ -4,7 +4,7 @@ import pulumi
 
 from gpuplatform.components.errors import ConfigError
 from gpuplatform.components.platform import GpuPlatform
-from gpuplatform.components.stack_config import namespace_from_pulumi
+from gpuplatform.components.stack_config import namespace_from_pulumi, provider_settings_from_pulumi
 from gpuplatform.components.validation import load
 
 PLATFORM_NAME = "gpu"
@@ -12,7 +12,7 @@ PLATFORM_NAME = "gpu"
 
 def main() -> GpuPlatform:
     try:
-        cfg = load(namespace_from_pulumi())
+        cfg = load(namespace_from_pulumi(), provider_settings_from_pulumi())
     except ConfigError as exc:
         # a clean failure before any resource is registered, without a Python traceback
         raise pulumi.RunError(exc.render()) from None

@@ -23,6 +23,8 @@ class RegisteredResource:
     """The ``import`` resource option: the id of an existing object the engine adopts instead of creating."""
     ignore_changes: tuple = ()
     """The ``ignore_changes`` resource option."""
+    custom_timeouts: dict = field(default_factory=dict)
+    """The ``custom_timeouts`` resource option (``create``/``update``/``delete`` durations that are set)."""
     retain_on_delete: bool = False
     """The ``retain_on_delete`` resource option: ``pulumi destroy`` forgets the resource instead of deleting it."""
     depends_on: list[str] = field(default_factory=list)

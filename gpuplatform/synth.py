@@ -44,10 +44,17 @@ INVOKES: dict[str, Callable[[Any], dict]] = {
     "alicloud:cs/getClusterCredential:getClusterCredential": lambda a: {
         "kubeConfig": OFFLINE_KUBECONFIG, "clusterId": a.args.get("clusterId"), "certificateAuthorities": []},
     "alicloud:arms/getPrometheus:getPrometheus": _arms_prometheus,
+    # a first deploy: the stack's cluster does not exist yet, and an adopted cluster is taken to have none of the
+    # add-ons the stack installs (a real run reads both from ACK)
+    "alicloud:cs/getClusters:getClusters": lambda a: {"clusters": [], "ids": []},
+    "alicloud:cs/getKubernetesAddons:getKubernetesAddons": lambda a: {
+        "clusterId": a.args.get("clusterId"), "addons": [], "ids": []},
 }
 
 COMPUTED: dict[str, Callable[[str], dict]] = {
-    "alicloud:cs/managedKubernetes:ManagedKubernetes": lambda name: {"id": f"c-offline-{name}"},
+    "alicloud:cs/managedKubernetes:ManagedKubernetes": lambda name: {
+        "id": f"c-offline-{name}", "connections": [{"apiServerIntranet": "https://192.168.0.250:6443",
+                                                    "apiServerInternet": "https://127.0.0.1:6443"}]},
     "alicloud:cs/nodePool:NodePool": lambda name: {"nodePoolId": f"np-offline-{name}"},
     # read, never created: the ARMS GPU exporter DaemonSet, offline without tolerations of its own
     "kubernetes:apps/v1:DaemonSet": lambda name: {"spec": {"template": {"spec": {"tolerations": []}}}},
@@ -209,6 +216,8 @@ def synthesize(config: dict[str, Any], program: Optional[Callable[[], Any]] = No
             custom=bool(req.custom),
             protect=bool(req.protect), retain_on_delete=bool(req.retainOnDelete), import_id=req.importId,
             ignore_changes=tuple(req.ignoreChanges), depends_on=[_name_of(d) for d in req.dependencies], urn=urn,
+            custom_timeouts={k: v for k in ("create", "update", "delete")
+                             if (v := getattr(req.customTimeouts, k, ""))},
             provider=req.provider, secret_strings=frozenset(secrets), outputs=outputs,
             aliases=monitor.aliases.get(urn, ())))
     return out

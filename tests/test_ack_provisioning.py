@@ -72,7 +72,8 @@ def test_addons_after_creation_are_kubernetes_addons_others_can_wait_for(stack_r
     addons = {r.inputs["name"]: r for r in of_type(records, ADDON)}
     assert set(addons) == {"arms-prometheus", "ack-node-problem-detector", "node-lifecycle-controller",
                            "ack-ai-installer"}
-    assert addons["arms-prometheus"].inputs["config"] == '{"prometheusMode": "default"}'
+    # Go's json.Marshal form, which the provider's Read writes back (tests/test_second_up.py)
+    assert addons["arms-prometheus"].inputs["config"] == '{"prometheusMode":"default"}'
 
 
 def test_replayed_plans_change_no_force_new_cluster_input():
@@ -84,16 +85,11 @@ def test_replayed_plans_change_no_force_new_cluster_input():
 
 
 # ---------------------------------------------------------------------------------------------- 2. region
-def _with_other_region(stack):
-    raw = stack_raw(stack)
-    config = stack_config_from_namespace(raw)
-    config["alicloud:region"] = "eu-central-1"  # a stack (or ALICLOUD_REGION) naming another region
-    return raw, config
-
-
 @pytest.mark.parametrize("stack", ["dev", "staging"])
 def test_every_alicloud_resource_and_invoke_goes_to_the_cluster_region(stack):
-    raw, config = _with_other_region(stack)
+    raw = stack_raw(stack)
+    config = stack_config_from_namespace(raw)
+    config["alicloud:region"] = raw["cluster"]["region"]  # the same region: allowed, and still not what is read
     mocks = OfflineMocks()
     records = synthesize(config, mocks=mocks)
     env = {"ALICLOUD_REGION": "us-west-1"}
@@ -107,6 +103,24 @@ def test_every_alicloud_resource_and_invoke_goes_to_the_cluster_region(stack):
     for ref in alicloud_invokes:
         assert resource_region(ref, records, config, env) == raw["cluster"]["region"]
     assert len(of_type(records, ALICLOUD_PROVIDER)) == 1
+
+
+@pytest.mark.parametrize("stack", ["dev", "staging"])
+def test_a_stack_file_naming_another_region_is_refused_naming_both(stack, tmp_path, capsys):
+    """alicloud:region would silently do nothing: the stack's one provider is built from cluster.region."""
+    import yaml
+
+    raw = stack_raw(stack)
+    path = tmp_path / f"Pulumi.{stack}.yaml"
+    path.write_text(yaml.safe_dump({"config": {**stack_config_from_namespace(raw), "alicloud:region": "eu-central-1"}}))
+    assert main(["plan", "--config", str(path), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert f"gpu-platform:cluster.region: {raw['cluster']['region']!r}" in err
+    assert "alicloud:region 'eu-central-1'" in err and "Traceback" not in err
+    assert not (tmp_path / "out" / "plan.json").exists()
+    # under the CLI the program reads the same setting from the stack's config and stops the same way
+    with pytest.raises(Exception, match="alicloud:region 'eu-central-1'"):
+        synthesize({**stack_config_from_namespace(raw), "alicloud:region": "eu-central-1"})
 
 
 def test_kubeconfig_cluster_has_no_alibaba_provider(stack_records):
@@ -189,8 +203,8 @@ def test_a_sharing_mode_change_reaches_the_running_nodes():
     after_raw = stack_raw("dev")
     after_raw["nodePools"][0]["sharing"]["policy"] = "core_mem"
     after_raw["workloads"][0]["gpu"]["corePercent"] = 30
-    before = one(synth(before_raw), NODE_POOL).inputs
-    after = one(synth(after_raw), NODE_POOL).inputs
+    before = one(synth(before_raw), NODE_POOL, "gpu-t4-cgpu-pool").inputs
+    after = one(synth(after_raw), NODE_POOL, "gpu-t4-cgpu-pool").inputs
     running = {label["key"]: label.get("value", "") for label in before["labels"]}
     labels = node_labels_after_update(before, after, running)
     assert labels["ack.node.gpu.schedule"] == "core_mem"
@@ -203,7 +217,7 @@ def test_managed_pools_only_on_pro_and_the_auto_repair_addons_only_for_them():
     raw["workloads"][0]["gpu"] = {"count": 1}
     raw["workloads"][0]["autoscaling"]["maxReplicas"] = 3
     records = synth(raw)
-    assert "management" not in one(records, NODE_POOL).inputs
+    assert "management" not in one(records, NODE_POOL, "gpu-t4-cgpu-pool").inputs
     assert not {"ack-node-problem-detector", "node-lifecycle-controller"} & {
         r.inputs["name"] for r in of_type(records, ADDON)}
 
@@ -264,8 +278,10 @@ def test_every_unverified_behaviour_has_a_verify_check_and_a_first_deploy_line()
         for check in ids:
             assert f'"{check}"' in verify_source, f"{check} is not a verify check"
             assert check in first_deploy, f"{check} is not in the README's first deploy section"
-    for row in doc.splitlines():
-        if row.startswith("|") and not row.startswith("|---") and not row.startswith("| behaviour"):
+    lines = doc.splitlines()
+    for row, following in zip(lines, lines[1:] + [""]):
+        header = following.startswith("|---")
+        if row.startswith("|") and not row.startswith("|---") and not header:
             assert "verified-by-source" in row or "**unverified**" in row, row
 
 
@@ -295,3 +311,37 @@ def test_default_credential_depends_on_ack_returning_the_same_kubeconfig():
     config = stack_config_from_namespace(stack_raw("dev"))
     runs = [one(synthesize(config, mocks=api), "pulumi:providers:kubernetes").inputs for _ in range(2)]
     assert runs[0] != runs[1]
+
+
+# ---------------------------------------------------------------------------------------------- 3c. private endpoint
+@pytest.mark.parametrize("credential", ["ack-kubeconfig", "ack-ram-tool"])
+def test_a_cluster_without_a_public_endpoint_is_reached_on_its_intranet_endpoint(credential):
+    """The credential API is asked for the public endpoint (TF service_alicloud_cs.go: PrivateIpAddress=false); a
+    cluster created without one is reached on the intranet endpoint the cluster reports (connections), with the
+    same credential."""
+    import yaml
+
+    raw = stack_raw("dev")
+    raw["cluster"] |= {"publicApiEndpoint": False, "credential": credential}
+    records = synth(raw)
+    assert one(records, CLUSTER).inputs["slbInternetEnabled"] is False
+    kubeconfig = yaml.safe_load(one(records, "pulumi:providers:kubernetes").inputs["kubeconfig"])
+    assert [c["cluster"]["server"] for c in kubeconfig["clusters"]] == ["https://192.168.0.250:6443"]
+    public = yaml.safe_load(one(synth(stack_raw("dev")), "pulumi:providers:kubernetes").inputs["kubeconfig"])
+    assert public["clusters"][0]["cluster"]["server"] == "https://127.0.0.1:6443"
+
+
+# ---------------------------------------------------------------------------------------------- 1b. creation order
+def test_addons_and_releases_wait_for_the_system_pool_and_gpu_pools_for_the_addons(stack_records):
+    """ACK's add-on task waits for the add-on's pods (AddonOperationFailed.WaitForAddonReadyTimeout) and a Helm
+    release for its own: both need the system pool's nodes first. The system pool is not a managed pool, so it
+    needs none of the add-ons."""
+    records = stack_records("prod")
+    system = one(records, NODE_POOL, "gpu-cluster-system")
+    assert "management" not in system.inputs and "gpu-cluster-ack-node-problem-detector" not in system.depends_on
+    for addon in of_type(records, ADDON):
+        assert "gpu-cluster-system" in addon.depends_on, addon.name
+    for release in of_type(records, "kubernetes:helm.sh/v3:Release"):
+        assert "gpu-cluster-system" in release.depends_on, release.name
+    gpu = one(records, NODE_POOL, "gpu-a100-mig-pool")
+    assert {"gpu-cluster-ack-node-problem-detector", "gpu-cluster-node-lifecycle-controller"} <= set(gpu.depends_on)

@@ -24,13 +24,13 @@ def labels_of(pool) -> dict:
 
 # ------------------------------------------------------------------------------------------------ node pools
 def test_cgpu_pool_inputs(stack_records):
-    pool = one(stack_records("dev"), NODE_POOL)
+    pool = one(stack_records("dev"), NODE_POOL, "gpu-t4-cgpu-pool")
     assert pool.inputs["instanceTypes"] == ["ecs.gn6i-c4g1.xlarge"]
     assert labels_of(pool) == {"ack.node.gpu.schedule": "cgpu", "ack.node.gpu.placement": "binpack",
                                "gpuplatform.io/pool": "t4-cgpu"}
     assert pool.inputs["taints"] == [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}]
     assert pool.inputs["scalingConfig"] == {"enable": True, "minSize": 0, "maxSize": 3, "type": "gpu"}
-    assert "desiredSize" not in pool.inputs
+    assert "desiredSize" not in pool.inputs and pool.ignore_changes == ("desiredSize",)
     assert pool.protect is False
     assert pool.inputs["management"] == {"enable": True, "autoRepair": True, "maxUnavailable": 1}
 
@@ -49,7 +49,7 @@ def test_exclusive_pool_inputs_on_adopted_cluster(stack_records):
 
 def test_mig_pool_inputs_and_protection_in_prod(stack_records):
     records = stack_records("prod")
-    pool = one(records, NODE_POOL)
+    pool = one(records, NODE_POOL, "gpu-a100-mig-pool")
     assert labels_of(pool) == {"ack.node.gpu.schedule": "mig", "nvidia.com/mig.config": "all-1g.5gb",
                                "gpuplatform.io/pool": "a100-mig"}
     assert pool.protect is True
@@ -65,10 +65,16 @@ def test_fixed_size_pool_uses_string_desired_size():
     raw["workloads"][0]["autoscaling"]["maxReplicas"] = 2
     pool = one(synth(raw), NODE_POOL)
     assert pool.inputs["desiredSize"] == "2"
-    assert "scalingConfig" not in pool.inputs
+    # explicit: scaling_config is Optional + Computed, so leaving it out would keep an autoscaled pool autoscaled
+    assert pool.inputs["scalingConfig"] == {"enable": False, "type": "gpu"}
+    assert not pool.ignore_changes
 
 
-def test_legacy_cgpu_label_and_ack_cgpu_on_dedicated_cluster():
+def test_legacy_cgpu_label_and_ack_cgpu_as_a_prerequisite_on_dedicated_cluster(tmp_path):
+    """ack-cgpu is installed from the console's Marketplace only (ACK's ack-cgpu release notes); neither the
+    provider nor the SDK knows it as an add-on, so the stack names it as a prerequisite instead of installing it."""
+    from gpuplatform.plan import run_plan
+
     raw = stack_raw("dev")
     raw["cluster"] = {"kind": "ack-existing", "region": "cn-hangzhou", "kubernetesVersion": "1.22",
                       "clusterId": "c-dedicated", "vswitchIds": ["vsw-1"], "professional": False}
@@ -76,7 +82,11 @@ def test_legacy_cgpu_label_and_ack_cgpu_on_dedicated_cluster():
     records = synth(raw)
     assert labels_of(one(records, NODE_POOL))["cgpu"] == "true"
     addons = {r.inputs["name"] for r in of_type(records, "alicloud:cs/kubernetesAddon:KubernetesAddon")}
-    assert sharing.ACK_LEGACY_SHARING_ADDON in addons and sharing.ACK_SHARING_ADDON not in addons
+    assert not {sharing.ACK_LEGACY_SHARING_ADDON, sharing.ACK_SHARING_ADDON} & addons
+    with open(tmp_path / "out", "w") as out:
+        assert run_plan(raw, "dedicated", None, "table", out=out) == 0
+    assert "Prerequisite: ack-cgpu: legacy cGPU of a dedicated cluster: install ack-cgpu from the ACK console" in (
+        tmp_path / "out").read_text()
     assert one(records, "kubernetes:autoscaling/v2beta2:HorizontalPodAutoscaler")  # 1.22: v2beta2, not v2beta1
 
 

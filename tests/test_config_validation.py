@@ -160,7 +160,9 @@ CASES = [
     ("bad-kubernetes-version", "staging", set_in(["cluster", "kubernetesVersion"], "v1.30"),
      "cluster.kubernetesVersion", ["'v1.30'", "not a Kubernetes version"]),
     ("ack-managed-needs-full-version", "dev", set_in(["cluster", "kubernetesVersion"], "1.31"),
-     "cluster.kubernetesVersion", ["'1.31'", "full ACK version", "1.31.1-aliyun.1"]),
+     "cluster.kubernetesVersion", ["'1.31'", "ACK's version form", "'X.Y.Z-aliyun.N'"]),
+    ("ack-managed-needs-aliyun-suffix", "dev", set_in(["cluster", "kubernetesVersion"], "1.35.2"),
+     "cluster.kubernetesVersion", ["'1.35.2'", "ACK's version form", "a change on every pulumi up"]),
     ("arms-on-plain-cluster", "local", set_in(["monitoring", "backend"], "arms"), "monitoring.backend",
      ["'arms'", "needs an ACK cluster"]),
     ("cgpu-on-plain-cluster", "local", compose(

@@ -39,12 +39,22 @@ def identities(records) -> tuple[dict[str, str], dict[str, set[str]]]:
     return own, aliases
 
 
+DROPPED = {
+    "gpuplatform:index:GpuPlatform$gpuplatform:index:GpuCluster$alicloud:cs/kubernetesAddon:KubernetesAddon::"
+    "gpu-cluster-ack-cgpu":
+        "ack-cgpu is not an ACK add-on (ACK installs it from the console's Marketplace only): the add-on API could "
+        "never install it, and on an adopted cluster the resource was retain_on_delete, so leaving the program "
+        "forgets it without touching the cluster. It is now a prerequisite (docs/ack.md).",
+}
+"""Resources of 0.1.0 the program no longer registers, on purpose, each with why nothing on the cluster goes."""
+
+
 @pytest.mark.parametrize("stack", sorted(BEFORE))
 def test_every_resource_of_0_1_0_is_kept_in_place(stack):
     records = synthesize(stack_config_from_namespace(namespace_from_stack_file(FILES[stack])), stack=stack)
     own, aliases = identities(records)
     reachable = set(own.values()) | {a for names in aliases.values() for a in names}
-    lost = [old for old in BEFORE[stack] if old not in reachable]
+    lost = [old for old in BEFORE[stack] if old not in reachable and old not in DROPPED]
     assert not lost, f"{stack}: these would be deleted and created again on upgrade: {lost}"
     # an alias must not point at a resource the new program still has: the engine rejects two claims on one URN
     current = set(own.values())

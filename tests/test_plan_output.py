@@ -58,7 +58,8 @@ def test_plan_json_carries_the_pool_summary(capsys, tmp_path):
     doc = json.loads(capsys.readouterr().out)
     written = json.loads((tmp_path / "plan.json").read_text())
     assert doc["pools"] == written["pools"]
-    [pool] = doc["pools"]
+    system, pool = doc["pools"]
+    assert (system["role"], system["autoscaled"], system["taints"], system["minNodes"]) == ("system", False, [], 2)
     raw = stack_raw("prod")["nodePools"][0]
     assert (pool["minNodes"], pool["maxNodes"], pool["instanceTypes"]) == \
         (raw["minNodes"], raw["maxNodes"], raw["instanceTypes"])
@@ -76,7 +77,7 @@ def test_a_pool_without_a_list_price_says_so_instead_of_guessing(capsys, tmp_pat
     unpriced = next(t for t in INSTANCE_TYPES if t not in PRICES and t.startswith("ecs.gn6i"))
     raw = stack_raw("dev")
     raw["nodePools"][0]["instanceTypes"] = [unpriced]
-    [row] = pool_rows(load(raw))
+    [row] = [r for r in pool_rows(load(raw)) if r["role"] == "gpu"]
     assert row["cost"] == {"known": False, "reason": f"no list price in catalogs/prices.py for {unpriced}"}
 
 

@@ -23,8 +23,8 @@ from support import stack_raw, synth
 def _validation_off(monkeypatch):
     with monkeypatch.context() as m:
         m.setattr(validation_pkg, "validate", lambda *a, **k: [])
-        m.setattr(validation_pkg, "load", parse)
-        m.setattr(program, "load", parse)
+        m.setattr(validation_pkg, "load", lambda raw, provider_settings=None: parse(raw))
+        m.setattr(program, "load", lambda raw, provider_settings=None: parse(raw))
         m.setattr(inference_service, "_validate", lambda *a, **k: [])
         yield
 
@@ -33,6 +33,13 @@ def _autoscaling(**changes):
     def mutate(raw):
         raw["workloads"][0]["autoscaling"].update(changes)
     return mutate
+
+
+def _small_pods(mutate):
+    def both(raw):
+        mutate(raw)
+        raw["workloads"][0]["resources"] = {"cpu": "1", "memory": "3Gi"}
+    return both
 
 
 def _cluster(**changes):
@@ -46,8 +53,10 @@ CASES = {
     # replica bounds (catalogs.kubernetes.hpa_replica_bounds)
     **{f"bounds-{mn}-{mx}": ("dev", _autoscaling(minReplicas=mn, maxReplicas=mx))
        for mn in (1, 2, 3) for mx in (1, 2, 3, 6)},
-    # capacity: 3 nodes of one T4 each hold 3 x 3 pods of 4 GiB (catalogs.capacity)
-    **{f"capacity-max-{mx}": ("dev", _autoscaling(maxReplicas=mx)) for mx in (9, 10, 40)},
+    # capacity: 3 nodes of one T4 each hold 3 x 3 pods of 4 GiB of GPU memory (catalogs.capacity); each pod asks
+    # 3Gi of node memory, so three fit what a 15 GiB node offers pods and the GPU is what binds (the pack counts
+    # GPU units only)
+    **{f"capacity-max-{mx}": ("dev", _small_pods(_autoscaling(maxReplicas=mx))) for mx in (9, 10, 40)},
     # the metric against the pool's sharing mode (catalogs.metrics sharing_modes)
     **{f"metric-{m}-on-cgpu": ("dev", _autoscaling(metrics=[{"metric": m, "target": 20}]))
        for m in ("gpu_sm_util", "gpu_util", "gpu_fb_used", "gpu_engine_active", "gpu_mem_used_ratio")},

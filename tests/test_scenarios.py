@@ -348,8 +348,9 @@ def test_replica_cpu_and_memory_must_fit_the_instance_type():
     raw = example_raw("004")
     raw["workloads"][0]["resources"] = {"cpu": "8", "memory": "32Gi"}
     issues = rejected(raw)
-    assert "4 vCPUs" in issues["workloads[0].resources.cpu"]
-    assert "15 GiB" in issues["workloads[0].resources.memory"]
+    # what a node offers pods: the instance's 4 vCPUs and 15 GiB less ACK's reservation
+    assert "3.92 of its 4 vCPUs" in issues["workloads[0].resources.cpu"]
+    assert "11.9 GiB of its 15 GiB" in issues["workloads[0].resources.memory"]
 
 
 def test_cpu_bound_pool_is_rejected_though_gpu_memory_fits():
@@ -357,7 +358,7 @@ def test_cpu_bound_pool_is_rejected_though_gpu_memory_fits():
     for w in raw["workloads"]:
         w["resources"] = {"cpu": "2", "memory": "3Gi"}
     message = rejected(raw)["nodePools[0].maxNodes"]
-    assert "1 of tf-notebook" in message and "4 vCPUs" in message
+    assert "1 of tf-notebook" in message and "3.9 CPU and 11.9 GiB per node" in message
 
 
 # ---------------------------------------------------------------------------------------------- ACK guide rules (10)

@@ -10,23 +10,29 @@ from gpuplatform.components.validation.common import _Issues
 
 
 def check_node_fit(cfg: PlatformConfig, p: str, w: Workload, f: Optional[PoolFacts], out: _Issues) -> None:
-    """One replica's CPU and memory must fit a node of the pool (the smallest of its instance types)."""
+    """One replica's CPU and memory must fit what a node of the pool offers pods (the smallest of its instance
+    types, less what ACK reserves for the kubelet and the system: an estimate, catalogs/ack.py)."""
     from gpuplatform.components.pools import _amount
 
     if f is None:
         return
-    if f.vcpus is not None:
-        cpu = _amount(w.resources.cpu)
-        if cpu > f.vcpus:
-            out.add(f"{p}.resources.cpu", f"{fmt(w.resources.cpu)}: one replica asks more CPU than a node of pool "
-                    f"{fmt(f.name)} has ({f.vcpus} vCPUs), so the pod would stay Pending; allowed: <= {f.vcpus}, or "
-                    "a larger instance type")
-    if f.memory_gib is not None:
-        memory = _amount(w.resources.memory)
-        if memory > f.memory_gib * 2 ** 30:
-            out.add(f"{p}.resources.memory", f"{fmt(w.resources.memory)}: one replica asks more memory than a node "
-                    f"of pool {fmt(f.name)} has ({f.memory_gib} GiB), so the pod would stay Pending; allowed: <= "
-                    f"{f.memory_gib}Gi, or a larger instance type")
+    cpu, memory = f.allocatable_cpu, f.allocatable_memory_bytes
+    if cpu is not None and _amount(w.resources.cpu) > cpu:
+        out.add(f"{p}.resources.cpu", f"{fmt(w.resources.cpu)}: one replica asks more CPU than a node of pool "
+                f"{fmt(f.name)} offers pods ({_cores(cpu)} of its {f.vcpus} vCPUs), so the pod would stay "
+                f"Pending; allowed: <= {_cores(cpu)}, or a larger instance type")
+    if memory is not None and _amount(w.resources.memory) > memory:
+        out.add(f"{p}.resources.memory", f"{fmt(w.resources.memory)}: one replica asks more memory than a node "
+                f"of pool {fmt(f.name)} offers pods ({_gib(memory)} GiB of its {f.memory_gib} GiB), so the pod "
+                f"would stay Pending; allowed: <= {_gib(memory)}Gi, or a larger instance type")
+
+
+def _cores(value: float) -> str:
+    return f"{value:.2f}".rstrip("0").rstrip(".")
+
+
+def _gib(value: float) -> str:
+    return f"{value / 2 ** 30:.1f}".rstrip("0").rstrip(".")
 
 
 def check_replicas(cfg: PlatformConfig, p: str, w: Workload, f: Optional[PoolFacts], out: _Issues) -> None:
@@ -114,7 +120,9 @@ def _fewest_nodes(f: PoolFacts, ws: list[Workload]) -> Optional[int]:
 
 
 def _packing(f: PoolFacts) -> str:
-    per_node = f"{f.vcpus} vCPUs and {f.memory_gib} GiB per node" if f.vcpus else "CPU and memory not known"
+    # what a node offers pods: its instance type less ACK's reservation (check_node_fit says so in full)
+    per_node = (f"{f.allocatable_cpu:.1f} CPU and {_gib(f.allocatable_memory_bytes)} GiB per node"
+                if f.vcpus and f.allocatable_memory_bytes else "CPU and memory not known")
     if f.mode == "cgpu" and f.model.reported_mib is not None:
         return f"{f.model.reported_gib} GiB per {f.model.name} card, a replica's memory on one card; {per_node}"
     if f.mig_layout:

@@ -21,9 +21,11 @@ def check_cluster(cfg: PlatformConfig, facts: dict[str, PoolFacts], out: _Issues
         lo, hi = KUBERNETES_SUPPORTED
         out.add("cluster.kubernetesVersion", f"{fmt(cfg.cluster.kubernetes_version)} is not supported; "
                 f"allowed: {minor_text(lo)}-{minor_text(hi)}")
-    if cfg.cluster.kind == "ack-managed" and version is not None and cfg.cluster.kubernetes_version.count(".") < 2:
-        out.add("cluster.kubernetesVersion", f"{fmt(cfg.cluster.kubernetes_version)} is not a full ACK version; "
-                "ACK creates clusters at an exact version, e.g. '1.31.1-aliyun.1'")
+    if cfg.cluster.kind == "ack-managed" and version is not None and not ack.parse_ack_version(
+            cfg.cluster.kubernetes_version):
+        out.add("cluster.kubernetesVersion", f"{fmt(cfg.cluster.kubernetes_version)} is not in ACK's version form; "
+                f"allowed: {ack.ACK_VERSION_RULE} (ACK creates the cluster at an exact version and the provider "
+                "reads that form back, so any other spelling shows a change on every pulumi up)")
 
 
 def check_chart_versions(cfg: PlatformConfig, facts: dict[str, PoolFacts], out: _Issues) -> None:
@@ -69,6 +71,7 @@ def check_ack_cluster(cfg: PlatformConfig, facts: dict[str, PoolFacts], out: _Is
     c = cfg.cluster
     if c.kind != "ack-managed":
         return
+    check_system_pool(cfg, out)
     if c.name is not None and not ack.CLUSTER_NAME.match(c.name):
         out.add("cluster.name", f"{fmt(c.name)} is not a valid ACK cluster name; allowed: {ack.CLUSTER_NAME_RULE}")
     vpc = _network(c.vpc_cidr)
@@ -118,3 +121,24 @@ def check_ack_cluster(cfg: PlatformConfig, facts: dict[str, PoolFacts], out: _Is
     if service is not None and pod is not None and service.overlaps(pod):
         out.add("cluster.serviceCidr", f"{fmt(c.service_cidr)} overlaps the pod CIDR {fmt(c.effective_pod_cidr)}; "
                 "allowed: a range outside it")
+
+
+def check_system_pool(cfg: PlatformConfig, out: _Issues) -> None:
+    """The system pool: catalogued CPU instance types (their size is what the home check counts), enough nodes
+    for ACK's CoreDNS, and no GPU pool under its name."""
+    pool = cfg.cluster.system_pool
+    if not pool.enabled:
+        return
+    for j, name in enumerate(pool.instance_types):
+        if name not in ack.SYSTEM_INSTANCE_TYPES:
+            out.add(f"cluster.systemPool.instanceTypes[{j}]", f"{fmt(name)} is not a catalogued CPU instance type; "
+                    f"allowed: {one_of(ack.SYSTEM_INSTANCE_TYPES)} (catalogs/ack.py; ACK refuses nodes with fewer "
+                    "than 4 vCPUs)")
+    if pool.nodes < ack.SYSTEM_POOL_NODES:
+        out.add("cluster.systemPool.nodes", f"{pool.nodes}: ACK's CoreDNS keeps its replicas on different nodes "
+                f"(required anti-affinity by hostname) and runs at least {ack.SYSTEM_POOL_NODES}, so a replica "
+                f"would stay Pending; allowed: >= {ack.SYSTEM_POOL_NODES}")
+    for i, p in enumerate(cfg.node_pools):
+        if p.name == ack.SYSTEM_POOL_NAME:
+            out.add(f"nodePools[{i}].name", f"{fmt(p.name)} is the name of the cluster's system pool "
+                    "(cluster.systemPool); allowed: another name")

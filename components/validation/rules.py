@@ -3,7 +3,7 @@
 Each tuple holds the rules of one area; ``RULES`` interleaves them in the order the issues have always been
 reported, so a report reads the same whichever way its rules are grouped.
 """
-from typing import Any, Iterable
+from typing import Any, Iterable, Optional
 
 from gpuplatform.components.config import PlatformConfig
 from gpuplatform.components.contracts import check_metrics_served, check_served_metrics
@@ -19,6 +19,7 @@ from gpuplatform.components.validation.mig import check_mig_configs, check_mig_s
 from gpuplatform.components.validation.model import check_model
 from gpuplatform.components.validation.monitoring import check_adapter_adoption, check_intervals, check_monitoring
 from gpuplatform.components.validation.parsing import parse
+from gpuplatform.components.validation.placement import check_pod_homes
 from gpuplatform.components.validation.pools import check_ack_pools, check_pools
 from gpuplatform.components.validation.workloads import (check_env_and_volumes, check_gpu_request, check_image,
                                                          check_node_pool, check_ports_and_probes, check_workload_name)
@@ -56,6 +57,9 @@ STACK_RULES: tuple[Rule, ...] = (check_mig_strategy, check_mig_configs, check_po
 # What a stack's workloads need from its monitoring: a composed InferenceService checks the same contract against
 # the GpuMonitoring object it is given (components/contracts.py), naming it, so it does not run this area.
 CONTRACT_RULES: tuple[Rule, ...] = (check_metrics_served,)
+# Every pod the stack makes the cluster run has a node: needs the cluster, its pools and the monitoring's charts,
+# so a composed program runs it with GpuMonitoring.
+PLACEMENT_RULES: tuple[Rule, ...] = (check_pod_homes,)
 
 AREAS: dict[str, tuple[Rule, ...]] = {
     "cluster": CLUSTER_RULES,
@@ -64,13 +68,14 @@ AREAS: dict[str, tuple[Rule, ...]] = {
     "workloads": (check_workloads,),
     "stack": STACK_RULES,
     "contracts": CONTRACT_RULES,
+    "placement": PLACEMENT_RULES,
 }
 
 RULES: tuple[Rule, ...] = (check_cluster, check_monitoring, check_chart_versions, check_ack_pools, check_ack_cluster,
                            check_adapter_adoption, check_intervals, check_pools,
                            check_mig_strategy, check_mig_configs,
                            check_workloads, check_pool_totals,
-                           check_kubernetes_validity, check_served_metrics, check_metrics_served)
+                           check_kubernetes_validity, check_served_metrics, check_metrics_served, check_pod_homes)
 
 
 def validate(cfg: PlatformConfig, *, installs_charts: bool = True,
@@ -95,9 +100,17 @@ def validate(cfg: PlatformConfig, *, installs_charts: bool = True,
     return list(out)
 
 
-def load(raw: dict[str, Any]) -> PlatformConfig:
-    cfg = parse(raw)
-    issues = validate(cfg)
+def load(raw: dict[str, Any], provider_settings: Optional[dict[str, Any]] = None) -> PlatformConfig:
+    """The validated config of a stack's ``gpu-platform`` namespace; ``provider_settings`` (``alicloud:region``) are
+    checked against it in the same run. ConfigError with every problem otherwise."""
+    from gpuplatform.components.stack_config import provider_conflicts
+
+    conflicts = provider_conflicts(raw, provider_settings or {})
+    try:
+        cfg = parse(raw)
+    except ConfigError as exc:
+        raise ConfigError(exc.issues + conflicts) from None
+    issues = validate(cfg) + conflicts
     if issues:
         raise ConfigError(issues)
     return cfg

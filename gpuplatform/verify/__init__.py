@@ -22,6 +22,8 @@ Check ids (stable; ``docs/verify.md`` describes each):
 * ``ingress.address`` (one per workload with an ingress)
 * ``credential.lifetime``, ``cluster.csi-driver`` (ACK), ``cluster.pod-network`` (new ACK clusters with flannel):
   the ACK behaviours docs/ack.md lists as unverified
+* ``cluster.system-pods``: no pod of kube-system or of the stack's charts is left unschedulable (every cluster)
+* ``sharing.cgpu-component`` (dedicated ACK clusters with cGPU pools): the legacy ack-cgpu component runs
 
 One module per area checked: ``cluster`` (credential, CSI driver, pod network), ``nodes`` (pools, GPU capacity,
 MIG), ``monitoring`` (APIServices, adapter, exporter, custom metrics), ``workloads`` (HPAs, PodMonitors),
@@ -29,7 +31,8 @@ MIG), ``monitoring`` (APIServices, adapter, exporter, custom metrics), ``workloa
 ``output`` formats the report.
 """
 from gpuplatform.verify.cluster import (ACK_DISK_CSI_DRIVER, CREDENTIAL_MIN_DAYS, certificate_not_after,
-                                       check_credential, check_csi_driver, check_pod_network)
+                                       check_cgpu_component, check_credential, check_csi_driver, check_pod_network,
+                                       check_system_pods)
 from gpuplatform.verify.ingress import check_ingress, ingress_names
 from gpuplatform.verify.kube import REQUEST_TIMEOUT, build_api_client, get_raw
 from gpuplatform.verify.monitoring import (CUSTOM_METRICS_APISERVICE, CUSTOM_METRICS_ROOT, EXPORTER_DAEMONSETS,

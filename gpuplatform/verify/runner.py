@@ -11,7 +11,8 @@ from gpuplatform.catalogs.versions import chart
 from gpuplatform.components.config import PlatformConfig
 from gpuplatform.components.pools import all_pool_facts
 from gpuplatform.components.workload_manifests import uses_app_metrics
-from gpuplatform.verify.cluster import check_credential, check_csi_driver, check_pod_network
+from gpuplatform.verify.cluster import (check_cgpu_component, check_credential, check_csi_driver, check_pod_network,
+                                       check_system_pods)
 from gpuplatform.verify.ingress import check_ingress, ingress_names
 from gpuplatform.verify.kube import REQUEST_TIMEOUT, _api_error, build_api_client, kubeconfig_attempts
 from gpuplatform.verify.monitoring import (CUSTOM_METRICS_APISERVICE, EXTERNAL_METRICS_APISERVICE, check_adapter_pods,
@@ -42,13 +43,19 @@ def run_verify(cfg: PlatformConfig, api_client: k8s.ApiClient) -> list[CheckResu
         network = check_pod_network(cfg, core)
         if network is not None:
             results.append(network)
+    results.append(check_system_pods(cfg, core))
 
     pools = all_pool_facts(cfg)
-    gpu_nodes = 0
+    gpu_nodes = cgpu_nodes = 0
     for pool in pools.values():
         pool_results, count = check_pool(pool, cfg, core)
         results += pool_results
         gpu_nodes += count
+        cgpu_nodes += count if pool.mode == "cgpu" else 0
+    apps = k8s.AppsV1Api(api_client)
+    cgpu = check_cgpu_component(cfg, apps, cgpu_nodes)
+    if cgpu is not None:
+        results.append(cgpu)
 
     reg = k8s.ApiregistrationV1Api(api_client)
     adapter = chart(cfg.monitoring.adapter_kind)
@@ -69,14 +76,15 @@ def run_verify(cfg: PlatformConfig, api_client: k8s.ApiClient) -> list[CheckResu
             if pods is not None:
                 results.append(pods)
 
-    exporter = check_exporter(cfg, k8s.AppsV1Api(api_client), gpu_nodes)
+    exporter = check_exporter(cfg, apps, gpu_nodes)
     if exporter is not None:
         results.append(exporter)
 
     results += check_metrics(cfg, api_client, core, pools)
     auto = k8s.AutoscalingV2Api(api_client)
     for w in cfg.workloads:
-        results += check_hpa(cfg, w, auto)
+        if not w.fixed:  # a workload without an autoscaler has no HPA to find
+            results += check_hpa(cfg, w, auto)
     for w in cfg.workloads:
         results.append(check_load_time(cfg, w, core))
     custom = k8s.CustomObjectsApi(api_client)

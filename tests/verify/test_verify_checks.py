@@ -35,8 +35,8 @@ def test_staging_healthy_all_checks_pass(fake_api, staging_cfg):
     results, server = verify(fake_api, staging_cfg, "staging", "healthy")
     assert failed(results) == set()
     assert {check for check, _ in results} == {
-        "cluster.reachable", "credential.lifetime", "cluster.csi-driver", "nodes.present", "nodes.labels", "nodes.taints",
-        "nodes.gpu-model", "nodes.gpu-capacity",
+        "cluster.reachable", "credential.lifetime", "cluster.csi-driver", "cluster.system-pods",
+        "nodes.present", "nodes.labels", "nodes.taints", "nodes.gpu-model", "nodes.gpu-capacity",
         "apiservice.available", "adapter.ready", "exporter.ready", "metrics.listed", "metrics.value",
         "hpa.scaling-active", "hpa.current-metrics", "model.load-time"}
     assert results[("nodes.gpu-capacity", "pool/a10")].message == \

@@ -1,0 +1,43 @@
+"""Rule of placement: every pod the stack makes the cluster run has a node group that admits it
+(components/placement.py holds the scheduler's filters and the pods)."""
+from gpuplatform.components.config import PlatformConfig
+from gpuplatform.components.errors import listing
+from gpuplatform.components.pools import PoolFacts
+from gpuplatform.components.validation.common import _Issues
+
+_NEEDED = ("cluster", "nodePools", "monitoring")
+"""The parts the pods and nodes are derived from: a problem reported there first makes this rule wait."""
+
+
+def check_pod_homes(cfg: PlatformConfig, facts: dict[str, PoolFacts], out: _Issues) -> None:
+    """ACK's system pods, the add-ons' pods and every chart's pods each need a node group of the stack that admits
+    them; the error names the pod and, per node group, why it does not. The stack's own workloads are checked
+    by the workload rules (their pool, GPU request and node fit), with the same filters."""
+    from gpuplatform.components.placement import cluster_pods, homeless_pods, node_groups
+
+    if any(i.path.split(".")[0].split("[")[0] in _NEEDED for i in out):
+        return
+    groups = node_groups(cfg)
+    for lost in homeless_pods(cluster_pods(cfg), groups):
+        reasons = "; ".join(f"{name}: {', '.join(why)}" for name, why in lost.reasons.items())
+        where = "cluster.systemPool" if cfg.cluster.kind == "ack-managed" else "nodePools"
+        fix = ("give the system pool room for it, or change the values that constrain it "
+               "(monitoring.helmValues)" if lost.pod.origin.startswith("Helm release")
+               else "a system pool (cluster.systemPool.enabled: true, the default) with enough nodes")
+        out.add(where, f"{lost.pod.owner} ({lost.pod.origin}) has no node to run on, so pulumi up would wait for "
+                f"it until it times out: {reasons}; allowed: {fix}")
+
+
+def homes_summary(cfg: PlatformConfig) -> list[str]:
+    """One line per node group: the pods it is the only home of (for the plan)."""
+    from gpuplatform.components.placement import cluster_pods, node_groups, why_not
+
+    groups = node_groups(cfg)
+    pods = cluster_pods(cfg)
+    lines = []
+    for g in groups:
+        only = [p.owner for p in pods if not why_not(p, g)
+                and all(why_not(p, other) for other in groups if other is not g)]
+        if only:
+            lines.append(f"{g.name}: the only home of {listing(only, 6)}")
+    return lines

@@ -1,0 +1,164 @@
+"""The second `pulumi up` of an unchanged stack changes nothing on Alibaba Cloud.
+
+`pulumi up` stores, for every bridged resource, what the provider's Read wrote at the end of its create or update
+(pulumi-terraform-bridge: Create returns the TF state after the resource's Create, which ends in Read), and the
+next run diffs the new inputs against that state, without reading again (tests/ack_provider.py says how, with
+its sources). Whatever Read writes back in another form than the program sends (ACK's full version, Go's
+compact JSON, a default ACK applies, an order ACK returns) is a change on every later run, and for a ForceNew
+attribute a replacement. These tests apply the first plan to a model of the account, let Read write back, and
+plan again."""
+import dataclasses
+
+import pytest
+
+from ack_provider import CLUSTER, NODE_POOL, AckAccount, AckWorld
+from gpuplatform.synth import stack_config_from_namespace, synthesize
+from support import stack_raw
+
+ACK_STACKS = ("dev", "staging", "prod")
+WORLDS = {
+    "documented": AckWorld(),
+    # what no document settles, answered the other way: the program must not depend on either answer
+    "other-answers": AckWorld(vswitch_order="as-sent", timezone="", terway_node_cidr_mask=24,
+                              addon_defaults={}, pool_nodes={"t4-cgpu": 3, "a10": 4, "a100-mig": 2}),
+}
+
+
+def two_ups(raw: dict, world: AckWorld):
+    account = AckAccount(world)
+    config = stack_config_from_namespace(raw)
+    first = synthesize(config, mocks=account.mocks())
+    state = account.apply(first)
+    second = synthesize(config, mocks=account.mocks())
+    return account, state, second
+
+
+@pytest.mark.parametrize("world", sorted(WORLDS))
+@pytest.mark.parametrize("stack", ACK_STACKS)
+def test_the_second_up_of_an_unchanged_stack_changes_nothing(stack, world):
+    account, state, second = two_ups(stack_raw(stack), dataclasses.replace(WORLDS[world]))
+    changes = account.diff(second, state)
+    assert not changes, "\n".join(map(str, changes))
+
+
+# ---------------------------------------------------------------------------------------------- cluster version
+def _cluster_name(state: dict) -> str:
+    return next(s["name"] for urn, s in state.items() if CLUSTER in urn)
+
+
+def _refresh(account: AckAccount, state: dict) -> dict:
+    """`pulumi refresh` (or `up --refresh`): the provider's Read again, so the state holds ACK's values now."""
+    out = dict(state)
+    for urn, outputs in state.items():
+        if CLUSTER in urn:
+            out[urn] = {**outputs, "version": account.clusters[outputs["name"]]["version"]}
+    return out
+
+
+@pytest.mark.parametrize("refreshed", [False, True])
+def test_an_upgrade_outside_the_stack_is_kept_not_downgraded(refreshed):
+    """ACK (console, auto or end-of-life upgrade) moved the cluster to a newer patch: the provider's Update calls
+    UpgradeCluster whenever `version` differs from the state, so sending the stack's older version would be a
+    downgrade ACK refuses, on every run. The program reads the running version and keeps it."""
+    raw = stack_raw("dev")
+    account, state, _ = two_ups(raw, AckWorld())
+    account.clusters[_cluster_name(state)]["version"] = "1.35.3-aliyun.1"
+    if refreshed:
+        state = _refresh(account, state)
+    mocks = account.mocks()
+    again = synthesize(stack_config_from_namespace(raw), mocks=mocks)
+    changes = account.diff(again, state)
+    assert not [c for c in changes if c.attribute == "version"], "\n".join(map(str, changes))
+    cluster = next(r for r in again if r.type == CLUSTER)
+    assert "version" in cluster.ignore_changes
+    # the lookup names the stack's own cluster: its name and the stack's tag
+    assert any(token.endswith("getClusters") and args.get("clusterName") == _cluster_name(state)
+               for token, args in mocks.invokes)
+
+
+def test_a_newer_version_in_the_stack_upgrades_the_cluster():
+    raw = stack_raw("dev")
+    account, state, _ = two_ups(raw, AckWorld())
+    raw["cluster"]["kubernetesVersion"] = "1.35.3-aliyun.1"
+    again = synthesize(stack_config_from_namespace(raw), mocks=account.mocks())
+    changes = account.diff(again, state)
+    assert [(c.attribute, c.old, c.new, c.replace) for c in changes] == [
+        ("version", "1.35.2-aliyun.1", "1.35.3-aliyun.1", False)]
+
+
+def test_a_cluster_upgraded_to_another_minor_stops_the_run_naming_both_versions():
+    """The stack's charts are pinned for the minor it states: running on, it would install the wrong pins."""
+    raw = stack_raw("dev")
+    account, state, _ = two_ups(raw, AckWorld())
+    account.clusters[_cluster_name(state)]["version"] = "1.36.1-aliyun.1"
+    with pytest.raises(Exception) as caught:
+        synthesize(stack_config_from_namespace(raw), mocks=account.mocks())
+    message = str(caught.value)
+    assert "'1.35.2-aliyun.1'" in message and "runs '1.36.1-aliyun.1'" in message
+    assert "set kubernetesVersion to '1.36.1-aliyun.1'" in message
+
+
+def test_another_stacks_cluster_of_the_same_name_is_not_taken_for_ours():
+    """The lookup matches the stack's tag, not the name alone: a cluster another stack (or a person) created under
+    the same name does not set this stack's version floor."""
+    raw = stack_raw("dev")
+    account = AckAccount(AckWorld())
+    account.clusters["gpu-platform-offline"] = {"id": "c-someone-else", "version": "1.36.1-aliyun.1",
+                                                "tags": {"owner": "data-team"}}
+    first = synthesize(stack_config_from_namespace(raw), mocks=account.mocks())
+    cluster = next(r for r in first if r.type == CLUSTER)
+    assert "version" not in cluster.ignore_changes and cluster.inputs["version"] == "1.35.2-aliyun.1"
+
+
+# ---------------------------------------------------------------------------------------------- node pools
+def test_a_pool_made_fixed_stops_autoscaling():
+    """scaling_config is Optional + Computed: left out, the state's enable: true would stand and desired_size would
+    go to an autoscaled pool. The fixed pool sends enable: false."""
+    raw = stack_raw("staging")
+    account, state, _ = two_ups(raw, AckWorld())
+    raw["nodePools"][0].update({"autoscaling": False, "desiredNodes": 2})
+    raw["workloads"][0]["autoscaling"]["maxReplicas"] = 2
+    again = synthesize(stack_config_from_namespace(raw), mocks=account.mocks())
+    changes = {c.attribute: (c.old, c.new) for c in account.diff(again, state) if NODE_POOL in c.urn}
+    assert changes["scalingConfig.enable"] == (True, False)
+    assert changes["desiredSize"] == ("1", "2")
+
+
+def test_editing_the_vswitch_list_touches_no_other_vswitch():
+    """vSwitches are named by zone and CIDR (both ForceNew), not by list position: removing the first one must not
+    replace the one that moves up."""
+    raw = stack_raw("prod")
+    account, state, _ = two_ups(raw, AckWorld())
+    raw["cluster"]["vswitches"] = raw["cluster"]["vswitches"][1:]
+    again = synthesize(stack_config_from_namespace(raw), mocks=account.mocks())
+    replaced = [c for c in account.diff(again, state) if "vpc/switch" in c.urn and c.attribute != "(resource)"]
+    assert not replaced, "\n".join(map(str, replaced))
+    kept = [r for r in again if "vpc/switch" in r.type]
+    assert [r.inputs["cidrBlock"] for r in kept] == ["192.168.32.0/19"]
+
+
+# ---------------------------------------------------------------------------------------------- adopted add-ons
+def test_an_addon_the_adopted_cluster_already_runs_is_adopted_as_it_is():
+    """ARMS installed before the stack, in its own configuration: the stack sends no config (so the provider has
+    nothing to rewrite) and later runs change nothing."""
+    before = {"arms-prometheus": {"prometheusMode": "agent", "enableGpuMonitor": True}}
+    account, state, second = two_ups(stack_raw("staging"), AckWorld(addons_before=before))
+    arms = next(r for r in second if r.type == "alicloud:cs/kubernetesAddon:KubernetesAddon"
+                and r.inputs["name"] == "arms-prometheus")
+    assert "config" not in arms.inputs and arms.retain_on_delete
+    assert not account.diff(second, state)
+    assert not [w for w in account.addon_writes if w[1] == "arms-prometheus"], account.addon_writes
+
+
+def test_an_installed_addon_the_stack_cannot_use_as_configured_is_refused_not_rewritten():
+    """ACK's NGINX add-on with an Internet SLB, on a cluster other teams use: adopting it with the stack's intranet
+    config would make the provider rewrite it (its config is not a subset of the live one)."""
+    raw = stack_raw("staging")
+    raw["workloads"][0]["exposure"]["ingress"] = {"className": "nginx", "host": "bert.inference.example.com",
+                                                  "port": "http"}
+    world = AckWorld(addons_before={"nginx-ingress-controller": {"IngressSlbNetworkType": "internet"}})
+    with pytest.raises(Exception) as caught:
+        synthesize(stack_config_from_namespace(raw), mocks=AckAccount(world).mocks())
+    message = str(caught.value)
+    assert "'nginx-ingress-controller'" in message and "IngressSlbNetworkType='internet'" in message
+    assert "'intranet'" in message and "does not rewrite" in message

@@ -124,20 +124,6 @@ def go_json(value) -> str:
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
-def config_is_subset(ours: dict, live: dict) -> bool:
-    """Whether every key of ``ours`` has an equal value in ``live``: the provider's own test before it rewrites an
-    installed add-on's config (resource_alicloud_cs_kubernetes_addon.go ``isSubset``, used by ``needUpgrade``)."""
-    for key, value in ours.items():
-        if key not in live:
-            return False
-        if isinstance(value, dict) and isinstance(live[key], dict):
-            if not config_is_subset(value, live[key]):
-                return False
-        elif value != live[key]:
-            return False
-    return True
-
-
 # ------------------------------------------------------------------------------------------------ versions
 ACK_VERSION = re.compile(r"^(\d+)\.(\d+)\.(\d+)-aliyun\.(\d+)$")
 """The form of every ACK Kubernetes version (``1.35.2-aliyun.1``): what CreateCluster takes and what the provider's

@@ -13,13 +13,15 @@ Three targets, chosen by ``cluster.kind``:
 * ``kubeconfig``: any cluster by kubeconfig path/content and context (no Alibaba resources at all).
 
 On ACK one ``alicloud.Provider`` built from ``cluster.region`` serves every Alibaba resource and lookup of the
-stack (``alicloud_provider``), so nothing depends on ``alicloud:region`` or ``ALICLOUD_REGION``.
+stack (``alicloud_provider``), so nothing depends on ``alicloud:region`` (a stack file naming another region is
+refused: components/stack_config.py) or ``ALICLOUD_REGION``.
 
 The kubeconfig is a secret. On ACK it is the user's long-lived ACK kubeconfig (``cs.get_cluster_credential``
 without ``temporary_duration_minutes``: valid three years, the same on every run), for the public API endpoint
 (the credential API hard-codes ``PrivateIpAddress=false``), or, on a cluster created without one
-(``publicApiEndpoint: false``), the same credential pointed at the intranet endpoint the cluster reports. A temporary credential would be stored in the state
-and break ``destroy``/``refresh`` once expired, and change the provider on every preview. Trade-off: a
+(``publicApiEndpoint: false``), the same credential pointed at the intranet endpoint the cluster reports. A
+temporary credential would be stored in the state and break ``destroy``/``refresh`` once expired, and change the
+provider on every preview. Trade-off: a
 long-lived client certificate sits in the (encrypted) state; revoke it in the ACK console when a user leaves.
 With ``credential: ack-ram-tool`` the kubeconfig keeps only the API endpoint and CA and runs the ack-ram-tool
 credential plugin for every connection. See docs/ack.md.

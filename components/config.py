@@ -124,7 +124,7 @@ class AckManagedCluster(Model):
     kind: Literal["ack-managed"]
     region: str
     """Alibaba Cloud region, e.g. ``cn-hangzhou``. Every Alibaba resource and lookup of the stack goes to this
-    region (an explicit provider; ``alicloud:region`` is not read)."""
+    region (one explicit provider; a stack file whose ``alicloud:region`` names another region is refused)."""
     kubernetes_version: str
     """The ACK version the cluster is created with, in ACK's own form ``X.Y.Z-aliyun.N`` (e.g. ``1.35.2-aliyun.1``):
     the form the provider reads back, so any other spelling would show a change on every run. Raise it to upgrade

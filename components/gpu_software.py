@@ -190,7 +190,8 @@ class GpuSoftware(pulumi.ComponentResource):
                                          duration_seconds(intervals.exporter_collect) * 1000)
             overrides = args.get("helm_values") or {}
         self.release = release(f"{name}-{kind}", kind, values, overrides,
-                               pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[ns, *cluster.system_nodes])),
+                               pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(
+                                   depends_on=[ns, *cluster.system_nodes])),
                                kubernetes=kubernetes_version(cluster.view()))
         for pool in pools:
             pool.gpu_software.append(self.release)

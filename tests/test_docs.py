@@ -1,5 +1,6 @@
 """Every public args field and config field is documented with its default (terraform-aws-eks style)."""
 import ast
+import gc
 import inspect
 
 import pytest
@@ -15,9 +16,22 @@ ARGS = [components.GpuClusterArgs, components.GpuNodePoolArgs, components.GpuMon
         components.InferenceServiceArgs, components.GpuPlatformArgs]
 
 
+def _parse(source: str) -> ast.Module:
+    """``ast.parse`` with the cyclic garbage collector paused: CPython 3.11 can raise "SystemError: AST constructor
+    recursion depth mismatch" when a collection runs finalizers while the tree is built, in a process that has run
+    other code first (python/cpython#106905; the fix was not released for 3.11)."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return ast.parse(source)
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 def _field_docs(cls) -> dict[str, str]:
     """Attribute docstrings: a string literal right after an annotated assignment."""
-    tree = ast.parse(inspect.getsource(cls))
+    tree = _parse(inspect.getsource(cls))
     body = tree.body[0].body
     docs = {}
     for node, nxt in zip(body, body[1:] + [None]):

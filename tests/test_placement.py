@@ -134,8 +134,9 @@ def test_a_chart_pod_no_pool_admits_is_a_plan_error_naming_the_pod_and_each_pool
     path.write_text(yaml.safe_dump({"config": stack_config_from_namespace(raw)}))
     assert main(["plan", "--config", str(path), "--out", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err
-    assert "gpu-platform:cluster.systemPool: Prometheus monitoring/kube-prometheus-stack-prometheus (Helm release " \
-           "kube-prometheus-stack) has no node to run on" in err
+    # reported where the constraint comes from: the release's values of the stack's own
+    assert "gpu-platform:monitoring.helmValues.kubePrometheusStack: Prometheus monitoring/kube-prometheus-stack-" \
+           "prometheus (Helm release kube-prometheus-stack) has no node to run on" in err
     assert "system pool: nodeSelector disktype=ssd (no such label)" in err
     assert ("pool a100-mig: taint nvidia.com/gpu=present:NoSchedule not tolerated, nodeSelector disktype=ssd "
             "(no such label)") in err
@@ -147,7 +148,7 @@ def test_a_chart_pod_too_big_for_any_node_is_reported():
     raw["monitoring"]["helmValues"] = {"kubePrometheusStack": {"prometheus": {"prometheusSpec": {
         "resources": {"requests": {"memory": "64Gi"}}}}}}
     issues = validate(parse(raw))
-    assert len(issues) == 1 and issues[0].path == "cluster.systemPool"
+    assert len(issues) == 1 and issues[0].path == "monitoring.helmValues.kubePrometheusStack"
     assert "requests 64.0 GiB of memory, a node offers 12.9 GiB" in issues[0].message
 
 

@@ -7,6 +7,22 @@ from gpuplatform.components.validation.common import _Issues
 
 _NEEDED = ("cluster", "nodePools", "monitoring")
 """The parts the pods and nodes are derived from: a problem reported there first makes this rule wait."""
+HELM_VALUES_FIELDS = {"kube-prometheus-stack": "kube_prometheus_stack", "prometheus-adapter": "prometheus_adapter",
+                      "ack-alibaba-cloud-metrics-adapter": "ack_metrics_adapter", "dcgm-exporter": "dcgm_exporter",
+                      "gpu-operator": "gpu_operator", "keda": "keda"}
+"""Release -> the ``monitoring.helmValues`` field merged over its values (components/config.py ``HelmValues``)."""
+
+
+def _where(cfg: PlatformConfig, origin: str) -> str:
+    """The config path a pod with no node is reported under: the release's ``helmValues`` when the stack gives it
+    values of its own (they are what constrain its pods), else the system pool."""
+    from pydantic.alias_generators import to_camel
+
+    release = origin.removeprefix("Helm release ") if origin.startswith("Helm release ") else None
+    field = HELM_VALUES_FIELDS.get(release or "")
+    if field and getattr(cfg.monitoring.helm_values, field):
+        return f"monitoring.helmValues.{to_camel(field)}"
+    return "cluster.systemPool" if cfg.cluster.kind == "ack-managed" else "nodePools"
 
 
 def check_pod_homes(cfg: PlatformConfig, facts: dict[str, PoolFacts], out: _Issues) -> None:
@@ -20,7 +36,7 @@ def check_pod_homes(cfg: PlatformConfig, facts: dict[str, PoolFacts], out: _Issu
     groups = node_groups(cfg)
     for lost in homeless_pods(cluster_pods(cfg), groups):
         reasons = "; ".join(f"{name}: {', '.join(why)}" for name, why in lost.reasons.items())
-        where = "cluster.systemPool" if cfg.cluster.kind == "ack-managed" else "nodePools"
+        where = _where(cfg, lost.pod.origin)
         fix = ("give the system pool room for it, or change the values that constrain it "
                "(monitoring.helmValues)" if lost.pod.origin.startswith("Helm release")
                else "a system pool (cluster.systemPool.enabled: true, the default) with enough nodes")

@@ -7,12 +7,12 @@ staging records no arms-prom pods, which the fake API server answers with a 404,
 """
 from __future__ import annotations
 
-from k8s_fixture_server import REPO, api_client_for
+from k8s_fixture_server import REPO
 from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
 from gpuplatform.components.stack_config import load_stack_file
-from gpuplatform.verify import run_verify
+from test_verify_checks import verify as verify_by_key
 from gpuplatform.verify.cluster import check_system_pods, system_namespaces
 
 PROD = "namespaces/kube-system,monitoring,cert-manager"
@@ -22,13 +22,9 @@ TAINTED = ("0/1 nodes are available: 1 node(s) had untolerated taint {nvidia.com
 
 
 def verify(fake_api, cfg, stack: str, variant: str):
-    server = fake_api(stack, variant)
-    client = api_client_for(server)
-    try:
-        results = run_verify(cfg, client)
-    finally:
-        client.close()
-    return results, server
+    """The results in the order verify reports them, and the fixture server that answered."""
+    by_key, server = verify_by_key(fake_api, cfg, stack, variant)
+    return list(by_key.values()), server
 
 
 def test_namespaces_are_kube_system_arms_and_every_chart_namespace(staging_cfg, prod_cfg):

@@ -14,6 +14,7 @@ metrics docs and its k8s-onprem adapter rule; vLLM metrics.
 """
 from __future__ import annotations
 
+import bisect
 import re
 from dataclasses import dataclass, replace
 
@@ -97,20 +98,43 @@ def convert_query(query: str, from_unit: str, to_unit: str) -> str:
     return f"({query}) * {up!r}"
 
 
-IMAGE_VERSION = re.compile(r":v?(\d+)\.(\d+)(?:\.(\d+))?(?:[-+][^:/@]*)?$")
+_VERSION = r"v?(\d+)\.(\d+)(?:\.(\d+))?(?:\.post(\d+))?"
+IMAGE_VERSION = re.compile(r":" + _VERSION + r"(?:[-+][^:/@]*)?$")
+"""A tag that is a release, with an optional build suffix after ``-`` or ``+``: ``v0.9.2``, ``0.10``,
+``v0.11.0-cu128``, and PEP 440 post releases, which SGLang tags its images with (``v0.4.4.post4-cu124``: PyPI
+sglang==0.4.4.post4 in a CUDA 12.4 image)."""
+
+
+def _version(m: re.Match) -> tuple[int, ...]:
+    """(major, minor, patch) for a release, (major, minor, patch, N) for its ``.postN``: tuples compare so that a
+    post release sorts after its release and before the next one (PEP 440: 0.4.4 < 0.4.4.post0 < 0.4.4.post4 <
+    0.4.5), since a tuple sorts after its own prefix."""
+    major, minor, patch, post = m.groups()
+    return (int(major), int(minor), int(patch or 0)) + (() if post is None else (int(post),))
 
 
 def image_version(image: str) -> tuple[int, ...] | None:
-    """The release an image tag pins (``vllm/vllm-openai:v0.9.2`` -> (0, 9, 2)); None for a digest or a tag that is
-    not a version (``latest``), whose server version nothing here can tell."""
+    """The release an image tag pins (``vllm/vllm-openai:v0.9.2`` -> (0, 9, 2), ``lmsysorg/sglang:v0.4.4.post4-cu124``
+    -> (0, 4, 4, 4)); None for a digest or a tag that is not a version (``latest``), whose server version nothing
+    here can tell."""
     if "@" in image:
         return None
     m = IMAGE_VERSION.search(image.rsplit("/", 1)[-1])
-    return tuple(int(x or 0) for x in m.groups()) if m else None
+    return _version(m) if m else None
 
 
 def parse_version(text: str) -> tuple[int, ...]:
-    return tuple(int(x) for x in (text.split(".") + ["0", "0"])[:3])
+    """A catalog version (``0.9.2``, ``0.4.3.post3``) as :func:`image_version` gives an image's, to compare them."""
+    m = re.fullmatch(_VERSION, text)
+    if m is None:
+        raise ValueError(f"{text!r} is not a version; allowed: MAJOR.MINOR[.PATCH][.postN]")
+    return _version(m)
+
+
+def version_text(version: tuple[int, ...]) -> str:
+    """``(0, 4, 4, 4)`` -> ``0.4.4.post4``: a version as the server's releases write it."""
+    text = ".".join(map(str, version[:3]))
+    return text + (f".post{version[3]}" if len(version) > 3 else "")
 
 
 @dataclass(frozen=True)
@@ -129,7 +153,9 @@ class MetricSource:
     aggregation_note: str = ""
     kind: str = "gauge"
     """Prometheus type of the exported series: ``gauge``, ``counter`` or ``histogram`` (then ``series`` is its
-    ``_bucket`` series and the query a ``histogram_quantile`` over ``rate`` of the buckets)."""
+    ``_bucket`` series and the query a ``histogram_quantile`` over ``rate`` of the buckets). A counter's and a
+    histogram's query reads the series only through ``rate``/``increase`` over the rule window (checked when the
+    source is built: :func:`_query_problem`)."""
     since: str = ""
     """First server version known to export the metric (under ``series`` or, for a renamed series,
     ``previous_series``), as far as its docs or source show; empty for GPU exporters, whose names do not follow a
@@ -143,6 +169,11 @@ class MetricSource:
     buckets: tuple[float, ...] = ()
     """A histogram's bucket upper bounds as the server exports them by default, in the source's ``unit`` (``+Inf``
     implied); the simulator observes into them. Empty for other kinds, or when not recorded."""
+
+    def __post_init__(self) -> None:
+        problem = _query_problem(self)
+        if problem:
+            raise ValueError(f"metric source {self.api_name} ({self.exporter}): {problem}")
 
     @property
     def labels(self) -> ExporterLabels:
@@ -174,6 +205,40 @@ class MetricSource:
         """The rule's metricsQuery: the exporter's query, converted to the catalog unit when they differ (the 2020
         exporter reports GPU memory in bytes, the catalog and every other exporter in MiB)."""
         return convert_query(self.query, self.unit, self.served_unit or self.unit)
+
+
+KINDS = ("gauge", "counter", "histogram")
+
+
+def _query_problem(source: MetricSource) -> str:
+    """What ``kind`` and a rename demand of a source's query, or "" when it meets them:
+
+    * a counter (and a histogram's ``_bucket`` counters) only makes sense as a rate over the rule window: its raw
+      value is everything since the server started, and delta() goes negative across a restart (Prometheus docs,
+      querying/functions: delta "should only be used with gauges"). So every read of the series is the argument of
+      ``rate(`` or ``increase(``, and the query is windowed;
+    * a renamed series is read under both names, which the query names itself: ``<<.Series>>`` is whichever name
+      the adapter discovered last (components/adapter_rules.py ``_name_regex``), so it would read one name for
+      every pod."""
+    if source.kind not in KINDS:
+        return f"kind {source.kind!r} is not a Prometheus metric type the catalog reads; allowed: {', '.join(KINDS)}"
+    query = source.query
+    if source.previous_series:
+        if "<<.Series>>" in query:
+            return (f"{query!r} reads <<.Series>>, one name of the renamed series {' / '.join(source.names)}; "
+                    "allowed: a query naming both (per pod the current name, or on(pod) the previous one)")
+        missing = [n for n in source.names if f"{n}{{" not in query]
+        if missing:
+            return f"{query!r} does not read {', '.join(missing)}; allowed: a query naming every name of the series"
+    if source.kind in ("counter", "histogram"):
+        selectors = [re.escape(n) for n in source.names] + [re.escape("<<.Series>>")]
+        raw = re.findall(rf"(?<!rate\()(?<!increase\()(?:{'|'.join(selectors)})\{{", query)
+        if raw or WINDOW not in query:
+            return (f"{query!r} reads the {source.kind} {source.series} "
+                    f"{'outside rate()/increase()' if raw else 'without the rule window'}; allowed: "
+                    f"rate(...[{WINDOW}]) or increase(...[{WINDOW}]) of it (a counter's raw value is its total "
+                    "since the server started, and delta() goes negative when it restarts)")
+    return ""
 
 
 @dataclass(frozen=True)
@@ -213,6 +278,11 @@ class MetricDef:
 
 # Triton average queue time per request, per pod, over the rule window.
 #
+# Both series are counters, not gauges (triton-inference-server/core src/metrics.cc (r26.06) L78-83 BuildCounter
+# nv_inference_queue_duration_us, "Cumulative inference queuing duration in microseconds", and L52-55 BuildCounter
+# nv_inference_request_success; server docs/user_guide/metrics.md L190-205; --metrics-config
+# counter_latencies=false turns the queue counter off), so the source's kind is "counter" and the rule reads both
+# through increase() (MetricSource checks that a counter is never read raw or through delta()).
 # Triton adds a request's queue time to nv_inference_queue_duration_us and 1 to nv_inference_request_success in
 # the same step, only for successful requests (triton-inference-server/core src/infer_stats.cc,
 # InferenceStatsAggregator::UpdateSuccessWithDuration; docs/user_guide/metrics.md: both are per-model counters
@@ -236,47 +306,70 @@ _TRITON_SERVED = f"sum by (<<.GroupBy>>) (increase({TRITON_SUCCESS}{{<<.LabelMat
 TRITON_QUEUE_PER_REQUEST = f"({_TRITON_QUEUED} / ({_TRITON_SERVED} > 0)) or ({_TRITON_SERVED} == 0)"
 
 # vLLM's scheduler gauges and request histograms (vllm/v1/metrics/loggers.py PrometheusStatLogger; the V0 engine's
-# vllm/engine/metrics.py Metrics before it, listed on docs.vllm.ai "Production Metrics" from v0.5.0):
+# vllm/engine/metrics.py before it). Each first release below is the first PyPI wheel that has the name, the
+# release before it checked without it:
 # * vllm:num_requests_running / vllm:num_requests_waiting: gauges of the scheduler state, one series per engine
-#   (labels model_name, engine): listed on the v0.5.0 page, still exported by the V1 engine.
-# * KV-cache usage, a 0-1 gauge: vllm:gpu_cache_usage_perc until 0.9, which renamed it vllm:kv_cache_usage_perc
-#   and deprecated the old name (vLLM PR #18354; loggers.py: "Deprecated in 0.9 - Renamed as
-#   vllm:kv_cache_usage_perc"); under vLLM's metric deprecation policy a deprecated name is hidden in a later
-#   release. The catalog serves the new name, so workloads must run 0.9 or later (checked from the image tag).
-# * vllm:time_to_first_token_seconds: a histogram (seconds); verified in the V1 loggers.py from 0.9.
-VLLM_SCHEDULER_GAUGES_SINCE = "0.5.0"
+#   (labels model_name, engine). First in v0.2.3, with the /metrics route on the API port (vllm==0.2.3
+#   vllm/engine/metrics.py:14 and :18, 'gauge_scheduler_waiting = Gauge("vllm:num_requests_waiting",';
+#   vllm/entrypoints/openai/api_server.py:89); absent in 0.2.2. Still exported (vllm==0.33.0
+#   vllm/v1/metrics/loggers.py:528, :538).
+VLLM_SCHEDULER_GAUGES_SINCE = "0.2.3"
+# * KV-cache usage, a 0-1 gauge, exported as vllm:gpu_cache_usage_perc from v0.2.3 (vllm==0.2.3
+#   vllm/engine/metrics.py, next to the scheduler gauges) and renamed vllm:kv_cache_usage_perc in v0.9.2, by the V1
+#   engine only (vllm==0.9.2 vllm/v1/metrics/loggers.py:217, 'name="vllm:kv_cache_usage_perc"'; absent in 0.9.0
+#   and 0.9.1). 0.9.2 still exports the old name, deprecated (vllm==0.9.2 vllm/v1/metrics/loggers.py:185-195,
+#   "# Deprecated in 0.9.2 - Renamed as vllm:kv_cache_usage_perc"; vLLM issue #18354), up to 0.10.2; 0.11.0 hides
+#   it unless --show-hidden-metrics-for-version=0.10 (vllm==0.11.0 vllm/v1/metrics/loggers.py:208-220) and 0.12.0
+#   removed it (vLLM PR #29330). The V0 engine (vllm/engine/metrics.py, VLLM_USE_V1=0) never had the new name. So
+#   the rule reads both names per pod, the new one winning (:func:`_renamed_gauge`): a 0.9.0/0.9.1 image or a V0
+#   engine is read under the old name, 0.12 and later under the new one, and 0.9.2-0.11, which export both, once.
 VLLM_KV_CACHE_USAGE = "vllm:kv_cache_usage_perc"
-VLLM_KV_CACHE_USAGE_SINCE = "0.9.0"
-VLLM_HISTOGRAMS_SINCE = "0.9.0"
+VLLM_GPU_CACHE_USAGE_DEPRECATED = "vllm:gpu_cache_usage_perc"
+VLLM_KV_CACHE_USAGE_SINCE = "0.2.3"
+"""First release of the old name, vllm:gpu_cache_usage_perc (the metric under either name)."""
+VLLM_KV_CACHE_USAGE_RENAMED_IN = "0.9.2"
+# * vllm:time_to_first_token_seconds and vllm:time_per_output_token_seconds: histograms (seconds), first in v0.3.1
+#   (vllm==0.3.1 vllm/engine/metrics.py:48 '"vllm:time_to_first_token_seconds",' and :55); absent in 0.3.0. The
+#   TTFT histogram is still exported (vllm==0.33.0 vllm/v1/metrics/loggers.py:931).
+VLLM_HISTOGRAMS_SINCE = "0.3.1"
 VLLM_TTFT_BUCKETS = (0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0,
                      20.0, 40.0, 80.0, 160.0, 640.0, 2560.0)
 """vllm/v1/metrics/loggers.py: the buckets of vllm:time_to_first_token_seconds."""
 # * Inter-token latency, a histogram (seconds) observed once per output the engine streams (the time since the
-#   request's previous output). vLLM exported it as vllm:time_per_output_token_seconds (in the V1 loggers.py from
-#   0.9, like the TTFT histogram). PR #24110 ("[Metrics] Deprecate TPOT in favor of ITL", merged 2025-09-02) added
-#   vllm:inter_token_latency_seconds with the same buckets, observed the same value into both, and marked the old
-#   name deprecated from 0.11 (loggers.py: "Deprecated in 0.11 - Renamed as vllm:inter_token_latency_seconds"; the
-#   PR counts the deprecation from the next minor release even if a 0.10.x patch ships it). 0.12 hides the old
-#   name unless --show-hidden-metrics-for-version=0.11 (loggers.py: "With 0.12.x you can enable with ...") and
-#   PR #32661 removed it. The catalog takes 0.11.0 as the release of the rename: older tags export the old name
-#   (a 0.10.x patch that already exports both is read correctly as well, since the rule reads both names).
+#   request's previous output). vLLM exported it as vllm:time_per_output_token_seconds from v0.3.1 (above). PR
+#   #24110 ("[Metrics] Deprecate TPOT in favor of ITL") added vllm:inter_token_latency_seconds with the same
+#   buckets, observed the same value into both; first in v0.10.2 (vllm==0.10.2 vllm/v1/metrics/loggers.py:396,
+#   'name="vllm:inter_token_latency_seconds",', and the V0 vllm/engine/metrics.py:129; absent in 0.10.1.1). The old
+#   name carries a DEPRECATED help text in 0.11.0 (vllm==0.11.0 vllm/v1/metrics/loggers.py:387-390, "# Deprecated in
+#   0.11 - Renamed as vllm:inter_token_latency_seconds"), is hidden from 0.12.0 to 0.14.0 unless
+#   --show-hidden-metrics-for-version=0.11 (vllm==0.12.0 loggers.py:689-694; vllm==0.14.0 loggers.py:723) and is
+#   removed from 0.15.0 (vLLM PR #32661). 0.10.2-0.11 export both names; the rule reads both, per pod the new one.
 VLLM_ITL = "vllm:inter_token_latency_seconds_bucket"
 VLLM_TPOT_DEPRECATED = "vllm:time_per_output_token_seconds_bucket"
-VLLM_ITL_RENAMED_IN = "0.11.0"
+VLLM_ITL_RENAMED_IN = "0.10.2"
 
-# SGLang (python/sglang/srt/metrics/collector.py; docs "Production Metrics", served with --enable-metrics):
+# SGLang (python/sglang/srt/metrics/collector.py up to 0.5.9, python/sglang/srt/observability/metrics_collector.py
+# from 0.5.10, which moved it (sglang==0.5.9 and sglang==0.5.10 trees); docs "Production Metrics"; served with
+# --enable-metrics):
 # * SchedulerMetricsCollector gauges, one series per scheduler (dp_rank/tp_rank labels): sglang:num_running_reqs
 #   ("The number of running requests"), sglang:token_usage ("The token usage": used KV-cache tokens / the pool's
 #   tokens, 0-1; the docs' example shows 0.28).
 # * TokenizerMetricsCollector histograms (seconds): sglang:time_to_first_token_seconds and
-#   sglang:inter_token_latency_seconds. The latter replaced sglang:time_per_output_token_seconds (sgl-project/sglang
-#   PR #3988 added the new name, PR #4914 removed the old one); the releases of either are not pinned down here, so
-#   the rule reads both names and the image tag does not pick one.
+#   sglang:inter_token_latency_seconds. The latter replaced sglang:time_per_output_token_seconds: first in
+#   0.4.3.post3 (sglang==0.4.3.post3 python/sglang/srt/metrics/collector.py:184,
+#   'name="sglang:inter_token_latency_seconds",'; absent in 0.4.3.post2), exported next to the old name up to
+#   0.4.4.post3 (sglang==0.4.4.post3 python/sglang/srt/metrics/collector.py:162,
+#   'name="sglang:time_per_output_token_seconds",'), which 0.4.4.post4 dropped (its collector.py:163 has ITL
+#   only). Still exported (sglang==0.5.23 python/sglang/srt/observability/metrics_collector.py:2051); the
+#   sglang:request_time_per_output_token_seconds of 0.5.23 (:2058) is another metric. The first release of the old
+#   name is not pinned down here, so the catalog refuses no SGLang tag; the tag picks the name its pods export
+#   (SGLang tags its images with post releases, v0.4.4.post4-cu124: see IMAGE_VERSION).
 SGLANG_TTFT_BUCKETS = (0.1, 0.2, 0.4, 0.6, 0.8, 1, 2, 4, 6, 8, 10, 20, 40, 60, 80, 100, 200, 400)
-"""collector.py: TokenizerMetricsCollector's default ``bucket_time_to_first_token`` (``--bucket-time-to-first-token``
-overrides it)."""
+"""metrics/collector.py (observability/metrics_collector.py from 0.5.10): TokenizerMetricsCollector's default
+``bucket_time_to_first_token`` (``--bucket-time-to-first-token`` overrides it)."""
 SGLANG_ITL = "sglang:inter_token_latency_seconds_bucket"
 SGLANG_TPOT_REMOVED = "sglang:time_per_output_token_seconds_bucket"
+SGLANG_ITL_RENAMED_IN = "0.4.3.post3"
 
 # Hugging Face TGI (docs/source/reference/metrics.md, "Metrics"; router/src/server.rs, backends/v3/src/backend.rs):
 # * tgi_batch_current_size, gauge, "Current batch size": the continuous batch's requests, set on every batch
@@ -312,12 +405,27 @@ def _histogram_p90(bucket_series: str, previous: str = "") -> str:
                     f"(rate(<<.Series>>{{<<.LabelMatchers>>}}[{WINDOW}])))")
         return f"({quantile} and ({seen} > 0)) or ({seen} == 0)"
 
-    def either(template: str) -> str:
-        return f"({template.format(bucket_series)} or on(<<.GroupBy>>) {template.format(previous)})"
-
-    rates = either(f"sum by (le, <<.GroupBy>>) (rate({{}}{{{{<<.LabelMatchers>>}}}}[{WINDOW}]))")
-    seen = either(f'sum by (<<.GroupBy>>) (rate({{}}{{{{<<.LabelMatchers>>,le="+Inf"}}}}[{WINDOW}]))')
+    rates = _either(f"sum by (le, <<.GroupBy>>) (rate(<<.Series>>{{<<.LabelMatchers>>}}[{WINDOW}]))", bucket_series,
+                    previous)
+    seen = _either(f'sum by (<<.GroupBy>>) (rate(<<.Series>>{{<<.LabelMatchers>>,le="+Inf"}}[{WINDOW}]))',
+                   bucket_series, previous)
     return f"(histogram_quantile(0.9, {rates}) and ({seen} > 0)) or ({seen} == 0)"
+
+
+def _either(per_pod: str, series: str, previous: str) -> str:
+    """``per_pod`` (a query with one series per pod, over ``<<.Series>>``) read under a renamed series' current
+    name, or for the pods that lack it under the previous one: ``or on(pod)`` keeps the left side's pods and adds
+    only the right side's other pods (Prometheus docs, querying/operators: ``or``), so a pod exporting both names
+    is read once, under the current name."""
+    return (f"({per_pod.replace('<<.Series>>', series)} or on(<<.GroupBy>>) "
+            f"{per_pod.replace('<<.Series>>', previous)})")
+
+
+def _renamed_gauge(aggregate: str, series: str, previous: str) -> str:
+    """A gauge renamed from ``previous`` to ``series``, aggregated per pod by ``aggregate`` (:data:`_AVG`, :data:`_SUM`)
+    under each name: per pod the current name's value, else the previous name's. Summing both names of a pod that
+    exports both during the deprecation window would count it twice, and averaging them would mix two readings."""
+    return _either(aggregate, series, previous)
 
 
 def _p90_source(exporter: str, bucket_series: str, api_name: str, previous: str = "", **facts) -> MetricSource:
@@ -390,7 +498,8 @@ METRICS: dict[str, MetricDef] = {
         MetricDef(
             "triton_queue_time_us", "Triton average queue time per request over the rule window", "us", "app",
             ALL_MODES,
-            (MetricSource("triton", TRITON_QUEUE_US, "avg_time_queue_us", "pod", TRITON_QUEUE_PER_REQUEST, "us"),)),
+            (MetricSource("triton", TRITON_QUEUE_US, "avg_time_queue_us", "pod", TRITON_QUEUE_PER_REQUEST, "us",
+                          kind="counter"),)),
         MetricDef(
             "vllm_requests_waiting", "vLLM requests waiting in the scheduler queue", "requests", "app", ALL_MODES,
             (MetricSource("vllm", "vllm:num_requests_waiting", "vllm_num_requests_waiting", "pod", _SUM,
@@ -421,8 +530,10 @@ METRICS: dict[str, MetricDef] = {
                     "more load from saturation, so pair it with vllm_requests_waiting."),
         MetricDef(
             "vllm_kv_cache_usage", "vLLM KV-cache blocks in use, 0-1", "ratio", "app", ALL_MODES,
-            (MetricSource("vllm", VLLM_KV_CACHE_USAGE, "vllm_kv_cache_usage_perc", "pod", _AVG, "ratio",
-                          since=VLLM_KV_CACHE_USAGE_SINCE),),
+            (MetricSource("vllm", VLLM_KV_CACHE_USAGE, "vllm_kv_cache_usage_perc", "pod",
+                          _renamed_gauge(_AVG, VLLM_KV_CACHE_USAGE, VLLM_GPU_CACHE_USAGE_DEPRECATED), "ratio",
+                          since=VLLM_KV_CACHE_USAGE_SINCE, previous_series=VLLM_GPU_CACHE_USAGE_DEPRECATED,
+                          renamed_in=VLLM_KV_CACHE_USAGE_RENAMED_IN),),
             scaling="Memory pressure of the running batch: near 1 the scheduler preempts or stops admitting "
                     "requests. It follows tokens in flight, not requests, so long prompts raise it at low request "
                     "rates; a target around 0.8 scales before preemption."),
@@ -467,7 +578,8 @@ METRICS: dict[str, MetricDef] = {
         MetricDef(
             "sglang_itl_p90_ms", "SGLang inter-token latency, 90th percentile over the rule window", "ms", "app",
             ALL_MODES,
-            (_p90_source("sglang", SGLANG_ITL, "sglang_itl_p90_ms", SGLANG_TPOT_REMOVED),),
+            (_p90_source("sglang", SGLANG_ITL, "sglang_itl_p90_ms", SGLANG_TPOT_REMOVED,
+                         renamed_in=SGLANG_ITL_RENAMED_IN),),
             scaling="Decode speed of streamed answers: it grows with the running batch rather than the queue, "
                     "and a pod that streamed nothing in the window reads 0; an SLO guard, not a load signal."),
         MetricDef(
@@ -539,3 +651,24 @@ def served_names(rule_list: list[dict]) -> set[str]:
             if m:
                 out.add(m.group(1))
     return out
+
+
+LATENCY_OBSERVES = {"tgi_request_latency_p90_ms": "request", "vllm_ttft_p90_ms": "first_token",
+                    "sglang_ttft_p90_ms": "first_token"}
+"""Latency histograms read as their p90, and what one request observes into them: ``request``, its whole time in
+the server when it completes (TGI's tgi_request_duration: queue, validation and inference, router/src/server.rs);
+``first_token``, its time to first token (vLLM's and SGLang's time_to_first_token_seconds: queueing plus
+prefill)."""
+
+
+def histogram_p90(seconds: float, bounds: tuple[float, ...]) -> float:
+    """What ``histogram_quantile(0.9, ...)`` reads (seconds) when every observation in the window took ``seconds``:
+    all of them in the bucket ``(lo, hi]`` that holds the value, so the 90th percentile interpolates to
+    ``lo + 0.9 (hi - lo)``; above the last finite bound, that bound (Prometheus promql/quantile.go,
+    bucketQuantile: linear interpolation inside the bucket, the highest finite bound for the +Inf bucket). However
+    fast the requests, it reads at least ``0.9`` times the first bound."""
+    i = bisect.bisect_left(bounds, seconds)
+    if i >= len(bounds):
+        return bounds[-1]
+    lo = bounds[i - 1] if i > 0 else 0.0
+    return lo + 0.9 * (bounds[i] - lo)

@@ -1,18 +1,31 @@
 """TGI's and SGLang's metrics: served to the HPA from the server's own API port, refused for another server; the
 queue gauges simulated like vLLM's waiting requests, the running batch and TGI's request latency from the same
-queue model, and the latency and KV metrics the service model cannot produce refused by simulate with the reason."""
+queue model, and the latency and KV metrics the service model cannot produce refused by simulate with the reason.
+SGLang's renamed inter-token latency follows the image's post-release tag; Triton's queue time is read from
+counters, through increase()."""
+import dataclasses
+import re
+
 import pytest
 from support import of_type, stack_raw, synth
 from test_config_validation import assert_rejected
 
-from gpuplatform.catalogs.metrics import METRICS
+from gpuplatform.catalogs.metrics import METRICS, WINDOW, image_version
 from gpuplatform.components.errors import ConfigError
+from gpuplatform.components.metric_sources import source_for
 from gpuplatform.components.validation import load
 from gpuplatform.simulate.engine import simulate
 from gpuplatform.simulate.report import resolve_trace
 
 SERVERS = {"tgi": ("ghcr.io/huggingface/text-generation-inference:3.3.4", 80, "tgi_queue_size"),
            "sglang": ("lmsysorg/sglang:v0.5.4", 30000, "sglang_queue_requests")}
+COMMAND_LINES = {
+    # the image's launcher takes the arguments; it listens on the image's PORT (80)
+    "tgi": ([], ["--model-id", "/models/m"]),
+    # SGLang listens on 127.0.0.1 and serves no metrics unless told otherwise
+    "sglang": (["python3", "-m", "sglang.launch_server"],
+               ["--model-path", "/models/m", "--host", "0.0.0.0", "--port", "30000", "--enable-metrics"]),
+}
 
 
 NEW = {"sglang": ["sglang_requests_running", "sglang_token_usage", "sglang_ttft_p90_ms", "sglang_itl_p90_ms"],
@@ -25,7 +38,9 @@ def llm_workload(server: str, metric: str | None = None):
 
     def mutate(raw):
         w = raw["workloads"][0]
-        w.update({"name": "llm", "image": image, "server": server, "command": [], "args": [], "volumes": [],
+        command, args = COMMAND_LINES[server]
+        w.update({"name": "llm", "image": image, "server": server, "command": list(command), "args": list(args),
+                  "volumes": [],
                   "ports": [{"name": "http", "containerPort": port, "protocol": "http", "metricsPath": "/metrics"}],
                   "probes": {"port": "http", "readinessPath": "/health", "livenessPath": "/health"},
                   "serviceModel": {"serviceTimeMs": 400, "modelLoadSeconds": 120, "imagePullSeconds": 300}})
@@ -147,7 +162,11 @@ def test_simulate_refuses_targets_the_model_never_reaches_or_exceeds():
     assert "never exceeded" in info.value.issues[0].message and "allowed: < 8" in info.value.issues[0].message
     with pytest.raises(ConfigError) as info:
         _simulate("tgi", "tgi_request_latency_p90_ms", 300, service_ms=400)
-    assert "below what an idle replica reads" in info.value.issues[0].message
+    # refused by validation already: 400 ms sits in TGI's bucket (0.3325, 0.4988], read as 0.3325 + 0.9 x 0.1663 s
+    (issue,) = info.value.issues
+    assert issue.path == "workloads[0].autoscaling.metrics[0].target"
+    assert "300 ms can never be met: an idle replica reads 482.162 ms" in issue.message
+    assert "allowed: >= 438.33 (milliseconds)" in issue.message
 
 
 def test_the_plan_marks_a_workload_on_a_metric_simulate_refuses_and_goes_on():
@@ -202,3 +221,59 @@ def service_plan_of(raw):
 
     cfg = load(raw)
     return service_plan(cfg, cfg.workloads[0])
+
+
+SGLANG_ITL = "sglang_itl_p90_ms"
+
+
+@pytest.mark.parametrize("tag,series", [
+    ("v0.4.3.post2-cu124", "sglang:time_per_output_token_seconds_bucket"),  # before ITL
+    ("v0.4.3", "sglang:time_per_output_token_seconds_bucket"),  # a release sorts before its post releases
+    ("v0.4.3.post3-cu124", "sglang:inter_token_latency_seconds_bucket"),  # ITL's first release, TPOT still there
+    ("v0.4.4.post3", "sglang:inter_token_latency_seconds_bucket"),  # TPOT's last release
+    ("v0.4.4.post4-cu124", "sglang:inter_token_latency_seconds_bucket"),  # TPOT gone
+    ("v0.5.4", "sglang:inter_token_latency_seconds_bucket"),
+])
+def test_sglang_itl_follows_the_post_release_tag_and_one_rule_reads_both_names(tag, series):
+    """sglang==0.4.3.post3 python/sglang/srt/metrics/collector.py:184 first exports
+    sglang:inter_token_latency_seconds (absent in 0.4.3.post2); sglang==0.4.4.post3 collector.py:162 is the last
+    with sglang:time_per_output_token_seconds. The tag's .postN must parse, and sort after its release."""
+    image = f"lmsysorg/sglang:{tag}"
+    assert image_version(image) is not None
+    raw = stack_raw("prod")
+    llm_workload("sglang", SGLANG_ITL)(raw)
+    raw["workloads"][0]["image"] = image
+    raw["workloads"][0]["autoscaling"]["metrics"][0]["target"] = 100
+    cfg = load(raw)
+    assert source_for(cfg, cfg.workloads[0], SGLANG_ITL).series == series
+    adapter = next(r for r in of_type(synth(raw), "kubernetes:helm.sh/v3:Release")
+                   if r.inputs["name"] == "prometheus-adapter")
+    (served,) = [r for r in adapter.inputs["values"]["rules"]["custom"] if r["name"]["as"] == "sglang_itl_p90_ms"]
+    for name in ("sglang:inter_token_latency_seconds_bucket", "sglang:time_per_output_token_seconds_bucket"):
+        assert name in served["seriesQuery"] and f"rate({name}{{" in served["metricsQuery"]
+    assert " or on(<<.GroupBy>>) " in served["metricsQuery"]
+
+
+def test_triton_queue_time_is_read_from_counters_through_increase_and_a_raw_counter_read_is_refused():
+    """nv_inference_queue_duration_us and nv_inference_request_success are counters
+    (triton-inference-server/core src/metrics.cc (r26.06) BuildCounter): the source says so, its rule reads both
+    through increase() over the window (tests/promtool/test_triton_queue_time.py: across a restart too), and a
+    counter source whose query reads the raw value or delta() is refused when the catalog is built."""
+    src = METRICS["triton_queue_time_us"].source("triton")
+    assert src.kind == "counter"
+    query = src.metrics_query
+    for name in ("nv_inference_queue_duration_us", "nv_inference_request_success"):
+        windowed = re.findall(rf"\bincrease\({name}\{{[^}}]*\}}{re.escape(f'[{WINDOW}]')}\)", query)
+        assert 0 < len(windowed) == query.count(f"{name}{{"), (name, query)  # every read of it
+    assert "delta(" not in query
+    for bad, why in [("sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)", "outside rate()/increase()"),
+                     (query.replace("increase(", "delta("), "outside rate()/increase()"),
+                     (query.replace("[[[window]]]", "[1m]"), "without the rule window")]:
+        with pytest.raises(ValueError) as info:
+            dataclasses.replace(src, query=bad)
+        message = str(info.value)
+        assert "avg_time_queue_us (triton)" in message and f"counter nv_inference_queue_duration_us {why}" in message
+        assert "allowed: rate(...[[[window]]]) or increase(...[[[window]]])" in message
+    with pytest.raises(ValueError, match="kind 'summary' is not a Prometheus metric type the catalog reads; "
+                                         "allowed: gauge, counter, histogram"):
+        dataclasses.replace(src, kind="summary")

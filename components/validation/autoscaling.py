@@ -5,7 +5,7 @@ import re
 from typing import Optional
 
 from gpuplatform.catalogs.kubernetes import HPA_TOLERANCE, hpa_replica_bounds, served_by
-from gpuplatform.catalogs.metrics import METRICS, image_version, parse_version
+from gpuplatform.catalogs.metrics import LATENCY_OBSERVES, METRICS, histogram_p90, image_version, parse_version
 from gpuplatform.components.config import PlatformConfig, Workload
 from gpuplatform.components.errors import fmt, one_of
 from gpuplatform.components.metric_sources import provider_for
@@ -60,6 +60,10 @@ def check_autoscaling(cfg: PlatformConfig, p: str, w: Workload, f: Optional[Pool
                             "allowed: 1..1800")
     check_replica_ceiling(p, w, f, out)
     _check_scales_down(pa, a.metrics, out)
+    sm = w.service_model
+    if sm.first_token_ms is not None and sm.first_token_ms > sm.service_time_ms:
+        out.add(f"{p}.serviceModel.firstTokenMs", f"'firstTokenMs' ({sm.first_token_ms:g}) must be <= 'serviceTimeMs' "
+                f"({sm.service_time_ms:g}): the first token comes within the request's service")
     seen = set()
     for k, t in enumerate(a.metrics):
         pm = f"{pa}.metrics[{k}]"
@@ -97,6 +101,7 @@ def check_autoscaling(cfg: PlatformConfig, p: str, w: Workload, f: Optional[Pool
                     f"({src.api_name}), not per pod, so an HPA cannot average it over its pods; allowed: "
                     f"{one_of(pod_metrics)}")
         _check_server_version(pm, w, t.metric, src, out)
+        _check_idle_reading(pm, w, t.metric, t.target, metric, src, out)
         if metric.category == "app" and not any(port.scrape_path is not None for port in w.ports):
             out.add(f"{pm}.metric", f"{fmt(t.metric)} is scraped from the pods, but no port serves metrics: no port "
                     "with protocol 'metrics' (e.g. Triton's 8002) and no serving port with 'metricsPath' (e.g. "
@@ -105,13 +110,16 @@ def check_autoscaling(cfg: PlatformConfig, p: str, w: Workload, f: Optional[Pool
 
 def _check_server_version(pm: str, w: Workload, name: str, src, out: _Issues) -> None:
     """A server series that appeared (or was renamed) in some version: the image's version must export the metric
-    under a name the rule reads. A digest or a tag that is no version (``latest``) is not judged."""
+    under a name the rule reads. A digest or a tag that is no version (``latest``) is not judged. A post release
+    (SGLang's ``v0.4.4.post4-cu124``) sorts after its release and is shown as the server writes it."""
+    from gpuplatform.catalogs.metrics import version_text
+
     if src is None or not src.since:
         return
     pinned = image_version(w.image)
     if pinned is None or pinned >= parse_version(src.since):
         return
-    shown = ".".join(map(str, pinned))
+    shown = version_text(pinned)
     if src.previous_series and src.renamed_in:
         read = (f"{src.previous_series}, which {w.server} exports from version {src.since}, or its new name "
                 f"{src.series} from version {src.renamed_in}")
@@ -119,6 +127,36 @@ def _check_server_version(pm: str, w: Workload, name: str, src, out: _Issues) ->
         read = f"{src.series}, which {w.server} exports from version {src.since}"
     out.add(f"{pm}.metric", f"{fmt(name)} is read from {read}; image {fmt(w.image)} pins {shown}; allowed: an image "
             f"of {w.server} {src.since} or later, or another metric")
+
+
+def _check_idle_reading(pm: str, w: Workload, name: str, target: float, metric, src, out: _Issues) -> None:
+    """A latency p90 never reads below what an idle replica reads: 0.9 x the histogram's first bound however fast
+    the requests (catalogs/metrics.py ``histogram_p90``), and, with a ``serviceModel`` figure the stack states, that
+    figure placed in the buckets. A target the HPA must see exceeded by less than its tolerance at that reading
+    keeps adding replicas up to ``maxReplicas`` and never scales down."""
+    if src is None or not src.buckets or target <= 0:
+        return
+    unit = metric.unit_info
+    first = src.buckets[0] / unit.scale
+    idle = histogram_p90(0.0, src.buckets) / unit.scale
+    why = (f"{fmt(name)} is histogram_quantile(0.9) over buckets whose first bound is {first:g} {metric.unit}, so "
+           f"however fast the requests it reads at least {idle:g} {metric.unit}")
+    sm = w.service_model
+    observed = LATENCY_OBSERVES.get(name)
+    stated = {"first_token": ("first_token_ms", "firstTokenMs"), "request": ("service_time_ms", "serviceTimeMs")}
+    if observed in stated and stated[observed][0] in sm.model_fields_set:
+        field, key = stated[observed]
+        ms = getattr(sm, field)
+        reading = histogram_p90(ms / 1000.0, src.buckets) / unit.scale
+        if reading > idle:
+            idle = reading
+            why = (f"an idle replica reads {reading:g} {metric.unit} (serviceModel.{key} {ms:g} ms placed in the "
+                   f"histogram's buckets, p90 interpolated as Prometheus does)")
+    least = idle / (1 + HPA_TOLERANCE)
+    if target < least:
+        out.add(f"{pm}.target", f"{target:g} {metric.unit} can never be met: {why}, and the HPA adds replicas while "
+                f"the reading is more than {HPA_TOLERANCE:.0%} above the target, so the workload would sit at "
+                f"maxReplicas; allowed: >= {math.ceil(least * 1000) / 1000:g} ({unit.description})")
 
 
 def _check_activation(cfg: PlatformConfig, pa: str, w: Workload, out: _Issues) -> None:
@@ -183,7 +221,9 @@ def _check_target_range(pm: str, name: str, target: float, metric, out: _Issues)
     if unit.maximum is not None:
         ceiling = math.floor(unit.maximum / (1 + HPA_TOLERANCE) * 1000) / 1000
         if target > ceiling:
-            hint = f"; a ratio is 0-1: did you mean {target / 100:g}?" if metric.unit == "ratio" and target <= 100 else ""
+            # a percentage written for a ratio (80 for 0.8); a ratio just over the ceiling is no unit mistake
+            hint = f"; a ratio is 0-1: did you mean {target / 100:g}?" if metric.unit == "ratio" and 1 < target <= 100 \
+                else ""
             out.add(f"{pm}.target", f"{target:g} can never be exceeded enough to scale up: {fmt(name)} is "
                     f"{unit.description} and never passes {unit.maximum:g}, and the HPA acts only when the value is "
                     f"more than {HPA_TOLERANCE:.0%} above its target (kube-controller-manager "

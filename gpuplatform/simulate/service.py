@@ -20,7 +20,8 @@ import math
 import re
 from dataclasses import dataclass
 
-from gpuplatform.catalogs.metrics import METRICS
+from gpuplatform.catalogs.metrics import LATENCY_OBSERVES, METRICS, histogram_p90
+from gpuplatform.catalogs.server_cli import BATCH_METRICS
 from gpuplatform.components.config import PlatformConfig, Workload
 from gpuplatform.components.model_startup import load_estimate, startup_budget_seconds
 from gpuplatform.components.pools import all_pool_facts
@@ -29,15 +30,13 @@ TIME_UNITS = {"us": 1e6, "ms": 1e3, "s": 1.0}
 FULL_SCALE = {"percent": 100.0, "ratio": 1.0}
 
 
-RUNNING = frozenset({"vllm_requests_running", "sglang_requests_running", "tgi_batch_size"})
+RUNNING = frozenset(BATCH_METRICS)
 """Gauges of the running batch: the requests a replica serves at once (vllm:num_requests_running,
 sglang:num_running_reqs, tgi_batch_current_size; see catalogs/metrics.py), ``concurrency x rho`` here."""
-LATENCY = {"tgi_request_latency_p90_ms": "request", "vllm_ttft_p90_ms": "first_token",
-           "sglang_ttft_p90_ms": "first_token"}
-"""Latency histograms, read as their p90, and what one request observes into them: ``request``, its whole time in
-the server when it completes (TGI's tgi_request_duration: queue, validation and inference, router/src/server.rs),
-here its queue wait plus ``serviceTimeMs``; ``first_token``, its time to first token (vLLM's and SGLang's
-time_to_first_token_seconds: queueing plus prefill), here its queue wait plus ``serviceModel.firstTokenMs``."""
+LATENCY = LATENCY_OBSERVES
+"""Latency histograms, read as their p90, and what one request observes into them (catalogs/metrics.py): here a
+``request`` observes its queue wait plus ``serviceTimeMs``, a ``first_token`` its queue wait plus
+``serviceModel.firstTokenMs``."""
 NOT_MODELLED = {
     "vllm_itl_p90_ms": "inter-token latency is the decode step time of the running batch, which the service model "
                        "(one service time per request, no tokens) does not have",
@@ -78,16 +77,7 @@ def metric_kind(name: str) -> str:
     return "utilization"
 
 
-def bucket_p90(seconds: float, bounds: tuple[float, ...]) -> float:
-    """What ``histogram_quantile(0.9, ...)`` reads (seconds) when every observation in the window took ``seconds``:
-    all of them in the bucket ``(lo, hi]`` that holds the value, so the 90th percentile interpolates to
-    ``lo + 0.9 (hi - lo)``; above the last finite bound, that bound (Prometheus promql/quantile.go,
-    bucketQuantile: linear interpolation inside the bucket, the highest finite bound for the +Inf bucket)."""
-    i = bisect.bisect_left(bounds, seconds)
-    if i >= len(bounds):
-        return bounds[-1]
-    lo = bounds[i - 1] if i > 0 else 0.0
-    return lo + 0.9 * (bounds[i] - lo)
+bucket_p90 = histogram_p90
 
 
 def replica_memory_mib(cfg: PlatformConfig, w: Workload) -> float:

@@ -147,12 +147,45 @@ _REFERENCE_KEY = re.compile(r"(?i)(?:^EXISTING_|_(?:REF|ENABLED|ENABLE)$|(?:^|_)
 """Keys that name where a secret is (an existing Secret, a key inside one, a reference), not the secret."""
 
 
+SECRET_URL_KEY = re.compile(r"(?i)(?:^|_)(?:WEBHOOK_URL|SLACK_API_URL|ROUTING_KEY|SERVICE_KEY|INTEGRATION_KEY)$")
+"""Keys whose value is itself the credential: Alertmanager marks them ``<secret>`` in its configuration reference
+(prometheus.io/docs/alerting/latest/configuration: ``slack_api_url``, ``webhook_url`` of Microsoft Teams and
+Discord, PagerDuty ``routing_key``/``service_key``; each has a ``*_file`` form that reads it from a mounted
+Secret), and the same key in other charts' values: whoever holds the URL can post to the channel."""
+SECRET_QUERY_PARAMETER = re.compile(r"(?i)^(?:access_?token|token|api_?key|key|secret|signature|sig|password)$")
+"""URL query parameters that carry a credential (a DingTalk robot's ``access_token``, a signed URL's ``signature``)."""
+INCOMING_WEBHOOK = re.compile(r"(?i)^(?:hooks\.slack\.com/services/|[a-z0-9.-]*\.webhook\.office\.com/|"
+                              r"(?:discord|discordapp)\.com/api/webhooks/)")
+"""Incoming-webhook URLs whose path is the credential (Slack's ``hooks.slack.com/services/...``, Microsoft Teams',
+Discord's): Alertmanager marks the keys holding them ``<secret>``, under whichever key a chart puts them."""
+
+
+def url_credential(value: str) -> str | None:
+    """What credential a URL written as text carries (None: none): a ``user:password@`` part or a query parameter
+    that holds a token or key. Parsed as clients parse it (``urllib.parse``)."""
+    from urllib.parse import parse_qsl, urlsplit
+
+    text = value.strip()
+    if "://" not in text:
+        return None
+    try:
+        parts = urlsplit(text)
+    except ValueError:
+        return None
+    if parts.password:
+        return "a user:password@ part"
+    if INCOMING_WEBHOOK.match(f"{parts.hostname or ''}{parts.path}"):
+        return "an incoming-webhook path"
+    names = [k for k, v in parse_qsl(parts.query, keep_blank_values=True) if v and SECRET_QUERY_PARAMETER.match(k)]
+    return f"the query parameter {names[0]!r}" if names else None
+
+
 def plaintext_secrets(values, path: str = "") -> list[str]:
-    """Paths of password-like values written in plain text anywhere in a nested mapping (Helm values, env):
-    a key that reads as a secret by :data:`SECRET_ENV_PATTERN` once camelCase is spelled in words
-    (``adminPassword`` -> ``ADMIN_PASSWORD``) and holds a non-empty string. References are not secrets: keys
-    naming a file, path, Secret name or existing Secret (``passwordFile``, ``existingSecret``), and mappings
-    (``secretKeyRef``) hold none."""
+    """Paths of password-like values written in plain text anywhere in a nested mapping (Helm values, env): a key
+    that reads as a secret by :data:`SECRET_ENV_PATTERN` or :data:`SECRET_URL_KEY` once camelCase is spelled in
+    words (``adminPassword`` -> ``ADMIN_PASSWORD``) and holds a non-empty string, or a URL carrying a credential
+    (:func:`url_credential`) under any key. References are not secrets: keys naming a file, path, Secret name or
+    existing Secret (``passwordFile``, ``existingSecret``), and mappings (``secretKeyRef``) hold none."""
     pattern = re.compile(SECRET_ENV_PATTERN)
     out = []
     if isinstance(values, dict):
@@ -162,11 +195,16 @@ def plaintext_secrets(values, path: str = "") -> list[str]:
                 out += plaintext_secrets(value, where)
                 continue
             words = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", str(key)).replace("-", "_").replace(".", "_").upper()
-            if isinstance(value, str) and value.strip() and pattern.search(words) and not _REFERENCE_KEY.search(words):
+            if not isinstance(value, str) or not value.strip() or _REFERENCE_KEY.search(words):
+                continue
+            if pattern.search(words) or SECRET_URL_KEY.search(words) or url_credential(value):
                 out.append(where)
     elif isinstance(values, list):
         for i, item in enumerate(values):
-            out += plaintext_secrets(item, f"{path}[{i}]")
+            if isinstance(item, str) and url_credential(item):
+                out.append(f"{path}[{i}]")
+            else:
+                out += plaintext_secrets(item, f"{path}[{i}]")
     return out
 
 

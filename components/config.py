@@ -474,10 +474,11 @@ class SecretRef(Model):
 class Probes(Model):
     port: str
     """Name of the container port the probes hit."""
-    readiness_path: str = "/"
-    """HTTP path of the readiness probe. Default ``/``."""
-    liveness_path: str = "/"
-    """HTTP path of the liveness probe. Default ``/``."""
+    readiness_path: Optional[str] = None
+    """HTTP path of the readiness probe. Default: the ``server``'s ready path (catalogs/servers.py: ``/health``,
+    Triton's ``/v2/health/ready``), ``/`` for a workload that names no server."""
+    liveness_path: Optional[str] = None
+    """HTTP path of the liveness probe. Default: the ``server``'s live path, ``/`` without a server."""
     startup_path: Optional[str] = None
     """Startup probe path. Default: the readiness path."""
     startup_timeout_seconds: Optional[int] = Field(None, ge=10, le=3600)

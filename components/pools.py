@@ -171,26 +171,34 @@ class PoolFacts:
             return out
         return {self.resource_for(request): str(request.count or 0)}
 
-    def replica_gpu_memory(self, request: GpuRequestSpec) -> tuple[float, str]:
-        """(GiB of GPU memory one replica gets, what that is): the cGPU GiB it requests; its MIG instances' memory
-        (the profile name's figure, an upper bound: catalogs/mig.py); else its whole GPUs' memory as the driver
-        reports it (catalogs/gpus.py ``reported_mib``), or its datasheet size where that is not sourced."""
+    def device_gpu_memory(self, request: GpuRequestSpec) -> tuple[float, str]:
+        """(GiB of GPU memory of one device as a process of the replica sees it, what that is): the cGPU GiB it
+        requests (cGPU shows a container its share as the card's memory); one MIG instance's memory under any
+        strategy (the profile name's figure, an upper bound: catalogs/mig.py), the single strategy serving it as
+        ``nvidia.com/gpu`` too; else a whole GPU's memory as the driver reports it (catalogs/gpus.py
+        ``reported_mib``), or its datasheet size where that is not sourced."""
         if self.mode == "cgpu":
             gib = float(request.memory_gib or 0)
             return gib, f"{gib:g} GiB of cGPU memory (gpu.memoryGib)"
-        count = request.count or 1
-        resource = self.resource_for(request)
-        if self.mode == "mig" and resource != sharing.RESOURCE_GPU:
+        if self.mode_for(request) == "mig":
             profile = request.mig_profile if self.mig_layout else self.mig_profile
             per = profile_memory_gib(profile or "")
             if per is not None:
-                return per * count, f"{count} x MIG {profile} = {per * count:g} GiB"
+                return per, f"MIG {profile} = {per:g} GiB"
         if self.model.reported_mib is None:
             # no sourced nvidia-smi total: the datasheet size, an upper bound, still refuses what cannot load
             per = float(self.model.memory_gb)
-            return per * count, f"{count} x {self.model.name} = {per * count:g} GiB (datasheet size)"
+            return per, f"{self.model.name} = {per:g} GiB (datasheet size)"
         per = self.model.reported_mib / 1024
-        return per * count, f"{count} x {self.model.name} = {per * count:.1f} GiB"
+        return per, f"{self.model.name} = {per:.1f} GiB"
+
+    def devices_per_process(self, request: GpuRequestSpec) -> int:
+        """GPU devices one CUDA process of the replica can use: one on cGPU (the container sees one card) and on
+        MIG ("a single CUDA process can only enumerate a single MIG device", NVIDIA MIG User Guide, CUDA Device
+        Enumeration), else the replica's whole GPUs."""
+        if self.mode == "cgpu" or self.mode_for(request) == "mig":
+            return 1
+        return request.count or 1
 
     # ------------------------------------------------------------------ capacity
     @property

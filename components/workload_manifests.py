@@ -20,8 +20,14 @@ from gpuplatform.components.metric_sources import source_for
 from gpuplatform.components.model_startup import (STARTUP_PROBE_PERIOD_SECONDS, image_pull_budget_seconds,
                                                   startup_seconds)
 from gpuplatform.components.pools import PoolFacts
+from gpuplatform.components import server_args
+from gpuplatform.catalogs import server_cli
 
 PART_OF = "gpu-platform"
+TMP_SIZE_LIMIT_GIB = 1
+"""Size limit of the writable ``/tmp`` emptyDir every workload gets (the kubelet evicts a pod that writes more)."""
+LIVENESS_TIMEOUT_SECONDS = 5
+"""The liveness probe's timeout when the server's own is shorter: a busy server answering slowly is not hung."""
 AWAIT_TIMEOUT_ANNOTATION = "pulumi.com/timeoutSeconds"
 SKIP_AWAIT_ANNOTATION = "pulumi.com/skipAwait"
 
@@ -103,21 +109,49 @@ def default_probe_paths(w: Workload) -> tuple[Optional[str], Optional[str], str]
     return None, None, serving_ports(w)[0].name
 
 
-def probes(w: Workload) -> dict:
-    """Readiness gates traffic, startup covers model loading, liveness restarts a hung server."""
+def probe_paths(w: Workload) -> tuple[Optional[str], Optional[str], Optional[str], str]:
+    """(readiness, liveness, startup path, port) of the probes: the stack's ``probes``, each path it leaves out
+    taken from the server's health paths on an HTTP port (``/`` without a server); a port that speaks no HTTP
+    without paths gets TCP checks (paths None)."""
     if w.probes is None:
         ready, live, port = default_probe_paths(w)
-        start = ready
-    else:
-        pr = w.probes
-        port, ready, live = pr.port, pr.readiness_path, pr.liveness_path
-        start = pr.startup_path or pr.readiness_path
+        return ready, live, ready, port
+    pr = w.probes
+    port = next((p for p in w.ports if p.name == pr.port), None)
+    profile = SERVER_PROFILES.get(w.server or "")
+    http = port is None or port.protocol == "http"
+    ready = pr.readiness_path or (profile.ready_path if profile and http else "/" if http else None)
+    live = pr.liveness_path or (profile.live_path if profile and http else "/" if http else None)
+    return ready, live, pr.startup_path or ready, pr.port
+
+
+def probe_timeout_seconds(w: Workload) -> Optional[int]:
+    """``timeoutSeconds`` of the probes of a workload that names a server: the server's own (catalogs/servers.py),
+    for SGLang a second over the ``SGLANG_HEALTH_CHECK_TIMEOUT`` the workload sets; None without a server (the
+    kubelet's 1 s)."""
+    profile = SERVER_PROFILES.get(w.server or "")
+    if profile is None:
+        return None
+    facts = server_args.parse(w)
+    own = facts.get(server_cli.HEALTH_TIMEOUT) if facts is not None else None
+    if isinstance(own, int) and own > 0:
+        return max(profile.probe_timeout_seconds, own + 1)
+    return profile.probe_timeout_seconds
+
+
+def probes(w: Workload) -> dict:
+    """Readiness gates traffic, startup covers model loading, liveness restarts a hung server."""
+    ready, live, start, port = probe_paths(w)
     period = STARTUP_PROBE_PERIOD_SECONDS
     timeout = startup_seconds(w)
+    probe_timeout = probe_timeout_seconds(w)
+    answer = {"timeoutSeconds": probe_timeout} if probe_timeout else {}
     return {
-        "startupProbe": _probe(start, port, periodSeconds=period, failureThreshold=max(1, timeout // period)),
-        "readinessProbe": _probe(ready, port, periodSeconds=5, failureThreshold=3),
-        "livenessProbe": _probe(live, port, periodSeconds=15, failureThreshold=4, timeoutSeconds=5),
+        "startupProbe": _probe(start, port, periodSeconds=period, failureThreshold=max(1, timeout // period),
+                               **answer),
+        "readinessProbe": _probe(ready, port, periodSeconds=5, failureThreshold=3, **answer),
+        "livenessProbe": _probe(live, port, periodSeconds=15, failureThreshold=4,
+                                timeoutSeconds=max(probe_timeout or 0, LIVENESS_TIMEOUT_SECONDS)),
     }
 
 
@@ -137,7 +171,7 @@ def _user(w: Workload) -> dict:
 def container(w: Workload, ctx: WorkloadContext) -> dict:
     gpu = ctx.pool.gpu_resources(w.gpu)
     resources = {"cpu": w.resources.cpu, "memory": w.resources.memory, **gpu}
-    env = [{"name": k, "value": v} for k, v in sorted(w.env.items())]
+    env = [{"name": k, "value": v} for k, v in sorted(server_args.effective_env(w).items())]
     env += [{"name": k, "valueFrom": {"secretKeyRef": {"name": ref.secret_name, "key": ref.key}}}
             for k, ref in sorted(w.secret_env.items())]
     out = {
@@ -167,7 +201,7 @@ def container(w: Workload, ctx: WorkloadContext) -> dict:
 def deployment(w: Workload, ctx: WorkloadContext) -> dict:
     """apps/v1 Deployment; ``spec.replicas`` only for a fixed workload: otherwise the HPA (or KEDA) owns the
     replica count."""
-    volumes = [{"name": "tmp", "emptyDir": {"sizeLimit": "1Gi"}}]
+    volumes = [{"name": "tmp", "emptyDir": {"sizeLimit": f"{TMP_SIZE_LIMIT_GIB}Gi"}}]
     volumes += [{"name": v.name, "persistentVolumeClaim": {"claimName": v.pvc or volume_claim_name(w, v.name),
                                                             "readOnly": v.read_only}} for v in w.volumes]
     spread = [{"maxSkew": 1, "topologyKey": key, "whenUnsatisfiable": "ScheduleAnyway",

@@ -266,6 +266,8 @@ def startup_rows(cfg: PlatformConfig) -> list[dict]:
         ready = probes(w)["readinessProbe"]
         check = (f"HTTP {ready['httpGet']['path']}" if "httpGet" in ready
                  else f"TCP {ready['tcpSocket']['port']}")
+        if "timeoutSeconds" in ready:
+            check += f", {ready['timeoutSeconds']}s timeout"
         rows.append({"workload": w.name,
                      "weights": None if est is None else {"sizeGib": est.size_gib, "source": est.source,
                                                           "mibPerSecond": est.mib_per_second,

@@ -259,9 +259,13 @@ def test_hpa_metric_names_are_served_by_the_generated_rules(stack_records, stack
 
 
 def _serving_port_metrics(raw, path="/metrics"):
-    """prod's Triton workload, its metrics served on the HTTP port (as vLLM, SGLang and TGI serve theirs)."""
-    raw["workloads"][0]["ports"] = [{"name": "http", "containerPort": 8000, "protocol": "http", "metricsPath": path},
-                                    {"name": "grpc", "containerPort": 8001, "protocol": "grpc"}]
+    """prod's workload as a server of the team's own (no ``server``: Triton serves its metrics on 8002 only), its
+    metrics served on the HTTP port (as vLLM, SGLang and TGI serve theirs), scaled on a GPU metric."""
+    w = raw["workloads"][0]
+    w.pop("server", None)
+    w["ports"] = [{"name": "http", "containerPort": 8000, "protocol": "http", "metricsPath": path},
+                  {"name": "grpc", "containerPort": 8001, "protocol": "grpc"}]
+    w["autoscaling"]["metrics"] = [{"metric": "gpu_engine_active", "target": 0.5}]
     return raw
 
 
@@ -276,6 +280,9 @@ def test_pod_monitor_scrapes_a_serving_port_at_its_metrics_path(path):
 
 def test_a_metrics_port_can_move_its_path():
     raw = stack_raw("prod")
+    # an exporter of the team's own (Triton itself serves /metrics only)
+    raw["workloads"][0].pop("server", None)
+    raw["workloads"][0]["autoscaling"]["metrics"] = [{"metric": "gpu_engine_active", "target": 0.5}]
     raw["workloads"][0]["ports"][2]["metricsPath"] = "/stats/prometheus"
     mon = one(synth(raw), "kubernetes:monitoring.coreos.com/v1:PodMonitor")
     assert mon.inputs["spec"]["podMetricsEndpoints"][0]["path"] == "/stats/prometheus"

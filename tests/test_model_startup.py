@@ -3,6 +3,8 @@ budget cannot cover the load or a sized one passes the limit, the fit of the wei
 readiness on the server's own health path, and the simulator's load time."""
 import copy
 
+import re
+
 import pytest
 from support import stack_raw
 from test_scenarios import EXAMPLES, example_raw, rejected
@@ -25,6 +27,10 @@ def chat(**model) -> dict:
     raw = example_raw("005")
     raw["workloads"][0]["model"] = model
     raw["workloads"][0]["serviceModel"].pop("modelLoadSeconds", None)
+    if model.get("source") == "download":
+        # downloaded weights need a writable volume of their size (the /tmp emptyDir holds 1 GiB)
+        raw["workloads"][0]["volumes"].append({"name": "hub", "mountPath": "/hub", "pvc": "hub", "readOnly": False})
+        raw["workloads"][0]["env"]["HF_HOME"] = "/hub"
     return raw
 
 
@@ -48,7 +54,7 @@ def test_a_bigger_model_and_a_slower_source_get_a_longer_budget_and_await_timeou
     cfg = load(chat(sizeGib=15, source="volume"))
     ctx = WorkloadContext("inference", all_pool_facts(cfg)["a10"], (1, 35), "autoscaling/v2", False)
     small = cfg.workloads[0]
-    big = workload(chat(sizeGib=20, source="volume"))
+    big = workload(chat(sizeGib=18, source="volume"))
     download = workload(chat(sizeGib=15, source="download"))
     assert startup_seconds(small) < startup_seconds(big)
     assert startup_seconds(small) < startup_seconds(download)
@@ -102,9 +108,15 @@ def test_a_stated_budget_below_the_expected_load_names_both_paths_and_values():
 
 
 def test_a_sized_budget_over_the_limit_says_what_to_do():
-    message = rejected(chat(sizeGib=200, source="download"))[f"{W}.model"]
+    # an expected load the budget can cover only with a smaller margin: the range offered is not empty
+    message = rejected(chat(sizeGib=100, source="download"))[f"{W}.model"]
     assert "exceeds the 3600s limit" in message
-    assert "model.loadMibPerSecond" in message and "probes.startupTimeoutSeconds between" in message
+    low = int(re.search(r"probes.startupTimeoutSeconds between (\d+) and 3600", message).group(1))
+    assert low < 3600 and "model.loadMibPerSecond" in message
+    # an expected load past the limit itself: no budget covers it, and no range is offered
+    message = rejected(chat(sizeGib=200, source="download"))[f"{W}.model"]
+    assert "no budget covers it" in message and "model.loadMibPerSecond" in message
+    assert "between" not in message
 
 
 @pytest.mark.parametrize("model,fragment", [
@@ -124,18 +136,24 @@ def test_several_volumes_need_the_volume_named():
 
 def test_weights_larger_than_the_gpus_of_a_replica_are_refused():
     message = rejected(chat(sizeGib=30, source="volume"))[f"{W}.model.sizeGib"]
-    assert "30 GiB of weights cannot fit" in message and "1 x A10 = 22.2 GiB; allowed: <= 22.1" in message
+    # vLLM takes --gpu-memory-utilization of the card (0.9 before 0.20): 22.2 GiB x 0.9
+    assert "30 GiB of weights cannot fit" in message
+    assert "A10 = 22.2 GiB x 0.9 (vLLM's default --gpu-memory-utilization) = 19.9 GiB; allowed: <= 19.9" in message
     raw = chat(sizeGib=30, source="volume")
     raw["workloads"][0]["gpu"]["count"] = 2
+    raw["workloads"][0]["args"].append("--tensor-parallel-size=2")
     raw["nodePools"][0]["gpusPerNode"] = 2
     assert f"{W}.model.sizeGib" not in (rejected_or_none(raw) or {})
+    # two GPUs without tensor parallelism: vLLM uses one of them, and one copy of the weights sits on it
+    raw["workloads"][0]["args"].pop()
+    assert "so 1 of the replica's GPUs would stay idle" in rejected(raw)[f"{W}.gpu.count"]
 
 
 def test_a_gpu_without_a_sourced_nvidia_smi_total_is_measured_by_its_datasheet_size():
     raw = chat(sizeGib=90, source="volume")
     raw["nodePools"][0]["gpuModel"] = "H800-80GB"
     message = rejected(raw)[f"{W}.model.sizeGib"]
-    assert "1 x H800-80GB = 80 GiB (datasheet size)" in message
+    assert "H800-80GB = 80 GiB (datasheet size) x 0.9" in message
     raw["workloads"][0]["model"]["sizeGib"] = 60
     assert load(raw).workloads[0].model.size_gib == 60
 
@@ -170,9 +188,14 @@ def test_a_cgpu_replica_holds_the_gib_it_requests():
 def test_a_named_server_without_probes_gets_http_probes_on_its_health_path(server):
     raw = example_raw("005")
     raw["workloads"][0].update(server=server, autoscaling={"autoscaler": "none"}, replicas=1)
+    if server == "sglang":  # listening beyond the pod and serving the /metrics the port declares
+        raw["workloads"][0]["args"] += ["--host=0.0.0.0", "--enable-metrics"]
+    if server == "triton":  # Triton serves /metrics on its metrics port only
+        raw["workloads"][0]["ports"][0].pop("metricsPath")
     w = workload(raw)
     profile = servers.SERVER_PROFILES[server]
     got = probes(w)
+    assert {got[k]["timeoutSeconds"] for k in ("startupProbe", "readinessProbe")} == {profile.probe_timeout_seconds}
     assert got["readinessProbe"]["httpGet"] == {"path": profile.ready_path, "port": "http"}
     assert got["startupProbe"]["httpGet"] == {"path": profile.ready_path, "port": "http"}
     assert got["livenessProbe"]["httpGet"] == {"path": profile.live_path, "port": "http"}
@@ -215,10 +238,10 @@ def test_weights_in_the_image_lengthen_the_simulated_pull():
 
 
 def test_a_bigger_model_delays_first_capacity_in_the_step_trace():
-    small, big = run_step(chat(sizeGib=5, source="volume")), run_step(chat(sizeGib=20, source="volume"))
+    small, big = run_step(chat(sizeGib=5, source="volume")), run_step(chat(sizeGib=18, source="volume"))
     assert small.capacity_ready_s is not None and big.capacity_ready_s is not None
-    # the same decisions, 15 GiB more at the PVC rate before the new replica is ready
-    delay = 15 * 1024 / timeouts.MODEL_LOAD_RATES["pvc"].mib_per_second
+    # the same decisions, 13 GiB more at the PVC rate before the new replica is ready
+    delay = 13 * 1024 / timeouts.MODEL_LOAD_RATES["pvc"].mib_per_second
     assert big.capacity_ready_s - small.capacity_ready_s == pytest.approx(delay, abs=10)
     assert "Start-up figures: model load expected from model" in table_text(big)
 

@@ -121,7 +121,7 @@ def test_the_plan_says_how_long_each_replica_may_take_to_start_and_why(capsys):
     est = load_estimate(load(example_raw("005")).workloads[0])
     assert row["expectedLoadSeconds"] == round(est.expected_seconds)
     assert row["startupProbeSeconds"] == est.sized_budget_seconds and row["startupProbeBasis"] == "sized from model"
-    assert row["readiness"] == "HTTP /health" and row["weights"]["sizeGib"] == est.size_gib
+    assert row["readiness"] == "HTTP /health, 5s timeout" and row["weights"]["sizeGib"] == est.size_gib
     text = plan_text(capsys, "--config", str(config))
     assert f"{est.sized_budget_seconds}s (sized from model)" in text
     # a workload without a model keeps the generated default and says so

@@ -4,6 +4,8 @@ import math
 from typing import Optional
 
 from gpuplatform.catalogs.timeouts import STARTUP_BUDGET_MAX_SECONDS, STARTUP_SAFETY_FACTOR
+from gpuplatform.catalogs import server_cli
+from gpuplatform.components import server_args
 from gpuplatform.components.config import PlatformConfig, Workload
 from gpuplatform.components.errors import fmt, one_of
 from gpuplatform.components.model_startup import load_estimate, stated_startup_seconds
@@ -42,7 +44,12 @@ def check_model(cfg: PlatformConfig, p: str, w: Workload, f: Optional[PoolFacts]
         est = load_estimate(w)
         expected = est.expected_seconds
         stated = stated_startup_seconds(w)
-        if stated is not None and stated < expected:
+        if expected > STARTUP_BUDGET_MAX_SECONDS and (stated is None or stated < expected):
+            out.add(f"{p}.model",
+                    f"the expected load {expected:.0f}s ({est.describe()}) exceeds the {STARTUP_BUDGET_MAX_SECONDS}s "
+                    "limit of a startup budget, so no budget covers it; allowed: a faster source (a volume instead "
+                    "of a download), or a measured model.loadMibPerSecond")
+        elif stated is not None and stated < expected:
             out.add(f"{p}.probes.startupTimeoutSeconds",
                     f"{stated} is below the expected load of {p}.model ({m.size_gib:g} GiB, source {m.source}): "
                     f"{expected:.0f}s = {est.describe()}; the kubelet would restart every replica before it loads; "
@@ -54,12 +61,51 @@ def check_model(cfg: PlatformConfig, p: str, w: Workload, f: Optional[PoolFacts]
                     f"= {est.sized_budget_seconds}s exceeds the {STARTUP_BUDGET_MAX_SECONDS}s limit of a startup "
                     "budget; allowed: a faster source (a volume instead of a download), a measured "
                     "model.loadMibPerSecond, or probes.startupTimeoutSeconds between "
-                    f"{expected:.0f} and {STARTUP_BUDGET_MAX_SECONDS} to accept a smaller margin")
+                    f"{math.ceil(expected)} and {STARTUP_BUDGET_MAX_SECONDS} to accept a smaller margin")
     if f is None or any(issue.path.startswith(f"{p}.gpu") for issue in out):
         return  # the GPU request is itself wrong: its own issue says why
-    have, what = f.replica_gpu_memory(w.gpu)
+    have, what = weights_room(w, f)
     if m.size_gib > have:
         out.add(f"{p}.model.sizeGib",
-                f"{m.size_gib:g} GiB of weights cannot fit the GPU memory of one replica on pool {fmt(f.name)}: "
-                f"{what}; allowed: <= {math.floor(have * 10) / 10:g}, or more GPU memory per replica (gpu.count, "
-                "gpu.memoryGib, a larger MIG profile or GPU)")
+                f"{m.size_gib:g} GiB of weights cannot fit the GPU memory one copy of the model gets in a replica on "
+                f"pool {fmt(f.name)}: {what}; allowed: <= {math.floor(have * 10) / 10:g}, or more GPU memory per "
+                "copy (a larger gpu.memoryGib, MIG profile or GPU, tensor parallelism over whole GPUs, a higher "
+                "memory fraction)")
+
+
+def memory_fraction(w: Workload) -> tuple[float, str]:
+    """(share of each device's memory the server takes, what sets it): ``--gpu-memory-utilization`` (vLLM, by
+    default 0.9 or 0.92 by release), ``--cuda-memory-fraction`` (TGI, 1.0), ``--mem-fraction-static`` (SGLang,
+    only when given: its default is derived at start from the device); 1.0 otherwise."""
+    facts = server_args.parse(w)
+    if facts is None:
+        return 1.0, ""
+    s = facts.setting(server_cli.MEMORY_FRACTION)
+    if s is not None and isinstance(s.value, float):
+        return (s.value, s.where) if s.path or s.value != 1.0 else (1.0, "")
+    if facts.server == "vllm" and not facts.config_file:
+        version = server_args.server_version(w)
+        return server_cli.vllm_memory_fraction(version), "vLLM's default --gpu-memory-utilization"
+    return 1.0, ""
+
+
+def weights_room(w: Workload, f: PoolFacts) -> tuple[float, str]:
+    """(GiB one copy of the weights may take, how that is counted): the memory of a device as the process sees it,
+    times the devices one copy is split over (tensor x pipeline parallel of the server, else the replica's GPUs;
+    always one on MIG and cGPU: ``devices_per_process``), times the server's memory fraction."""
+    per, what = f.device_gpu_memory(w.gpu)
+    devices = f.devices_per_process(w.gpu)
+    facts = server_args.parse(w)
+    if devices > 1 and facts is not None and facts.server != "triton":
+        shards = facts.model_shards
+        if shards is not None:
+            devices = min(devices, shards)
+    fraction, source = memory_fraction(w)
+    room = per * devices * fraction
+    text = f"{devices} x {what}" if devices > 1 else what
+    shown = math.floor(room * 10) / 10
+    if fraction < 1.0 or source:
+        text += f" x {fraction:g} ({source}) = {shown:g} GiB"
+    elif devices > 1:
+        text += f" = {shown:g} GiB"
+    return room, text

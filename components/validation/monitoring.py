@@ -1,11 +1,30 @@
 """Rules of the monitoring settings: backend, exporter and adapter for the cluster kind, adoption of an installed
 adapter, and intervals that keep the series continuous."""
 
+import re
+
 from gpuplatform.catalogs.kubernetes import plaintext_secrets
 from gpuplatform.components.config import PlatformConfig, duration_seconds
 from gpuplatform.components.errors import fmt
 from gpuplatform.components.pools import PoolFacts
 from gpuplatform.components.validation.common import _Issues, url_problem
+
+
+PROMETHEUS_API = re.compile(r"/api/v1(?:/(?:query|query_range|query_exemplars|series|labels|label/[^/]+/values|"
+                            r"metadata|targets|rules|alerts|status/[^/]+))?/?$")
+"""The HTTP API path every client appends to the base URL (Prometheus docs, querying/api: "/api/v1/query"): a base
+URL ending in it makes every query go to ``.../api/v1/query/api/v1/query``."""
+
+
+def api_path_problem(url: str) -> str | None:
+    from urllib.parse import urlsplit
+
+    path = urlsplit(url).path
+    m = PROMETHEUS_API.search(path)
+    if not m:
+        return None
+    return (f"it ends in the API path {m.group(0)!r}, which the adapter and KEDA append themselves (every query "
+            f"would go to {path.rstrip('/')}/api/v1/query); allowed: the URL without it")
 
 
 def check_monitoring(cfg: PlatformConfig, facts: dict[str, PoolFacts], out: _Issues) -> None:
@@ -14,8 +33,11 @@ def check_monitoring(cfg: PlatformConfig, facts: dict[str, PoolFacts], out: _Iss
     # the escape hatch is held to the rule of first-class keys: a password in plain text is an error anywhere
     for field, values in mon.helm_values.model_dump(by_alias=True).items():
         for where in plaintext_secrets(values):
-            out.add(f"monitoring.helmValues.{field}.{where}", "looks like a secret in plain text; allowed: a "
-                    "reference to a Kubernetes Secret (the chart's existingSecret or secretKeyRef values)")
+            out.add(f"monitoring.helmValues.{field}.{where}", "looks like a secret in plain text (value not shown), "
+                    "which would sit in the stack file, the plan and the Helm release; allowed: a reference to a "
+                    "Kubernetes Secret (the chart's existingSecret or secretKeyRef values; for an Alertmanager "
+                    "receiver the *_file form of the key, e.g. slack_api_url_file, with the Secret mounted through "
+                    "alertmanager.alertmanagerSpec.secrets)")
     if not cfg.is_ack:
         if mon.backend == "arms":
             out.add("monitoring.backend", "'arms' (ACK managed Prometheus) needs an ACK cluster; "
@@ -24,6 +46,7 @@ def check_monitoring(cfg: PlatformConfig, facts: dict[str, PoolFacts], out: _Iss
             out.add("monitoring.adapter", "'ack-alibaba-cloud-metrics-adapter' needs an ACK cluster; "
                     "allowed for cluster kind 'kubeconfig': prometheus-adapter")
     problem = url_problem(mon.prometheus_url) if mon.prometheus_url is not None else None
+    problem = problem or (api_path_problem(mon.prometheus_url) if mon.prometheus_url is not None else None)
     if problem:
         out.add("monitoring.prometheusUrl", f"{fmt(mon.prometheus_url)} is not a Prometheus URL: {problem}; allowed: "
                 "http(s)://host[:port][/path], e.g. http://ack-prometheus-operator-prometheus.monitoring.svc:9090")

@@ -13,6 +13,14 @@ What is read, per pod of the workload (label ``app.kubernetes.io/name``):
   restarted" when the startup probe runs out (the message vLLM's Kubernetes guide names for a failureThreshold
   too low for the load, vllm-project/vllm ``docs/deployment/k8s.md``, "Troubleshooting").
 
+* the kubelet's ``Unhealthy`` events whose probe ran out of time: an HTTP probe's failure carries the Go client's
+  error, "context deadline exceeded (Client.Timeout exceeded while awaiting headers)" (kubernetes
+  ``pkg/probe/http/http.go``): the server answers its health path slower than the probe's ``timeoutSeconds``
+  (catalogs/servers.py ``probe_timeout_seconds``, an ESTIMATE for all but SGLang);
+* pods the kubelet evicted for their ``/tmp`` emptyDir: status reason ``Evicted`` with "Usage of EmptyDir volume
+  "tmp" exceeds the limit ..." (kubernetes ``pkg/kubelet/eviction/helpers.go``, ``emptyDirMessageFmt``): the
+  server's caches or downloads outgrew the 1 GiB ``/tmp`` they default to.
+
 A load above half the budget warns: the safety factor (catalogs/timeouts.py ``STARTUP_SAFETY_FACTOR``) is meant to
 leave twice the load, and a slower disk or a busy NAS on the next scale-up would eat the rest. A container the
 startup probe killed fails the check: the budget is too small for this source and size.
@@ -26,13 +34,17 @@ from kubernetes import client as k8s
 
 from gpuplatform.components.config import PlatformConfig, Workload
 from gpuplatform.components.model_startup import load_estimate, startup_seconds
-from gpuplatform.components.workload_manifests import selector
+from gpuplatform.components.workload_manifests import TMP_SIZE_LIMIT_GIB, probe_timeout_seconds, selector
 from gpuplatform.verify.kube import REQUEST_TIMEOUT, _api_error, _selector_string
 from gpuplatform.verify.results import CheckResult, _fail, _pass, _warn
 
 CHECK = "model.load-time"
 WARN_FRACTION = 0.5
 """A measured load above this share of the startup budget warns."""
+PROBE_TIMEOUT = "Client.Timeout exceeded"
+"""What an HTTP probe's failure says when the server did not answer within ``timeoutSeconds``."""
+TMP_EVICTION = 'EmptyDir volume "tmp" exceeds'
+"""What the eviction of a pod whose ``/tmp`` emptyDir outgrew its sizeLimit says."""
 STARTUP_PROBE_KILL = "failed startup probe"
 """What the kubelet's ``Killing`` event says of a container its startup probe restarted."""
 
@@ -62,6 +74,17 @@ def _startup_kills(events: list, pod_name: str) -> int:
                and STARTUP_PROBE_KILL in (e.message or ""))
 
 
+def _probe_timeouts(events: list, pod_name: str) -> int:
+    return sum((e.count or 1) for e in events
+               if e.involved_object is not None and e.involved_object.name == pod_name and e.reason == "Unhealthy"
+               and PROBE_TIMEOUT in (e.message or ""))
+
+
+def _tmp_evicted(pod) -> bool:
+    status = pod.status
+    return status is not None and status.reason == "Evicted" and TMP_EVICTION in (status.message or "")
+
+
 def _estimate_text(w: Workload) -> str:
     est = load_estimate(w)
     return f"; estimated {est.expected_seconds:.0f}s" if est is not None else ""
@@ -87,9 +110,15 @@ def check_load_time(cfg: PlatformConfig, w: Workload, core: k8s.CoreV1Api) -> Ch
     except Exception:  # noqa: BLE001 - without events, kills are told from restarts alone
         events = []
     measured: list[tuple[float, str]] = []
-    waiting, restarted, killed = [], [], []
+    waiting, restarted, killed, timed_out, evicted = [], [], [], [], []
     for pod in pods:
         name = pod.metadata.name
+        if _tmp_evicted(pod):
+            evicted.append(name)
+            continue
+        timeouts = _probe_timeouts(events, name)
+        if timeouts:
+            timed_out.append(f"{name} ({timeouts}x)")
         status = _container(pod, w.name)
         kills = _startup_kills(events, name)
         if kills:
@@ -112,7 +141,21 @@ def check_load_time(cfg: PlatformConfig, w: Workload, core: k8s.CoreV1Api) -> Ch
         parts.append(f"not ready yet: {', '.join(sorted(waiting))}")
     if restarted:
         parts.append("restarts: " + "; ".join(sorted(restarted)))
+    if timed_out:
+        parts.append(f"probes timed out: {', '.join(sorted(timed_out))}")
+    if evicted:
+        parts.append(f"evicted for /tmp: {', '.join(sorted(evicted))}")
     message = "; ".join(parts)
+    if evicted:
+        return _fail(CHECK, subject, message, f"the server's caches or downloads outgrew the {TMP_SIZE_LIMIT_GIB} GiB "
+                     "/tmp emptyDir: point them (HOME, the cache variables, the download directory) at a volume "
+                     "mounted with readOnly: false")
+    if timed_out:
+        timeout = probe_timeout_seconds(w) or 1
+        return _fail(CHECK, subject, message, f"the server answers its health path slower than the probes' "
+                     f"{timeout}s timeout, so its pods are taken out of the Service (readiness) or restarted "
+                     "(liveness) while they work: report the measured latency, and give the probes a timeout above "
+                     "it (probes.port with the server's paths keeps the generated timeout)")
     if killed:
         return _fail(CHECK, subject, f"{message}; killed by the startup probe: {', '.join(sorted(killed))}",
                      f"the load takes longer than the {budget}s startup budget: state the weights' real size and "

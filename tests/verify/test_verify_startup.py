@@ -1,6 +1,7 @@
 """``model.load-time`` against recorded pod and event lists (tests/fixtures/k8s_api/staging/<variant>/api/v1/
 namespaces/inference/): the measured start-to-ready time of each pod against the startup budget, a warning above
-half of it, and a failure when the kubelet's startup probe killed a container."""
+half of it, and a failure when the kubelet's startup probe killed a container, a probe timed out, or a pod was
+evicted for its /tmp."""
 from __future__ import annotations
 
 from k8s_fixture_server import api_client_for
@@ -69,3 +70,20 @@ def test_the_runner_reports_one_load_time_per_workload(fake_api, staging_cfg):
         api.close()
     (got,) = [r for r in results if r.check == "model.load-time"]
     assert got.subject == SUBJECT and not got.ok
+
+
+def test_probes_that_time_out_fail_with_the_timeout(fake_api, staging_cfg):
+    """The kubelet's readiness probe gave up on a server answering slower than its timeout (the kubelet default
+    of 1 s against SGLang's generating /health is the case the generated timeouts prevent)."""
+    result, _ = load_time(fake_api, staging_cfg, "probe-timeout")
+    assert not result.ok
+    assert "probes timed out: bert-intent-detection-7b486f6bf-p9q8r (128x)" in result.message
+    assert "slower than the probes' 1s timeout" in result.cause  # the staging workload names no server
+
+
+def test_a_pod_evicted_for_its_tmp_fails_naming_the_writable_volume_route(fake_api, staging_cfg):
+    result, _ = load_time(fake_api, staging_cfg, "tmp-evicted")
+    assert not result.ok
+    assert "evicted for /tmp: bert-intent-detection-7b486f6bf-e1v2c" in result.message
+    assert "slowest load 120s (bert-intent-detection-7b486f6bf-j7k8l)" in result.message
+    assert "outgrew the 1 GiB /tmp emptyDir" in result.cause and "readOnly: false" in result.cause

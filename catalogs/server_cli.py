@@ -1,0 +1,210 @@
+"""What each inference server's command line and environment mean, as far as the package checks them: the flags
+(and the environment variables a server reads instead of flags) that decide where it listens, whether and where it
+serves metrics, how many GPUs a replica spans, its batch limit, the share of GPU memory it takes, the secrets it
+takes, and where it writes. Read by ``components/server_args.py`` (the parser) and the validation of workloads.
+
+Every fact was read in the server's own source at the releases named (wheel or tag, file and line):
+
+* vLLM (PyPI wheels 0.2.3 to 0.33.0): ``vllm/entrypoints/openai/cli_args.py`` (moved to
+  ``entrypoints/common/cli_args.py``; ``--host`` None = every interface, ``--port`` 8000, ``--uds`` from 0.10.1),
+  ``vllm/engine/arg_utils.py`` (``-tp``, ``-pp``, ``-dp`` from 0.8.5, ``-dpl`` from 0.9.0, ``-pcp`` from 0.12.0,
+  ``--max-num-seqs``, ``--gpu-memory-utilization``), ``vllm/config/parallel.py`` (world size), ``vllm/config/cache.py``
+  (``gpu_memory_utilization`` 0.9 to 0.19.1, 0.92 from 0.20.0: "a per-instance limit"), ``vllm/envs.py``
+  (``VLLM_API_KEY``, ``VLLM_CACHE_ROOT`` from 0.6.0, ``VLLM_CONFIG_ROOT``), ``entrypoints/serve/middleware/
+  authenticate.py`` (the key guards ``/v1``, ``/v2``, ``/inference``, ``/cohere``, never ``/health`` or
+  ``/metrics``), ``entrypoints/serve/instrumentator/metrics.py`` (``/metrics`` mounted on the API app: no metrics
+  port), ``v1/engine/async_llm.py`` (``--disable-log-stats`` leaves no ``vllm:*`` engine metrics).
+* SGLang (PyPI wheels 0.4.0 to 0.5.23; repository ``python/`` + the wheel path): ``srt/server_args.py`` (moved to
+  ``srt/arg_groups/fields/*.py`` in 0.5.20): ``--host`` 127.0.0.1 (loopback only), ``--port`` 30000,
+  ``--enable-metrics`` off by default (``/metrics`` on the main port only when on), ``--tp-size``, ``--pp-size``
+  (0.4.7), ``--dp-size``, ``--max-running-requests``, ``--mem-fraction-static``, ``--api-key`` (no environment
+  variable; ``/health`` and ``/metrics`` exempt from 0.4.6), ``srt/environ.py`` (``SGLANG_CACHE_DIR`` from 0.5.15).
+* TGI (huggingface/text-generation-inference v3.3.7): ``launcher/src/main.rs`` (clap ``Args``: every flag but
+  ``--env`` also read from the environment variable of its name in capitals), ``Dockerfile`` (the image sets
+  ``PORT=80`` and ``HF_HOME=/data``), ``router/src/server.rs`` (``/metrics`` and ``/health`` on the main port,
+  unauthenticated; the key guards only the generation routes).
+* Triton (triton-inference-server/server v2.71.0, container 26.07): ``src/command_line_parser.cc`` (getopt; no
+  option read from the environment; ``--http-port`` 8000, ``--grpc-port`` 8001, ``--metrics-port`` 8002, addresses
+  0.0.0.0, ``--allow-metrics`` true; booleans true/on/1, false/off/0), ``src/http_server.cc`` (``/metrics`` only on
+  the metrics port: the HTTP port answers 404), ``--http-restricted-api``/``--grpc-restricted-protocol`` take the
+  shared secret in the argument.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+# facts a flag sets
+HOST, PORT, UDS, GRPC_PORT, METRICS_PORT = "host", "port", "uds", "grpc_port", "metrics_port"
+ENABLE_METRICS, DISABLE_LOG_STATS, ALLOW_METRICS = "enable_metrics", "disable_log_stats", "allow_metrics"
+TP, PP, DP, DP_LOCAL, PCP, NUM_SHARD = "tp", "pp", "dp", "dp_local", "pcp", "num_shard"
+MAX_BATCH, MAX_CONCURRENT = "max_batch", "max_concurrent"
+MEMORY_FRACTION, API_KEY, RESTRICTED, DOWNLOAD_DIR = "memory_fraction", "api_key", "restricted", "download_dir"
+PROMETHEUS_PORT, HEALTH_TIMEOUT = "prometheus_port", "health_timeout"
+
+
+@dataclass(frozen=True)
+class Flag:
+    fact: str
+    names: tuple[str, ...]
+    """Spellings the server accepts (long and short)."""
+    value: str = "str"
+    """``int``, ``float``, ``str``, ``switch`` (a flag that takes no value: argparse ``store_true``) or ``bool``
+    (a value such as true/false)."""
+    env: str = ""
+    """Environment variable the server reads for the same setting (TGI's clap ``env``), when it has one."""
+    secret: bool = False
+    """The value is a credential: written in the args it sits in the pod spec and the stack in plain text."""
+
+
+@dataclass(frozen=True)
+class CacheDir:
+    """A directory the server writes at run time, and how it is chosen: the first environment variable set, else
+    ``default`` (``~`` is ``$HOME``)."""
+    what: str
+    envs: tuple[str, ...]
+    default: str
+    since: str = ""
+    below: dict = field(default_factory=dict)
+    """Environment variable -> the subdirectory under it that is used (``HF_HOME`` -> ``hub``)."""
+
+
+@dataclass(frozen=True)
+class ServerCli:
+    name: str
+    flags: tuple[Flag, ...]
+    defaults: dict = field(default_factory=dict)
+    """Fact -> the value the server uses when neither a flag nor an environment variable sets it."""
+    underscores: bool = False
+    """``--max_num_seqs`` is read as ``--max-num-seqs`` (vLLM's FlexibleArgumentParser)."""
+    image_env: dict = field(default_factory=dict)
+    """Environment variables the server's official image sets (they apply unless the workload sets its own)."""
+    official_images: tuple[str, ...] = ()
+    caches: tuple[CacheDir, ...] = ()
+    downloads: Optional[CacheDir] = None
+    """Where the server puts weights it downloads (a model id rather than a path)."""
+    ambiguous: tuple[str, ...] = ()
+    """Spellings two flags claim, so the server's reading of them is not defined (TGI's ``-p``)."""
+    config_files: tuple[str, ...] = ()
+    """Flags that read further settings from a file (vLLM's ``--config`` YAML, FlexibleArgumentParser): with one,
+    a setting the command line leaves out is not known to be the default."""
+    source: str = ""
+
+    def flag(self, name: str) -> Optional[Flag]:
+        key = name.replace("_", "-") if self.underscores else name
+        return next((f for f in self.flags if key in f.names), None)
+
+    def env_flag(self, env: str) -> Optional[Flag]:
+        return next((f for f in self.flags if f.env and f.env == env), None)
+
+
+# huggingface_hub constants.py: HF_HUB_CACHE, else the older HUGGINGFACE_HUB_CACHE, else $HF_HOME/hub
+# triton python/triton/runtime/cache.py: TRITON_CACHE_DIR, else Path.home()/.triton/cache (vLLM and SGLang both
+# compile Triton kernels at start)
+_TRITON = CacheDir("Triton kernel cache", ("TRITON_CACHE_DIR",), "~/.triton/cache")
+_HF = CacheDir("Hugging Face downloads", ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "HF_HOME"),
+               "~/.cache/huggingface/hub", below={"HF_HOME": "hub"})
+
+SERVER_CLIS: dict[str, ServerCli] = {c.name: c for c in (
+    ServerCli(
+        "vllm",
+        (Flag(HOST, ("--host",)), Flag(PORT, ("--port",), "int"), Flag(UDS, ("--uds",)),
+         Flag(DISABLE_LOG_STATS, ("--disable-log-stats",), "switch"),
+         Flag(TP, ("--tensor-parallel-size", "-tp"), "int"), Flag(PP, ("--pipeline-parallel-size", "-pp"), "int"),
+         Flag(DP, ("--data-parallel-size", "-dp"), "int"), Flag(DP_LOCAL, ("--data-parallel-size-local", "-dpl"),
+                                                                    "int"),
+         Flag(PCP, ("--prefill-context-parallel-size", "-pcp"), "int"),
+         Flag(MAX_BATCH, ("--max-num-seqs",), "int"), Flag(MEMORY_FRACTION, ("--gpu-memory-utilization",), "float"),
+         Flag(API_KEY, ("--api-key",), secret=True, env="VLLM_API_KEY"),
+         Flag(DOWNLOAD_DIR, ("--download-dir",))),
+        defaults={HOST: "0.0.0.0", PORT: 8000},
+        underscores=True,
+        config_files=("--config",),
+        official_images=("vllm/vllm-openai",),
+        caches=(CacheDir("compile and kernel caches (VLLM_CACHE_ROOT)", ("VLLM_CACHE_ROOT",), "$XDG_CACHE_HOME/vllm",
+                         since="0.6.0"),
+                CacheDir("usage statistics (VLLM_CONFIG_ROOT)", ("VLLM_CONFIG_ROOT",), "$XDG_CONFIG_HOME/vllm"),
+                _TRITON),
+        downloads=_HF,
+        source="vllm-project/vllm vllm/entrypoints/openai/cli_args.py, vllm/engine/arg_utils.py, vllm/envs.py"),
+    ServerCli(
+        "sglang",
+        (Flag(HOST, ("--host",)), Flag(PORT, ("--port",), "int"),
+         Flag(ENABLE_METRICS, ("--enable-metrics",), "switch"),
+         Flag(TP, ("--tp-size", "--tensor-parallel-size"), "int"),
+         Flag(PP, ("--pp-size", "--pipeline-parallel-size"), "int"),
+         Flag(DP, ("--dp-size", "--data-parallel-size"), "int"),
+         Flag(MAX_BATCH, ("--max-running-requests",), "int"),
+         Flag(MEMORY_FRACTION, ("--mem-fraction-static",), "float"),
+         Flag(API_KEY, ("--api-key",), secret=True),
+         Flag(DOWNLOAD_DIR, ("--download-dir",)),
+         Flag(HEALTH_TIMEOUT, (), "int", env="SGLANG_HEALTH_CHECK_TIMEOUT")),
+        defaults={HOST: "127.0.0.1", PORT: 30000, ENABLE_METRICS: False},
+        official_images=("lmsysorg/sglang",),
+        caches=(CacheDir("kernel and JIT caches (SGLANG_CACHE_DIR)", ("SGLANG_CACHE_DIR",), "~/.cache/sglang",
+                         since="0.5.15"),
+                _TRITON),
+        downloads=_HF,
+        source="sgl-project/sglang python/sglang/srt/server_args.py (srt/arg_groups/fields from 0.5.20), "
+               "srt/environ.py"),
+    ServerCli(
+        "tgi",
+        (Flag(HOST, ("--hostname",)), Flag(PORT, ("--port",), "int", env="PORT"),
+         Flag(PROMETHEUS_PORT, ("--prometheus-port",), "int", env="PROMETHEUS_PORT"),
+         Flag(NUM_SHARD, ("--num-shard",), "int", env="NUM_SHARD"),
+         Flag(MAX_BATCH, ("--max-batch-size",), "int", env="MAX_BATCH_SIZE"),
+         Flag(MAX_CONCURRENT, ("--max-concurrent-requests",), "int", env="MAX_CONCURRENT_REQUESTS"),
+         Flag(MEMORY_FRACTION, ("--cuda-memory-fraction",), "float", env="CUDA_MEMORY_FRACTION"),
+         Flag(API_KEY, ("--api-key",), secret=True, env="API_KEY"),
+         Flag(DOWNLOAD_DIR, ("--huggingface-hub-cache",), env="HUGGINGFACE_HUB_CACHE")),
+        # HOSTNAME is not read from the environment here: Kubernetes sets it to the pod's name, which is no
+        # address, and the router then binds 0.0.0.0 (router/src/server.rs: "Invalid hostname, defaulting to
+        # 0.0.0.0")
+        defaults={HOST: "0.0.0.0", PORT: 3000, PROMETHEUS_PORT: 9000, MAX_CONCURRENT: 128, MEMORY_FRACTION: 1.0},
+        image_env={"PORT": "80", "HF_HOME": "/data"},
+        official_images=("huggingface/text-generation-inference",),
+        downloads=CacheDir("Hugging Face downloads", ("HUGGINGFACE_HUB_CACHE", "HF_HOME"), "~/.cache/huggingface/hub",
+                           below={"HF_HOME": "hub"}),
+        ambiguous=("-p",),
+        source="huggingface/text-generation-inference launcher/src/main.rs, Dockerfile, router/src/server.rs"),
+    ServerCli(
+        "triton",
+        (Flag(HOST, ("--http-address",)), Flag(PORT, ("--http-port",), "int"),
+         Flag(GRPC_PORT, ("--grpc-port",), "int"), Flag(METRICS_PORT, ("--metrics-port",), "int"),
+         Flag(ALLOW_METRICS, ("--allow-metrics",), "bool"),
+         Flag(RESTRICTED, ("--http-restricted-api", "--grpc-restricted-protocol"), secret=True)),
+        defaults={HOST: "0.0.0.0", PORT: 8000, GRPC_PORT: 8001, METRICS_PORT: 8002, ALLOW_METRICS: True},
+        official_images=("nvidia/tritonserver",),
+        source="triton-inference-server/server src/command_line_parser.cc, src/http_server.cc"),
+)}
+
+LOOPBACK = ("127.0.0.1", "localhost", "::1", "[::1]")
+"""Addresses only the pod's own processes reach: the kubelet probes and the Service connect to the pod's IP."""
+
+
+def vllm_max_num_seqs(version: Optional[tuple[int, ...]], gpu_memory_gib: float, gpu_name: str) -> int:
+    """vLLM's default ``--max-num-seqs`` for the OpenAI server: 256 up to 0.7; 1024 on every GPU in 0.8.0 (the V1
+    engine); from 0.8.5 1024 on GPUs of at least 70 GiB (from 0.9.0 not A100s), else 256 (vllm==0.5.0
+    engine/arg_utils.py:50, 0.8.0 :1715, 0.8.5 :1596-1609, 0.9.0 :1495-1507, 0.33.0 :2972-3036). A version the tag
+    does not pin is read as the newest."""
+    big = gpu_memory_gib >= 70
+    if version is not None and version < (0, 8, 0):
+        return 256
+    if version is not None and version < (0, 8, 5):
+        return 1024
+    if version is not None and version < (0, 9, 0):
+        return 1024 if big else 256
+    return 1024 if big and "A100" not in gpu_name.upper() else 256
+
+
+def vllm_memory_fraction(version: Optional[tuple[int, ...]]) -> float:
+    """vLLM's default ``--gpu-memory-utilization``: 0.9 up to 0.19.1, 0.92 from 0.20.0 (vllm==0.19.1
+    config/cache.py:41, 0.20.0 :66); a version the tag does not pin is read as the newest."""
+    return 0.9 if version is not None and version < (0, 20, 0) else 0.92
+
+
+BATCH_METRICS: dict[str, str] = {"vllm_requests_running": "vllm", "sglang_requests_running": "sglang",
+                                 "tgi_batch_size": "tgi"}
+"""Catalog metrics that count a replica's running batch (vllm:num_requests_running, sglang:num_running_reqs,
+tgi_batch_current_size: catalogs/metrics.py), and the server whose batch limit caps them: the metric never reads
+above the limit, so a target the HPA must exceed by its tolerance has to sit below it."""

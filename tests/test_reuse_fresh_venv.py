@@ -49,7 +49,8 @@ def test_reuse_example_installs_and_plans_in_a_fresh_venv(consumer_venv, tmp_pat
     assert "nvidia.com/gpu" in deployment
     # the ranker states its weights: the consumer's plan sizes its startup budget and probes Triton's health path
     [ranker] = [r for r in json.loads((out / "plan.json").read_text())["startup"] if r["workload"] == "ranker"]
-    assert ranker["startupProbeBasis"] == "sized from model" and ranker["readiness"] == "HTTP /v2/health/ready"
+    assert ranker["startupProbeBasis"] == "sized from model"
+    assert ranker["readiness"] == "HTTP /v2/health/ready, 5s timeout"
     assert "/v2/health/ready" in (out / "manifests" / "deployment-ml-serving-ranker.yaml").read_text()
     for command in (["check", "--project", str(project)], ["check", "--manifests", str(out / "manifests")],
                     ["simulate", "--project", str(project), "--workload", "ranker", "--trace", "step"]):

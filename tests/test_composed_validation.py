@@ -54,3 +54,23 @@ def test_a_later_service_is_still_compared_with_the_earlier_ones():
         in msg
     msg = message(program(["a.example.com", "b.example.com", "c.example.com"], 4))
     assert "4 nodes cannot hold s0 (2), s1 (2), s2 (2)" in msg
+
+
+def test_a_composed_service_has_its_servers_command_line_checked():
+    """The server checks run on a composed InferenceService as on a stack file's workload, every mistake in one
+    run, named under the service's args."""
+    def build():
+        c = GpuCluster("c", {"cluster": KUBE})
+        p = GpuNodePool("p", {"cluster": c, "pool": {"name": "t4", "gpuModel": "T4", "gpusPerNode": 1,
+                                                      "maxNodes": 2}})
+        m = GpuMonitoring("m", {"cluster": c})
+        InferenceService("chat", {"workload": {
+            "name": "chat", "image": "lmsysorg/sglang:v0.5.4", "server": "sglang", "gpu": {"count": 1},
+            "ports": [{"name": "http", "containerPort": 30000, "protocol": "http", "metricsPath": "/metrics"}],
+            "command": ["python3", "-m", "sglang.launch_server"],
+            "args": ["--model-path=/models/m", "--api-key=sk-123"], "replicas": 1,
+        }, "node_pool": p, "monitoring": m, "namespace": "t"})
+    msg = message(build)
+    assert "InferenceService 'chat' args.workload.args: sglang listens on 127.0.0.1 (the default)" in msg
+    assert "SGLang serves no /metrics without --enable-metrics" in msg
+    assert "--api-key is given a credential in plain text" in msg and "sk-123" not in msg

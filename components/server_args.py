@@ -16,7 +16,7 @@ from typing import Any, Optional
 
 from gpuplatform.catalogs import server_cli as cli
 from gpuplatform.catalogs.kubernetes import SECRET_ENV_PATTERN, url_credential
-from gpuplatform.catalogs.metrics import image_version
+from gpuplatform.catalogs.system_components import image_repository
 from gpuplatform.components.config import Workload
 
 K8S_REF = re.compile(r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_]*)\)")
@@ -67,9 +67,8 @@ class ServerFacts:
             return None
         if self.server == "tgi":
             return self.get(cli.NUM_SHARD)
-        n = (self.get(cli.TP, 1) or 1) * (self.get(cli.PP, 1) or 1) * (self.get(cli.PCP, 1) or 1)
-        dp = self.get(cli.DP_LOCAL) or self.get(cli.DP, 1) or 1
-        return n * dp
+        return (self.get(cli.TP, 1) or 1) * (self.get(cli.PP, 1) or 1) * (self.get(cli.PCP, 1) or 1) * \
+            self.data_parallel
 
     @property
     def data_parallel(self) -> int:
@@ -123,7 +122,7 @@ def _expand(text: str, env: dict) -> tuple[str, bool]:
     return K8S_REF.sub(sub, text), unknown
 
 
-def _written_out(raw: str, w: Workload, env: dict, shell: bool) -> bool:
+def _written_out(raw: str, env: dict, shell: bool) -> bool:
     """Whether the credential in ``raw`` is written in the pod spec: it is, unless it comes from a variable that is
     not in the plain ``env`` (a ``secretEnv`` one, or one the image sets): ``$(NAME)`` (Kubernetes) or, inside a
     shell script, ``$NAME``/``${NAME}``."""
@@ -211,7 +210,7 @@ def parse(w: Workload) -> Optional[ServerFacts]:
                 if not eq:
                     i += 1
                 secret_name = SECRET_NAME.search(name.lstrip("-").replace("-", "_").upper())
-                if secret_name and _written_out(raw, w, env, shell):
+                if secret_name and _written_out(raw, env, shell):
                     facts.secrets.append((key, name))
                 else:
                     _check_url(facts, key, raw)
@@ -237,7 +236,7 @@ def parse(w: Workload) -> Optional[ServerFacts]:
                                                     f"{key} {name}={apis}:...", key)
             else:
                 facts.settings[flag.fact] = Setting("(a Secret)", f"{key} {name}", key)
-            if _written_out(raw, w, env, shell):
+            if _written_out(raw, env, shell):
                 facts.secrets.append((key, name))
             continue
         text, unknown = _expand(raw, env)
@@ -261,15 +260,8 @@ def _check_url(facts: "ServerFacts", key: str, text: str) -> None:
 def image_repository_matches(image: str, repository: str) -> bool:
     """Whether ``image`` is ``repository`` under any registry (``ghcr.io/huggingface/text-generation-inference:3``,
     ``nvcr.io/nvidia/tritonserver:24.08-py3``)."""
-    from gpuplatform.catalogs.system_components import image_repository
-
     repo = image_repository(image)
     return repo == repository or repo.endswith("/" + repository)
-
-
-def server_version(w: Workload) -> Optional[tuple[int, ...]]:
-    """The server release the image tag pins (None: a digest or a tag that is no version)."""
-    return image_version(w.image)
 
 
 DEFAULT_HOME = "/tmp"

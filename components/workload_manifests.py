@@ -7,21 +7,20 @@ import copy
 from dataclasses import dataclass, field
 from typing import Optional
 
-from gpuplatform.catalogs import timeouts
+from gpuplatform.catalogs import server_cli, timeouts
 from gpuplatform.catalogs.kubernetes import (ACK_INTRANET_LB, HPA_DEFAULT_DOWNSCALE_STABILIZATION_SECONDS,
                                              HPA_DEFAULT_SCALE_UP, KEDA_API, PROMETHEUS_OPERATOR_API,
                                              ROOT_OPT_OUT_ANNOTATION, served_by)
 from gpuplatform.catalogs.metrics import METRICS
 from gpuplatform.catalogs.servers import SERVER_PROFILES
 from gpuplatform.catalogs.versions import MONITOR_LABELS, in_cluster_prometheus_url
+from gpuplatform.components import server_args
 from gpuplatform.components.adapter_rules import render_metrics_query
 from gpuplatform.components.config import Behavior, ScalingRules, Workload, duration_seconds
 from gpuplatform.components.metric_sources import source_for
 from gpuplatform.components.model_startup import (STARTUP_PROBE_PERIOD_SECONDS, image_pull_budget_seconds,
                                                   startup_seconds)
 from gpuplatform.components.pools import PoolFacts
-from gpuplatform.components import server_args
-from gpuplatform.catalogs import server_cli
 
 PART_OF = "gpu-platform"
 TMP_SIZE_LIMIT_GIB = 1

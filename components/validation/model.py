@@ -3,8 +3,9 @@ stays within the limit, and weights that fit the GPU memory of one replica."""
 import math
 from typing import Optional
 
-from gpuplatform.catalogs.timeouts import STARTUP_BUDGET_MAX_SECONDS, STARTUP_SAFETY_FACTOR
 from gpuplatform.catalogs import server_cli
+from gpuplatform.catalogs.metrics import image_version
+from gpuplatform.catalogs.timeouts import STARTUP_BUDGET_MAX_SECONDS, STARTUP_SAFETY_FACTOR
 from gpuplatform.components import server_args
 from gpuplatform.components.config import PlatformConfig, Workload
 from gpuplatform.components.errors import fmt, one_of
@@ -73,19 +74,18 @@ def check_model(cfg: PlatformConfig, p: str, w: Workload, f: Optional[PoolFacts]
                 "memory fraction)")
 
 
-def memory_fraction(w: Workload) -> tuple[float, str]:
+def memory_fraction(w: Workload, facts: Optional[server_args.ServerFacts]) -> tuple[float, str]:
     """(share of each device's memory the server takes, what sets it): ``--gpu-memory-utilization`` (vLLM, by
     default 0.9 or 0.92 by release), ``--cuda-memory-fraction`` (TGI, 1.0), ``--mem-fraction-static`` (SGLang,
-    only when given: its default is derived at start from the device); 1.0 otherwise."""
-    facts = server_args.parse(w)
+    only when given: its default is derived at start from the device); 1.0 otherwise. ``facts``: the workload's
+    server as components/server_args.py reads it."""
     if facts is None:
         return 1.0, ""
     s = facts.setting(server_cli.MEMORY_FRACTION)
     if s is not None and isinstance(s.value, float):
         return (s.value, s.where) if s.path or s.value != 1.0 else (1.0, "")
     if facts.server == "vllm" and not facts.config_file:
-        version = server_args.server_version(w)
-        return server_cli.vllm_memory_fraction(version), "vLLM's default --gpu-memory-utilization"
+        return server_cli.vllm_memory_fraction(image_version(w.image)), "vLLM's default --gpu-memory-utilization"
     return 1.0, ""
 
 
@@ -96,11 +96,9 @@ def weights_room(w: Workload, f: PoolFacts) -> tuple[float, str]:
     per, what = f.device_gpu_memory(w.gpu)
     devices = f.devices_per_process(w.gpu)
     facts = server_args.parse(w)
-    if devices > 1 and facts is not None and facts.server != "triton":
-        shards = facts.model_shards
-        if shards is not None:
-            devices = min(devices, shards)
-    fraction, source = memory_fraction(w)
+    if devices > 1 and facts is not None and facts.model_shards is not None:
+        devices = min(devices, facts.model_shards)
+    fraction, source = memory_fraction(w, facts)
     room = per * devices * fraction
     text = f"{devices} x {what}" if devices > 1 else what
     shown = math.floor(room * 10) / 10

@@ -8,11 +8,11 @@ from typing import Optional
 
 from gpuplatform.catalogs import server_cli as cli
 from gpuplatform.catalogs.kubernetes import HPA_TOLERANCE
-from gpuplatform.catalogs.metrics import METRICS, parse_version
+from gpuplatform.catalogs.metrics import METRICS, image_version, parse_version
 from gpuplatform.components.config import PlatformConfig, Workload
 from gpuplatform.components.errors import fmt, one_of
 from gpuplatform.components.pools import PoolFacts
-from gpuplatform.components.server_args import ServerFacts, effective_env, parse, resolve_dir, server_version
+from gpuplatform.components.server_args import ServerFacts, effective_env, parse, resolve_dir
 from gpuplatform.components.validation.common import _Issues
 from gpuplatform.components.workload_manifests import TMP_SIZE_LIMIT_GIB
 
@@ -105,12 +105,13 @@ def _check_listening(p: str, w: Workload, facts: ServerFacts, out: _Issues) -> N
         return  # the port comes from a variable (or the image of another build): not known here
     listening = _listening(facts)
     described = ", ".join(f"{n} ({what}, {s.where})" for n, (_, what, s) in sorted(listening.items()))
+    declared = {q.container_port for q in w.ports}
     reported = False
     for j, port in enumerate(w.ports):
         role = listening.get(port.container_port)
         if role is None:
             hint = ""
-            if port.protocol == "http" and main.value not in {q.container_port for q in w.ports}:
+            if port.protocol == "http" and main.value not in declared:
                 hint = f", or '{_flag(server, cli.PORT)} {port.container_port}' in args"
             out.add(f"{p}.ports[{j}].containerPort", f"{port.container_port}: {server} listens on no such port; it "
                     f"listens on {described}; allowed: {one_of(str(n) for n in sorted(listening))}{hint}")
@@ -120,24 +121,24 @@ def _check_listening(p: str, w: Workload, facts: ServerFacts, out: _Issues) -> N
         if port.protocol != protocol:
             out.add(f"{p}.ports[{j}].protocol", f"{fmt(port.protocol)}: {server} serves {what} on "
                     f"{port.container_port} ({setting.where}); allowed: {fmt(protocol)}")
-    if not reported and main.value not in {q.container_port for q in w.ports}:
+    if not reported and main.value not in declared:
         out.add(f"{p}.ports", f"{server} serves its API on {main.value} ({main.where}), which no port declares, so "
                 f"the Service and the probes cannot reach it; allowed: a port with containerPort {main.value}")
 
 
 # ---------------------------------------------------------------------------------------------- metrics
-def _app_targets(w: Workload) -> list[tuple[int, str]]:
+def _app_targets(w: Workload) -> list[str]:
+    """The inference-server metrics the workload scales on."""
     if w.fixed:
         return []
-    return [(k, t.metric) for k, t in enumerate(w.autoscaling.metrics)
-            if (m := METRICS.get(t.metric)) is not None and m.category == "app"]
+    return [t.metric for t in w.autoscaling.metrics if (m := METRICS.get(t.metric)) is not None and m.category == "app"]
 
 
 def _check_metrics(p: str, w: Workload, facts: ServerFacts, out: _Issues) -> None:
     server = facts.server
     targets = _app_targets(w)
     scraped = [(j, port) for j, port in enumerate(w.ports) if port.scrape_path is not None]
-    named = ", ".join(fmt(name) for _, name in targets)
+    named = ", ".join(fmt(name) for name in targets)
     if server == "sglang" and facts.get(cli.ENABLE_METRICS) is False and (targets or scraped):
         what = f"{named} would have no series and the PodMonitor's scrape would fail" if targets else \
             "the PodMonitor's scrape would fail"
@@ -170,7 +171,7 @@ def _check_metrics(p: str, w: Workload, facts: ServerFacts, out: _Issues) -> Non
             out.add(f"{p}.ports[{j}].metricsPath", f"{fmt(port.scrape_path)}: {server} serves its metrics at "
                     f"{SERVER_METRICS_PATH}; allowed: {SERVER_METRICS_PATH}")
     key = facts.setting(cli.API_KEY)
-    version = server_version(w)
+    version = image_version(w.image)
     if (server == "sglang" and key is not None and scraped and version is not None
             and version < parse_version(SGLANG_METRICS_WITHOUT_KEY)):
         out.add(_at(p, key), f"{key.where}: SGLang before {SGLANG_METRICS_WITHOUT_KEY} guards /metrics with the API "
@@ -241,7 +242,7 @@ def batch_limit(w: Workload, facts: ServerFacts, f: Optional[PoolFacts]) -> Opti
         limit, where = s.value, s.where
     elif server == "vllm" and f is not None and not facts.config_file:
         gib, what = f.device_gpu_memory(w.gpu)
-        limit = cli.vllm_max_num_seqs(server_version(w), gib, f.model.name)
+        limit = cli.vllm_max_num_seqs(image_version(w.image), gib, f.model.name)
         where = f"vLLM's default --max-num-seqs on {what}"
     else:
         return None
@@ -287,7 +288,7 @@ def _check_writable(p: str, w: Workload, facts: ServerFacts, out: _Issues) -> No
     spec = cli.SERVER_CLIS[facts.server]
     image_env = dict(spec.image_env) if facts.official_image else {}
     env = effective_env(w)
-    version = server_version(w)
+    version = image_version(w.image)
     unwritable: dict[str, list[str]] = {}
     for cache in spec.caches:
         if cache.since and version is not None and version < parse_version(cache.since):

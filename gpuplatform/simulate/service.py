@@ -17,7 +17,6 @@ from __future__ import annotations
 import bisect
 import functools
 import math
-import re
 from dataclasses import dataclass
 
 from gpuplatform.catalogs.metrics import LATENCY_OBSERVES, METRICS, histogram_p90
@@ -81,16 +80,12 @@ bucket_p90 = histogram_p90
 
 
 def replica_memory_mib(cfg: PlatformConfig, w: Workload) -> float:
+    """GPU memory of one replica: its devices (the cGPU share, MIG instances, whole GPUs; a card without a sourced
+    nvidia-smi total at its datasheet size) as PoolFacts.device_gpu_memory counts one."""
     facts = all_pool_facts(cfg)[w.node_pool]
-    if facts.mode == "cgpu":
-        return float((w.gpu.memory_gib or 0) * 1024)
-    if facts.mode == "mig":
-        # the replica's own device: its MIG profile (a layout pool's ``migProfile``), or a whole GPU
-        profile = w.gpu.mig_profile if facts.mig_layout else facts.mig_profile
-        gb = re.search(r"\.(\d+)gb", profile or "")
-        return float(int(gb.group(1)) * 1024 * (w.gpu.count or 1)) if gb else float(facts.model.simulated_mib())
-    # a model without a sourced nvidia-smi total: its datasheet size stands in (GpuModel.simulated_mib)
-    return float(facts.model.simulated_mib() * (w.gpu.count or 1))
+    per_gib, _ = facts.device_gpu_memory(w.gpu)
+    devices = 1 if facts.mode == "cgpu" else (w.gpu.count or 1)
+    return per_gib * 1024 * devices
 
 
 def full_scale(cfg: PlatformConfig, w: Workload, name: str) -> float:

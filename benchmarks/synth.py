@@ -56,10 +56,11 @@ def replicas_per_node(raw: dict) -> int:
     w = one.workloads[0]
     f = all_pool_facts(one)[w.node_pool]
     fits = [f.replicas_per_node(w.gpu)]
-    if f.vcpus:
-        fits.append(int(f.vcpus // _amount(w.resources.cpu)))
-    if f.memory_gib:
-        fits.append(int(f.memory_gib * 2 ** 30 // _amount(w.resources.memory)))
+    # what a node offers pods once ACK's reservations are taken, as the capacity rule counts it
+    if f.allocatable_cpu:
+        fits.append(int(f.allocatable_cpu // _amount(w.resources.cpu)))
+    if f.allocatable_memory_bytes:
+        fits.append(int(f.allocatable_memory_bytes // _amount(w.resources.memory)))
     return max(min(fits), 1)
 
 

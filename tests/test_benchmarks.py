@@ -35,6 +35,16 @@ def test_synth_benchmark_plans_a_generated_config_the_validation_accepts():
     assert {v["result"] for v in verdicts} == {"not measured"}
 
 
+def test_synth_benchmark_sizes_its_pool_as_the_capacity_rule_counts_nodes():
+    """The generated pool has just enough nodes for every size: a node's replicas are counted on what it offers
+    pods (ACK's reservations taken), or the target size would be refused where a small one is not."""
+    from gpuplatform.components.validation import load
+
+    synth = _synth_module()
+    for n in range(1, 21):
+        load(synth.generated_config(n))
+
+
 def test_check_manifests_benchmark_runs_the_check_end_to_end():
     figures, verdicts = run_benchmark("check_manifests.py", "--runs", "1")
     assert figures[0]["runs"] == 1 and figures[0]["median_s"] > 0

@@ -173,7 +173,7 @@ def cmd_policy_pack(args) -> int:
     from gpuplatform.policy_pack import PackInitError, main as init_main
 
     try:
-        return init_main(args.dir, args.force)
+        return init_main(args.dir, args.force, args.source, args.index_url)
     except PackInitError as exc:
         sys.stderr.write(f"error: {exc}\n")
         return EXIT_CONFIG
@@ -228,9 +228,15 @@ def parser() -> argparse.ArgumentParser:
     pack = sub.add_parser("policy-pack", help="the policy pack for your own project's Pulumi CLI")
     pack_sub = pack.add_subparsers(dest="pack_command", required=True)
     init = pack_sub.add_parser("init", help="write a ready pack folder (PulumiPolicy.yaml, requirements pinned to "
-                               "this release, strict.json) to DIR")
+                               "where this release comes from, strict.json) to DIR")
     init.add_argument("dir", metavar="DIR")
     init.add_argument("--force", action="store_true", help="overwrite files DIR already has with other content")
+    origin = init.add_mutually_exclusive_group()
+    origin.add_argument("--source", metavar="FILE|URL", help="where CI installs gpu-platform from: a wheel or sdist "
+                        "(copied into DIR), https://...#sha256=HASH, or git+https://...@COMMIT (default: where this "
+                        "environment installed it from)")
+    origin.add_argument("--index-url", metavar="URL", help="the package index your organisation publishes "
+                        "gpu-platform to; every requirement of the pack then comes from it")
     init.set_defaults(func=cmd_policy_pack)
     verify = sub.add_parser("verify", help="check a live cluster against what the stack declares")
     _add_source(verify)

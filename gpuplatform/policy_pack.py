@@ -86,10 +86,10 @@ class PackageSource:
     sha256: Optional[str] = None
 
 
-SOURCE_OPTIONS = ("name the source CI installs it from: --source FILE (a gpu-platform wheel or sdist, e.g. built with "
-              "`pip wheel --no-deps -w dist <checkout>`; it is copied into the pack folder), --source URL#sha256=HASH "
-              "(an archive on your server), --source git+https://HOST/ORG/gpu-platform.git@COMMIT, or --index-url URL "
-              "(the package index your organisation publishes gpu-platform to)")
+SOURCE_OPTIONS = ("name the source CI installs it from: --source FILE (a gpu-platform wheel or sdist, e.g. built "
+                  "with `pip wheel --no-deps -w dist <checkout>`; it is copied into the pack folder), --source "
+                  "URL#sha256=HASH (an archive on your server), --source git+https://HOST/ORG/gpu-platform.git@COMMIT, "
+                  "or --index-url URL (the package index your organisation publishes gpu-platform to)")
 
 
 def installed_version(dist: str = DISTRIBUTION) -> str:

@@ -576,6 +576,34 @@ def _location(path: str, line: Optional[int]) -> dict:
     return {"physicalLocation": physical}
 
 
+CONFIG_RULE_ID = "stack-config-invalid"
+CONFIG_RULE_DESCRIPTION = ("The stack configuration must pass gpu-platform's validation (the message names the config "
+                           "path, the bad value and what is allowed); until it does nothing is synthesized, so no "
+                           "policy has run.")
+_CONFIG_PATH_PART = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
+
+
+def config_violations(issues: Iterable[Any], stack_file: str | Path, namespace: str) -> list[Violation]:
+    """Config errors (``ConfigIssue``: ``path`` inside the config ``namespace``, ``message``) as mandatory results at
+    the stack file, each at the line of its config path (``config: <namespace>:<key>: ...``) as far as the file has
+    it, so a report uploaded after a failed check points at the setting to fix."""
+    try:
+        root = yaml.compose(Path(stack_file).read_text(), Loader=YAML_LOADER)
+    except (OSError, yaml.YAMLError):
+        root = None
+    out = []
+    for issue in issues:
+        parts: list[Any] = [int(i) if i else name for name, i in _CONFIG_PATH_PART.findall(str(issue.path))]
+        line = None
+        if root is not None and parts and isinstance(parts[0], str) and not parts[0].startswith("("):
+            line = line_of(root, ["config", f"{namespace}:{parts[0]}", *parts[1:]])
+        # "(file)", "(program)": the whole file or program, no config path to name
+        message = issue.message if str(issue.path).startswith("(") else str(issue)
+        out.append(Violation(CONFIG_RULE_ID, EnforcementLevel.MANDATORY.value, "", "", message, file=str(stack_file),
+                             line=line))
+    return out
+
+
 def format_sarif(violations: Sequence[Violation], locations: Optional[Mapping[str, tuple[str, int]]] = None,
                  default_location: Optional[tuple[str, Optional[int]]] = None,
                  errors: Sequence[InputError] = (), policies: Optional[Sequence[PolicyDef]] = None) -> str:
@@ -596,7 +624,7 @@ def format_sarif(violations: Sequence[Violation], locations: Optional[Mapping[st
                       "help": {"text": p.remediation or p.description},
                       "defaultConfiguration": {"level": _SARIF_LEVEL.get(p.level.value, "note")},
                       "properties": props})
-    if any(v.policy_id not in index for v in violations):
+    if any(v.policy_id not in index and v.policy_id != CONFIG_RULE_ID for v in violations):
         from gpuplatform import apiserver
 
         index[apiserver.RULE_ID] = len(rules)
@@ -605,6 +633,12 @@ def format_sarif(violations: Sequence[Violation], locations: Optional[Mapping[st
                       "fullDescription": {"text": apiserver.RULE_DESCRIPTION},
                       "help": {"text": apiserver.RULE_DESCRIPTION},
                       "defaultConfiguration": {"level": "error"}, "properties": {"tags": ["kubernetes"]}})
+    if any(v.policy_id == CONFIG_RULE_ID for v in violations):
+        index[CONFIG_RULE_ID] = len(rules)
+        rules.append({"id": CONFIG_RULE_ID, "name": CONFIG_RULE_ID,
+                      "shortDescription": {"text": "The stack configuration must be valid"},
+                      "fullDescription": {"text": CONFIG_RULE_DESCRIPTION}, "help": {"text": CONFIG_RULE_DESCRIPTION},
+                      "defaultConfiguration": {"level": "error"}, "properties": {"tags": ["configuration"]}})
     results = []
     for v in violations:
         result: dict[str, Any] = {"ruleId": v.policy_id, "level": _SARIF_LEVEL.get(v.level, "note"),
@@ -616,8 +650,9 @@ def format_sarif(violations: Sequence[Violation], locations: Optional[Mapping[st
         if where:
             result["locations"] = [_location(where[0], where[1])]
         results.append(result)
-    notifications = [{"level": "error", "message": {"text": e.message}, "locations": [_location(e.path, e.line)]}
-                     for e in errors]
+    # a problem with the command line has no file to point at
+    notifications = [{"level": "error", "message": {"text": e.message},
+                      **({"locations": [_location(e.path, e.line)]} if e.path else {})} for e in errors]
     run = {"tool": {"driver": {"name": "gpuplatform", "informationUri": "https://www.pulumi.com/docs/iac/"
                                                                        "using-pulumi/crossguard/",
                                "rules": rules}},

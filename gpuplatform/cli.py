@@ -92,6 +92,65 @@ def cmd_schema(args) -> int:
 
 
 def cmd_check(args) -> int:
+    """``check``, with its report written to ``--output`` whatever the exit code: a CI step that uploads it ``if:
+    always()`` finds a complete file also when the check fails for a config error (a result at the stack file), a
+    bad flag or unreadable input (tool notifications)."""
+    try:
+        return _check(args)
+    except Exception as exc:
+        if args.output:
+            _write_failed_report(args, exc)
+        raise
+
+
+def _write_failed_report(args, exc: Exception) -> None:
+    from gpuplatform import check
+
+    violations, notes = [], []
+    errors = sys.modules.get("gpuplatform.components.errors")
+    if errors is not None and isinstance(exc, errors.ConfigError):
+        from gpuplatform.components.config import PROJECT
+
+        where = str(Path(args.project) / "__main__.py") if args.project else str(stack_file(args)[0])
+        violations = check.config_violations([i for i in exc.issues if not i.of_command_line], where, PROJECT)
+        notes = [check.InputError("", None, str(i)) for i in exc.issues if i.of_command_line]
+        if violations:
+            notes.append(check.InputError(where, None, f"no policy ran: the configuration has {len(violations)} "
+                                                       f"problem(s), reported as {check.CONFIG_RULE_ID} results"))
+    elif isinstance(exc, UsageError):
+        notes = [check.InputError("", None, exc.render())]
+    else:
+        notes = [check.InputError("", None, f"internal error: {type(exc).__name__}: {exc}")]
+    try:
+        _write_report(args, violations, notes)
+    except UsageError:
+        pass  # the error being raised is the one to report
+
+
+def _write_report(args, violations, errors, locations=None, default_location=None, checked=None) -> None:
+    """The report in ``--format``, to ``--output`` or stdout; ``checked`` is None when the policies did not run."""
+    from gpuplatform import check
+
+    if args.format == "json":
+        text = check.format_json(violations)
+    elif args.format == "sarif":
+        text = check.format_sarif(violations, locations, default_location, errors)
+    elif checked is None:
+        # not "No policy violations.": none ran; the file says why, as stderr does
+        text = "\n".join(([check.format_table(violations)] if violations else [])
+                         + [f"error: {e.render() if e.path else e.message}" for e in errors])
+    else:
+        text = check.format_table(violations, checked)
+    if not args.output:
+        sys.stdout.write(text + "\n")
+        return
+    try:
+        Path(args.output).write_text(text + "\n")
+    except OSError as exc:
+        raise UsageError("--output", f"{args.output!r}: {exc.strerror or exc}") from None
+
+
+def _check(args) -> int:
     from gpuplatform import check
 
     # the same format as `pulumi preview --policy-pack-config`; the environment and exposure settings of a stack
@@ -108,9 +167,11 @@ def cmd_check(args) -> int:
         read = check.read_manifests(args.manifests)
         resources, errors, locations = read.resources, read.errors, read.locations
         if not resources and not errors:
-            sys.stderr.write(f"nothing to check: no Kubernetes objects (documents with apiVersion and kind) in "
-                             f"{', '.join(args.manifests)}" + ("" if read.files else " (no .yaml, .yml or .json "
-                                                                                    "files)") + "\n")
+            nothing = (f"nothing to check: no Kubernetes objects (documents with apiVersion and kind) in "
+                       f"{', '.join(args.manifests)}" + ("" if read.files else " (no .yaml, .yml or .json files)"))
+            if args.output:
+                _write_report(args, [], [check.InputError("", None, nothing)])
+            sys.stderr.write(nothing + "\n")
             return EXIT_CONFIG
     elif args.project:
         from gpuplatform.project_plan import synthesize_project
@@ -137,16 +198,7 @@ def cmd_check(args) -> int:
     files = len(read.files) if args.manifests else 1
     api_server = bool(args.manifests) and check.api_server_level(policy_config) != "disabled"
     checked = check.Checked(check.active_policies(policy_config) + api_server, len(resources), files)
-    if args.format == "json":
-        text = check.format_json(violations)
-    elif args.format == "sarif":
-        text = check.format_sarif(violations, locations, default_location, errors)
-    else:
-        text = check.format_table(violations, checked)
-    if args.output:
-        Path(args.output).write_text(text + "\n")
-    else:
-        sys.stdout.write(text + "\n")
+    _write_report(args, violations, errors, locations, default_location, checked)
     for e in errors:
         sys.stderr.write(f"error: {e.render()}\n")
     if errors:
@@ -173,7 +225,7 @@ def cmd_policy_pack(args) -> int:
     from gpuplatform.policy_pack import PackInitError, main as init_main
 
     try:
-        return init_main(args.dir, args.force)
+        return init_main(args.dir, args.force, args.source, args.index_url)
     except PackInitError as exc:
         sys.stderr.write(f"error: {exc}\n")
         return EXIT_CONFIG
@@ -228,9 +280,15 @@ def parser() -> argparse.ArgumentParser:
     pack = sub.add_parser("policy-pack", help="the policy pack for your own project's Pulumi CLI")
     pack_sub = pack.add_subparsers(dest="pack_command", required=True)
     init = pack_sub.add_parser("init", help="write a ready pack folder (PulumiPolicy.yaml, requirements pinned to "
-                               "this release, strict.json) to DIR")
+                               "where this release comes from, strict.json) to DIR")
     init.add_argument("dir", metavar="DIR")
     init.add_argument("--force", action="store_true", help="overwrite files DIR already has with other content")
+    origin = init.add_mutually_exclusive_group()
+    origin.add_argument("--source", metavar="FILE|URL", help="where CI installs gpu-platform from: a wheel or sdist "
+                        "(copied into DIR), https://...#sha256=HASH, or git+https://...@COMMIT (default: where this "
+                        "environment installed it from)")
+    origin.add_argument("--index-url", metavar="URL", help="the package index your organisation publishes "
+                        "gpu-platform to; every requirement of the pack then comes from it")
     init.set_defaults(func=cmd_policy_pack)
     verify = sub.add_parser("verify", help="check a live cluster against what the stack declares")
     _add_source(verify)

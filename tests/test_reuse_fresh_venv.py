@@ -6,9 +6,8 @@ import subprocess
 import venv
 
 import pytest
-import yaml
 
-from support import REPO, clean_env, served_pack, wheelhouse
+from support import REPO, clean_env, wheelhouse
 
 EXAMPLE = REPO / "examples" / "reuse"
 
@@ -66,57 +65,16 @@ def test_the_wheel_installs_one_namespace(consumer_venv):
         "components", "catalogs", "policies"}
 
 
-def test_a_consumer_gets_the_pack_of_the_installed_release_and_serves_it(consumer_venv, tmp_path):
-    """`gpuplatform policy-pack init` in the consumer's venv writes a folder the CLI can run: its requirements
-    resolve to what is installed, and the pack it serves is this release's, with a real defect reported."""
-    from google.protobuf import empty_pb2, struct_pb2
-    from pulumi.runtime.proto import analyzer_pb2
-
-    from gpuplatform.policies.pack import POLICY_DEFS
-    from gpuplatform.policies.registry import strict_config
-
+def test_policy_pack_init_refuses_to_pin_a_checkout(consumer_venv, tmp_path):
+    """pip recorded the checkout as a local directory (PEP 610 ``dir_info``): a pack pinned to it would install on
+    this machine only, and the bare name would resolve to whoever registers it on a public index; init says what to
+    name instead (tests/test_policy_pack_source.py installs a pack written with --source in a fresh CI venv)."""
     env = clean_env(consumer_venv)
-    pack = tmp_path / "ci" / "policy-pack"
-    _run([consumer_venv / "bin" / "gpuplatform", "policy-pack", "init", str(pack)], cwd=tmp_path, env=env)
-    version = _run([consumer_venv / "bin" / "python", "-c",
-                    "from importlib.metadata import version; print(version('gpu-platform'))"],
-                   cwd=tmp_path, env=env).stdout.strip()
-    project = yaml.safe_load((pack / "PulumiPolicy.yaml").read_text())
-    assert project["version"] == version and project["runtime"] == {"name": "python",
-                                                                    "options": {"virtualenv": "venv"}}
-    requirements = (pack / "requirements.txt").read_text().splitlines()
-    assert f"gpu-platform=={version}" in requirements
-    assert json.loads((pack / "strict.json").read_text()) == strict_config()
-    # every pin is already satisfied by the installed release: pip changes nothing
-    pip = _run([consumer_venv / "bin" / "python", "-m", "pip", "install", "--no-index", "--disable-pip-version-check",
-                "--find-links", str(wheelhouse()), "-r", "requirements.txt"], cwd=pack, env=env)
-    assert "Successfully installed" not in pip.stdout, pip.stdout
-    (pack / "venv").symlink_to(consumer_venv, target_is_directory=True)
-    with served_pack(pack / "venv" / "bin" / "python", pack, env) as stub:
-        info = stub.GetAnalyzerInfo(empty_pb2.Empty())
-        # the served version is a placeholder: the CLI takes the pack's version from PulumiPolicy.yaml (pulumi-policy
-        # policy.py, GetAnalyzerInfo)
-        assert info.name == "gpu-platform"
-        assert [p.name for p in info.policies] == [p.id for p in POLICY_DEFS]
-        props = struct_pb2.Struct()
-        props.update({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "debug"}, "spec": {"containers": [
-            {"name": "c", "image": "busybox:1.36", "securityContext": {"privileged": True}}]}})
-        found = stub.Analyze(analyzer_pb2.AnalyzeRequest(
-            type="kubernetes:core/v1:Pod", properties=props, urn="urn:pulumi:ci::team::kubernetes:core/v1:Pod::debug",
-            name="debug")).diagnostics
-        assert [d.policyName for d in found if d.enforcementLevel == analyzer_pb2.EnforcementLevel.Value(
-            "MANDATORY")] == ["pod-no-privileged"]
-
-
-def test_policy_pack_init_keeps_a_users_edits_unless_forced(consumer_venv, tmp_path):
-    env = clean_env(consumer_venv)
-    cli = consumer_venv / "bin" / "gpuplatform"
-    pack = tmp_path / "pack"
-    _run([cli, "policy-pack", "init", str(pack)], cwd=tmp_path, env=env)
-    (pack / "strict.json").write_text("{}\n")
-    proc = subprocess.run([cli, "policy-pack", "init", str(pack)], cwd=tmp_path, env=env, capture_output=True,
-                          text=True, timeout=120)
-    assert proc.returncode == 2 and "strict.json" in proc.stderr and "--force" in proc.stderr
-    assert "Traceback" not in proc.stderr and (pack / "strict.json").read_text() == "{}\n"
-    _run([cli, "policy-pack", "init", "--force", str(pack)], cwd=tmp_path, env=env)
-    assert json.loads((pack / "strict.json").read_text()) != {}
+    direct_url = _run([consumer_venv / "bin" / "python", "-c", "from importlib.metadata import distribution; "
+                       "print(distribution('gpu-platform').read_text('direct_url.json'))"], cwd=tmp_path, env=env)
+    assert "dir_info" in json.loads(direct_url.stdout)
+    proc = subprocess.run([consumer_venv / "bin" / "gpuplatform", "policy-pack", "init", str(tmp_path / "pack")],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "is installed from the directory" in proc.stderr
+    assert "--source" in proc.stderr and "--index-url" in proc.stderr and "Traceback" not in proc.stderr
+    assert not (tmp_path / "pack").exists()

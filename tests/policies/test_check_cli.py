@@ -115,6 +115,103 @@ def test_the_workflow_uploads_the_sarif():
         "security-events" in (job.get("permissions") or {}) for job in wf["jobs"].values())
 
 
+def _bad_stack(tmp_path) -> tuple[Path, int]:
+    """The dev stack with a sharing mode that does not exist, and the line of the key that holds it."""
+    text = (REPO / "stacks" / "Pulumi.dev.yaml").read_text()
+    assert text.count("        mode: cgpu\n") == 1
+    path = tmp_path / "Pulumi.broken.yaml"
+    path.write_text(text.replace("        mode: cgpu\n", "        mode: vgpu\n"))
+    lines = path.read_text().splitlines()
+    return path, lines.index("      sharing:") + 1
+
+
+def _no_objects(tmp_path):
+    (tmp_path / "values.yaml").write_text("replicaCount: 2\n")
+    return ["--manifests", str(tmp_path / "values.yaml")]
+
+
+# why a check stops with exit 2 before (or without) judging everything: the command line, and what both stderr and
+# the report must say
+FAILURES = {
+    "config error in the stack": (lambda tmp_path: ["--config", str(_bad_stack(tmp_path)[0])],
+                                  "gpu-platform:nodePools[0].sharing: "),
+    "missing stack file": (lambda tmp_path: ["--config", str(tmp_path / "Pulumi.gone.yaml")],
+                           "Pulumi.gone.yaml' does not exist"),
+    "broken policy config": (lambda tmp_path: ["--manifests", str(CORPUS / "01_device_plugin_static.yaml"),
+                                               "--policy-config", str(tmp_path / "cfg.json")],
+                             "--policy-config: "),
+    "not a project": (lambda tmp_path: ["--project", str(tmp_path)], "has no Pulumi.yaml"),
+    "nothing to check": (_no_objects, "nothing to check: no Kubernetes objects"),
+    "unreadable manifests": (lambda tmp_path: ["--manifests", str(tmp_path / "missing.yaml"),
+                                               str(CORPUS / "13_cluster_admin_binding.yaml")],
+                             "no such file or directory"),
+}
+
+
+@pytest.mark.parametrize("cause", FAILURES)
+def test_sarif_is_written_on_exit_2_whatever_the_cause(cause, tmp_path, capsys, sarif_validator):
+    """The documented upload runs `if: always()`: it needs the file also when the check could not run."""
+    argv, says = FAILURES[cause]
+    (tmp_path / "cfg.json").write_text("{not json")
+    out = tmp_path / "results.sarif"
+    code = main(["check", *argv(tmp_path), "--format", "sarif", "--output", str(out)])
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err and says in err
+    doc = json.loads(out.read_text())
+    sarif_validator.validate(doc)
+    run = doc["runs"][0]
+    assert run["invocations"][0]["executionSuccessful"] is False
+    told = [n["message"]["text"] for n in run["invocations"][0]["toolExecutionNotifications"]]
+    told += [r["message"]["text"] for r in run["results"] if r["ruleId"] == "stack-config-invalid"]
+    assert any(says in t for t in told), told
+
+
+def test_a_config_error_is_a_result_at_the_stack_file_naming_the_config_path(tmp_path, capsys, sarif_validator,
+                                                                             monkeypatch):
+    stack, line = _bad_stack(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    assert main(["check", "--config", stack.name, "--format", "sarif", "--output", "results.sarif"]) == 2
+    err = capsys.readouterr().err
+    doc = json.loads((tmp_path / "results.sarif").read_text())
+    sarif_validator.validate(doc)
+    run = doc["runs"][0]
+    [result] = run["results"]
+    assert result["ruleId"] == "stack-config-invalid" and result["level"] == "error"
+    assert run["tool"]["driver"]["rules"][result["ruleIndex"]]["id"] == "stack-config-invalid"
+    assert result["message"]["text"].startswith("gpu-platform:nodePools[0].sharing: ") and "'vgpu'" in \
+        result["message"]["text"] and result["message"]["text"] in err
+    assert result["locations"][0]["physicalLocation"] == {"artifactLocation": {"uri": stack.name},
+                                                          "region": {"startLine": line}}
+    # the same in JSON: the findings list, with the config error as a located mandatory finding
+    assert main(["check", "--config", stack.name, "--format", "json", "--output", "results.json"]) == 2
+    [finding] = json.loads((tmp_path / "results.json").read_text())
+    assert (finding["policy_id"], finding["level"], finding["file"], finding["line"]) == (
+        "stack-config-invalid", "mandatory", stack.name, line)
+
+
+@pytest.mark.parametrize("cause", ["missing stack file", "broken policy config", "nothing to check"])
+def test_json_and_table_reports_are_written_on_exit_2_too(cause, tmp_path, capsys):
+    argv, says = FAILURES[cause]
+    (tmp_path / "cfg.json").write_text("{not json")
+    for fmt in ("json", "table"):
+        out = tmp_path / f"report.{fmt}"
+        assert main(["check", *argv(tmp_path), "--format", fmt, "--output", str(out)]) == 2
+        capsys.readouterr()
+        if fmt == "json":
+            assert json.loads(out.read_text()) == []
+        else:
+            # not "No policy violations.": no policy ran, and the file says why
+            text = out.read_text()
+            assert text.startswith("error: ") and says in text and "No policy violations" not in text
+
+
+def test_an_unwritable_output_is_a_command_line_error(tmp_path, capsys):
+    code = main(["check", "--manifests", str(CORPUS / "01_device_plugin_static.yaml"), "--output",
+                 str(tmp_path / "no-such-dir" / "r.sarif"), "--format", "sarif"])
+    err = capsys.readouterr().err
+    assert code == 2 and "--output" in err and "No such file or directory" in err and "Traceback" not in err
+
+
 # ------------------------------------------------------------------------------------------------ strict
 def test_strict_raises_exactly_the_hardening_policies(capsys):
     hardening = {p.id for p in REGISTRY if p.hardening}

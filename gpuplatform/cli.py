@@ -118,6 +118,7 @@ def cmd_check(args) -> int:
         _name, resources, _views = synthesize_project(args.project, args.stack or DEFAULT_STACK)
         default_location = (str(Path(args.project) / "__main__.py"), None)
     else:
+        from gpuplatform.authored import raise_for_refusals
         from gpuplatform.components.validation import load
         from gpuplatform.synth import stack_config_from_namespace, synthesize
 
@@ -125,8 +126,9 @@ def cmd_check(args) -> int:
 
         raw, stack = _load_raw(args)
         settings = provider_settings_from_stack_file(stack_file(args)[0])
-        load(raw, settings)
+        cfg = load(raw, settings)
         resources = synthesize({**stack_config_from_namespace(raw), **settings}, stack=stack)
+        raise_for_refusals(resources, cfg)
         default_location = (str(stack_file(args)[0]), None)
         locations = check.stack_file_locations(default_location[0], raw, resources)
     violations = check.located(check.run_policies(resources, policy_config), locations, default_location)

@@ -6,6 +6,7 @@ from typing import Any, TextIO
 
 import yaml
 
+from gpuplatform.authored import raise_for_refusals
 from gpuplatform.catalogs.ack import PREREQUISITES, SYSTEM_POOL_NAME
 from gpuplatform.catalogs.metrics import METRICS, is_windowed
 from gpuplatform.catalogs.prices import CURRENCY, HOURS_PER_MONTH, list_price
@@ -455,6 +456,7 @@ def run_plan(raw: dict[str, Any], stack: str, out_dir: str | None, fmt: str, out
     for warning in file_warnings(cfg) + custom_gpu_warnings(cfg) + end_of_life_warnings(cfg):
         sys.stderr.write(warning + "\n")
     records = synthesize({**stack_config_from_namespace(raw), **provider_settings}, stack=stack)
+    raise_for_refusals(records, cfg)  # what the API server would refuse is a config error, as validation's are
     secrets = {str(raw[k]) for k in SECRET_KEYS if raw.get(k)} | OFFLINE_SECRETS
     if out_dir:
         write_plan(Path(out_dir), stack, records, cfg, secrets)

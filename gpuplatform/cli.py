@@ -137,8 +137,10 @@ def cmd_check(args) -> int:
         violations = check.api_server_violations(read, args.kube_version,
                                                  check.api_server_level(policy_config)) + violations
     files = len(read.files) if args.manifests else 1
-    api_server = bool(args.manifests) and check.api_server_level(policy_config) != "disabled"
-    checked = check.Checked(check.active_policies(policy_config) + api_server, len(resources), files)
+    # a stack's or program's objects went through the API server's checks before the policies (a refusal stops
+    # the run); plain manifests, unless the policy config disables them
+    api_server = not args.manifests or check.api_server_level(policy_config) != "disabled"
+    checked = check.Checked(check.active_policies(policy_config), len(resources), files, api_server)
     if args.format == "json":
         text = check.format_json(violations)
     elif args.format == "sarif":

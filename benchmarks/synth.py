@@ -65,6 +65,7 @@ def replicas_per_node(raw: dict) -> int:
 
 
 def run_once(n: int) -> dict:
+    from gpuplatform.authored import raise_for_refusals
     from gpuplatform.components.validation import load
     from gpuplatform.plan import manifest_files
     from gpuplatform.synth import collector_paused, stack_config_from_namespace, synthesize
@@ -73,8 +74,9 @@ def run_once(n: int) -> dict:
     # as `gpuplatform plan` runs: one plan per process, the collector paused for all of it
     with collector_paused():
         start, cpu_start = time.perf_counter(), time.process_time()
-        load(raw)
+        cfg = load(raw)
         records = synthesize(stack_config_from_namespace(raw))
+        raise_for_refusals(records, cfg)
         manifest_files(records)
         seconds, cpu = time.perf_counter() - start, time.process_time() - cpu_start
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024

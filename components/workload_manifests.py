@@ -23,6 +23,8 @@ from gpuplatform.components.model_startup import (STARTUP_PROBE_PERIOD_SECONDS, 
 from gpuplatform.components.pools import PoolFacts
 
 PART_OF = "gpu-platform"
+TMP_MOUNT_PATH = "/tmp"
+"""Where every workload's writable emptyDir is mounted (its root filesystem is read-only by default)."""
 TMP_SIZE_LIMIT_GIB = 1
 """Size limit of the writable ``/tmp`` emptyDir every workload gets (the kubelet evicts a pod that writes more)."""
 LIVENESS_TIMEOUT_SECONDS = 5
@@ -75,8 +77,12 @@ def quantity(value: float) -> str:
     return str(int(value)) if float(value).is_integer() else f"{int(round(value * 1000))}m"
 
 
+SERVICE_PROTOCOLS = ("http", "grpc")
+"""The port protocols the Service exposes; a ``metrics`` port is scraped from the pods only."""
+
+
 def serving_ports(w: Workload) -> list:
-    return [p for p in w.ports if p.protocol in ("http", "grpc")]
+    return [p for p in w.ports if p.protocol in SERVICE_PROTOCOLS]
 
 
 def metrics_port(w: Workload):
@@ -184,7 +190,7 @@ def container(w: Workload, ctx: WorkloadContext) -> dict:
             **_user(w), "capabilities": {"drop": ["ALL"]},
             "seccompProfile": {"type": "RuntimeDefault"},
         },
-        "volumeMounts": [{"name": "tmp", "mountPath": "/tmp"}]
+        "volumeMounts": [{"name": "tmp", "mountPath": TMP_MOUNT_PATH}]
         + [{"name": v.name, "mountPath": v.mount_path, "readOnly": v.read_only} for v in w.volumes],
         **probes(w),
     }
@@ -450,3 +456,11 @@ def uses_app_metrics(w: Workload) -> bool:
 
 def context_sources(cfg, w: Workload) -> dict:
     return {t.metric: source_for(cfg, w, t.metric) for t in w.autoscaling.metrics}
+
+
+def workload_objects(w: Workload, ctx: WorkloadContext) -> list[dict]:
+    """Every Kubernetes object the InferenceService of ``w`` registers, in the order it registers them (validation
+    judges them as the API server would before any is registered: components/validation/authored.py)."""
+    optional = (pod_disruption_budget(w, ctx), hpa(w, ctx), scaled_object(w, ctx), pod_monitor(w, ctx))
+    return [*nfs_volume_objects(w, ctx), deployment(w, ctx), service(w, ctx), *ingresses(w, ctx),
+            *(obj for obj in optional if obj is not None)]

@@ -515,14 +515,18 @@ class Checked:
     """What a run covered, for the report's last line."""
 
     policies: int
+    """Policies of the pack that ran: the pack's own count, as README and docs/policies.md state it."""
     objects: int
     files: int
+    api_server: bool = False
+    """Whether the API server's checks ran too (no policy of the pack: they are said beside the count)."""
 
     def render(self) -> str:
         def n(count: int, what: str) -> str:
             return f"{count} {what}{'' if count == 1 else 's'}"
-        return f"checked {n(self.policies, 'policy').replace('policys', 'policies')} on {n(self.objects, 'object')} " \
-               f"from {n(self.files, 'file')}"
+        also = " and the API server's checks" if self.api_server else ""
+        return f"checked {n(self.policies, 'policy').replace('policys', 'policies')}{also} on " \
+               f"{n(self.objects, 'object')} from {n(self.files, 'file')}"
 
 
 def active_policies(config: Optional[Mapping[str, Any]] = None) -> int:

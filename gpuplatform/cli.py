@@ -179,6 +179,7 @@ def _check(args) -> int:
         _name, resources, _views = synthesize_project(args.project, args.stack or DEFAULT_STACK)
         default_location = (str(Path(args.project) / "__main__.py"), None)
     else:
+        from gpuplatform.authored import raise_for_refusals
         from gpuplatform.components.validation import load
         from gpuplatform.synth import stack_config_from_namespace, synthesize
 
@@ -186,8 +187,9 @@ def _check(args) -> int:
 
         raw, stack = _load_raw(args)
         settings = provider_settings_from_stack_file(stack_file(args)[0])
-        load(raw, settings)
+        cfg = load(raw, settings)
         resources = synthesize({**stack_config_from_namespace(raw), **settings}, stack=stack)
+        raise_for_refusals(resources, cfg)
         default_location = (str(stack_file(args)[0]), None)
         locations = check.stack_file_locations(default_location[0], raw, resources)
     violations = check.located(check.run_policies(resources, policy_config), locations, default_location)
@@ -196,8 +198,10 @@ def _check(args) -> int:
         violations = check.api_server_violations(read, args.kube_version,
                                                  check.api_server_level(policy_config)) + violations
     files = len(read.files) if args.manifests else 1
-    api_server = bool(args.manifests) and check.api_server_level(policy_config) != "disabled"
-    checked = check.Checked(check.active_policies(policy_config) + api_server, len(resources), files)
+    # a stack's or program's objects went through the API server's checks before the policies (a refusal stops
+    # the run); plain manifests, unless the policy config disables them
+    api_server = not args.manifests or check.api_server_level(policy_config) != "disabled"
+    checked = check.Checked(check.active_policies(policy_config), len(resources), files, api_server)
     _write_report(args, violations, errors, locations, default_location, checked)
     for e in errors:
         sys.stderr.write(f"error: {e.render()}\n")

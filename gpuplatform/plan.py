@@ -6,6 +6,7 @@ from typing import Any, TextIO
 
 import yaml
 
+from gpuplatform.authored import raise_for_refusals
 from gpuplatform.catalogs.ack import PREREQUISITES, SYSTEM_POOL_NAME
 from gpuplatform.catalogs.metrics import METRICS, is_windowed
 from gpuplatform.catalogs.prices import CURRENCY, HOURS_PER_MONTH, list_price
@@ -25,16 +26,21 @@ Long strings may fold at other places than with the pure-Python emitter; the doc
 
 
 def ordered(records: list[RegisteredResource]) -> list[tuple[int, RegisteredResource]]:
-    """Depth-first tree order (children sorted by type, then name), so output is stable run to run."""
+    """Depth-first tree order (children sorted by type, then name), so output is stable run to run. Children are
+    found by their parent's URN: a logical name is unique only with its type and parent, and two components of
+    one name (a GpuCluster and a WorkloadNamespace both called ``ml``) are two parents. A resource whose parent
+    is not among ``records`` (the stack itself) is a root."""
+    urns = {r.urn for r in records if r.urn}
     children: dict[Any, list[RegisteredResource]] = {}
     for r in records:
-        children.setdefault(r.parent, []).append(r)
+        children.setdefault(r.parent_urn if r.parent_urn in urns else None, []).append(r)
     out: list[tuple[int, RegisteredResource]] = []
 
     def walk(parent, depth):
         for r in sorted(children.get(parent, []), key=lambda x: (x.custom, x.type, x.name)):
             out.append((depth, r))
-            walk(r.name, depth + 1)
+            if r.urn:
+                walk(r.urn, depth + 1)
 
     walk(None, 0)
     return out
@@ -378,7 +384,8 @@ def write_records(out_dir: Path, stack: str, records: list[RegisteredResource], 
     for old in manifests.glob("*.yaml"):
         old.unlink()
     doc = {"stack": stack, "resourceCount": len(records),
-           "resources": [{"type": r.type, "name": r.name, "parent": r.parent, "protect": r.protect,
+           "resources": [{"type": r.type, "name": r.name, "parent": r.parent, "urn": r.urn,
+                          "parentUrn": r.parent_urn if r.parent else "", "protect": r.protect,
                           "dependsOn": sorted(r.depends_on), "inputs": _mask(r.inputs, secrets),
                           **({"ignoreChanges": list(r.ignore_changes)} if r.ignore_changes else {}),
                           **({"customTimeouts": r.custom_timeouts} if r.custom_timeouts else {})}
@@ -449,12 +456,13 @@ def run_plan(raw: dict[str, Any], stack: str, out_dir: str | None, fmt: str, out
     for warning in file_warnings(cfg) + custom_gpu_warnings(cfg) + end_of_life_warnings(cfg):
         sys.stderr.write(warning + "\n")
     records = synthesize({**stack_config_from_namespace(raw), **provider_settings}, stack=stack)
+    raise_for_refusals(records, cfg)  # what the API server would refuse is a config error, as validation's are
     secrets = {str(raw[k]) for k in SECRET_KEYS if raw.get(k)} | OFFLINE_SECRETS
     if out_dir:
         write_plan(Path(out_dir), stack, records, cfg, secrets)
     if fmt == "json":
         json.dump({"stack": stack, "resourceCount": len(records),
-                   "tree": [{"depth": d, "type": r.type, "name": r.name, "protect": r.protect}
+                   "tree": [{"depth": d, "type": r.type, "name": r.name, "urn": r.urn, "protect": r.protect}
                             for d, r in ordered(records)],
                    "pools": pool_rows(cfg), "placement": placement_report(cfg), "capacity": capacity_rows(cfg),
                    "startup": startup_rows(cfg), "metricLatency": latency_rows(cfg)},

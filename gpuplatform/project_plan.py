@@ -69,6 +69,7 @@ def synthesize_project(project_dir: str, stack: str):
     """Run a consumer's program offline: (project name, records, the composed configs of its clusters)."""
     import pulumi
 
+    from gpuplatform.authored import raise_for_refusals
     from gpuplatform.components.assembly import composed_views
     from gpuplatform.synth import synthesize
 
@@ -86,6 +87,7 @@ def synthesize_project(project_dir: str, stack: str):
         records = synthesize(config, program, stack=stack, project=name, secret_keys=secret_keys)
     except pulumi.RunError as exc:
         raise ProgramError(str(exc)) from None
+    raise_for_refusals(records)  # what the API server would refuse, named by the args that made it
     return name, records, composed_views()
 
 

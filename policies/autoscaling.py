@@ -12,8 +12,7 @@ from typing import Any
 from gpuplatform.catalogs.gpus import close_matches
 from gpuplatform.catalogs.metrics import METRICS
 from gpuplatform.catalogs.kubernetes import hpa_replica_bounds as hpa_replica_bounds_of
-from gpuplatform.catalogs.kubernetes import (NOT_SCALABLE_KINDS, REMOVED_APIS, SCALE_SUBRESOURCE_KINDS, api_group,
-                                            served_by)
+from gpuplatform.catalogs.kubernetes import (NOT_SCALABLE_KINDS, REMOVED_APIS, SCALE_SUBRESOURCE_KINDS, api_group)
 from gpuplatform.policies import k8s
 from gpuplatform.policies.registry import ADVISORY, HIGH, LOW, MEDIUM, prop, resource_policy, stack_policy
 from gpuplatform.policies.stack import adapter_config_error, hpa_metrics, lookup_metric
@@ -184,27 +183,6 @@ def context_cannot_verify(view, config, report):
         if app and target is not None and no_monitors:
             report(f"cannot verify that '{app[0]}' of {s.resource.label} is scraped from {target.label}: no "
                    f"PodMonitor or ServiceMonitor is among the checked resources", s.resource)
-
-
-@stack_policy(
-    "hpa-api-version-served",
-    "The HPA apiVersion must be served by the cluster's Kubernetes version (autoscaling/v2 from 1.23; "
-    "v2beta1 removed in 1.25, v2beta2 in 1.26). The version comes from the GpuPlatform component or config.",
-    category=CATEGORY, severity=HIGH,
-    refs=("kube-score stable-version", "Gatekeeper verifydeprecatedapi"),
-    config={"kubernetesVersion": prop("string", "Cluster version (major.minor) when no GpuPlatform is checked.",
-                                      "")},
-    remediation="Use autoscaling/v2 on Kubernetes >= 1.23.")
-def hpa_api_version_served(view, config, report):
-    version = view.kubernetes_version(config)
-    if version is None:
-        return
-    for s in view.scalers:
-        r = s.resource
-        if r.kind != "HorizontalPodAutoscaler" or not r.api_version:
-            continue
-        if not served_by(r.api_version, version):
-            report(f"{r.label} uses {r.api_version}, which Kubernetes {version[0]}.{version[1]} does not serve", r)
 
 
 @resource_policy(

@@ -207,10 +207,10 @@ def protect_prod(view, config, report):
 @stack_policy(
     "no-removed-api-versions",
     "Objects must use API versions the target cluster serves (extensions/v1beta1, apps/v1beta1, "
-    "autoscaling/v2beta1, apiregistration.k8s.io/v1beta1, … are gone from current clusters; autoscaling/v2 needs "
-    "1.23): the copy-pasted guides use removed ones. The target version comes from the GpuPlatform component's "
-    "outputs, this policy's kubernetesVersion or `check --kube-version`; without one, any removed version is "
-    "reported.",
+    "apiregistration.k8s.io/v1beta1, … are gone from current clusters; an HPA's autoscaling/v2beta1 from 1.25 and "
+    "v2beta2 from 1.26, while autoscaling/v2 needs 1.23): the copy-pasted guides use removed ones. The target "
+    "version comes from the GpuPlatform component's outputs, this policy's kubernetesVersion or `check "
+    "--kube-version`; without one, any removed version is reported.",
     category=CATEGORY, severity=HIGH,
     refs=("kube-score stable-version", "Kyverno check-deprecated-apis", "Gatekeeper verifydeprecatedapi",
           "pulumi disallowBetaResource"),

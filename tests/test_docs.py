@@ -127,3 +127,16 @@ def test_the_readme_metric_table_lists_every_catalog_metric_and_its_api_name():
         for series in src.names:
             if len(src.names) > 1:
                 assert f"`{series.removesuffix('_bucket')}`" in rows[name], (name, series)
+
+
+def test_every_policy_count_the_docs_state_is_the_packs():
+    """One number everywhere: each "N policies" in README.md and docs/*.md is the pack's count (the registry),
+    which `gpuplatform check` prints too; the API server's checks are no policy of the pack and are not in it."""
+    import re
+
+    from gpuplatform.policies.pack import POLICY_DEFS
+
+    claims = [(path.name, int(m.group(1))) for path in [REPO_ROOT / "README.md", *sorted((REPO_ROOT / "docs").glob(
+        "*.md"))] for m in re.finditer(r"\b(\d+) policies\b", path.read_text())]
+    assert ("README.md", len(POLICY_DEFS)) in claims
+    assert all(n == len(POLICY_DEFS) for _, n in claims), (len(POLICY_DEFS), claims)

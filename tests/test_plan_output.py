@@ -129,3 +129,41 @@ def test_the_plan_says_how_long_each_replica_may_take_to_start_and_why(capsys):
 
     dev = startup_text(startup_rows(load(stack_raw("dev"))))
     assert "600s (default, no model)" in dev and "unknown (no model)" in dev
+
+
+def test_two_components_of_one_name_keep_their_own_children(tmp_path):
+    """A consumer names its cluster and its namespace alike: a GpuCluster and a WorkloadNamespace both called
+    ``ml``. Each resource is one row, under the parent whose URN it registered with, in the tree, in plan.json
+    and in the JSON tree."""
+    from gpuplatform.components import GpuCluster, GpuMonitoring, GpuNodePool, InferenceService, WorkloadNamespace
+    from gpuplatform.plan import ordered, tree_text, write_records
+    from gpuplatform.synth import synthesize
+
+    def program():
+        cluster = GpuCluster("ml", {"cluster": {"kind": "kubeconfig", "kubernetesVersion": "1.33"}})
+        pool = GpuNodePool("t4", {"cluster": cluster, "pool": {"name": "t4", "gpuModel": "T4", "gpusPerNode": 1,
+                                                               "maxNodes": 2}})
+        monitoring = GpuMonitoring("monitoring", {"cluster": cluster, "monitoring": {}})
+        namespace = WorkloadNamespace("ml", {"cluster": cluster, "name": "ml"})
+        InferenceService("svc", {"workload": {
+            "name": "svc", "image": "registry.example.com/svc:1.0", "gpu": {"count": 1},
+            "ports": [{"name": "http", "containerPort": 8080}],
+            "autoscaling": {"maxReplicas": 2, "metrics": [{"metric": "gpu_util", "target": 60}]}},
+            "node_pool": pool, "monitoring": monitoring, "namespace": namespace})
+
+    records = synthesize({}, program)
+    named_ml = {r.type for r in records if r.name == "ml"}
+    assert named_ml == {"gpuplatform:index:GpuCluster", "gpuplatform:index:WorkloadNamespace"}
+    rows = ordered(records)
+    assert len(rows) == len(records) == len({id(r) for _, r in rows})
+    assert len(tree_text(records).splitlines()) == len(records)
+    for i, (depth, r) in enumerate(rows):
+        parent = next((p for d, p in reversed(rows[:i]) if d == depth - 1), None) if depth else None
+        assert (parent.urn if parent else "") == (r.parent_urn if r.parent else ""), r.name
+    namespace_children = {r.type for _, r in rows if r.parent_urn.endswith("WorkloadNamespace::ml")}
+    assert namespace_children == {"kubernetes:core/v1:Namespace"}
+    write_records(tmp_path, "offline", records, set())
+    plan = json.loads((tmp_path / "plan.json").read_text())
+    assert len(plan["resources"]) == plan["resourceCount"] == len(records)
+    urns = {row["urn"] for row in plan["resources"]}
+    assert all(row["parentUrn"] in urns for row in plan["resources"] if row["parent"])

@@ -10,6 +10,7 @@ from gpuplatform.components.contracts import check_metrics_served, check_served_
 from gpuplatform.components.errors import ConfigError, ConfigIssue
 from gpuplatform.components.k8s_validity import check_kubernetes_validity
 from gpuplatform.components.pools import PoolFacts, all_pool_facts
+from gpuplatform.components.validation.authored import check_authored_objects
 from gpuplatform.components.validation.autoscaling import check_autoscaling
 from gpuplatform.components.validation.capacity import check_node_fit, check_pool_totals, check_replicas
 from gpuplatform.components.validation.cluster import check_ack_cluster, check_chart_versions, check_cluster
@@ -54,8 +55,10 @@ CLUSTER_RULES: tuple[Rule, ...] = (check_cluster, check_chart_versions, check_ac
 POOL_RULES: tuple[Rule, ...] = (check_ack_pools, check_pools)
 MONITORING_RULES: tuple[Rule, ...] = (check_monitoring, check_adapter_adoption, check_intervals, check_served_metrics)
 # Cross-component: they compare pools with each other or with the workloads, and read the issues the rules of
-# single components reported, so they run after those.
-STACK_RULES: tuple[Rule, ...] = (check_mig_strategy, check_mig_configs, check_pool_totals, check_kubernetes_validity)
+# single components reported, so they run after those. The last builds each workload's objects and judges them as
+# the API server would, once nothing else is wrong with the workload.
+STACK_RULES: tuple[Rule, ...] = (check_mig_strategy, check_mig_configs, check_pool_totals, check_kubernetes_validity,
+                                 check_authored_objects)
 # What a stack's workloads need from its monitoring: a composed InferenceService checks the same contract against
 # the GpuMonitoring object it is given (components/contracts.py), naming it, so it does not run this area.
 CONTRACT_RULES: tuple[Rule, ...] = (check_metrics_served,)
@@ -77,7 +80,8 @@ RULES: tuple[Rule, ...] = (check_cluster, check_monitoring, check_chart_versions
                            check_adapter_adoption, check_intervals, check_pools,
                            check_mig_strategy, check_mig_configs,
                            check_workloads, check_pool_totals,
-                           check_kubernetes_validity, check_served_metrics, check_metrics_served, check_pod_homes)
+                           check_kubernetes_validity, check_served_metrics, check_metrics_served, check_pod_homes,
+                           check_authored_objects)
 
 
 def validate(cfg: PlatformConfig, *, installs_charts: bool = True,

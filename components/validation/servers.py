@@ -14,7 +14,7 @@ from gpuplatform.components.errors import fmt, one_of
 from gpuplatform.components.pools import PoolFacts
 from gpuplatform.components.server_args import ServerFacts, effective_env, parse, resolve_dir
 from gpuplatform.components.validation.common import _Issues
-from gpuplatform.components.workload_manifests import TMP_SIZE_LIMIT_GIB
+from gpuplatform.components.workload_manifests import TMP_MOUNT_PATH, TMP_SIZE_LIMIT_GIB
 
 SERVER_METRICS_PATH = "/metrics"
 SGLANG_METRICS_WITHOUT_KEY = "0.4.6"
@@ -277,7 +277,7 @@ def _check_batch_targets(p: str, w: Workload, facts: ServerFacts, f: Optional[Po
 def _writable(path: str, w: Workload) -> Optional[str]:
     """The writable mount that holds ``path`` (``/tmp`` or a volume with readOnly false), None when it is on the
     read-only root filesystem."""
-    mounts = ["/tmp"] + [v.mount_path for v in w.volumes if not v.read_only]
+    mounts = [TMP_MOUNT_PATH] + [v.mount_path for v in w.volumes if not v.read_only]
     hits = [m for m in mounts if path == m or path.startswith(m.rstrip("/") + "/")]
     return max(hits, key=len) if hits else None
 
@@ -318,7 +318,7 @@ def _check_writable(p: str, w: Workload, facts: ServerFacts, out: _Issues) -> No
         out.add(where, f"source 'download': {spec.name} downloads the weights to {path} ({why}), on the read-only "
                 "root filesystem; allowed: a volume mounted there with readOnly: false, or the download directory "
                 "set to one")
-    elif mount == "/tmp" and w.model.size_gib > TMP_SIZE_LIMIT_GIB:
+    elif mount == TMP_MOUNT_PATH and w.model.size_gib > TMP_SIZE_LIMIT_GIB:
         out.add(where, f"source 'download': {spec.name} downloads {w.model.size_gib:g} GiB of weights to {path} "
                 f"({why}), in the /tmp emptyDir of {TMP_SIZE_LIMIT_GIB} GiB (the kubelet evicts a pod past an "
                 "emptyDir's sizeLimit); allowed: a volume with readOnly: false large enough for the weights, "

@@ -1,5 +1,6 @@
 """Rules of a workload's own spec: name, image, ports and probes, env and volumes, its pool, and the GPU it
 requests there."""
+import posixpath
 import re
 from typing import Optional
 
@@ -9,6 +10,7 @@ from gpuplatform.components.config import PlatformConfig, Workload
 from gpuplatform.components.errors import counted, fmt, one_of
 from gpuplatform.components.pools import PoolFacts
 from gpuplatform.components.validation.common import _Issues, _suggest
+from gpuplatform.components.workload_manifests import SERVICE_PROTOCOLS, TMP_MOUNT_PATH
 
 DNS_1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 PORT_NAME = re.compile(r"^(?=.*[a-z])[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
@@ -78,12 +80,51 @@ def check_ports_and_probes(cfg: PlatformConfig, p: str, w: Workload, f: Optional
         _check_metrics_path(p, j, port, scraped, out)
         names.add(port.name)
         numbers.setdefault(port.container_port, j)
+    _check_service_ports(p, w, out)
     if not any(port.protocol in ("http", "grpc") for port in w.ports):
         out.add(f"{p}.ports", "no serving port; allowed: at least one port with protocol http or grpc (a server "
                 "that serves its API and its metrics on one port: protocol http with 'metricsPath')")
     if w.probes is not None and w.probes.port not in names:
         out.add(f"{p}.probes.port", f"{fmt(w.probes.port)} is not a port of this workload; allowed: "
                 f"{one_of(sorted(names))}")
+
+
+def _check_service_ports(p: str, w: Workload, out: _Issues) -> None:
+    """The Service exposes every serving port on its ``servicePort`` (default its container port), and the API
+    server refuses a Service that lists one port/protocol twice (kubernetes ``pkg/apis/core/validation/
+    validation.go``, ``ValidateService``: ``field.Duplicate`` on ``spec.ports[i]``). Two container ports that
+    collide are reported once, under ``containerPort``."""
+    taken: dict[int, int] = {}
+    for j, port in enumerate(w.ports):
+        if port.protocol not in SERVICE_PROTOCOLS:
+            continue
+        number = port.service_port or port.container_port
+        first = taken.setdefault(number, j)
+        if first == j or w.ports[first].container_port == port.container_port:
+            continue
+        field = "servicePort" if port.service_port else "containerPort"
+        out.add(f"{p}.ports[{j}].{field}", f"{number} is also the Service port of {fmt(w.ports[first].name)} "
+                f"(ports[{first}]), and a Service takes each port once (the API server refuses a duplicate "
+                f"port/protocol '{number}/TCP'); allowed: a servicePort no other serving port of the workload uses")
+
+
+def _check_mount_paths(p: str, w: Workload, out: _Issues) -> None:
+    """Every volume mounts at its own path, and never at ``/tmp``, where the writable emptyDir every workload gets
+    is mounted: the API server refuses a container that mounts one path twice (kubernetes ``pkg/apis/core/
+    validation/validation.go``, ``ValidateVolumeMounts``: "must be unique"). The comparison is of the normalized
+    paths: ``/models/`` and ``/models`` are one directory, the second mount hiding the first."""
+    taken: dict[str, str] = {posixpath.normpath(TMP_MOUNT_PATH): "the writable /tmp emptyDir every workload gets"}
+    for j, vol in enumerate(w.volumes):
+        if not vol.mount_path.startswith("/"):
+            continue  # not a path at all: k8s_validity says so
+        path = posixpath.normpath(vol.mount_path)
+        if path in taken:
+            out.add(f"{p}.volumes[{j}].mountPath", f"{fmt(vol.mount_path)} is already the mount path of "
+                    f"{taken[path]}, and a container mounts each path once (the API server refuses a duplicate "
+                    f"mount path); allowed: a path no other volume of the workload uses, other than "
+                    f"{TMP_MOUNT_PATH} (e.g. /models)")
+        else:
+            taken[path] = f"volumes[{j}] ({fmt(vol.name)})"
 
 
 def check_env_and_volumes(cfg: PlatformConfig, p: str, w: Workload, f: Optional[PoolFacts], out: _Issues) -> None:
@@ -100,6 +141,7 @@ def check_env_and_volumes(cfg: PlatformConfig, p: str, w: Workload, f: Optional[
         if vol.name in vnames or vol.name == "tmp":
             out.add(f"{p}.volumes[{j}].name", f"{fmt(vol.name)} is used twice or reserved ('tmp')")
         vnames.add(vol.name)
+    _check_mount_paths(p, w, out)
 
 
 def check_node_pool(cfg: PlatformConfig, p: str, w: Workload, f: Optional[PoolFacts], out: _Issues) -> None:

@@ -149,10 +149,6 @@ CASES = {
         _mutate("prod", lambda rs: None),
         _mutate("prod", lambda rs: find(rs, "HorizontalPodAutoscaler").inputs["spec"]["scaleTargetRef"].update(
             apiVersion="apps/v1beta1"))),
-    "hpa-api-version-served": (
-        _mutate("prod", lambda rs: None),
-        _mutate("prod", lambda rs: find(rs, "gpuplatform:index:GpuPlatform").inputs.update(
-            kubernetesVersion="1.22"))),
     "hpa-pods-metric-average-value": (
         _mutate("prod", lambda rs: None),
         _mutate("prod", lambda rs: find(rs, "HorizontalPodAutoscaler").inputs["spec"]["metrics"][0]["pods"][

@@ -12,7 +12,7 @@ from gpuplatform.policies.registry import by_id
 from live_state import live_outputs
 from support import stack_raw, synth
 
-API_POLICIES = [by_id("no-removed-api-versions"), by_id("hpa-api-version-served")]
+API_POLICIES = [by_id("no-removed-api-versions")]
 SEED = Path(__file__).resolve().parents[1] / "fixtures" / "seed_manifests" / "001_legacy_ack_guide.yaml"
 HPA = {"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler", "metadata": {"name": "h", "namespace": "x"},
        "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "d"}, "maxReplicas": 2}}
@@ -38,7 +38,22 @@ def test_the_target_version_decides(old_cluster):
     """The same objects against a cluster that no longer serves them (config, as `check --kube-version` sets it)."""
     out = run_policies(old_cluster, with_kubernetes_version(None, "1.26"), policies=API_POLICIES)
     assert out and all("1.26 does not serve" in v.message for v in out)
-    assert {v.policy_id for v in out} == {"no-removed-api-versions", "hpa-api-version-served"}
+    assert {v.policy_id for v in out} == {"no-removed-api-versions"}
+
+
+@pytest.mark.parametrize("version,why", [
+    (None, "removed in Kubernetes 1.25; use autoscaling/v2"),
+    ("1.26", "which Kubernetes 1.26 does not serve (removed in 1.25; use autoscaling/v2)"),
+])
+def test_a_removed_hpa_api_version_is_one_finding(version, why, tmp_path, capsys):
+    """One fact, one finding: the whole pack over an HPA of a removed apiVersion reports it once, whether the
+    target version is known or not."""
+    path = tmp_path / "hpa.yaml"
+    path.write_text(json.dumps({**HPA, "apiVersion": "autoscaling/v2beta1"}))
+    main(["check", "--manifests", str(path), "--format", "json"] + (["--kube-version", version] if version else []))
+    found = [v for v in json.loads(capsys.readouterr().out) if "autoscaling/v2beta1" in v["message"]]
+    assert [(v["policy_id"], v["resource_name"]) for v in found] == [("no-removed-api-versions", "x/h")]
+    assert why in found[0]["message"]
 
 
 @pytest.mark.parametrize("version,reported", [
@@ -59,9 +74,8 @@ def test_an_api_not_yet_served_is_reported(tmp_path, capsys):
     def api_messages(version):
         main(["check", "--manifests", str(path), "--kube-version", version, "--format", "json"])
         return [v["message"] for v in json.loads(capsys.readouterr().out)
-                if v["policy_id"] in ("no-removed-api-versions", "hpa-api-version-served")]
+                if v["policy_id"] == "no-removed-api-versions"]
 
     old = api_messages("1.22")
-    assert old and all("autoscaling/v2, which Kubernetes 1.22 does not serve" in m for m in old)
-    assert any("served from 1.23" in m for m in old)
+    assert len(old) == 1 and "autoscaling/v2, which Kubernetes 1.22 does not serve (served from 1.23)" in old[0]
     assert api_messages("1.23") == []

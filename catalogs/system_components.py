@@ -1,113 +1,246 @@
-"""GPU system components: what they are (their images) and the host access their upstream manifests document.
+"""GPU system components: what each one is, how its upstream deployments show themselves, and the host access
+those upstream manifests grant it.
 
 A device plugin has to reach the kubelet's device-plugin socket directory, a GPU exporter the kubelet's
 pod-resources socket, the GPU Operator's operands the host's driver root and PID namespace. Those accesses are
-what the restricted Pod Security rules forbid to an application, so the policies let a recognised component use
-exactly the access listed here and nothing more. A component is recognised by its container images (repository
-path, any registry or mirror prefix, any tag), never by the name of its release or namespace, which every user
-picks differently.
+what Pod Security forbids to an application, so the policies let a recognised component use what its upstream
+manifests grant and nothing more.
 
-Sources, read for the access each component declares:
+A workload is taken for a component by its **role**, with evidence:
 
-* NVIDIA k8s-device-plugin: ``deployments/static/nvidia-device-plugin.yml`` (no privilege; hostPath
-  ``/var/lib/kubelet/device-plugins``); Helm ``templates/_helpers.tpl`` (``SYS_ADMIN`` with MIG or volume-mounts
-  device lists, ``privileged`` with ``compatWithCPUManager``, optional ``hostNetwork``, MPS and CDI host paths).
-* NVIDIA dcgm-exporter: Helm ``deployment/values.yaml`` (``runAsUser: 0``, ``SYS_ADMIN`` "required for profiling
-  metrics", read-only ``/var/lib/kubelet/pod-resources``, optional ``hostPID``/``hostNetwork``).
-* NVIDIA GPU Operator: ``assets/state-*/…_daemonset.yaml`` (device plugin, dcgm-exporter, MIG manager, container
-  toolkit, driver, validator: ``privileged``, host root ``/``, ``/run/nvidia``; MIG manager ``hostPID``/``hostIPC``).
-* node-feature-discovery (a GPU Operator dependency): worker DaemonSet, read-only ``/sys``, ``/usr/lib``,
-  ``/etc/os-release``, ``/boot`` and the features directory.
-* Alibaba gpushare device plugin: ``device-plugin-ds.yaml`` (``hostNetwork``, device-plugin directory).
-* run-ai fake-gpu-operator: ``deploy/fake-gpu-operator/templates`` (privileged device plugin and status exporter,
-  ``/var/lib/runai``, ``/var/lib/fake-gpu-operator``).
-* prometheus node-exporter (kube-prometheus-stack): chart ``values.yaml`` ``hostNetwork: true``, ``hostPID: true``,
-  read-only host root, ``/proc`` and ``/sys``.
-* GKE's NVIDIA driver installer: GoogleCloudPlatform/container-engine-accelerators
-  ``nvidia-driver-installer/{cos,ubuntu}/daemonset*.yaml`` (the installer and the MIG partitioner run as privileged
-  init containers with ``hostNetwork``, ``hostPID``, the host root and ``/dev``; the only long-running container is
-  ``pause``, so the component is recognised by its init container).
+* its images: every container runs one of the component's images, one of its helper images or ``pause``, and at
+  least one runs one of its own images (repository path, any registry or mirror prefix, any tag or digest);
+* where the same images are deployed in more than one way, what the broader deployment shows besides them
+  (:class:`Evidence`): the GPU Operator's operands select their nodes by ``nvidia.com/gpu.deploy.<operand>`` or
+  wait for the operator's validator in an init container; GKE's installers run in ``kube-system`` on nodes
+  labelled ``cloud.google.com/gke-accelerator``;
+* images that say nothing on their own (``ubuntu``, ``alpine``) count only with all of their role's evidence.
+
+Each entry is one upstream deployment and lists what its upstream manifests grant (the union over the options
+they document), with the files that show it. Release and namespace names the user picks play no part, except
+where upstream fixes the namespace (GKE's ``kube-system``).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-ANY_PATH = "/"
+ANY_PATH = "*"
+"""Every host path: for deployments whose upstream mounts the host root and paths that vary with the node (the
+GPU Operator mounts the container runtime's config and socket directories it finds)."""
+HOST_ROOT = "/"
+"""The host root mounted as such; it does not stand for the paths below it."""
+
+GKE_ACCELERATOR_LABEL = "cloud.google.com/gke-accelerator"
+"""The label GKE puts on every GPU node (its installers' required node affinity)."""
+GPU_OPERATOR_DEPLOY_LABELS = "nvidia.com/gpu.deploy."
+"""Prefix of the per-operand node labels the GPU Operator sets and each operand DaemonSet selects
+(``nvidia.com/gpu.deploy.dcgm-exporter: "true"``)."""
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What a workload shows besides its images. Every field that is set must hold; within a field one listed
+    value is enough."""
+
+    namespaces: tuple[str, ...] = ()
+    """It states one of these namespaces (``metadata.namespace``): upstream's manifests fix it."""
+    node_labels: tuple[str, ...] = ()
+    """It runs only on nodes with one of these labels (a ``nodeSelector`` key, or a key every required node
+    affinity term asks for with ``In`` or ``Exists``); a value ending in ``.`` or ``/`` is a prefix."""
+    host_paths: tuple[str, ...] = ()
+    """It mounts one of these host paths (or a path below one)."""
+    init_images: tuple[str, ...] = ()
+    """One of its init containers runs one of these images."""
+    daemonset: bool = False
+    """It is a DaemonSet, or a Pod a DaemonSet owns."""
+
+    def describe(self) -> str:
+        parts = []
+        if self.daemonset:
+            parts.append("is a DaemonSet")
+        if self.namespaces:
+            parts.append(f"runs in namespace {' or '.join(self.namespaces)}")
+        if self.node_labels:
+            labels = " or ".join(f"{k}*" if k.endswith((".", "/")) else k for k in self.node_labels)
+            parts.append(f"runs only on nodes labelled {labels}")
+        if self.host_paths:
+            parts.append(f"mounts {' or '.join(self.host_paths)}")
+        if self.init_images:
+            parts.append(f"runs {' or '.join(self.init_images)} as an init container")
+        return ", ".join(parts[:-1]) + " and " + parts[-1] if len(parts) > 1 else "".join(parts)
 
 
 @dataclass(frozen=True)
 class SystemComponent:
     name: str
+    role: str
+    """What it is, as messages and docs name it."""
     images: tuple[str, ...]
-    """Repository paths of the component's main containers (``nvidia/k8s-device-plugin``); a trailing ``/`` matches
-    every repository under that path."""
+    """Repository paths of its own images (``nvidia/k8s-device-plugin``); a trailing ``/`` matches every
+    repository under that path."""
     helper_images: tuple[str, ...] = ()
-    """Further repositories its init containers and sidecars come from."""
+    """Further repositories its init containers and sidecars come from, which do not identify it alone."""
+    evidence: tuple[Evidence, ...] = ()
+    """Alternatives, one of which must hold besides the images (none: the images suffice)."""
+    # what its upstream manifests grant
     privileged: bool = False
     host_network: bool = False
     host_pid: bool = False
     host_ipc: bool = False
     host_ports: bool = False
     host_paths: tuple[str, ...] = ()
-    """Host path prefixes it mounts (``/`` for the host root, which covers every path)."""
+    """Host paths it mounts, each with the paths below it; :data:`HOST_ROOT` is the root alone, :data:`ANY_PATH`
+    any path."""
     capabilities: tuple[str, ...] = ()
     runs_as_root: bool = False
     sees_all_gpus: bool = False
     """It monitors or manages every GPU of the node (``NVIDIA_VISIBLE_DEVICES=all``) without requesting one."""
-    source: str = ""
+    sources: tuple[str, ...] = ()
+    """The upstream files that show the grants: ``owner/repo@ref path``."""
+
+    def evidence_text(self) -> str:
+        return " or ".join(e.describe() for e in self.evidence)
+
+    def grants(self) -> list[str]:
+        """What its upstream manifests grant, in words."""
+        out = []
+        if self.privileged:
+            out.append("privileged")
+        if self.capabilities:
+            out.append(f"capabilities {', '.join(self.capabilities)}")
+        out += [name for name, on in (("hostNetwork", self.host_network), ("hostPID", self.host_pid),
+                                      ("hostIPC", self.host_ipc), ("hostPort", self.host_ports)) if on]
+        if ANY_PATH in self.host_paths:
+            out.append("any host path")
+        elif self.host_paths:
+            out.append("host paths " + ", ".join(self.host_paths))
+        if self.runs_as_root:
+            out.append("root")
+        return out
 
 
-_NVIDIA_HELPERS = ("nvidia/cloud-native/gpu-operator-validator", "nvidia/cloud-native/k8s-driver-manager",
-                   "nvidia/k8s/container-toolkit", "nvidia/gpu-operator")
+PAUSE_IMAGES = ("pause",)
+"""Images that only hold a pod open (registry.k8s.io/pause, gke.gcr.io/pause): they grant nothing and may run
+beside any component (GKE's installers do their work in init containers and then hold the pod with pause)."""
+
+BASE_IMAGES = ("ubuntu", "alpine", "debian", "busybox")
+"""General-purpose images that identify nothing alone: a component listing one needs every piece of its role's
+evidence (namespace, node selection, host path)."""
+
+_OPERATOR_INIT_IMAGES = ("nvidia/cloud-native/gpu-operator-validator", "nvidia/gpu-operator",
+                         "nvidia/cloud-native/k8s-driver-manager")
+"""The GPU Operator's validator (its own image since v26) and driver manager: the init containers its operands
+wait in."""
+
+_OPERAND_IMAGES = (
+    "nvidia/driver", "nvidia/k8s/container-toolkit", "nvidia/k8s-device-plugin", "nvidia/gpu-feature-discovery",
+    "nvidia/cloud-native/dcgm", "nvidia/k8s/dcgm-exporter", "nvidia/cloud-native/k8s-mig-manager",
+    "nvidia/cloud-native/nvidia-fs", "nvidia/cloud-native/gdrdrv", "nvidia/cloud-native/vgpu-device-manager",
+    "nvidia/cloud-native/k8s-kata-manager", "nvidia/cloud-native/k8s-cc-manager", "nvidia/kubevirt-gpu-device-plugin",
+    "nvidia/cloud-native/nvidia-sandbox-device-plugin", *_OPERATOR_INIT_IMAGES)
+"""The operand images of the GPU Operator chart's ``values.yaml`` (ClusterPolicy defaults)."""
+
+_GKE_EVIDENCE = Evidence(namespaces=("kube-system",), node_labels=(GKE_ACCELERATOR_LABEL,))
+_CEA = "GoogleCloudPlatform/container-engine-accelerators"
 
 SYSTEM_COMPONENTS: tuple[SystemComponent, ...] = (
     SystemComponent(
-        "nvidia-device-plugin", ("nvidia/k8s-device-plugin", "nvidia/gpu-feature-discovery"),
-        helper_images=_NVIDIA_HELPERS, privileged=True, host_network=True,
-        # static manifest: the socket directory only; operator and Helm add the driver root, CDI and MPS paths
-        host_paths=(ANY_PATH,), capabilities=("SYS_ADMIN",), runs_as_root=True, sees_all_gpus=True,
-        source="NVIDIA/k8s-device-plugin deployments/static, Helm _helpers.tpl; gpu-operator state-device-plugin"),
-    SystemComponent(
-        "dcgm-exporter", ("nvidia/k8s/dcgm-exporter", "nvidia/cloud-native/dcgm"),
-        helper_images=_NVIDIA_HELPERS, privileged=True, host_network=True, host_pid=True,
-        host_paths=("/var/lib/kubelet/pod-resources", "/run/nvidia", "/etc/dcgm-exporter"),
-        capabilities=("SYS_ADMIN",), runs_as_root=True, sees_all_gpus=True,
-        source="NVIDIA/dcgm-exporter deployment/values.yaml; gpu-operator state-dcgm-exporter"),
-    SystemComponent(
-        "gpu-operator-operands",
-        ("nvidia/cloud-native/k8s-mig-manager", "nvidia/k8s/container-toolkit", "nvidia/driver",
-         "nvidia/cloud-native/gpu-operator-validator", "nvidia/cloud-native/k8s-driver-manager",
-         "nvidia/cloud-native/k8s-kata-manager", "nvidia/cloud-native/k8s-cc-manager",
-         "nvidia/cloud-native/vgpu-device-manager", "nvidia/gpu-operator"),
-        helper_images=_NVIDIA_HELPERS, privileged=True, host_network=True, host_pid=True, host_ipc=True,
-        host_paths=(ANY_PATH,), capabilities=("SYS_ADMIN", "ALL"), runs_as_root=True, sees_all_gpus=True,
-        source="NVIDIA/gpu-operator assets/state-*/*_daemonset.yaml"),
-    SystemComponent(
-        "node-feature-discovery", ("nfd/node-feature-discovery",), host_network=True,
-        host_paths=("/etc/kubernetes/node-feature-discovery", "/sys", "/usr/lib", "/usr/src", "/lib",
-                    "/etc/os-release", "/boot", "/proc/swaps"),
-        source="kubernetes-sigs/node-feature-discovery worker DaemonSet (vendored by the GPU Operator chart)"),
-    SystemComponent(
-        "gpushare-device-plugin", ("acs/k8s-gpushare-plugin",), host_network=True,
-        host_paths=("/var/lib/kubelet/device-plugins",), runs_as_root=True, sees_all_gpus=True,
-        source="AliyunContainerService/gpushare-device-plugin device-plugin-ds.yaml"),
-    SystemComponent(
-        "fake-gpu-operator", ("run-ai/fake-gpu-operator/",), helper_images=("nvidia/nvml-mock",),
-        privileged=True, host_paths=("/var/lib/kubelet/device-plugins", "/var/lib/kubelet/pod-resources",
-                                     "/var/lib/runai", "/var/lib/fake-gpu-operator"),
+        "gpu-operator-operand", "a GPU Operator operand", _OPERAND_IMAGES,
+        evidence=(Evidence(node_labels=(GPU_OPERATOR_DEPLOY_LABELS,)), Evidence(init_images=_OPERATOR_INIT_IMAGES)),
+        privileged=True, host_network=True, host_pid=True, host_ipc=True, host_paths=(ANY_PATH,),
         runs_as_root=True, sees_all_gpus=True,
-        source="run-ai/fake-gpu-operator deploy/fake-gpu-operator/templates"),
+        sources=("NVIDIA/gpu-operator@v26.7.0 assets/state-*/0*_daemonset.yaml (every operand privileged, the host "
+                 "root mounted; hostPID for the driver, toolkit and MPS daemon, hostIPC for the MIG and vGPU managers)",
+                 "NVIDIA/gpu-operator@v26.7.0 api/nvidia/v1/clusterpolicy_types.go (hostNetwork per operand)",
+                 "NVIDIA/gpu-operator@v26.7.0 controllers/object_controls.go (the container runtime's config and "
+                 "socket directories)")),
     SystemComponent(
-        "node-exporter", ("prometheus/node-exporter",), helper_images=("brancz/kube-rbac-proxy",),
-        host_network=True, host_pid=True, host_ports=True, host_paths=(ANY_PATH,),
-        source="prometheus-community/helm-charts prometheus-node-exporter values.yaml"),
+        "nvidia-device-plugin", "NVIDIA's device plugin (with GPU feature discovery and the MPS control daemon)",
+        ("nvidia/k8s-device-plugin", "nvidia/gpu-feature-discovery"),
+        privileged=True, host_network=True, host_pid=True, capabilities=("SYS_ADMIN",),
+        host_paths=("/var/lib/kubelet/device-plugins", "/var/run/cdi", "/run/nvidia/mps", "/run/nvidia/driver",
+                    HOST_ROOT, "/etc/kubernetes/node-feature-discovery/features.d", "/sys"),
+        runs_as_root=True, sees_all_gpus=True,
+        sources=("NVIDIA/k8s-device-plugin@v0.20.0 deployments/static/nvidia-device-plugin.yml (the device-plugin "
+                 "directory only), nvidia-device-plugin-compat-with-cpumanager.yml (privileged)",
+                 "NVIDIA/k8s-device-plugin@v0.20.0 deployments/helm/nvidia-device-plugin/templates/_helpers.tpl "
+                 "(SYS_ADMIN for MIG or volume-mounts, privileged with compatWithCPUManager), "
+                 "daemonset-device-plugin.yml (hostNetwork option, MPS root, driver root, /var/run/cdi), "
+                 "daemonset-gfd.yml, daemonset-mps-control-daemon.yml (privileged, hostPID), values.yaml "
+                 "(nvidiaDriverRoot '/' or '/run/nvidia/driver', gfd.securityContext privileged)")),
     SystemComponent(
-        "gke-nvidia-driver-installer", ("cos-nvidia-installer", "ubuntu-nvidia-installer"),
-        helper_images=("nvidia-partition-gpu", "pause"), privileged=True, host_network=True, host_pid=True,
-        host_paths=(ANY_PATH,), runs_as_root=True, sees_all_gpus=True,
-        source="GoogleCloudPlatform/container-engine-accelerators nvidia-driver-installer/cos, /ubuntu"),
+        "dcgm-exporter", "NVIDIA's dcgm-exporter (its manifest and Helm chart)", ("nvidia/k8s/dcgm-exporter",),
+        host_network=True, host_pid=True, capabilities=("SYS_ADMIN",),
+        host_paths=("/var/lib/kubelet/pod-resources", "/tmp/dcgm-exporter-debug"), runs_as_root=True,
+        sees_all_gpus=True,
+        sources=("NVIDIA/dcgm-exporter@4.5.3-4.8.2 deployment/values.yaml (runAsUser 0, SYS_ADMIN 'required for "
+                 "profiling metrics', hostPID and hostNetwork options, kubeletPath, debugDump.directory)",
+                 "NVIDIA/dcgm-exporter@4.5.3-4.8.2 deployment/templates/daemonset.yaml, dcgm-exporter.yaml")),
+    SystemComponent(
+        "mig-manager", "NVIDIA's MIG manager (its standalone DaemonSet)", ("nvidia/cloud-native/k8s-mig-manager",),
+        privileged=True, host_pid=True, host_ipc=True, host_paths=(HOST_ROOT, "/sys"), runs_as_root=True,
+        sees_all_gpus=True,
+        sources=("NVIDIA/mig-parted@v0.15.0 deployments/container/nvidia-mig-manager-example.yaml",)),
+    SystemComponent(
+        "node-feature-discovery", "node-feature-discovery's worker", ("nfd/node-feature-discovery",),
+        host_network=True,
+        host_paths=("/etc/kubernetes/node-feature-discovery", "/boot", "/etc/os-release", "/sys", "/usr/lib", "/lib",
+                    "/usr/src", "/proc/swaps"),
+        sources=("kubernetes-sigs/node-feature-discovery chart v0.19.0, as NVIDIA/gpu-operator@v26.7.0 vendors it: "
+                 "deployments/gpu-operator/charts/node-feature-discovery/templates/worker.yaml, values.yaml "
+                 "(worker.hostNetwork)",)),
+    SystemComponent(
+        "gpushare-device-plugin", "Alibaba's gpushare device plugin (cGPU)", ("acs/k8s-gpushare-plugin",),
+        host_network=True, host_paths=("/var/lib/kubelet/device-plugins",), runs_as_root=True, sees_all_gpus=True,
+        sources=("AliyunContainerService/gpushare-device-plugin@45fb8b886922 device-plugin-ds.yaml",)),
+    SystemComponent(
+        "fake-gpu-operator", "run:ai's fake-gpu-operator (simulated GPUs)",
+        ("run-ai/fake-gpu-operator/", "nvidia/nvml-mock"), helper_images=("ubuntu",),
+        privileged=True, capabilities=("CHOWN", "FOWNER", "MKNOD"),
+        host_paths=("/var/lib/kubelet/device-plugins", "/var/lib/kubelet/plugins", "/var/lib/kubelet/plugins_registry",
+                    "/var/lib/runai", "/var/lib/fake-gpu-operator", "/var/lib/nvml-mock", "/var/run/cdi", "/etc/cdi",
+                    "/run/nvidia"),
+        runs_as_root=True, sees_all_gpus=True,
+        sources=("run-ai/fake-gpu-operator@v0.2.0 deploy/fake-gpu-operator/templates (device-plugin/_helpers.tpl, "
+                 "status-exporter/_helpers.tpl and daemonset.yaml with its ubuntu hostpath-init, "
+                 "compute-domain-dra-plugin/_helpers.tpl, dra-device-plugin/templates/kubeletplugin.yaml)",
+                 "run-ai/fake-gpu-operator@v0.2.0 internal/status-updater/controllers/mock/resources.go (nvml-mock)")),
+    SystemComponent(
+        "node-exporter", "prometheus node-exporter", ("prometheus/node-exporter",),
+        helper_images=("brancz/kube-rbac-proxy",), host_network=True, host_pid=True, host_ports=True,
+        host_paths=(HOST_ROOT, "/proc", "/sys"),
+        sources=("prometheus-community/helm-charts@prometheus-node-exporter-4.56.1 charts/prometheus-node-exporter/"
+                 "values.yaml (hostNetwork, hostPID, hostRootFsMount, kubeRBACProxy), templates/daemonset.yaml",)),
+    SystemComponent(
+        "gke-nvidia-driver-installer", "GKE's NVIDIA driver installer",
+        ("cos-nvidia-installer", "gke-nvidia-installer", "ubuntu-nvidia-driver-installer", "cos-gpu-installer",
+         "nvidia-partition-gpu", "nvidia-persistenced-installer"),
+        evidence=(_GKE_EVIDENCE,), privileged=True, host_network=True, host_pid=True,
+        host_paths=(HOST_ROOT, "/dev", "/boot", "/etc/nvidia", "/home/kubernetes/bin/nvidia", "/var/lib/cos-tools"),
+        runs_as_root=True, sees_all_gpus=True,
+        sources=(f"{_CEA}@992db8125755 nvidia-driver-installer/cos/daemonset-preloaded.yaml, "
+                 "daemonset-nvidia-mig.yaml, daemonset-confidential.yaml",
+                 f"{_CEA}@992db8125755 nvidia-driver-installer/ubuntu/daemonset-preloaded.yaml, daemonset.yaml",
+                 f"{_CEA}@992db8125755 partition_gpu/partition_gpu.yaml")),
+    SystemComponent(
+        "gke-nvidia-gpu-device-plugin", "GKE's NVIDIA GPU device plugin", ("gke-release/nvidia-gpu-device-plugin",),
+        evidence=(_GKE_EVIDENCE,), privileged=True,
+        host_paths=("/var/lib/kubelet/device-plugins", "/var/lib/kubelet/pod-resources", "/dev", "/proc",
+                    "/etc/nvidia", "/home/kubernetes/bin/nvidia"),
+        runs_as_root=True, sees_all_gpus=True,
+        sources=(f"{_CEA}@992db8125755 cmd/nvidia_gpu/device-plugin.yaml",)),
+    SystemComponent(
+        "gke-gpu-node-installer", "GKE's GPU node installer on a base image (the NVIDIA container toolkit installer)",
+        ("ubuntu", "alpine", "gce-ai-infra/gpudirect-gib/"),
+        evidence=(Evidence(namespaces=("kube-system",), node_labels=(GKE_ACCELERATOR_LABEL,),
+                           host_paths=("/home/kubernetes/bin/nvidia",), daemonset=True),),
+        privileged=True, host_network=True, host_pid=True,
+        host_paths=("/home/kubernetes/bin/nvidia", "/home/kubernetes/bin/gib"), runs_as_root=True,
+        sources=(f"{_CEA}@c7f8e8701430 gpudirect-rdma/nccl-rdma-installer-a4x.yaml (init container "
+                 "nvidia-container-toolkit-installer, ubuntu:22.04, privileged, copying the toolkit into "
+                 "/home/kubernetes/bin/nvidia; applied after the driver installer)",)),
 )
-"""Recognised components, each with the host access its upstream manifests use."""
+"""Recognised deployments, the ones that need evidence before those their images alone identify."""
 
 SYSTEM_COMPONENT_KINDS = ("DaemonSet", "Pod")
 """Node agents run as DaemonSets (a Pod is checked too, as ``kubectl get pod -o yaml`` shows one)."""
@@ -137,16 +270,24 @@ def matches(image: str, patterns: tuple[str, ...]) -> bool:
     return False
 
 
-PAUSE_IMAGES = ("pause",)
-"""Images that only hold a pod open (registry.k8s.io/pause, google-containers/pause): a pod whose long-running
-containers are all pause does its work in init containers, and is what its first init container is."""
+def path_within(path: str, granted: tuple[str, ...]) -> bool:
+    """Whether a host path is one of ``granted`` or below one (:data:`HOST_ROOT` only itself)."""
+    path = "/" + str(path).strip("/")
+    for p in granted:
+        if p == ANY_PATH:
+            return True
+        p = "/" + p.strip("/")
+        if path == p or (p != HOST_ROOT and path.startswith(p + "/")):
+            return True
+    return False
 
 
-def identify(main_image: str, other_images: list[str]) -> SystemComponent | None:
-    """The component whose image the first container runs, provided every other container (init containers,
-    sidecars) runs one of its own or its helper images: a foreign sidecar makes the pod an ordinary workload."""
-    for comp in SYSTEM_COMPONENTS:
-        if matches(main_image, comp.images) and all(matches(i, comp.images + comp.helper_images)
-                                                    for i in other_images):
-            return comp
-    return None
+def docs_table() -> str:
+    """The recognised deployments as docs/policies.md lists them."""
+    rows = ["| Component | Recognised by | Upstream grants | Source |", "|---|---|---|---|"]
+    for c in SYSTEM_COMPONENTS:
+        images = ", ".join(f"`{i}`" for i in c.images)
+        also = f"; and it {c.evidence_text()}" if c.evidence else ""
+        rows.append(f"| {c.role} (`{c.name}`) | images {images}{also} | {'; '.join(c.grants())} | "
+                    f"{'<br>'.join(c.sources)} |")
+    return "\n".join(rows)

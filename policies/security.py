@@ -342,7 +342,7 @@ def pod_root_opt_out(view, config, report):
 
 def _deny_escalation(r, config):
     spec, comp = _subject(r, config)
-    if spec is None or (comp is not None and comp.privileged):
+    if spec is None or system.escalates(comp):
         return None
     props = k8s.plain(r.props)
     changed = False
@@ -361,7 +361,7 @@ def _deny_escalation(r, config):
              remediate=_deny_escalation)
 def no_privilege_escalation(r, config, report):
     spec, comp = _subject(r, config)
-    if spec is None or (comp is not None and comp.privileged):
+    if spec is None or system.escalates(comp):
         return
     for c in k8s.containers(spec, own_only=True):
         if _csc(c, "allowPrivilegeEscalation") is not False:
@@ -378,14 +378,16 @@ def drop_all(r, config, report):
         return
     allowed = {"NET_BIND_SERVICE", *(comp.capabilities if comp else ())}
     for c in k8s.containers(spec, own_only=True):
-        if comp is not None and (comp.privileged or comp.runs_as_root) and _csc(c, "privileged") is True:
-            continue
+        if comp is not None and _csc(c, "privileged") is True:
+            continue  # a privileged container has every capability: pod-no-privileged judges it
         caps = k8s.as_map(_csc(c, "capabilities"))
         if "ALL" not in [str(x) for x in k8s.as_list(caps.get("drop"))] and comp is None:
             report(f"{r.label} container {k8s.container_name(c)}: capabilities do not drop ALL")
-        added = [str(x) for x in k8s.as_list(caps.get("add")) if str(x) not in allowed and "ALL" not in allowed]
+        added = [str(x) for x in k8s.as_list(caps.get("add"))
+                 if str(x) not in allowed and not (comp is not None and comp.privileged)]
         if added:
-            report(f"{r.label} container {k8s.container_name(c)}: adds capabilities {', '.join(added)}")
+            report(f"{r.label} container {k8s.container_name(c)}: adds capabilities {', '.join(added)}"
+                   + system.upstream_note(r, comp, "capabilities"))
 
 
 @_pod_policy(SECCOMP, "A RuntimeDefault or Localhost seccomp profile must apply to every container (pod or "
@@ -420,7 +422,8 @@ def no_privileged(r, config, report):
         return
     for c in k8s.containers(spec):
         if _csc(c, "privileged") is True:
-            report(f"{r.label} container {k8s.container_name(c)} is privileged")
+            report(f"{r.label} container {k8s.container_name(c)} is privileged"
+                   + system.upstream_note(r, comp, "privileged"))
 
 
 @_pod_policy(NO_HOST_NAMESPACES, "Pods must not share the host's network, PID or IPC namespace, nor bind "
@@ -436,13 +439,14 @@ def no_host_namespaces(r, config, report):
                "hostIPC": comp is not None and comp.host_ipc}
     for key in ("hostNetwork", "hostPID", "hostIPC"):
         if spec.get(key) is True and not allowed[key]:
-            report(f"{r.label} sets {key}: true")
+            report(f"{r.label} sets {key}: true" + system.upstream_note(r, comp, key))
     if comp is not None and (comp.host_ports or comp.host_network):
         return
     for c in k8s.containers(spec):
         for p in k8s.as_list(k8s.get(c, "ports")):
             if k8s.get(p, "hostPort") not in (None, 0):
-                report(f"{r.label} container {k8s.container_name(c)} binds hostPort {k8s.get(p, 'hostPort')}")
+                report(f"{r.label} container {k8s.container_name(c)} binds hostPort {k8s.get(p, 'hostPort')}"
+                       + system.upstream_note(r, comp, "hostPort"))
 
 
 @_pod_policy(RESTRICTED_VOLUMES, "Pods may only use the volume types restricted Pod Security allows: no "
@@ -458,7 +462,11 @@ def restricted_volumes(r, config, report):
     for v in k8s.as_list(k8s.get(spec, "volumes")):
         kinds = [k for k in k8s.as_map(v) if k != "name"]
         bad = [k for k in kinds if k not in RESTRICTED_VOLUME_TYPES]
-        if bad == ["hostPath"] and system.path_allowed(comp, str(k8s.get(v, "hostPath", "path", default=""))):
+        path = str(k8s.get(v, "hostPath", "path", default=""))
+        if bad == ["hostPath"] and system.path_allowed(comp, path):
             continue
-        if bad:
+        if bad == ["hostPath"]:
+            report(f"{r.label} volume {k8s.get(v, 'name')} is of type hostPath ({path})"
+                   + system.upstream_note(r, comp, "hostPath"))
+        elif bad:
             report(f"{r.label} volume {k8s.get(v, 'name')} is of type {', '.join(bad)}")

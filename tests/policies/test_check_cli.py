@@ -10,7 +10,7 @@ import pytest
 
 from gpuplatform.check import read_manifests, run_policies, with_strict
 from gpuplatform.cli import main
-from gpuplatform.catalogs.system_components import identify, image_repository
+from gpuplatform.catalogs.system_components import image_repository
 from gpuplatform.policies.registry import REGISTRY, strict_config
 
 CORPUS = Path(__file__).resolve().parents[1] / "fixtures" / "corpus"
@@ -242,12 +242,6 @@ def test_image_repository(image, repo):
     assert image_repository(image) == repo
 
 
-def test_components_are_recognised_by_image_not_by_name():
-    assert identify("mirror.example.com/nvidia/k8s/dcgm-exporter:4.5.3", []).name == "dcgm-exporter"
-    assert identify("nvcr.io/nvidia/k8s-device-plugin:v0.17.1", ["docker.io/someone/sidecar:1"]) is None
-    assert identify("docker.io/someone/nvidia-device-plugin:1", []) is None
-
-
 def test_a_component_gets_only_its_documented_host_access():
     rs = read_manifests([CORPUS / "01_device_plugin_static.yaml"]).resources
     assert not {v.policy_id for v in run_policies(rs)} & {"pod-restricted-volumes", "pod-no-privileged"}
@@ -439,20 +433,28 @@ def test_the_api_server_check_can_be_lowered_or_disabled(tmp_path, capsys):
         assert {v["level"] for v in json.loads(out) if v["policy_id"] == "api-server-rejects"} == expect
 
 
-def test_a_pause_pod_is_what_its_first_init_container_is():
-    def daemonset(init_image):
-        return {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "installer", "namespace": "ops"},
+def test_a_pause_pod_is_what_its_init_containers_are():
+    """GKE's installers do their work in privileged init containers and then hold the pod with pause: recognised
+    by the init container's image where the rest of the role holds (kube-system, GKE's GPU nodes)."""
+    def daemonset(init_image, namespace="kube-system", gpu_nodes=True):
+        affinity = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+            {"matchExpressions": [{"key": "cloud.google.com/gke-accelerator", "operator": "Exists"}]}]}}}
+        return {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "installer", "namespace": namespace},
                 "spec": {"template": {"spec": {
                     "hostPID": True, "volumes": [{"name": "root", "hostPath": {"path": "/"}}],
+                    **({"affinity": affinity} if gpu_nodes else {}),
                     "initContainers": [{"name": "install", "image": init_image, "securityContext": {"privileged": True},
                                         "volumeMounts": [{"name": "root", "mountPath": "/root"}]}],
                     "containers": [{"name": "pause", "image": "registry.k8s.io/pause:3.10"}]}}}}
     from gpuplatform.records import RegisteredResource
-    def mandatory(init_image):
-        r = RegisteredResource("kubernetes:apps/v1:DaemonSet", "ops/installer", daemonset(init_image))
+    def mandatory(init_image, **where):
+        r = RegisteredResource("kubernetes:apps/v1:DaemonSet", "ops/installer", daemonset(init_image, **where))
         return sorted({v.policy_id for v in run_policies([r]) if v.mandatory})
-    assert mandatory("ubuntu-nvidia-installer:fixed") == []
-    assert mandatory("registry.example.com/tools/busybox:1.36") == ["pod-no-host-namespaces", "pod-no-privileged"]
+    assert mandatory("gke-nvidia-installer:fixed") == []
+    blocked = ["pod-no-host-namespaces", "pod-no-privileged"]
+    assert mandatory("registry.example.com/tools/busybox:1.36") == blocked
+    # the installer's image elsewhere is not GKE's installer
+    assert mandatory("gke-nvidia-installer:fixed", namespace="ops", gpu_nodes=False) == blocked
 
 
 @pytest.mark.parametrize("stack", ["dev", "prod"])

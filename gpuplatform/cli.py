@@ -129,7 +129,8 @@ def cmd_check(args) -> int:
         resources = synthesize({**stack_config_from_namespace(raw), **settings}, stack=stack)
         default_location = (str(stack_file(args)[0]), None)
         locations = check.stack_file_locations(default_location[0], raw, resources)
-    violations = check.located(check.run_policies(resources, policy_config), locations, default_location)
+    violations = check.located(check.run_policies(resources, policy_config), locations, default_location,
+                               read.nodes if args.manifests else None)
     if args.manifests:
         # the API server's own judgement comes first: a policy reading a misspelt field sees nothing to judge
         violations = check.api_server_violations(read, args.kube_version,

@@ -2,7 +2,8 @@
 
 Inputs arrive as plain dicts (offline runner) or as ``pulumi_policy`` proxies (``Mapping``/``Sequence``, not
 ``dict``/``list``), so every helper tests against the abstract types. Reading a value that is unknown at preview
-raises ``UnknownValueError``; helpers never catch it, so the SDK turns the policy into an advisory for that run.
+raises ``UnknownValueError``; helpers never catch it, so the SDK turns the policy into an advisory for that run,
+except the walks over a whole object (the general pod rule, a finding's path), which pass an unknown value by.
 """
 from __future__ import annotations
 
@@ -309,21 +310,34 @@ def _looks_like_containers(value: Any) -> bool:
         isinstance(c.get("image"), str) for c in items)
 
 
+def _known_children(node: Any) -> Iterator[tuple[Any, Any]]:
+    """(key or index, value) of a mapping's or list's values that are known: the walks over a whole object skip a
+    value unknown at preview (it is no pod, nor the field a finding names) rather than give the policy up."""
+    for key in (list(node) if is_map(node) else range(len(node))):
+        value = _known_value(node, key)
+        if value is not None:
+            yield key, value
+
+
+def _known_value(node: Any, key: Any) -> Any:
+    from pulumi_policy.proxy import UnknownValueError
+
+    try:
+        return node[key]
+    except UnknownValueError:
+        return None
+
+
 def _container_holders(node: Any, path: tuple) -> Iterator[tuple[tuple, Mapping]]:
     """(path, mapping) of every mapping below ``node`` whose ``containers`` is a list of named containers with an
     image; an object's metadata and status are not read."""
-    if is_map(node):
-        if _looks_like_containers(node.get("containers")):
-            yield path, node
-        for key, child in node.items():
-            if (not path and key in ("metadata", "status")) or key == "containers":
-                continue
-            if is_map(child) or is_list(child):
-                yield from _container_holders(child, path + (key,))
-    elif is_list(node):
-        for i, child in enumerate(node):
-            if is_map(child) or is_list(child):
-                yield from _container_holders(child, path + (i,))
+    if is_map(node) and "containers" in node and _looks_like_containers(_known_value(node, "containers")):
+        yield path, node
+    for key, child in _known_children(node):
+        if (not path and key in ("metadata", "status")) or key == "containers":
+            continue
+        if is_map(child) or is_list(child):
+            yield from _container_holders(child, path + (key,))
 
 
 def pod_spec(kind: Optional[str], props: Any) -> Optional[Mapping]:
@@ -501,8 +515,7 @@ def _paths(props: Any) -> dict[int, tuple]:
     while stack:
         node, path = stack.pop()
         index.setdefault(id(node), path)
-        children = node.items() if is_map(node) else enumerate(node)
-        stack.extend((child, path + (key,)) for key, child in children if is_map(child) or is_list(child))
+        stack.extend((child, path + (key,)) for key, child in _known_children(node) if is_map(child) or is_list(child))
     try:
         key = id(props)
         _PATHS_SEEN[key] = (weakref.ref(props, lambda _ref: _PATHS_SEEN.pop(key, None)), index)

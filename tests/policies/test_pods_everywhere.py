@@ -179,3 +179,18 @@ def test_the_general_rule_needs_named_containers_with_an_image():
     # Kubernetes' own groups are read by their kinds only (a CRD's schema mentions containers everywhere)
     assert k8s.pods_of("CustomResourceDefinition", {"apiVersion": "apiextensions.k8s.io/v1", "spec": {
         "x": {"containers": [{"name": "a", "image": "r/a:1"}]}}}) == []
+
+
+def test_a_value_unknown_at_preview_elsewhere_does_not_stop_the_general_rule():
+    """In a preview, a field computed from another resource is unknown; the general rule passes it by and still
+    judges the pod (reading the unknown value itself would turn the policy into a "can't run" advisory)."""
+    from pulumi_policy.proxy import UNKNOWN_STRING_VALUE
+
+    obj = {"apiVersion": "example.com/v1", "kind": "Trainer", "metadata": {"name": "t", "namespace": "ml"},
+           "spec": {"endpoint": UNKNOWN_STRING_VALUE, "job": {"containers": [
+               {"name": "a", "image": "registry.example.com/a:1", "securityContext": {"privileged": True}}]}}}
+    found = run_policies([RegisteredResource("kubernetes:example.com/v1:Trainer", "ml/t", obj)],
+                         policies=[by_id(PRIVILEGED)])
+    assert [(v.level, v.message) for v in found] == [
+        ("mandatory", "Trainer ml/t container a is privileged at spec.job.containers[0].securityContext.privileged")]
+

@@ -226,7 +226,8 @@ class AssembledContainer:
     run_as_user: tuple[tuple[str, ...], int] | None = None
     """Where the pod's runAsUser comes from and the operator's default."""
     host_path: tuple[str, ...] = ()
-    """A host directory the operator mounts into the pod (a hostPath volume)."""
+    """A host directory the operator mounts into the pod, as the hostPath volume :attr:`host_path_volume`."""
+    host_path_volume: str = ""
     cpu_memory: tuple[str, ...] = ()
     """A ``{cpu, memory}`` mapping the operator sets as the container's requests and limits."""
 
@@ -237,14 +238,15 @@ ASSEMBLED_CONTAINERS: dict[tuple[str, str], tuple[AssembledContainer, ...]] = {
     # NIMContainerSpec lists (name, image, command, args, env, workingDir; no securityContext), api/apps/v1alpha1
     # nimservice_types.go and common_types.go; the operator names the container "<name>-ctr" (GetContainerName),
     # sets the pod's runAsUser from userID, 1000 by default (GetUserID; manifests/deployment.yaml renders it even
-    # when 0) and mounts storage.hostPath as a hostPath volume (nimservice_types.go GetVolumes). The router's
-    # endpoint picker is a NIMContainerSpec of its own pod (common_types.go EPPConfig.ContainerSpec).
+    # when 0) and mounts storage.hostPath as the hostPath volume "model-store" (nimservice_types.go GetVolumes).
+    # The router's endpoint picker is a NIMContainerSpec of its own pod (common_types.go EPPConfig.ContainerSpec).
     ("apps.nvidia.com", "NIMService"): (
         AssembledContainer(("spec",), "{name}-ctr", image=(("image",),), fields=("command", "args", "env",
                                                                                "resources"),
                            containers=((("initContainers",), "initContainers"),
                                        (("sidecarContainers",), "containers")),
-                           run_as_user=(("userID",), 1000), host_path=("storage", "hostPath")),
+                           run_as_user=(("userID",), 1000), host_path=("storage", "hostPath"),
+                           host_path_volume="model-store"),
         AssembledContainer(("spec", "expose", "router", "eppConfig", "containerSpec"), "",
                            fields=("command", "args", "env")),
     ),

@@ -277,7 +277,7 @@ def _assemble(spec: "AssembledContainer", props: Any, out: list[PodAt]) -> None:
                                                 runAsUser=uid if uid is not None else default)
         host = get(node, *spec.host_path) if spec.host_path else None
         if isinstance(host, str) and host:
-            volume = Assembled({"name": "nim-cache", "hostPath": {"path": host}}, at=at + spec.host_path,
+            volume = Assembled({"name": spec.host_path_volume, "hostPath": {"path": host}}, at=at + spec.host_path,
                                sources={"hostPath": at + spec.host_path})
             view["volumes"] = list(as_list(view.get("volumes"))) + [volume]
         if pod is not None:

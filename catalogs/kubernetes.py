@@ -1,8 +1,10 @@
 """Kubernetes facts the config validation, the components and the policies share: which API versions a
-cluster version serves, Pod Security labels, and what a secret-looking variable name is."""
+cluster version serves, Pod Security labels, where custom resources keep their pods. What a credential looks like
+is catalogs/secrets.py."""
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 REMOVED_APIS: dict[str, tuple[tuple[int, int], str]] = {
     # group/version -> (first Kubernetes minor that no longer serves it, replacement)
@@ -97,11 +99,27 @@ def quantity_value(text: str) -> float:
 
 
 POD_TEMPLATE_PATHS: dict[tuple[str, str], tuple[tuple[str, ...], ...]] = {
+    # the core PodTemplate object: template is a PodTemplateSpec (k8s.io/api core/v1 types.go PodTemplate)
+    ("", "PodTemplate"): (("template", "spec"),),
     # KServe: each component of an InferenceService is a pod spec inline (PredictorSpec, TransformerSpec and
     # ExplainerSpec embed corev1.PodSpec; workerSpec of multi-node predictors too), kserve
     # pkg/apis/serving/v1beta1 (predictor.go, component.go, worker_spec.go)
     ("serving.kserve.io", "InferenceService"): (("spec", "predictor"), ("spec", "predictor", "workerSpec"),
                                                 ("spec", "transformer"), ("spec", "explainer")),
+    # KServe runtimes, the containers an InferenceService's model is merged into: ServingRuntimeSpec inlines
+    # ServingRuntimePodSpec (containers, volumes, hostIPC...) and its workerSpec does too, kserve
+    # pkg/apis/serving/v1alpha1/servingruntime_types.go
+    ("serving.kserve.io", "ServingRuntime"): (("spec",), ("spec", "workerSpec")),
+    ("serving.kserve.io", "ClusterServingRuntime"): (("spec",), ("spec", "workerSpec")),
+    # KServe LLMInferenceService (v1alpha1 and v1alpha2 alike) and the LLMInferenceServiceConfig it composes: the
+    # WorkloadSpec inlined in the spec and under prefill has template (the main, or head, pod) and worker (the
+    # other pods of a multi-node group), both *corev1.PodSpec; the router's scheduler has template, and its
+    # tokenizer too, kserve pkg/apis/serving/v1alpha2/llm_inference_service_types.go (WorkloadSpec.Template,
+    # WorkloadSpec.Worker, SchedulerSpec.Template, TokenizerSpec.Template; v1alpha1 the same file)
+    **{("serving.kserve.io", kind): (("spec", "template"), ("spec", "worker"), ("spec", "prefill", "template"),
+                                     ("spec", "prefill", "worker"), ("spec", "router", "scheduler", "template"),
+                                     ("spec", "router", "scheduler", "tokenizer", "template"))
+       for kind in ("LLMInferenceService", "LLMInferenceServiceConfig")},
     # KubeRay: HeadGroupSpec.Template and WorkerGroupSpec.Template are corev1.PodTemplateSpec, ray-operator
     # apis/ray/v1 (raycluster_types.go; RayService.spec.rayClusterConfig and RayJob.spec.rayClusterSpec are a
     # RayClusterSpec; RayJob.spec.submitterPodTemplate is a PodTemplateSpec)
@@ -112,6 +130,34 @@ POD_TEMPLATE_PATHS: dict[tuple[str, str], tuple[tuple[str, ...], ...]] = {
     ("ray.io", "RayJob"): (("spec", "rayClusterSpec", "headGroupSpec", "template", "spec"),
                            ("spec", "rayClusterSpec", "workerGroupSpecs", "*", "template", "spec"),
                            ("spec", "submitterPodTemplate", "spec")),
+    # AIBrix orchestration.aibrix.ai/v1alpha1, vllm-project/aibrix api/orchestration/v1alpha1: PodSet.spec.template
+    # and RoleSpec.template are PodTemplateSpecs (podset_types.go, roleset_types.go: RoleSet.spec.roles[]);
+    # StormService.spec.template is a RoleSetTemplateSpec whose spec is a RoleSetSpec (stormservice_types.go);
+    # RayClusterFleet and RayClusterReplicaSet hold a RayClusterTemplateSpec whose spec is KubeRay's RayClusterSpec
+    # (raycluster_type.go); KVCache's RuntimeSpec (cache, watcher, metadata.redis/etcd.runtime) has an optional
+    # template PodTemplateSpec (kvcache_types.go)
+    ("orchestration.aibrix.ai", "PodSet"): (("spec", "template", "spec"),),
+    ("orchestration.aibrix.ai", "RoleSet"): (("spec", "roles", "*", "template", "spec"),),
+    ("orchestration.aibrix.ai", "StormService"): (("spec", "template", "spec", "roles", "*", "template", "spec"),),
+    **{("orchestration.aibrix.ai", kind): (("spec", "template", "spec", "headGroupSpec", "template", "spec"),
+                                           ("spec", "template", "spec", "workerGroupSpecs", "*", "template", "spec"))
+       for kind in ("RayClusterFleet", "RayClusterReplicaSet")},
+    ("orchestration.aibrix.ai", "KVCache"): (("spec", "cache", "template", "spec"),
+                                             ("spec", "watcher", "template", "spec"),
+                                             ("spec", "metadata", "redis", "runtime", "template", "spec"),
+                                             ("spec", "metadata", "etcd", "runtime", "template", "spec")),
+    # NVIDIA Dynamo (nvidia.com, v1alpha1 and v1beta1 alike): every service of a DynamoGraphDeployment, and a
+    # DynamoComponentDeployment's spec, has extraPodSpec, an ExtraPodSpec that inlines *corev1.PodSpec (its
+    # mainContainer is read by ASSEMBLED_CONTAINERS), ai-dynamo/dynamo deploy/operator/api/v1beta1
+    # (dynamographdeployment_types.go: Services map[string]*DynamoComponentDeploymentSharedSpec;
+    # dynamocomponentdeployment_types.go: ExtraPodSpec) and api/v1alpha1/common.go (ExtraPodSpec)
+    ("nvidia.com", "DynamoGraphDeployment"): (("spec", "services", "*", "extraPodSpec"),),
+    ("nvidia.com", "DynamoComponentDeployment"): (("spec", "extraPodSpec"),),
+    # llm-d's ModelService (llm-d.ai/v1alpha1, the llm-d-model-service operator; current llm-d renders plain
+    # Deployments and LeaderWorkerSets from its charts and Kustomize recipes, which carry no pods of their own
+    # kind): decode and prefill are a PDSpec whose containers, vllmProxyContainer (its init containers) and
+    # ephemeralContainers are ContainerSpec lists, llm-d/llm-d-model-service api/v1alpha1/modelservice_types.go
+    ("llm-d.ai", "ModelService"): (("spec", "decode"), ("spec", "prefill")),
     # LeaderWorkerSet: leaderWorkerTemplate.leaderTemplate (optional) and .workerTemplate, lws
     # api/leaderworkerset/v1 (leaderworkerset_types.go)
     ("leaderworkerset.x-k8s.io", "LeaderWorkerSet"): (("spec", "leaderWorkerTemplate", "leaderTemplate", "spec"),
@@ -125,8 +171,13 @@ POD_TEMPLATE_PATHS: dict[tuple[str, str], tuple[tuple[str, ...], ...]] = {
     ("kubeflow.org", "XGBoostJob"): (("spec", "xgbReplicaSpecs", "*", "template", "spec"),),
     ("kubeflow.org", "PaddleJob"): (("spec", "paddleReplicaSpecs", "*", "template", "spec"),),
     ("kubeflow.org", "JAXJob"): (("spec", "jaxReplicaSpecs", "*", "template", "spec"),),
-    # JobSet: replicatedJobs[].template is a batch JobTemplateSpec, jobset api/jobset/v1alpha2
+    # JobSet: replicatedJobs[].template is a batch JobTemplateSpec, kubernetes-sigs/jobset
+    # api/jobset/v1alpha2/jobset_types.go (ReplicatedJob.Template)
     ("jobset.x-k8s.io", "JobSet"): (("spec", "replicatedJobs", "*", "template", "spec", "template", "spec"),),
+    # Kueue: a Workload's podSets[].template is a PodTemplateSpec, kubernetes-sigs/kueue apis/kueue/v1beta1 and
+    # v1beta2 workload_types.go (PodSet.Template). Jobs Kueue admits stay their own kinds (Job, JobSet, RayJob...,
+    # labelled kueue.x-k8s.io/queue-name) and are read as those.
+    ("kueue.x-k8s.io", "Workload"): (("spec", "podSets", "*", "template", "spec"),),
     # Argo Rollouts: RolloutSpec.Template is a PodTemplateSpec, as a Deployment's, pkg/apis/rollouts/v1alpha1
     ("argoproj.io", "Rollout"): (("spec", "template", "spec"),),
     # Knative Serving: Service.spec.template is a RevisionTemplateSpec whose RevisionSpec embeds corev1.PodSpec,
@@ -134,78 +185,111 @@ POD_TEMPLATE_PATHS: dict[tuple[str, str], tuple[tuple[str, ...], ...]] = {
     ("serving.knative.dev", "Service"): (("spec", "template", "spec"),),
     ("serving.knative.dev", "Configuration"): (("spec", "template", "spec"),),
 }
-"""Where custom resources GPU users deploy keep their pod specs; ``*`` is every item of a list or value of a map.
-The pod policies judge these pods as they judge a Deployment's."""
+"""Where resources GPU users deploy keep their pod specs; ``*`` is every item of a list or value of a map. The pod
+policies judge these pods as they judge a Deployment's, and any other object with a ``containers`` list too
+(:data:`POD_PATTERN_GROUPS` aside)."""
+POD_FIELD_KEYS: dict[tuple[str, str], dict[str, str]] = {
+    # llm-d ModelService PDSpec: InitContainers is serialized as "vllmProxyContainer"
+    ("llm-d.ai", "ModelService"): {"initContainers": "vllmProxyContainer"},
+}
+"""Pod spec fields a resource spells its own way: pod spec key -> the key it uses."""
 KSERVE_MODEL_CONTAINERS = ("model", "sklearn", "xgboost", "tensorflow", "pytorch", "triton", "onnx",
                            "huggingface", "pmml", "lightgbm", "paddle")
 """Keys of a KServe predictor that hold one container each (ModelSpec and the framework specs embed
 corev1.Container): kserve pkg/apis/serving/v1beta1 predictor.go."""
 
 
-_REFERENCE_KEY = re.compile(r"(?i)(?:^EXISTING_|_(?:REF|ENABLED|ENABLE)$|(?:^|_)FROM_SECRETS?$|"
-                            r"(?:PASSWORD|PASSWD|TOKEN|CREDENTIALS?)_KEY$)")
-"""Keys that name where a secret is (an existing Secret, a key inside one, a reference), not the secret."""
+@dataclass(frozen=True)
+class AssembledContainer:
+    """A container an operator builds from fields of its custom resource, which holds no corev1.Container list
+    for it. Paths are below :attr:`at`; ``*`` in :attr:`at` is every item of a list or value of a map."""
+
+    at: tuple[str, ...]
+    """The mapping that describes the container."""
+    name: str
+    """The name the operator gives it; ``{name}`` is the object's metadata.name, empty: the mapping's own ``name``."""
+    image: tuple[tuple[str, ...], ...] = (("image",),)
+    """Where the image is, the first one set; a ``{repository, tag}`` mapping is read as ``repository:tag``."""
+    fields: tuple[str, ...] = ()
+    """Keys that are the container's own fields, as a corev1.Container spells them (``env``, ``args``...)."""
+    base: tuple[str, ...] = ()
+    """A corev1.Container the fields are merged into (Dynamo's mainContainer)."""
+    env: tuple[tuple[str, ...], ...] = ()
+    """Further env lists the operator appends to the container's."""
+    shared_env: tuple[tuple[str, ...], ...] = ()
+    """Env lists, from the object's root, the operator appends to every such container."""
+    pod: tuple[str, ...] = ()
+    """The corev1.PodSpec the container joins (empty: a pod of its own)."""
+    containers: tuple[tuple[tuple[str, ...], str], ...] = ()
+    """Lists of containers described the same way (name, image mapping, command, args, env), with the pod
+    spec list each joins (``initContainers``, ``containers``)."""
+    run_as_user: tuple[tuple[str, ...], int] | None = None
+    """Where the pod's runAsUser comes from and the operator's default."""
+    host_path: tuple[str, ...] = ()
+    """A host directory the operator mounts into the pod, as the hostPath volume :attr:`host_path_volume`."""
+    host_path_volume: str = ""
+    cpu_memory: tuple[str, ...] = ()
+    """A ``{cpu, memory}`` mapping the operator sets as the container's requests and limits."""
 
 
-SECRET_URL_KEY = re.compile(r"(?i)(?:^|_)(?:WEBHOOK_URL|SLACK_API_URL|ROUTING_KEY|SERVICE_KEY|INTEGRATION_KEY)$")
-"""Keys whose value is itself the credential: Alertmanager marks them ``<secret>`` in its configuration reference
-(prometheus.io/docs/alerting/latest/configuration: ``slack_api_url``, ``webhook_url`` of Microsoft Teams and
-Discord, PagerDuty ``routing_key``/``service_key``; each has a ``*_file`` form that reads it from a mounted
-Secret), and the same key in other charts' values: whoever holds the URL can post to the channel."""
-SECRET_QUERY_PARAMETER = re.compile(r"(?i)^(?:access_?token|token|api_?key|key|secret|signature|sig|password)$")
-"""URL query parameters that carry a credential (a DingTalk robot's ``access_token``, a signed URL's ``signature``)."""
-INCOMING_WEBHOOK = re.compile(r"(?i)^(?:hooks\.slack\.com/services/|[a-z0-9.-]*\.webhook\.office\.com/|"
-                              r"(?:discord|discordapp)\.com/api/webhooks/)")
-"""Incoming-webhook URLs whose path is the credential (Slack's ``hooks.slack.com/services/...``, Microsoft Teams',
-Discord's): Alertmanager marks the keys holding them ``<secret>``, under whichever key a chart puts them."""
+ASSEMBLED_CONTAINERS: dict[tuple[str, str], tuple[AssembledContainer, ...]] = {
+    # NIM operator apps.nvidia.com/v1alpha1, NVIDIA/k8s-nim-operator: NIMServiceSpec has image (Image:
+    # repository, tag), command, args, env, resources at spec level, and initContainers/sidecarContainers as
+    # NIMContainerSpec lists (name, image, command, args, env, workingDir; no securityContext), api/apps/v1alpha1
+    # nimservice_types.go and common_types.go; the operator names the container "<name>-ctr" (GetContainerName),
+    # sets the pod's runAsUser from userID, 1000 by default (GetUserID; manifests/deployment.yaml renders it even
+    # when 0) and mounts storage.hostPath as the hostPath volume "model-store" (nimservice_types.go GetVolumes).
+    # The router's endpoint picker is a NIMContainerSpec of its own pod (common_types.go EPPConfig.ContainerSpec).
+    ("apps.nvidia.com", "NIMService"): (
+        AssembledContainer(("spec",), "{name}-ctr", image=(("image",),), fields=("command", "args", "env",
+                                                                               "resources"),
+                           containers=((("initContainers",), "initContainers"),
+                                       (("sidecarContainers",), "containers")),
+                           run_as_user=(("userID",), 1000), host_path=("storage", "hostPath"),
+                           host_path_volume="model-store"),
+        AssembledContainer(("spec", "expose", "router", "eppConfig", "containerSpec"), "",
+                           fields=("command", "args", "env")),
+    ),
+    # NIMCache: the caching Job's container "nim-cache-ctr" runs the model puller of its source (ngc, hf or
+    # dataStore .modelPuller) with spec.env merged in and spec.resources (cpu, memory) as requests and limits
+    # (internal/controller/nimcache_controller.go NIMCacheContainerName, MergeEnvVars(..., nimCache.Spec.Env));
+    # initContainers are NIMContainerSpecs
+    ("apps.nvidia.com", "NIMCache"): (
+        AssembledContainer(("spec",), "nim-cache-ctr", image=(("source", "ngc", "modelPuller"),
+                                                              ("source", "hf", "modelPuller"),
+                                                              ("source", "dataStore", "modelPuller")),
+                           fields=("env",), containers=((("initContainers",), "initContainers"),),
+                           cpu_memory=("resources",)),
+    ),
+    # NVIDIA Dynamo: each service's main container is extraPodSpec.mainContainer (a corev1.Container) with the
+    # service's envs and the graph's envs added ("applied to all services"), dynamographdeployment_types.go
+    # (Envs) and dynamocomponentdeployment_types.go (DynamoComponentDeploymentSharedSpec.Envs, ExtraPodSpec)
+    ("nvidia.com", "DynamoGraphDeployment"): (
+        AssembledContainer(("spec", "services", "*"), "main", base=("extraPodSpec", "mainContainer"),
+                           env=(("envs",),), shared_env=(("spec", "envs"),), pod=("extraPodSpec",)),
+    ),
+    ("nvidia.com", "DynamoComponentDeployment"): (
+        AssembledContainer(("spec",), "main", base=("extraPodSpec", "mainContainer"), env=(("envs",),),
+                           pod=("extraPodSpec",)),
+    ),
+    # AIBrix KVCache RuntimeSpec: image, env and resources of the operator's container (pkg/controller/kvcache/
+    # backends: "kvcache-server" from spec.cache, "kvcache-watcher" from spec.watcher, "redis" from
+    # spec.metadata.redis.runtime; vineyard's etcd from spec.metadata.etcd.runtime)
+    ("orchestration.aibrix.ai", "KVCache"): tuple(
+        AssembledContainer(at, name, fields=("env", "resources"))
+        for at, name in ((("spec", "cache"), "kvcache-server"), (("spec", "watcher"), "kvcache-watcher"),
+                         (("spec", "metadata", "redis", "runtime"), "redis"),
+                         (("spec", "metadata", "etcd", "runtime"), "etcd"))),
+}
+"""Custom resources whose operator builds a container out of fields that are not a container list, modelled as
+the operator builds it so that the secret and pod policies judge it (NIMService's env becomes its pod's
+container's env). The operator writes these containers' security context, which the resource cannot set (no
+privileged container can be asked for through them); the pod policies judge what the resource does set."""
 
-
-def url_credential(value: str) -> str | None:
-    """What credential a URL written as text carries (None: none): a ``user:password@`` part or a query parameter
-    that holds a token or key. Parsed as clients parse it (``urllib.parse``)."""
-    from urllib.parse import parse_qsl, urlsplit
-
-    text = value.strip()
-    if "://" not in text:
-        return None
-    try:
-        parts = urlsplit(text)
-    except ValueError:
-        return None
-    if parts.password:
-        return "a user:password@ part"
-    if INCOMING_WEBHOOK.match(f"{parts.hostname or ''}{parts.path}"):
-        return "an incoming-webhook path"
-    names = [k for k, v in parse_qsl(parts.query, keep_blank_values=True) if v and SECRET_QUERY_PARAMETER.match(k)]
-    return f"the query parameter {names[0]!r}" if names else None
-
-
-def plaintext_secrets(values, path: str = "") -> list[str]:
-    """Paths of password-like values written in plain text anywhere in a nested mapping (Helm values, env): a key
-    that reads as a secret by :data:`SECRET_ENV_PATTERN` or :data:`SECRET_URL_KEY` once camelCase is spelled in
-    words (``adminPassword`` -> ``ADMIN_PASSWORD``) and holds a non-empty string, or a URL carrying a credential
-    (:func:`url_credential`) under any key. References are not secrets: keys naming a file, path, Secret name or
-    existing Secret (``passwordFile``, ``existingSecret``), and mappings (``secretKeyRef``) hold none."""
-    pattern = re.compile(SECRET_ENV_PATTERN)
-    out = []
-    if isinstance(values, dict):
-        for key, value in values.items():
-            where = f"{path}.{key}" if path else str(key)
-            if isinstance(value, (dict, list)):
-                out += plaintext_secrets(value, where)
-                continue
-            words = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", str(key)).replace("-", "_").replace(".", "_").upper()
-            if not isinstance(value, str) or not value.strip() or _REFERENCE_KEY.search(words):
-                continue
-            if pattern.search(words) or SECRET_URL_KEY.search(words) or url_credential(value):
-                out.append(where)
-    elif isinstance(values, list):
-        for i, item in enumerate(values):
-            if isinstance(item, str) and url_credential(item):
-                out.append(f"{path}[{i}]")
-            else:
-                out += plaintext_secrets(item, f"{path}[{i}]")
-    return out
+POD_PATTERN_GROUPS = re.compile(r"(?:^|\.)(?:kyverno\.io|gatekeeper\.sh|kubewarden\.io)$")
+"""API groups of admission policy engines, whose objects hold *patterns* of pods (Kyverno's
+``validate.pattern.spec.containers: [{name: "*", image: "!*:latest"}]``, Gatekeeper mutations), not pods: the
+general rule (any ``containers`` list is a pod spec) does not read them."""
 
 
 PROMETHEUS_OPERATOR_API = "monitoring.coreos.com/v1"
@@ -235,13 +319,6 @@ POD_SECURITY_AUDIT = "pod-security.kubernetes.io/audit"
 
 ACK_INTRANET_LB = {"service.beta.kubernetes.io/alibaba-cloud-loadbalancer-address-type": "intranet"}
 """The annotation that makes an ACK LoadBalancer Service internal (a VPC-only address)."""
-
-SECRET_ENV_PATTERN = (r"(?i)^(?!.*_(?:FILE|PATH|DIR|NAME)$).*?(?:^|_)"
-                      r"(?:PASSWORD|PASSWD|SECRET|TOKEN|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY|CREDENTIALS?)(?:_|$)")
-"""Environment variable names whose values must come from a Secret, never a literal. Matched on whole
-``_``-separated words (``HF_TOKEN``, ``OPENAI_API_KEY``, ``AWS_SECRET_ACCESS_KEY``), so that settings such as
-``TOKENIZERS_PARALLELISM`` (Hugging Face tokenizers, set by most vLLM/TGI manifests) are not mistaken for
-secrets, and names of files or objects that hold one (``*_TOKEN_FILE``, ``*_SECRET_NAME``) are not either."""
 
 # --- Services: what makes a LoadBalancer internal ---------------------------------------------------------------
 INTERNAL_LB_ANNOTATIONS: dict[str, tuple[str, ...]] = {

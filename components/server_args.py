@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from gpuplatform.catalogs import server_cli as cli
-from gpuplatform.catalogs.kubernetes import SECRET_ENV_PATTERN, url_credential
+from gpuplatform.catalogs.secrets import SECRET_ENV_PATTERN, credential_in
 from gpuplatform.catalogs.system_components import image_repository
 from gpuplatform.components.config import Workload
 
@@ -42,7 +42,10 @@ class ServerFacts:
     """(stack path, message) of what the command line itself gets wrong (a value that is no number, an ambiguous
     flag)."""
     secrets: list = field(default_factory=list)
-    """(stack path, flag) of credentials written in the command line."""
+    """(stack path, flag) of credentials given to a flag that takes one, in plain text."""
+    credentials: list = field(default_factory=list)
+    """(stack path, what) of credentials found anywhere else in the command line (catalogs/secrets.py
+    ``credential_in``: a URL with a password, a known token format)."""
     official_image: bool = False
     """The image is the server's official one, whose environment (``image_env``) is known."""
     shell: bool = False
@@ -189,7 +192,7 @@ def parse(w: Workload) -> Optional[ServerFacts]:
         key, token = tokens[i]
         i += 1
         if not token.startswith("-") or token in ("-", "--"):
-            _check_url(facts, key, token)
+            _check_credential(facts, key, token)
             continue
         name, eq, inline = token.partition("=")
         if name in spec.config_files:
@@ -213,7 +216,7 @@ def parse(w: Workload) -> Optional[ServerFacts]:
                 if secret_name and _written_out(raw, env, shell):
                     facts.secrets.append((key, name))
                 else:
-                    _check_url(facts, key, raw)
+                    _check_credential(facts, key, raw)
             continue
         if flag.value == "switch" and not eq:
             facts.settings[flag.fact] = Setting(True, f"{key} {token!r}", key)
@@ -239,6 +242,7 @@ def parse(w: Workload) -> Optional[ServerFacts]:
             if _written_out(raw, env, shell):
                 facts.secrets.append((key, name))
             continue
+        _check_credential(facts, key, raw)
         text, unknown = _expand(raw, env)
         if unknown or (shell and SHELL_REF.search(text)):
             facts.settings.pop(flag.fact, None)  # set from a variable whose value is not known here
@@ -251,10 +255,12 @@ def parse(w: Workload) -> Optional[ServerFacts]:
     return facts
 
 
-def _check_url(facts: "ServerFacts", key: str, text: str) -> None:
-    """A URL with a credential in it (``https://user:token@host/...``, ``?token=``) anywhere on the line."""
-    if url_credential(text):
-        facts.secrets.append((key, "a URL"))
+def _check_credential(facts: "ServerFacts", key: str, text: str) -> None:
+    """A credential anywhere on the line: a URL carrying one (``https://user:token@host/...``, ``?token=``) or a
+    token of a known format (``hf_...``)."""
+    what = credential_in(text)
+    if what:
+        facts.credentials.append((key, what))
 
 
 def image_repository_matches(image: str, repository: str) -> bool:

@@ -176,9 +176,11 @@ def _user(w: Workload) -> dict:
 def container(w: Workload, ctx: WorkloadContext) -> dict:
     gpu = ctx.pool.gpu_resources(w.gpu)
     resources = {"cpu": w.resources.cpu, "memory": w.resources.memory, **gpu}
-    env = [{"name": k, "value": v} for k, v in sorted(server_args.effective_env(w).items())]
-    env += [{"name": k, "valueFrom": {"secretKeyRef": {"name": ref.secret_name, "key": ref.key}}}
-            for k, ref in sorted(w.secret_env.items())]
+    # the Secret-backed variables first: Kubernetes expands $(NAME) in a value from the variables defined before it,
+    # so a plain value may be built from a secret one (DATABASE_URL=postgresql://app:$(DB_PASSWORD)@db/app)
+    env = [{"name": k, "valueFrom": {"secretKeyRef": {"name": ref.secret_name, "key": ref.key}}}
+           for k, ref in sorted(w.secret_env.items())]
+    env += [{"name": k, "value": v} for k, v in sorted(server_args.effective_env(w).items())]
     out = {
         "name": w.name,
         "image": w.image,

@@ -68,15 +68,24 @@ class Violation:
 
 
 def located(violations: Iterable[Violation], locations: Optional[Mapping[str, tuple[str, int]]] = None,
-            default: Optional[tuple[str, Optional[int]]] = None) -> list[Violation]:
+            default: Optional[tuple[str, Optional[int]]] = None,
+            nodes: Optional[Mapping[str, Any]] = None) -> list[Violation]:
     """``violations`` with the file and line of the object each one names (``locations``: ``type::name`` ->
-    (file, line), as :func:`read_manifests` records them), else ``default`` (the stack file)."""
+    (file, line), as :func:`read_manifests` records them), else ``default`` (the stack file). A finding that ends
+    with the path of a field (`` at spec.template.spec.containers[0].securityContext.privileged``,
+    :func:`gpuplatform.policies.k8s.path_in_message`) gets that field's line when the object's YAML node is known
+    (``nodes``, as :func:`read_manifests` records them)."""
     from dataclasses import replace
 
     out = []
     for v in violations:
-        where = (locations or {}).get(f"{v.resource_type}::{v.resource_name}") or default
-        out.append(replace(v, file=str(where[0]), line=where[1]) if where and not v.file else v)
+        key = f"{v.resource_type}::{v.resource_name}"
+        where = (locations or {}).get(key) or default
+        if where and not v.file:
+            path = k8s.path_in_message(v.message) if (nodes or {}).get(key) is not None else None
+            line = (line_of(nodes[key], path) if path else None) or where[1]
+            v = replace(v, file=str(where[0]), line=line)
+        out.append(v)
     return out
 
 

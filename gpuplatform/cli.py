@@ -192,7 +192,8 @@ def _check(args) -> int:
         raise_for_refusals(resources, cfg)
         default_location = (str(stack_file(args)[0]), None)
         locations = check.stack_file_locations(default_location[0], raw, resources)
-    violations = check.located(check.run_policies(resources, policy_config), locations, default_location)
+    violations = check.located(check.run_policies(resources, policy_config), locations, default_location,
+                               read.nodes if args.manifests else None)
     if args.manifests:
         # the API server's own judgement comes first: a policy reading a misspelt field sees nothing to judge
         violations = check.api_server_violations(read, args.kube_version,

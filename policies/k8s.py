@@ -2,24 +2,44 @@
 
 Inputs arrive as plain dicts (offline runner) or as ``pulumi_policy`` proxies (``Mapping``/``Sequence``, not
 ``dict``/``list``), so every helper tests against the abstract types. Reading a value that is unknown at preview
-raises ``UnknownValueError``; helpers never catch it, so the SDK turns the policy into an advisory for that run.
+raises ``UnknownValueError``; helpers never catch it, so the SDK turns the policy into an advisory for that run,
+except the walks over a whole object (the general pod rule, a finding's path), which pass an unknown value by.
 """
 from __future__ import annotations
 
+import json
 import re
+import weakref
 from collections.abc import Mapping, Sequence
-from typing import Any, Iterator, Optional
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Iterator, Optional
 
 from gpuplatform.catalogs import sharing
-from gpuplatform.catalogs.kubernetes import KSERVE_MODEL_CONTAINERS, POD_TEMPLATE_PATHS
+from gpuplatform.catalogs.kubernetes import (ASSEMBLED_CONTAINERS, KSERVE_MODEL_CONTAINERS, POD_FIELD_KEYS,
+                                             POD_PATTERN_GROUPS, POD_TEMPLATE_PATHS, api_group)
+
+if TYPE_CHECKING:
+    from gpuplatform.catalogs.kubernetes import AssembledContainer
 
 WORKLOAD_KINDS = ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "ReplicationController", "Job",
                   "CronJob", "Pod")
 LONG_RUNNING_KINDS = ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "ReplicationController", "Pod")
-CUSTOM_POD_KINDS = tuple(dict.fromkeys(kind for _group, kind in POD_TEMPLATE_PATHS))
-"""Kinds of custom resources that carry pod templates (KServe, KubeRay, LeaderWorkerSet, Kubeflow, JobSet, Argo
-Rollouts, Knative); :func:`pod_spec` tells them from built-in kinds of the same name by their API group."""
-POD_KINDS = WORKLOAD_KINDS + CUSTOM_POD_KINDS
+CUSTOM_POD_KINDS = tuple(dict.fromkeys(kind for _group, kind in (*POD_TEMPLATE_PATHS, *ASSEMBLED_CONTAINERS)))
+"""Kinds of custom resources whose pods the catalog locates (KServe, NIM, Dynamo, AIBrix, KubeRay, LeaderWorkerSet,
+Kubeflow, JobSet, Kueue, Argo Rollouts, Knative...); :func:`pods_of` tells them from built-in kinds of the same
+name by their API group."""
+
+
+class _PodKinds(tuple):
+    """The built-in workload kinds and the catalogued custom ones, in order; yet every kind is *in* it, as any
+    custom resource may carry a pod (:func:`pods_of`, the general rule): a policy declared for these kinds is given
+    every object and asks :func:`pod_spec` whether it holds a pod."""
+
+    def __contains__(self, kind: object) -> bool:
+        return isinstance(kind, str) and bool(kind)
+
+
+POD_KINDS = _PodKinds(WORKLOAD_KINDS + CUSTOM_POD_KINDS)
 """Everything the pod policies judge."""
 
 
@@ -111,20 +131,222 @@ def namespace_of(props: Any) -> str:
 
 
 # ------------------------------------------------------------------------------------------------ pods
-def pod_spec(kind: Optional[str], props: Any) -> Optional[Mapping]:
-    """The pod spec of a workload; for a custom resource with pod templates (:data:`POD_TEMPLATE_PATHS`) one
-    spec standing for all of them (:func:`_merged_pod_spec`)."""
-    if kind == "Pod":
-        spec = get(props, "spec")
-    elif kind == "CronJob":
-        spec = get(props, "spec", "jobTemplate", "spec", "template", "spec")
-    elif kind in WORKLOAD_KINDS:
-        spec = get(props, "spec", "template", "spec")
-    elif kind in CUSTOM_POD_KINDS:
-        return _merged_pod_spec(custom_pod_specs(kind, props))
-    else:
+class Assembled(dict):
+    """A mapping built here to stand for part of an object: a pod spec several templates share, a pod or container
+    an operator assembles from fields that are not one (NIMService's spec-level env). It remembers where its
+    fields come from, so that a finding names the object's own field, and whether its operator completes it."""
+
+    def __init__(self, *args: Any, at: Optional[tuple] = None, sources: Optional[dict] = None,
+                 completed: bool = False, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.at = at
+        """The object's path this mapping stands for (None: several)."""
+        self.sources = dict(sources or {})
+        """Key -> the object's path it was read from, where that is not ``at`` + key."""
+        self.completed = completed
+        """Its operator writes what the object does not show (a container's image defaults, securityContext)."""
+
+
+@dataclass(frozen=True)
+class PodAt:
+    """A pod spec of an object and where it is (``("spec", "template", "spec")``)."""
+
+    path: tuple
+    spec: Mapping
+
+
+_BUILTIN_POD_PATHS = {"Pod": ("spec",), "CronJob": ("spec", "jobTemplate", "spec", "template", "spec")}
+_WORKLOAD_POD_PATH = ("spec", "template", "spec")
+
+
+_PODS_SEEN: dict[int, tuple[Any, Optional[str], list]] = {}
+"""id(props) -> (weak reference to props, kind, its pods): every pod policy asks for the pods of the same object
+(the engine hands one decoded object to every policy of the pack), so they are found once per object."""
+
+
+def pods_of(kind: Optional[str], props: Any) -> list[PodAt]:
+    """Every pod spec an object carries, with its path: a built-in workload's template; the templates of
+    :data:`POD_TEMPLATE_PATHS`; the containers operators assemble (:data:`ASSEMBLED_CONTAINERS`); and, in any
+    custom resource, any mapping with a ``containers`` list of named containers with an image (the general rule:
+    an unknown kind is not a blind spot), except the pod patterns of admission policy engines
+    (:data:`POD_PATTERN_GROUPS`)."""
+    if kind in WORKLOAD_KINDS:
+        return _pods_of(kind, props)
+    seen = _PODS_SEEN.get(id(props))
+    if seen is not None and seen[0]() is props and seen[1] == kind:
+        return seen[2]
+    pods = _pods_of(kind, props)
+    try:  # proxies can be referenced weakly, plain dicts (a policy's own copy) cannot and are not remembered
+        key = id(props)
+        _PODS_SEEN[key] = (weakref.ref(props, lambda _ref: _PODS_SEEN.pop(key, None)), kind, pods)
+    except TypeError:
+        pass
+    return pods
+
+
+def _pods_of(kind: Optional[str], props: Any) -> list[PodAt]:
+    if kind in WORKLOAD_KINDS:
+        path = _BUILTIN_POD_PATHS.get(kind, _WORKLOAD_POD_PATH)
+        spec = get(props, *path)
+        return [PodAt(path, spec)] if is_map(spec) else []
+    api = str(get(props, "apiVersion", default="") or "")
+    group = api_group(api)
+    key = (group, str(kind))
+    out: list[PodAt] = []
+    taken: set[int] = set()
+    aliases = POD_FIELD_KEYS.get(key, {})
+    for template in POD_TEMPLATE_PATHS.get(key, ()):
+        for path, node in _walk(props, template, ()):
+            if is_map(node) and id(node) not in taken:
+                taken.add(id(node))
+                out.append(PodAt(path, _pod_view(key, node, path, aliases)))
+    for assembled in ASSEMBLED_CONTAINERS.get(key, ()):
+        _assemble(assembled, props, out)
+    if "/" in api and is_custom_group(group) and not POD_PATTERN_GROUPS.search(group):
+        for path, node in _container_holders(props, ()):
+            if id(node) not in taken:
+                taken.add(id(node))
+                out.append(PodAt(path, node))
+    # a custom resource's pods are completed by its operator: an imageless container takes its image and defaults
+    # from elsewhere (:func:`containers` ``own_only``)
+    return [PodAt(p.path, p.spec if isinstance(p.spec, Assembled) else Assembled(p.spec, at=p.path, completed=True))
+            for p in out if any(as_list(get(p.spec, k)) for k in ("containers", "initContainers"))]
+
+
+def _pod_view(key: tuple[str, str], node: Mapping, path: tuple, aliases: Mapping[str, str]) -> Mapping:
+    """A template as a pod spec: a KServe component's model and framework specs join its containers (each is a
+    container, ``predictor.model``), and fields a resource spells its own way get their pod spec names."""
+    models = [node[k] for k in KSERVE_MODEL_CONTAINERS if is_map(node.get(k))] \
+        if key == ("serving.kserve.io", "InferenceService") else []
+    if not models and not aliases:
+        return node
+    view = Assembled(node, at=path, completed=True)
+    if models:
+        view["containers"] = list(as_list(node.get("containers"))) + models
+    for field, own in aliases.items():
+        if own in node:
+            view[field] = node[own]
+            view.sources[field] = path + (own,)
+    return view
+
+
+def _assemble(spec: "AssembledContainer", props: Any, out: list[PodAt]) -> None:
+    """The containers an operator builds as :class:`AssembledContainer` describes, in the pod they join."""
+    name = name_of(props)
+    shared = [e for p in spec.shared_env for e in as_list(get(props, *p))]
+    for at, node in _walk(props, spec.at, ()):
+        if not is_map(node):
+            continue
+        base = get(node, *spec.base) if spec.base else None
+        container = Assembled(base if is_map(base) else {}, at=at + spec.base if is_map(base) else at,
+                              completed=not spec.base)
+        container["name"] = container.get("name") or (spec.name.replace("{name}", name) if spec.name
+                                                      else str(node.get("name") or "?"))
+        image = _image(node, spec.image) if not spec.base else None
+        if image is not None:
+            container["image"], container.sources["image"] = image
+        for field in spec.fields:
+            if field in node:
+                container[field] = node[field]
+                container.sources[field] = at + (field,)
+        quantities = get(node, *spec.cpu_memory) if spec.cpu_memory else None
+        if is_map(quantities):
+            container["resources"] = {"requests": quantities, "limits": quantities}
+            container.sources["resources"] = at + spec.cpu_memory
+        extra = [e for p in spec.env for e in as_list(get(node, *p))] + shared
+        if extra:
+            container["env"] = list(as_list(container.get("env"))) + extra
+        pod_path = at + spec.pod if spec.pod else at
+        pod = next((p for p in out if p.path == pod_path), None)
+        view = Assembled(pod.spec if pod is not None else {}, at=pod_path, completed=True)
+        if any(k != "name" for k in container) or base is not None:
+            view["containers"] = [container] + list(as_list(view.get("containers")))
+        for lists, pod_key in spec.containers:
+            for i, item in enumerate(as_list(get(node, *lists))):
+                if is_map(item):
+                    c = Assembled(item, at=at + lists + (i,), completed=True)
+                    image = _image(item, (("image",),))
+                    if image is not None:
+                        c["image"], c.sources["image"] = image
+                    view[pod_key] = list(as_list(view.get(pod_key))) + [c]
+        if spec.run_as_user is not None:
+            where, default = spec.run_as_user
+            uid = get(node, *where)
+            view["securityContext"] = Assembled(as_map(view.get("securityContext")),
+                                                at=pod_path + ("securityContext",), sources={"runAsUser": at + where},
+                                                runAsUser=uid if uid is not None else default)
+        host = get(node, *spec.host_path) if spec.host_path else None
+        if isinstance(host, str) and host:
+            volume = Assembled({"name": spec.host_path_volume, "hostPath": {"path": host}}, at=at + spec.host_path,
+                               sources={"hostPath": at + spec.host_path})
+            view["volumes"] = list(as_list(view.get("volumes"))) + [volume]
+        if pod is not None:
+            out[out.index(pod)] = PodAt(pod_path, view)
+        else:
+            out.append(PodAt(pod_path, view))
+
+
+def _image(node: Mapping, paths: tuple) -> Optional[tuple[str, tuple]]:
+    """(image, where) of the first of ``paths`` set: a string, or an Image mapping read as ``repository:tag``."""
+    for p in paths:
+        value = get(node, *p)
+        if isinstance(value, str) and value:
+            return value, p
+        if is_map(value) and isinstance(value.get("repository"), str):
+            tag = value.get("tag")
+            return (f"{value['repository']}:{tag}" if tag else value["repository"]), p
+    return None
+
+
+def is_custom_group(group: str) -> bool:
+    """Whether an API group is a custom resource's: a DNS name that is not one of Kubernetes' own (``apps`` and
+    the other one-word groups, ``*.k8s.io``; sigs' CRDs use ``*.x-k8s.io``)."""
+    return "." in group and not group.endswith(".k8s.io")
+
+
+def _looks_like_containers(value: Any) -> bool:
+    items = as_list(value) if is_list(value) else []
+    return bool(items) and all(is_map(c) and isinstance(c.get("name"), str) for c in items) and any(
+        isinstance(c.get("image"), str) for c in items)
+
+
+def _known_children(node: Any) -> Iterator[tuple[Any, Any]]:
+    """(key or index, value) of a mapping's or list's values that are known: the walks over a whole object skip a
+    value unknown at preview (it is no pod, nor the field a finding names) rather than give the policy up."""
+    for key in (list(node) if is_map(node) else range(len(node))):
+        value = _known_value(node, key)
+        if value is not None:
+            yield key, value
+
+
+def _known_value(node: Any, key: Any) -> Any:
+    from pulumi_policy.proxy import UnknownValueError
+
+    try:
+        return node[key]
+    except UnknownValueError:
         return None
-    return spec if is_map(spec) else None
+
+
+def _container_holders(node: Any, path: tuple) -> Iterator[tuple[tuple, Mapping]]:
+    """(path, mapping) of every mapping below ``node`` whose ``containers`` is a list of named containers with an
+    image; an object's metadata and status are not read."""
+    if is_map(node) and "containers" in node and _looks_like_containers(_known_value(node, "containers")):
+        yield path, node
+    for key, child in _known_children(node):
+        if (not path and key in ("metadata", "status")) or key == "containers":
+            continue
+        if is_map(child) or is_list(child):
+            yield from _container_holders(child, path + (key,))
+
+
+def pod_spec(kind: Optional[str], props: Any) -> Optional[Mapping]:
+    """The pod spec of a workload; for a custom resource one spec standing for all it carries
+    (:func:`pods_of`, :func:`_merged_pod_spec`)."""
+    pods = pods_of(kind, props)
+    if kind in WORKLOAD_KINDS:
+        return pods[0].spec if pods else None
+    return _merged_pod_spec([p.spec for p in pods])
 
 
 def workload_pod_spec(kind: Optional[str], props: Any) -> Optional[Mapping]:
@@ -134,47 +356,37 @@ def workload_pod_spec(kind: Optional[str], props: Any) -> Optional[Mapping]:
     return pod_spec(kind, props) if kind in WORKLOAD_KINDS else None
 
 
-def _walk(node: Any, path: Sequence[str]) -> Iterator[Any]:
+def _walk(node: Any, path: Sequence[str], at: tuple) -> Iterator[tuple[tuple, Any]]:
+    """(path, node) of what ``path`` reaches from ``node``; ``*`` is every item of a list or value of a map."""
     if not path:
-        yield node
+        yield at, node
         return
     head, rest = path[0], path[1:]
     if head == "*":
-        children = node.values() if is_map(node) else (as_list(node) if is_list(node) else [])
-        for child in children:
-            yield from _walk(child, rest)
+        if is_map(node):
+            for key, child in node.items():
+                yield from _walk(child, rest, at + (key,))
+        elif is_list(node):
+            for i, child in enumerate(node):
+                yield from _walk(child, rest, at + (i,))
     elif is_map(node) and head in node:
-        yield from _walk(node[head], rest)
+        yield from _walk(node[head], rest, at + (head,))
 
 
 def custom_pod_specs(kind: Optional[str], props: Any) -> list[Mapping]:
     """Every pod spec a custom resource carries (empty for other objects)."""
-    api = str(get(props, "apiVersion", default="") or "")
-    paths = POD_TEMPLATE_PATHS.get((api.split("/")[0] if "/" in api else "", str(kind)))
-    if not paths:
-        return []
-    out = []
-    for path in paths:
-        for spec in _walk(props, path):
-            if not is_map(spec):
-                continue
-            if path[-1] != "spec" and any(k in spec for k in KSERVE_MODEL_CONTAINERS):
-                # a KServe component: its model or framework spec is a container beside any in containers
-                models = [spec[k] for k in KSERVE_MODEL_CONTAINERS if is_map(spec.get(k))]
-                spec = {**spec, "containers": list(as_list(spec.get("containers"))) + models}
-            if as_list(spec.get("containers")):
-                out.append(spec)
-    return out
+    return [] if kind in WORKLOAD_KINDS else [p.spec for p in pods_of(kind, props)]
 
 
 def _merged_pod_spec(specs: list[Mapping]) -> Optional[Mapping]:
     """One spec for the pod policies: every container, init container and volume of every template (the same
     objects, so remediation edits the resource), host namespaces if any template asks for them, placement from
     the first template, and the pod-level securityContext only when all templates share it (otherwise each
-    container must carry its own, which is what the policies then ask)."""
+    container must carry its own, which is what the policies then ask). Containers without an image are
+    completed by the resource's operator (:func:`containers` ``own_only``)."""
     if not specs:
         return None
-    merged = dict(specs[0])
+    merged = Assembled(specs[0], at=getattr(specs[0], "at", None) if len(specs) == 1 else None, completed=True)
     for key in ("initContainers", "containers", "ephemeralContainers", "volumes"):
         merged[key] = [item for s in specs for item in as_list(get(s, key))]
     for key in ("hostNetwork", "hostPID", "hostIPC"):
@@ -196,12 +408,19 @@ def pod_labels(kind: Optional[str], props: Any) -> Mapping:
 def containers(spec: Optional[Mapping], *, init: bool = True, own_only: bool = False) -> Iterator[Mapping]:
     """The containers of a pod spec. ``own_only`` leaves out those another object completes: a KServe model or
     framework spec without an image is merged by the controller into its ServingRuntime's container, whose
-    image, securityContext and defaults the InferenceService does not show."""
+    image, securityContext and defaults the InferenceService does not show; in a custom resource, a container
+    without an image is completed by its operator (an LLMInferenceService's from its LLMInferenceServiceConfig),
+    and one an operator assembles from other fields gets the security context the operator writes."""
     keys = ("initContainers", "containers", "ephemeralContainers") if init else ("containers",)
+    operator_pod = own_only and getattr(spec, "completed", False)
     for key in keys:
         for c in as_list(get(spec, key)):
-            if is_map(c) and not (own_only and completed_by_runtime(c)):
-                yield c
+            if not is_map(c):
+                continue
+            if own_only and (completed_by_runtime(c) or getattr(c, "completed", False) or (
+                    operator_pod and not isinstance(get(c, "image"), str))):
+                continue
+            yield c
 
 
 def completed_by_runtime(c: Mapping) -> bool:
@@ -213,6 +432,96 @@ def container_name(c: Mapping) -> str:
     if not c.get("name") and completed_by_runtime(c):
         return "kserve-container"  # the name the KServe controller gives a predictor's model container
     return str(c.get("name") or "?")
+
+
+# ------------------------------------------------------------------------------------------------ field paths
+_KEY = r"[A-Za-z_$][\w$-]*"
+_SIMPLE_KEY = re.compile(rf"^{_KEY}$")
+_INDEX_OR_QUOTED = r'\[\d+\]|\["(?:[^"\\]|\\.)*"\]'
+_PATH_AT_END = re.compile(rf" at ((?:{_KEY}|{_INDEX_OR_QUOTED})(?:\.{_KEY}|{_INDEX_OR_QUOTED})*)$")
+"""`` at <path>`` closing a message; each part is told from the next by ``.`` or ``[``, so matching is linear."""
+
+
+def render_path(parts: Sequence) -> str:
+    """``spec.template.spec.containers[0].env[2].value``: list indexes in brackets, keys that are not simple
+    names quoted (``metadata.annotations["example.com/x"]``)."""
+    out = ""
+    for part in parts:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif _SIMPLE_KEY.match(str(part)):
+            out += f".{part}" if out else str(part)
+        else:
+            out += "[" + json.dumps(str(part)) + "]"
+    return out
+
+
+def parse_path(text: str) -> list:
+    """The parts of a path :func:`render_path` wrote."""
+    parts: list = []
+    for m in re.finditer(r'\[(\d+)\]|\[("(?:[^"\\]|\\.)*")\]|([A-Za-z_$][\w$-]*)', text):
+        parts.append(int(m.group(1)) if m.group(1) else json.loads(m.group(2)) if m.group(2) else m.group(3))
+    return parts
+
+
+def path_in_message(message: str) -> Optional[list]:
+    """The field path a finding ends with (`` at spec.template.spec.containers[0]``), None when it names none."""
+    m = _PATH_AT_END.search(message)
+    return parse_path(m.group(1)) if m else None
+
+
+def field_path(props: Any, node: Any, *fields: Any) -> Optional[tuple]:
+    """Where ``node`` (a container, an env entry, a pod spec: an object :func:`pods_of` handed out) and then
+    ``fields`` below it are in ``props``; for a mapping built here (:class:`Assembled`), the field it was read
+    from. None when it cannot be told."""
+    chain = [node]
+    for f in fields:
+        nxt = get(chain[-1], f)
+        if not (is_map(nxt) or is_list(nxt)):
+            break
+        chain.append(nxt)
+    for depth in range(len(chain) - 1, -1, -1):
+        n, rest = chain[depth], tuple(fields[depth:])
+        if isinstance(n, Assembled):
+            if rest and rest[0] in n.sources:
+                return tuple(n.sources[rest[0]]) + rest[1:]
+            if n.at is not None:
+                return tuple(n.at) + rest
+            continue
+        found = _paths(props).get(id(n))
+        if found is not None:
+            return found + rest
+    return None
+
+
+def at(props: Any, node: Any, *fields: Any) -> str:
+    """`` at <path>`` for a finding's message (empty when the path cannot be told): check --manifests reads it
+    back to report the line of that field."""
+    path = field_path(props, node, *fields)
+    return f" at {render_path(path)}" if path else ""
+
+
+_PATHS_SEEN: dict[int, tuple[Any, dict]] = {}
+
+
+def _paths(props: Any) -> dict[int, tuple]:
+    """id -> path of every mapping and list in ``props`` (the nodes themselves stay alive as long as ``props``),
+    built once per object for all the findings on it."""
+    seen = _PATHS_SEEN.get(id(props))
+    if seen is not None and seen[0]() is props:
+        return seen[1]
+    index: dict[int, tuple] = {}
+    stack: list[tuple[Any, tuple]] = [(props, ())]
+    while stack:
+        node, path = stack.pop()
+        index.setdefault(id(node), path)
+        stack.extend((child, path + (key,)) for key, child in _known_children(node) if is_map(child) or is_list(child))
+    try:
+        key = id(props)
+        _PATHS_SEEN[key] = (weakref.ref(props, lambda _ref: _PATHS_SEEN.pop(key, None)), index)
+    except TypeError:
+        pass
+    return index
 
 
 # ------------------------------------------------------------------------------------------------ quantities

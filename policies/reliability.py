@@ -52,7 +52,8 @@ def container_resources(r, config, report):
                         kind == "limits" or k8s.get(c, "resources", "limits", res) is None):
                     missing.append(f"{kind}.{res}")
         if missing:
-            report(f"{r.label} container {k8s.container_name(c)} has no {', '.join(missing)}")
+            report(f"{r.label} container {k8s.container_name(c)} has no {', '.join(missing)}"
+                   f"{k8s.at(r.props, c, 'resources')}")
 
 
 def image_tag(image: str) -> str | None:

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import re
 
-from gpuplatform.catalogs.kubernetes import plaintext_secrets
 from gpuplatform.catalogs.kubernetes import (INTERNAL_LB_ANNOTATIONS, INTERNAL_LB_CLASSES, POD_SECURITY_ENFORCE,
-                                             READ_ONLY_API_GROUPS, ROOT_OPT_OUT_ANNOTATION, SECRET_ENV_PATTERN)
+                                             READ_ONLY_API_GROUPS, ROOT_OPT_OUT_ANNOTATION)
+from gpuplatform.catalogs.secrets import SECRET_ENV_PATTERN, credential_in, is_reference, plaintext_secrets
 from gpuplatform.policies import k8s, system
 from gpuplatform.policies.registry import (ADVISORY, CRITICAL, HIGH, MANDATORY, MEDIUM, prop, resource_policy,
                                            stack_policy)
@@ -43,12 +43,6 @@ RESTRICTED_VOLUME_TYPES = ("configMap", "downwardAPI", "emptyDir", "projected", 
 SECURE_SECCOMP = ("RuntimeDefault", "Localhost")
 BROAD_GROUPS = ("system:serviceaccounts", "system:authenticated", "system:unauthenticated", "system:masters")
 CERT_MANAGER_CA_ANNOTATION = "cert-manager.io/inject-ca-from"
-
-
-
-
-def _pod(r):
-    return k8s.pod_spec(r.kind, r.props)
 
 
 def _csc(c, key, default=None):
@@ -120,28 +114,51 @@ def no_wildcards(r, config, report):
 # ------------------------------------------------------------------------------------------------ secrets / TLS
 @resource_policy(
     "container-no-plaintext-secrets",
-    "Secret-looking environment variables (password, token, key) must come from a Secret, not a literal value "
-    "in the manifest (and so in the stack state and Git).",
+    "Credentials must come from a Secret, not sit in the manifest (and so in the stack state and Git): an "
+    "environment variable with a secret-looking name (password, token, key) holding a literal value, and any env "
+    "value, command or argument holding a URL with a password (postgresql://user:password@host/db) or a token of "
+    "a known format (Hugging Face hf_, OpenAI sk-, GitHub ghp_, AWS AKIA, Slack xox, NVIDIA nvapi-). References "
+    "($(VAR), a secretKeyRef) are fine. Every pod of the object is read, a custom resource's too.",
     category=CATEGORY, severity=HIGH, kinds=k8s.POD_KINDS,
-    refs=("Checkov CKV_K8S_35", "Polaris sensitiveContainerEnvVar"),
+    refs=("Checkov CKV_K8S_35", "Polaris sensitiveContainerEnvVar", "gitleaks rules (token formats)",
+          "catalogs/secrets.py"),
     config={"pattern": prop("string", "Regex of secret-looking variable names.", SECRET_ENV_PATTERN)},
-    remediation="Use valueFrom.secretKeyRef (the workload's secretEnv).")
+    remediation="Use valueFrom.secretKeyRef (the workload's secretEnv); build a URL from it with $(NAME).")
 def no_plaintext_secrets(r, config, report):
     pattern = re.compile(config["pattern"])
     if system.user_exempt(r, config):
         return
-    for c in k8s.containers(_pod(r)):
-        for e in k8s.as_list(k8s.get(c, "env")):
-            name, value = str(k8s.get(e, "name", default="")), k8s.get(e, "value")
-            if pattern.search(name) and value not in (None, ""):
-                report(f"{r.label} container {k8s.container_name(c)}: env {name} holds a literal value")
+    said: set[str] = set()
+
+    def report_once(message: str) -> None:  # an env list an operator adds to several containers is one finding
+        if message not in said:
+            said.add(message)
+            report(message)
+
+    for pod in k8s.pods_of(r.kind, r.props):
+        for c in k8s.containers(pod.spec):
+            who = f"{r.label} container {k8s.container_name(c)}"
+            for i, e in enumerate(k8s.as_list(k8s.get(c, "env"))):
+                name, value = str(k8s.get(e, "name", default="")), k8s.get(e, "value")
+                if not isinstance(value, str) or not value or is_reference(value):
+                    continue
+                found = credential_in(value)
+                if found or pattern.search(name):
+                    what = f"holds {found}" if found else "holds a literal value"
+                    report_once(f"{who}: env {name} {what}{k8s.at(r.props, e, 'value')}")
+            for key in ("command", "args"):
+                for j, word in enumerate(k8s.as_list(k8s.get(c, key))):
+                    found = credential_in(word)
+                    if found:
+                        report_once(f"{who}: {key}[{j}] holds {found}{k8s.at(r.props, c, key, j)}")
 
 
 @resource_policy(
     "helm-values-no-plaintext-secrets",
     "A Helm release's values must not hold a password, token or key in plain text (grafana.adminPassword, an "
-    "alert receiver's token): they land in the stack state, the release Secret and Git. The same rule as for "
-    "container env; references (existingSecret, passwordFile, a secretKeyRef) are fine.",
+    "alert receiver's token, a URL with a password or a token of a known format under any key): they land in the "
+    "stack state, the release Secret and Git. The same rule as for container env; references (existingSecret, "
+    "passwordFile, a secretKeyRef) are fine.",
     category=CATEGORY, severity=HIGH, types=(RELEASE_TYPE,),
     refs=("Helm 3 storage: a release's values are kept in its helm.sh/release.v1 Secret",
           "container-no-plaintext-secrets (the same name rule)"),
@@ -150,8 +167,9 @@ def no_plaintext_secrets(r, config, report):
 def helm_values_no_plaintext_secrets(r, config, report):
     if system.user_exempt(r, config):
         return
-    for where in plaintext_secrets(k8s.plain(k8s.get(r.props, "values"))):
-        report(f"Helm release {k8s.get(r.props, 'name') or r.name}: values.{where} holds a literal secret")
+    for where, what in plaintext_secrets(k8s.plain(k8s.get(r.props, "values"))):
+        found = "a literal secret" if what == "a secret-looking key" else what
+        report(f"Helm release {k8s.get(r.props, 'name') or r.name}: values.{where} holds {found}")
 
 
 CUSTOM_METRICS_APISERVICE = "v1beta1.custom.metrics.k8s.io"
@@ -275,12 +293,16 @@ def _pod_policy(id, description, refs, remediation, severity=HIGH, remediate=Non
 
 
 def _subject(r, config):
-    """(pod spec, system component) of a workload the pod policies judge; spec None when there is nothing to
-    judge (not a workload, or exempted by the pack config)."""
-    spec = _pod(r)
-    if spec is None or system.user_exempt(r, config):
-        return None, None
-    return spec, system.component_of(r)
+    """(pods, system component) of an object the pod policies judge: every pod spec it carries with its path
+    (:func:`k8s.pods_of`); no pods when there is nothing to judge (no pod, or exempted by the pack config)."""
+    pods = k8s.pods_of(r.kind, r.props)
+    if not pods or system.user_exempt(r, config):
+        return [], None
+    return pods, system.component_of(r)
+
+
+def _who(r, c) -> str:
+    return f"{r.label} container {k8s.container_name(c)}"
 
 
 @_pod_policy(RUN_AS_NON_ROOT, "Containers must run as non-root: runAsNonRoot true (pod or container) and "
@@ -289,20 +311,21 @@ def _subject(r, config):
               "Polaris runAsRootAllowed", "kube-linter run-as-non-root"),
              "Set securityContext.runAsNonRoot: true and a non-zero runAsUser.")
 def run_as_non_root(r, config, report):
-    spec, comp = _subject(r, config)
-    if spec is None or (comp is not None and comp.runs_as_root) or spec.get("hostUsers") is False:
+    pods, comp = _subject(r, config)
+    if not pods or (comp is not None and comp.runs_as_root):
         return
     if root_opt_out(r):
         return  # reported by the advisory pod-root-opt-out instead
-    pod_nonroot = k8s.get(spec, "securityContext", "runAsNonRoot") is True
-    if k8s.get(spec, "securityContext", "runAsUser") == 0:
-        report(f"{r.label}: pod runAsUser is 0")
-    for c in k8s.containers(spec, own_only=True):
-        nonroot = _csc(c, "runAsNonRoot")
-        if nonroot is False or (nonroot is None and not pod_nonroot):
-            report(f"{r.label} container {k8s.container_name(c)}: runAsNonRoot is not true")
-        if _csc(c, "runAsUser") == 0:
-            report(f"{r.label} container {k8s.container_name(c)}: runAsUser is 0")
+    for spec in (p.spec for p in pods if p.spec.get("hostUsers") is not False):
+        pod_nonroot = k8s.get(spec, "securityContext", "runAsNonRoot") is True
+        if k8s.get(spec, "securityContext", "runAsUser") == 0:
+            report(f"{r.label}: pod runAsUser is 0{k8s.at(r.props, spec, 'securityContext', 'runAsUser')}")
+        for c in k8s.containers(spec, own_only=True):
+            nonroot = _csc(c, "runAsNonRoot")
+            if nonroot is False or (nonroot is None and not pod_nonroot):
+                report(f"{_who(r, c)}: runAsNonRoot is not true{k8s.at(r.props, c, 'securityContext', 'runAsNonRoot')}")
+            if _csc(c, "runAsUser") == 0:
+                report(f"{_who(r, c)}: runAsUser is 0{k8s.at(r.props, c, 'securityContext', 'runAsUser')}")
 
 
 def root_opt_out(r) -> bool:
@@ -341,8 +364,8 @@ def pod_root_opt_out(view, config, report):
 
 
 def _deny_escalation(r, config):
-    spec, comp = _subject(r, config)
-    if spec is None or system.escalates(comp):
+    pods, comp = _subject(r, config)
+    if not pods or system.escalates(comp):
         return None
     props = k8s.plain(r.props)
     changed = False
@@ -360,12 +383,13 @@ def _deny_escalation(r, config):
              "Set securityContext.allowPrivilegeEscalation: false (remediation fills it in where unset).",
              remediate=_deny_escalation)
 def no_privilege_escalation(r, config, report):
-    spec, comp = _subject(r, config)
-    if spec is None or system.escalates(comp):
+    pods, comp = _subject(r, config)
+    if not pods or system.escalates(comp):
         return
-    for c in k8s.containers(spec, own_only=True):
+    for c in (c for p in pods for c in k8s.containers(p.spec, own_only=True)):
         if _csc(c, "allowPrivilegeEscalation") is not False:
-            report(f"{r.label} container {k8s.container_name(c)}: allowPrivilegeEscalation is not false")
+            report(f"{_who(r, c)}: allowPrivilegeEscalation is not false"
+                   f"{k8s.at(r.props, c, 'securityContext', 'allowPrivilegeEscalation')}")
 
 
 @_pod_policy(DROP_ALL, "Containers must drop ALL capabilities and add none but NET_BIND_SERVICE.",
@@ -373,21 +397,22 @@ def no_privilege_escalation(r, config, report):
               "Checkov CKV_K8S_37"),
              "Set securityContext.capabilities.drop: [ALL].")
 def drop_all(r, config, report):
-    spec, comp = _subject(r, config)
-    if spec is None:
+    pods, comp = _subject(r, config)
+    if not pods:
         return
     allowed = {"NET_BIND_SERVICE", *(comp.capabilities if comp else ())}
-    for c in k8s.containers(spec, own_only=True):
+    for c in (c for p in pods for c in k8s.containers(p.spec, own_only=True)):
         if comp is not None and _csc(c, "privileged") is True:
             continue  # a privileged container has every capability: pod-no-privileged judges it
         caps = k8s.as_map(_csc(c, "capabilities"))
         if "ALL" not in [str(x) for x in k8s.as_list(caps.get("drop"))] and comp is None:
-            report(f"{r.label} container {k8s.container_name(c)}: capabilities do not drop ALL")
+            report(f"{_who(r, c)}: capabilities do not drop ALL{k8s.at(r.props, c, 'securityContext', 'capabilities')}")
         added = [str(x) for x in k8s.as_list(caps.get("add"))
                  if str(x) not in allowed and not (comp is not None and comp.privileged)]
         if added:
-            report(f"{r.label} container {k8s.container_name(c)}: adds capabilities {', '.join(added)}"
-                   + system.upstream_note(r, comp, "capabilities"))
+            report(f"{_who(r, c)}: adds capabilities {', '.join(added)}"
+                   + system.upstream_note(r, comp, "capabilities")
+                   + k8s.at(r.props, c, 'securityContext', 'capabilities', 'add'))
 
 
 @_pod_policy(SECCOMP, "A RuntimeDefault or Localhost seccomp profile must apply to every container (pod or "
@@ -396,19 +421,20 @@ def drop_all(r, config, report):
               "kube-score container-seccomp-profile"),
              "Set the pod's securityContext.seccompProfile.type: RuntimeDefault.")
 def seccomp(r, config, report):
-    spec, comp = _subject(r, config)
-    if spec is None:
-        return
-    pod_type = k8s.get(spec, "securityContext", "seccompProfile", "type")
-    if pod_type is not None and pod_type not in SECURE_SECCOMP:
-        report(f"{r.label}: pod seccompProfile is {pod_type}")
-    for c in k8s.containers(spec, own_only=True):
-        ctype = k8s.get(c, "securityContext", "seccompProfile", "type")
-        if ctype is not None and ctype not in SECURE_SECCOMP:
-            report(f"{r.label} container {k8s.container_name(c)}: seccompProfile is {ctype}")
-        elif ctype is None and pod_type not in SECURE_SECCOMP and comp is None:
-            # upstream node agents leave the profile to the runtime default; an explicit Unconfined still counts
-            report(f"{r.label} container {k8s.container_name(c)}: no RuntimeDefault/Localhost seccomp profile")
+    pods, comp = _subject(r, config)
+    for spec in (p.spec for p in pods):
+        pod_type = k8s.get(spec, "securityContext", "seccompProfile", "type")
+        if pod_type is not None and pod_type not in SECURE_SECCOMP:
+            report(f"{r.label}: pod seccompProfile is {pod_type}"
+                   f"{k8s.at(r.props, spec, 'securityContext', 'seccompProfile', 'type')}")
+        for c in k8s.containers(spec, own_only=True):
+            ctype = k8s.get(c, "securityContext", "seccompProfile", "type")
+            if ctype is not None and ctype not in SECURE_SECCOMP:
+                report(f"{_who(r, c)}: seccompProfile is {ctype}"
+                       f"{k8s.at(r.props, c, 'securityContext', 'seccompProfile', 'type')}")
+            elif ctype is None and pod_type not in SECURE_SECCOMP and comp is None:
+                # upstream node agents leave the profile to the runtime default; an explicit Unconfined still counts
+                report(f"{_who(r, c)}: no RuntimeDefault/Localhost seccomp profile{k8s.at(r.props, c)}")
 
 
 @_pod_policy(NO_PRIVILEGED, "Containers must not run privileged, unless the workload is a GPU system component "
@@ -417,13 +443,13 @@ def seccomp(r, config, report):
               "Polaris runAsPrivileged", "kube-linter privileged-container"),
              "Remove securityContext.privileged.", severity=CRITICAL, hardening=False)
 def no_privileged(r, config, report):
-    spec, comp = _subject(r, config)
-    if spec is None or (comp is not None and comp.privileged):
+    pods, comp = _subject(r, config)
+    if not pods or (comp is not None and comp.privileged):
         return
-    for c in k8s.containers(spec):
+    for c in (c for p in pods for c in k8s.containers(p.spec)):
         if _csc(c, "privileged") is True:
-            report(f"{r.label} container {k8s.container_name(c)} is privileged"
-                   + system.upstream_note(r, comp, "privileged"))
+            report(f"{_who(r, c)} is privileged" + system.upstream_note(r, comp, "privileged")
+                   + k8s.at(r.props, c, 'securityContext', 'privileged'))
 
 
 @_pod_policy(NO_HOST_NAMESPACES, "Pods must not share the host's network, PID or IPC namespace, nor bind "
@@ -432,21 +458,22 @@ def no_privileged(r, config, report):
               "Checkov CKV_K8S_18", "Checkov CKV_K8S_19", "kube-linter host-network"),
              "Remove hostNetwork/hostPID/hostIPC and hostPort.", severity=CRITICAL, hardening=False)
 def no_host_namespaces(r, config, report):
-    spec, comp = _subject(r, config)
-    if spec is None:
+    pods, comp = _subject(r, config)
+    if not pods:
         return
     allowed = {"hostNetwork": comp is not None and comp.host_network, "hostPID": comp is not None and comp.host_pid,
                "hostIPC": comp is not None and comp.host_ipc}
-    for key in ("hostNetwork", "hostPID", "hostIPC"):
-        if spec.get(key) is True and not allowed[key]:
-            report(f"{r.label} sets {key}: true" + system.upstream_note(r, comp, key))
+    for spec in (p.spec for p in pods):
+        for key in ("hostNetwork", "hostPID", "hostIPC"):
+            if spec.get(key) is True and not allowed[key]:
+                report(f"{r.label} sets {key}: true" + system.upstream_note(r, comp, key) + k8s.at(r.props, spec, key))
     if comp is not None and (comp.host_ports or comp.host_network):
         return
-    for c in k8s.containers(spec):
-        for p in k8s.as_list(k8s.get(c, "ports")):
+    for c in (c for p in pods for c in k8s.containers(p.spec)):
+        for i, p in enumerate(k8s.as_list(k8s.get(c, "ports"))):
             if k8s.get(p, "hostPort") not in (None, 0):
-                report(f"{r.label} container {k8s.container_name(c)} binds hostPort {k8s.get(p, 'hostPort')}"
-                       + system.upstream_note(r, comp, "hostPort"))
+                report(f"{_who(r, c)} binds hostPort {k8s.get(p, 'hostPort')}"
+                       + system.upstream_note(r, comp, "hostPort") + k8s.at(r.props, c, 'ports', i, 'hostPort'))
 
 
 @_pod_policy(RESTRICTED_VOLUMES, "Pods may only use the volume types restricted Pod Security allows: no "
@@ -456,10 +483,8 @@ def no_host_namespaces(r, config, report):
               "Polaris hostPathSet", "kube-linter sensitive-host-mounts"),
              "Use a PersistentVolumeClaim (the component turns nfs volumes into a static PV + claim).")
 def restricted_volumes(r, config, report):
-    spec, comp = _subject(r, config)
-    if spec is None:
-        return
-    for v in k8s.as_list(k8s.get(spec, "volumes")):
+    pods, comp = _subject(r, config)
+    for v in (v for p in pods for v in k8s.as_list(k8s.get(p.spec, "volumes"))):
         kinds = [k for k in k8s.as_map(v) if k != "name"]
         bad = [k for k in kinds if k not in RESTRICTED_VOLUME_TYPES]
         path = str(k8s.get(v, "hostPath", "path", default=""))
@@ -467,6 +492,6 @@ def restricted_volumes(r, config, report):
             continue
         if bad == ["hostPath"]:
             report(f"{r.label} volume {k8s.get(v, 'name')} is of type hostPath ({path})"
-                   + system.upstream_note(r, comp, "hostPath"))
+                   + system.upstream_note(r, comp, "hostPath") + k8s.at(r.props, v, "hostPath"))
         elif bad:
-            report(f"{r.label} volume {k8s.get(v, 'name')} is of type {', '.join(bad)}")
+            report(f"{r.label} volume {k8s.get(v, 'name')} is of type {', '.join(bad)}{k8s.at(r.props, v, bad[0])}")

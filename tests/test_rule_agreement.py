@@ -48,8 +48,26 @@ def _cluster(**changes):
     return mutate
 
 
+def _env(**env):
+    def mutate(raw):
+        raw["workloads"][0].setdefault("env", {}).update(env)
+    return mutate
+
+
+def _args(*args):
+    def mutate(raw):
+        raw["workloads"][0]["args"] = list(args)
+    return mutate
+
+
 # (stack, mutation, facts the case touches)
 CASES = {
+    # credentials in values (catalogs.secrets credential_in): refused by validation, mandatory in the pack
+    "secret-url-in-env": ("dev", _env(DATABASE_URL="postgresql://app:Sup3rS3cret@db.example.com/app")),
+    "secret-url-by-reference": ("dev", _env(DATABASE_URL="postgresql://app:$(DB_PASSWORD)@db.example.com/app")),
+    "user-only-url-in-env": ("dev", _env(CACHE_URL="redis://app@cache.example.com:6379/0")),
+    "token-in-args": ("dev", _args("--port", "80", "--hub-token=hf_Qw3rTyUiOpAsDfGhJkLzXcVbNmQwErTyUi")),
+    "token-by-reference-in-args": ("dev", _args("--port", "80", "--hub-token=$(HF_TOKEN)")),
     # replica bounds (catalogs.kubernetes.hpa_replica_bounds)
     **{f"bounds-{mn}-{mx}": ("dev", _autoscaling(minReplicas=mn, maxReplicas=mx))
        for mn in (1, 2, 3) for mx in (1, 2, 3, 6)},

@@ -3,7 +3,7 @@ adapter, and intervals that keep the series continuous."""
 
 import re
 
-from gpuplatform.catalogs.kubernetes import plaintext_secrets
+from gpuplatform.catalogs.secrets import plaintext_secrets
 from gpuplatform.components.config import PlatformConfig, duration_seconds
 from gpuplatform.components.errors import fmt
 from gpuplatform.components.pools import PoolFacts
@@ -32,8 +32,9 @@ def check_monitoring(cfg: PlatformConfig, facts: dict[str, PoolFacts], out: _Iss
     mon = cfg.monitoring
     # the escape hatch is held to the rule of first-class keys: a password in plain text is an error anywhere
     for field, values in mon.helm_values.model_dump(by_alias=True).items():
-        for where in plaintext_secrets(values):
-            out.add(f"monitoring.helmValues.{field}.{where}", "looks like a secret in plain text (value not shown), "
+        for where, what in plaintext_secrets(values):
+            found = "looks like a secret" if what == "a secret-looking key" else f"holds {what}"
+            out.add(f"monitoring.helmValues.{field}.{where}", f"{found} in plain text (value not shown), "
                     "which would sit in the stack file, the plan and the Helm release; allowed: a reference to a "
                     "Kubernetes Secret (the chart's existingSecret or secretKeyRef values; for an Alertmanager "
                     "receiver the *_file form of the key, e.g. slack_api_url_file, with the Secret mounted through "

@@ -23,14 +23,15 @@ from gpuplatform.components.validation.parsing import parse
 from gpuplatform.components.validation.placement import check_pod_homes
 from gpuplatform.components.validation.pools import check_ack_pools, check_pools
 from gpuplatform.components.validation.servers import check_server
-from gpuplatform.components.validation.workloads import (check_env_and_volumes, check_gpu_request, check_image,
-                                                         check_node_pool, check_ports_and_probes, check_workload_name)
+from gpuplatform.components.validation.workloads import (check_command_line, check_env_and_volumes,
+                                                         check_gpu_request, check_image, check_node_pool,
+                                                         check_ports_and_probes, check_workload_name)
 
 # In the order they run on each workload: later ones skip what an earlier one already reported under the same
 # path (a replica ceiling is not computed from a GPU request that is itself wrong).
 WORKLOAD_RULES: tuple[WorkloadRule, ...] = (check_image, check_ports_and_probes, check_env_and_volumes,
-                                            check_node_pool, check_gpu_request, check_server, check_model,
-                                            check_node_fit,
+                                            check_command_line, check_node_pool, check_gpu_request, check_server,
+                                            check_model, check_node_fit,
                                             check_replicas,
                                             check_autoscaling, check_exposure)
 

@@ -14,6 +14,7 @@ from gpuplatform.components.errors import fmt, one_of
 from gpuplatform.components.pools import PoolFacts
 from gpuplatform.components.server_args import ServerFacts, effective_env, parse, resolve_dir
 from gpuplatform.components.validation.common import _Issues
+from gpuplatform.components.validation.workloads import credential_message
 from gpuplatform.components.workload_manifests import TMP_MOUNT_PATH, TMP_SIZE_LIMIT_GIB
 
 SERVER_METRICS_PATH = "/metrics"
@@ -57,12 +58,9 @@ def _flag(server: str, fact: str) -> str:
 # ---------------------------------------------------------------------------------------------- secrets
 def _check_secrets(p: str, w: Workload, facts: ServerFacts, out: _Issues) -> None:
     spec = cli.SERVER_CLIS[facts.server]
+    for key, what in facts.credentials:
+        out.add(f"{p}.{key}", credential_message(what))
     for key, name in facts.secrets:
-        if name == "a URL":
-            out.add(f"{p}.{key}", "a URL with a credential in it (user:password@ or a token parameter) would sit in "
-                    "plain text in the Deployment and the stack's state; allowed: the credential in 'secretEnv' "
-                    "and the URL built from it, e.g. https://$(USER):$(TOKEN)@host/...")
-            continue
         flag = spec.flag(name)
         env = f" or the secretEnv variable {flag.env} (read by {spec.name} itself)" if flag and flag.env else ""
         out.add(f"{p}.{key}", f"{name} is given a credential in plain text: it would sit in the Deployment and the "

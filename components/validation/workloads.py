@@ -4,8 +4,9 @@ import posixpath
 import re
 from typing import Optional
 
-from gpuplatform.catalogs.kubernetes import SECRET_ENV_PATTERN
+from gpuplatform.catalogs.secrets import SECRET_ENV_PATTERN, credential_in, is_reference
 from gpuplatform.catalogs.mig import WHOLE_GPU
+from gpuplatform.catalogs.server_cli import SERVER_CLIS
 from gpuplatform.components.config import PlatformConfig, Workload
 from gpuplatform.components.errors import counted, fmt, one_of
 from gpuplatform.components.pools import PoolFacts
@@ -127,11 +128,25 @@ def _check_mount_paths(p: str, w: Workload, out: _Issues) -> None:
             taken[path] = f"volumes[{j}] ({fmt(vol.name)})"
 
 
+def credential_message(what: str) -> str:
+    """What to say of a credential found in a value (``what``: catalogs/secrets.py ``credential_in``, e.g. ``a URL
+    with a user:password@ part``); the value itself is never shown."""
+    how = ("the password in 'secretEnv' and the URL built from it, e.g. postgresql://user:$(DB_PASSWORD)@host/db "
+           "(Kubernetes expands $(NAME) from the variables defined before it; secretEnv comes first)"
+           if what.startswith("a URL") else
+           "the token in 'secretEnv' (a reference to a Kubernetes Secret), read by the program from that variable "
+           "or passed on the command line as $(NAME)")
+    return (f"holds {what} in plain text (value not shown), which would sit in the stack file, the Deployment and "
+            f"the stack's state; allowed: {how}")
+
+
 def check_env_and_volumes(cfg: PlatformConfig, p: str, w: Workload, f: Optional[PoolFacts], out: _Issues) -> None:
-    for key in w.env:
-        if SECRET_ENV.search(key):
+    for key, value in w.env.items():
+        if SECRET_ENV.search(key) and not is_reference(value):
             out.add(f"{p}.env.{key}", "looks like a secret in plain text; allowed: move it to 'secretEnv' "
                     "(a reference to a Kubernetes Secret)")
+        elif credential_in(value):
+            out.add(f"{p}.env.{key}", credential_message(credential_in(value)))
     for key in set(w.env) & set(w.secret_env):
         out.add(f"{p}.secretEnv.{key}", "is also set in 'env'; set each variable once")
     vnames = set()
@@ -142,6 +157,18 @@ def check_env_and_volumes(cfg: PlatformConfig, p: str, w: Workload, f: Optional[
             out.add(f"{p}.volumes[{j}].name", f"{fmt(vol.name)} is used twice or reserved ('tmp')")
         vnames.add(vol.name)
     _check_mount_paths(p, w, out)
+
+
+def check_command_line(cfg: PlatformConfig, p: str, w: Workload, f: Optional[PoolFacts], out: _Issues) -> None:
+    """A credential anywhere in ``command`` or ``args`` of a workload that names no server (a server's command line
+    is read flag by flag, servers.py, which knows which flags take a credential)."""
+    if w.server in SERVER_CLIS:
+        return
+    for key, words in (("command", w.command), ("args", w.args)):
+        for j, word in enumerate(words):
+            what = credential_in(word)
+            if what:
+                out.add(f"{p}.{key}[{j}]", credential_message(what))
 
 
 def check_node_pool(cfg: PlatformConfig, p: str, w: Workload, f: Optional[PoolFacts], out: _Issues) -> None:

@@ -297,13 +297,14 @@ def test_every_finding_names_its_file_and_line(tmp_path, capsys, sarif_validator
     header = table.splitlines()[0].split()
     assert header[:4] == ["LEVEL", "POLICY", "RESOURCE", "FILE"]
     privileged = [line for line in table.splitlines() if line.startswith("mandatory  pod-no-privileged")]
-    assert len(privileged) == 2 and "a.yaml:2 " in privileged[0] and "b.yaml:1 " in privileged[1]
+    # at the line of the field the finding names (securityContext: {privileged: true}), not of the document
+    assert len(privileged) == 2 and "a.yaml:13 " in privileged[0] and "b.yaml:12 " in privileged[1]
     assert "checked" in table.splitlines()[-1] and "2 objects" not in table  # 3 objects, 2 files
     assert table.splitlines()[-1].endswith("on 3 objects from 2 files")
     _, out, _ = _run(capsys, "--manifests", "a.yaml", "b.yaml", "--format", "json")
     where = {(v["policy_id"], v["file"], v["line"]) for v in json.loads(out) if v["level"] == "mandatory"}
-    assert where == {("pod-no-privileged", "a.yaml", 2), ("pod-no-privileged", "b.yaml", 1),
-                     ("pod-no-host-namespaces", "a.yaml", 18)}
+    assert where == {("pod-no-privileged", "a.yaml", 13), ("pod-no-privileged", "b.yaml", 12),
+                     ("pod-no-host-namespaces", "a.yaml", 21)}
     assert all(v["file"] and v["line"] for v in json.loads(out))
     _, out, _ = _run(capsys, "--manifests", "a.yaml", "b.yaml", "--format", "sarif")
     doc = json.loads(out)

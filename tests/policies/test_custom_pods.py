@@ -10,29 +10,32 @@ from gpuplatform.policies.k8s import type_token
 from gpuplatform.policies.registry import by_id
 from gpuplatform.records import RegisteredResource
 
-_VERSIONS = {"serving.kserve.io": "v1beta1", "ray.io": "v1", "leaderworkerset.x-k8s.io": "v1",
+_VERSIONS = {"": "v1", "serving.kserve.io": "v1beta1", "ray.io": "v1", "leaderworkerset.x-k8s.io": "v1",
              "kubeflow.org": "v1", "jobset.x-k8s.io": "v1alpha2", "argoproj.io": "v1alpha1",
-             "serving.knative.dev": "v1"}
+             "serving.knative.dev": "v1", "orchestration.aibrix.ai": "v1alpha1", "nvidia.com": "v1beta1",
+             "llm-d.ai": "v1alpha1", "kueue.x-k8s.io": "v1beta1"}
+_KIND_VERSIONS = {"LLMInferenceService": "v1alpha2", "LLMInferenceServiceConfig": "v1alpha2",
+                  "ServingRuntime": "v1alpha1", "ClusterServingRuntime": "v1alpha1"}
+
+
+def api_version(group, kind):
+    version = _KIND_VERSIONS.get(kind, _VERSIONS[group])
+    return f"{group}/{version}" if group else version
 
 
 def _with_pod(group, kind, path, pod):
-    """An object of ``kind`` with ``pod`` at ``path`` (``*``: a list item for lists of groups, else a map key)."""
-    obj = {"apiVersion": f"{group}/{_VERSIONS[group]}", "kind": kind, "metadata": {"name": "x", "namespace": "ml"}}
+    """An object of ``kind`` with ``pod`` at ``path`` (``*``: a map value under replica specs and Dynamo's services,
+    else a list item)."""
+    obj = {"apiVersion": api_version(group, kind), "kind": kind, "metadata": {"name": "x", "namespace": "ml"}}
     node = obj
     for i, key in enumerate(path[:-1]):
         nxt = path[i + 1]
         if key == "*":
             continue
         if nxt == "*":
-            child = {} if key.endswith("ReplicaSpecs") else None
-            if child is None:
-                item = {}
-                node[key] = [item]
-                node = item
-            else:
-                item = {}
-                node[key] = {"Worker": item}
-                node = item
+            item = {}
+            node[key] = {"Worker": item} if key.endswith("ReplicaSpecs") or key == "services" else [item]
+            node = item
             continue
         node = node.setdefault(key, {})
     node[path[-1]] = copy.deepcopy(pod)

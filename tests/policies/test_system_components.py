@@ -111,7 +111,8 @@ def test_an_ubuntu_daemonset_with_no_gpu_node_selection_is_blocked():
     assert _ids(found, "mandatory") == {"pod-no-privileged", "pod-no-host-namespaces"}
     # it shows nothing of any role: no talk of GKE or of upstream grants
     assert [v.message for v in found if v.policy_id == "pod-no-privileged"] == [
-        "DaemonSet tools/node-fixer container fixer is privileged"]
+        "DaemonSet tools/node-fixer container fixer is privileged "
+        "at spec.template.spec.containers[0].securityContext.privileged"]
 
 
 def test_the_same_ubuntu_daemonset_in_kube_system_on_gke_gpu_nodes_still_needs_the_install_directory():
@@ -128,7 +129,8 @@ def test_the_same_ubuntu_daemonset_in_kube_system_on_gke_gpu_nodes_still_needs_t
     assert [v.message for v in found if v.policy_id == "pod-restricted-volumes"] == [
         "DaemonSet kube-system/node-fixer volume host is of type hostPath (/); gke-gpu-node-installer's upstream "
         "manifests mount /home/kubernetes/bin/nvidia, /home/kubernetes/bin/gib "
-        "(GoogleCloudPlatform/container-engine-accelerators@c7f8e8701430 gpudirect-rdma/nccl-rdma-installer-a4x.yaml)"]
+        "(GoogleCloudPlatform/container-engine-accelerators@c7f8e8701430 gpudirect-rdma/nccl-rdma-installer-a4x.yaml) "
+        "at spec.template.spec.volumes[0].hostPath"]
 
 
 def test_gke_driver_installer_needs_its_namespace_and_gpu_nodes_too():
@@ -176,7 +178,8 @@ def test_sys_admin_as_upstream_adds_it_passes_but_not_another_capability():
     container["securityContext"]["capabilities"]["add"].append("NET_ADMIN")
     assert [v.message for v in _findings(doc) if v.policy_id == "pod-drop-all-capabilities"] == [
         "DaemonSet monitoring/dcgm-exporter container exporter: adds capabilities NET_ADMIN; dcgm-exporter's upstream "
-        "manifests add capabilities SYS_ADMIN (NVIDIA/dcgm-exporter@4.5.3-4.8.2 deployment/values.yaml)"]
+        "manifests add capabilities SYS_ADMIN (NVIDIA/dcgm-exporter@4.5.3-4.8.2 deployment/values.yaml) "
+        "at spec.template.spec.containers[0].securityContext.capabilities.add"]
 
 
 def test_the_right_image_in_a_team_namespace_is_exempted_only_for_what_upstream_grants():

@@ -12,7 +12,7 @@ from typing_extensions import NotRequired
 
 from gpuplatform.components.k8s_objects import register
 from gpuplatform.components.monitoring import GpuMonitoring
-from gpuplatform.components.assembly import BUILT
+from gpuplatform.components.assembly import BUILT, ComposedComponent
 
 
 class GpuAlertsArgs(TypedDict):
@@ -24,23 +24,28 @@ class GpuAlertsArgs(TypedDict):
     """Namespace whose HPAs and series the alerts watch. Default: the first service's."""
 
 
-class GpuAlerts(pulumi.ComponentResource):
+class GpuAlerts(ComposedComponent, pulumi.ComponentResource):
     """Alerts (HPA cannot read its metric, HPA at max, metric series absent, custom metrics API down, GPU XID and
     memory) and the autoscaling dashboard for the services of one GpuMonitoring."""
 
     def __init__(self, name: str, args: GpuAlertsArgs, opts: Optional[pulumi.ResourceOptions] = None):
         from gpuplatform.components.args import ArgsIssue, check_args, component_label, raise_for
+        from gpuplatform.components.assembly import checking
         from gpuplatform.components.inference_service import InferenceService
 
-        raise_for(check_args("GpuAlerts", name, args, GpuAlertsArgs))
         label = component_label("GpuAlerts", name)
-        monitoring: GpuMonitoring = args["monitoring"]
-        services = list(args["services"])
-        raise_for([ArgsIssue(f"{label} args.services[{i}]", f"a {type(s).__name__}: expected an InferenceService "
-                             f"attached to {monitoring.label}") for i, s in enumerate(services)
-                   if not isinstance(s, InferenceService) or s.monitoring is not monitoring])
+        with checking(self, label) as outcome:
+            raise_for(check_args("GpuAlerts", name, args, GpuAlertsArgs))
+            monitoring: GpuMonitoring = args["monitoring"]
+            services = list(args["services"])
+            raise_for([ArgsIssue(f"{label} args.services[{i}]", f"a {type(s).__name__}: expected an InferenceService "
+                                 f"attached to {monitoring.label}") for i, s in enumerate(services)
+                       if not isinstance(s, InferenceService) or s.monitoring is not monitoring])
+        if not outcome.build:
+            return
         super().__init__("gpuplatform:index:GpuAlerts", name, {"services": [s.workload.name for s in services]},
                          opts)
+        outcome.restore()
         namespace = args.get("namespace") or (services[0].context.namespace if services else "default")
         cfg = monitoring.cluster.view(
             [p.spec for p in monitoring.cluster.node_pools], monitoring.spec, [s.workload for s in services],

@@ -1,18 +1,20 @@
 """Checking a component's args the way a stack file is checked: every problem at once, each naming the component,
-the key, the value and what is allowed, raised as ``pulumi.RunError`` (the Python language host prints a
-``RunError``'s message without a traceback: pulumi/pulumi ``sdk/python/lib/pulumi/runtime/stack.py``
-``run_in_stack``) before the component registers anything.
+the key (with its path into the TypedDicts, lists and dicts the args nest), the value and what is allowed, before
+the component registers anything. :func:`raise_for` ends the check of one component; the program's check
+(components/assembly.py) keeps its problems and fails the program with those of every component once it has run.
 
 Args are ``TypedDict`` s, so the keys, whether each is required and its type are read from the class itself:
 the documentation a consumer reads and the check cannot drift apart.
 """
 import difflib
+import functools
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Optional, Union
 
 import pulumi
+import typing_extensions
 
 from gpuplatform.components.errors import ConfigError, ConfigIssue, fmt, one_of
 
@@ -53,6 +55,10 @@ def _type_text(tp) -> str:
     if origin in (Union, types.UnionType):
         parts = [a for a in typing.get_args(tp) if a is not type(None)]
         return " or ".join(dict.fromkeys(_type_text(a) for a in parts))
+    if origin is typing.Literal:
+        return f"one of {one_of(repr(a) for a in typing.get_args(tp))}"
+    if origin is typing.Annotated:
+        return _type_text(typing.get_args(tp)[0])
     if origin is not None:
         return getattr(origin, "__name__", str(origin))
     return getattr(tp, "__name__", str(tp))
@@ -74,7 +80,7 @@ def _accepts(tp, value) -> bool:
         return value in typing.get_args(tp)
     if tp is type(None):
         return value is None
-    if origin in (list, tuple, typing.Sequence):
+    if origin in (list, tuple, Sequence):
         if not isinstance(value, (list, tuple)):
             return False
         (item,) = typing.get_args(tp)[:1] or (Any,)
@@ -93,7 +99,7 @@ def _accepts(tp, value) -> bool:
             return isinstance(value, int) and not isinstance(value, bool)
         if tp is float:
             return isinstance(value, (int, float)) and not isinstance(value, bool)
-        if typing.is_typeddict(tp):
+        if typing_extensions.is_typeddict(tp):
             return isinstance(value, Mapping)
         return isinstance(value, tp)
     return True  # a forward reference or an exotic annotation: left to the component's own checks
@@ -107,36 +113,157 @@ def _shown(value) -> str:
     return fmt(value)
 
 
+_LOCALNS = {"Output": pulumi.Output, "Resource": pulumi.Resource, "T": Any}
+"""``pulumi.Input`` names ``Output`` by a forward reference that its own module resolves, not the args' module."""
+
+_NOT_REQUIRED = {typing_extensions.NotRequired, getattr(typing, "NotRequired", None)} - {None}
+_REQUIRED = {typing_extensions.Required, getattr(typing, "Required", None)} - {None}
+_READ_ONLY = {getattr(typing_extensions, "ReadOnly", None), getattr(typing, "ReadOnly", None)} - {None}
+
+
+def _qualified(tp) -> tuple[Any, Optional[bool]]:
+    """(the type without ``Required``/``NotRequired``/``ReadOnly``, True/False where one of the first two marks the
+    key, None where the class's totality decides)."""
+    required = None
+    while True:
+        origin = typing.get_origin(tp)
+        inner = typing.get_args(tp)[0] if typing.get_args(tp) else tp
+        if origin in _NOT_REQUIRED or origin in _REQUIRED:
+            required = origin in _REQUIRED if required is None else required
+        elif origin in _READ_ONLY:
+            pass
+        elif origin is typing.Annotated and typing.get_origin(inner) in (_NOT_REQUIRED | _REQUIRED | _READ_ONLY):
+            pass  # Annotated[NotRequired[int], ...] (PEP 655 allows either nesting)
+        else:
+            return tp, required
+        tp = inner
+
+
+def _resolved(spec: type) -> dict:
+    """Every key's annotation, evaluated with its extras (``NotRequired`` ...). A key whose annotation names what
+    its module cannot resolve (an import under ``TYPE_CHECKING``) accepts any value rather than fail the check."""
+    try:
+        return typing_extensions.get_type_hints(spec, localns=_LOCALNS, include_extras=True)
+    except Exception:  # noqa: BLE001 the per-key evaluation below says which keys cannot be resolved
+        pass
+    out = {}
+    for key, annotation in getattr(spec, "__annotations__", {}).items():
+        holder = type(key, (), {"__annotations__": {key: annotation}, "__module__": spec.__module__})
+        try:
+            out[key] = typing_extensions.get_type_hints(holder, localns=_LOCALNS, include_extras=True)[key]
+        except Exception:  # noqa: BLE001 an annotation that cannot be evaluated is not the consumer's mistake
+            out[key] = Any
+    return out
+
+
+@functools.lru_cache(maxsize=256)
+def typed_keys(spec: type) -> tuple[dict, frozenset]:
+    """(key -> type, required keys) of an args ``TypedDict``.
+
+    ``__required_keys__`` is computed when the class is created, from annotations that are still strings in a
+    module with ``from __future__ import annotations`` (or quoted): ``NotRequired[int]`` is then not recognized and
+    the key counts as required (Python docs, typing.TypedDict ``__required_keys__`` note; python/cpython#97727,
+    open). The annotations are evaluated here instead, and ``Required``/``NotRequired`` read from them; a key with
+    neither keeps the class's verdict, which its totality decided correctly."""
+    hints, required = {}, set()
+    declared = getattr(spec, "__required_keys__", frozenset())
+    for key, annotation in _resolved(spec).items():
+        tp, marked = _qualified(annotation)
+        hints[key] = tp
+        if marked if marked is not None else key in declared:
+            required.add(key)
+    return hints, frozenset(required)
+
+
 def _hints(spec: type) -> dict:
-    """The keys and types of an args ``TypedDict``; ``pulumi.Input`` names ``Output`` by a forward reference."""
-    return typing.get_type_hints(spec, localns={"Output": pulumi.Output, "Resource": pulumi.Resource, "T": Any})
+    """The keys of an args ``TypedDict`` and their types (``Required``/``NotRequired`` taken off)."""
+    return typed_keys(spec)[0]
+
+
+def _key_path(base: str, key) -> str:
+    return f"{base}.{key}" if isinstance(key, str) and key.isidentifier() else f"{base}[{key!r}]"
+
+
+def _check_value(path: str, tp, value, out: list) -> None:
+    """``value`` against ``tp`` at ``path``, into nested TypedDicts, lists and dicts: every mistake with its path."""
+    if isinstance(value, pulumi.Output) or hasattr(value, "__await__"):
+        return
+    origin = typing.get_origin(tp)
+    if origin is typing.Annotated:
+        _check_value(path, typing.get_args(tp)[0], value, out)
+    elif typing_extensions.is_typeddict(tp):
+        if isinstance(value, Mapping):
+            _check_mapping(path, ".", tp, value, out)
+        else:
+            out.append(ArgsIssue(path, f"{_shown(value)}: expected a dict of {tp.__name__} keys: "
+                                       f"{one_of(sorted(_hints(tp)))}"))
+    elif origin in (Union, types.UnionType):
+        fitting = [a for a in typing.get_args(tp) if _accepts(a, value)]
+        if fitting:
+            _check_value(path, fitting[0], value, out)
+        else:
+            out.append(ArgsIssue(path, f"{_shown(value)}: expected {_type_text(tp)}"))
+    elif origin is typing.Literal:
+        if value not in typing.get_args(tp):
+            choices = [str(a) for a in typing.get_args(tp) if isinstance(a, str)]
+            near = did_you_mean(value, choices) if isinstance(value, str) else ""
+            out.append(ArgsIssue(path, f"{_shown(value)}: expected {_type_text(tp)}{near}"))
+    elif origin in (list, tuple, Sequence) and isinstance(value, (list, tuple)):
+        args = typing.get_args(tp)
+        if origin is tuple and args and args[-1] is not Ellipsis:
+            if len(args) != len(value):
+                out.append(ArgsIssue(path, f"{len(value)} items: expected {len(args)}"))
+                return
+            items = args
+        else:
+            items = (args[0] if args else Any,) * len(value)
+        for i, (item_tp, item) in enumerate(zip(items, value)):
+            _check_value(f"{path}[{i}]", item_tp, item, out)
+    elif origin in (dict, Mapping) and isinstance(value, Mapping):
+        args = typing.get_args(tp)
+        for key, item in value.items():
+            if len(args) == 2 and not _accepts(args[0], key):
+                out.append(ArgsIssue(_key_path(path, key), f"key {_shown(key)}: expected {_type_text(args[0])}"))
+            elif len(args) == 2:
+                _check_value(_key_path(path, key), args[1], item, out)
+    elif not _accepts(tp, value):
+        out.append(ArgsIssue(path, f"{_shown(value)}: expected {_type_text(tp)}"))
+
+
+def _check_mapping(base: str, sep: str, spec: type, args: Mapping, out: list) -> None:
+    """The keys of ``args`` against the ``TypedDict`` ``spec``. A required key that a misspelt key is close to is
+    named in that key's "did you mean", not again as missing."""
+    hints, required = typed_keys(spec)
+    suggested: set = set()
+    for key, value in args.items():
+        path = f"{base}{sep}{key}"
+        if key not in hints:
+            hint = did_you_mean(str(key), hints)
+            suggested |= {k for k in hints if f"{k!r}" in hint}
+            out.append(ArgsIssue(path, f"unknown key{hint}; allowed: {one_of(sorted(hints))} (see {spec.__name__})"))
+        else:
+            _check_value(path, hints[key], value, out)
+    for key in sorted(required - set(args) - suggested):
+        out.append(ArgsIssue(f"{base}{sep}{key}", f"required key is missing (expected {_type_text(hints[key])})"))
 
 
 def check_args(type_name: str, name: str, args: Any, spec: type) -> list[ArgsIssue]:
     """Unknown keys (with "did you mean"), missing required keys and values of the wrong type in ``args``, checked
-    against the ``TypedDict`` ``spec``."""
+    against the ``TypedDict`` ``spec`` and into the TypedDicts, lists and dicts it nests."""
     label = component_label(type_name, name)
     if not isinstance(args, Mapping):
         return [ArgsIssue(f"{label} args", f"{_shown(args)}: expected a dict of {spec.__name__} keys: "
                                             f"{one_of(sorted(_hints(spec)))}")]
-    hints = _hints(spec)
-    required = getattr(spec, "__required_keys__", frozenset())
-    out = []
-    for key, value in args.items():
-        if key not in hints:
-            out.append(ArgsIssue(f"{label} args.{key}", f"unknown key{did_you_mean(str(key), hints)}; allowed: "
-                                                        f"{one_of(sorted(hints))} (see {spec.__name__})"))
-        elif not _accepts(hints[key], value):
-            out.append(ArgsIssue(f"{label} args.{key}", f"{_shown(value)}: expected {_type_text(hints[key])}"))
-    for key in sorted(required - set(args)):
-        out.append(ArgsIssue(f"{label} args.{key}", f"required key is missing (expected {_type_text(hints[key])})"))
+    out: list[ArgsIssue] = []
+    _check_mapping(f"{label} args", ".", spec, args, out)
     return out
 
 
 def raise_for(issues: list) -> None:
-    """Stop the program with every issue, before anything is registered."""
+    """Stop checking the component with every issue found so far: :func:`assembly.checking` records them for the
+    program and leaves the component out."""
     if issues:
-        raise pulumi.RunError(ArgsError(list(issues)).render())
+        raise ArgsError(list(issues))
 
 
 def reprefix(issues: list[ConfigIssue], mapping: dict[str, str]) -> list[ArgsIssue]:
@@ -154,7 +281,7 @@ def reprefix(issues: list[ConfigIssue], mapping: dict[str, str]) -> list[ArgsIss
 
 
 def stop_on_config_error(exc: ConfigError, mapping: dict[str, str]) -> None:
-    raise pulumi.RunError(ArgsError(reprefix(exc.issues, mapping)).render()) from None
+    raise ArgsError(reprefix(exc.issues, mapping)) from None
 
 
 def read_project_config(spec: type, namespace: Optional[str] = None) -> dict:
@@ -172,6 +299,7 @@ def read_project_config(spec: type, namespace: Optional[str] = None) -> dict:
                    if k.startswith(prefix)})
     hints = _hints(spec)
     values: dict = {}
+    issues: list[ArgsIssue] = []
     for key in keys:
         if hints.get(key) is str:
             value = config.get(key)  # "1.30" stays the string it was set as
@@ -182,10 +310,14 @@ def read_project_config(spec: type, namespace: Optional[str] = None) -> dict:
                 value = config.get(key)
             if isinstance(value, str):
                 value = _scalar(value)
-        values[key] = pulumi.Output.secret(value) if is_config_secret(config.full_key(key)) else value
-    issues = [ArgsIssue(i.path.replace("args.", f"{config.name}:", 1).replace(
-        component_label("project", config.name) + " ", ""), i.message)
-        for i in check_args("project", config.name, values, spec)]
+        if is_config_secret(config.full_key(key)):
+            # checked like any value, named without it
+            if key in hints and not _accepts(hints[key], value):
+                issues.append(ArgsIssue(f"{config.name}:{key}", f"a secret (value not shown): expected "
+                                                                f"{_type_text(hints[key])}"))
+            value = pulumi.Output.secret(value)
+        values[key] = value
+    _check_mapping(config.name, ":", spec, values, issues)
     if issues:
         raise pulumi.RunError(ArgsError(issues).render().replace("invalid component args",
                                                                  "invalid project configuration"))
@@ -207,4 +339,4 @@ def _scalar(text: str):
         return text
 
 
-__all__ = ["ArgsError", "ArgsIssue", "check_args", "raise_for", "read_project_config"]
+__all__ = ["ArgsError", "ArgsIssue", "check_args", "raise_for", "read_project_config", "typed_keys"]

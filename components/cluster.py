@@ -41,7 +41,7 @@ from gpuplatform.catalogs.versions import ACK_ADDONS
 from gpuplatform.components.config import AckExistingCluster, AckManagedCluster, KubeconfigCluster, Model
 from gpuplatform.components.errors import ConfigError
 from gpuplatform.components.config import Cluster as ClusterSpec
-from gpuplatform.components.assembly import BUILT
+from gpuplatform.components.assembly import BUILT, ComposedComponent
 
 
 class GpuClusterArgs(TypedDict):
@@ -106,7 +106,7 @@ def credential_plugin_kubeconfig(ack_kubeconfig: str, cluster_id: str) -> str:
     }, sort_keys=True)
 
 
-class GpuCluster(pulumi.ComponentResource):
+class GpuCluster(ComposedComponent, pulumi.ComponentResource):
     """The cluster target, its Kubernetes provider and (on ACK) the Alibaba Cloud provider of its region."""
 
     cluster_id: pulumi.Output[str]
@@ -118,47 +118,51 @@ class GpuCluster(pulumi.ComponentResource):
     def __init__(self, name: str, args: GpuClusterArgs, opts: Optional[pulumi.ResourceOptions] = None):
         from gpuplatform.components import assembly
         from gpuplatform.components.args import ArgsIssue, check_args, component_label, did_you_mean, raise_for
-        from gpuplatform.components.args import stop_on_config_error
+        from gpuplatform.components.args import reprefix
         from gpuplatform.components.validation import validate as _validate
 
-        raise_for(check_args("GpuCluster", name, args, GpuClusterArgs))
         label = component_label("GpuCluster", name)
-        self.label = label
-        unknown = [a for a in args.get("addons") or [] if a not in ack.ADDONS]
-        raise_for([ArgsIssue(f"{label} args.addons", f"{a!r} is not an ACK add-on of the catalog"
-                             f"{did_you_mean(a, ack.ADDONS)}; allowed: {', '.join(sorted(ack.ADDONS))}")
-                   for a in unknown])
-        try:
-            cluster = assembly.parse_section(ClusterSpec, args["cluster"], "cluster")
-            self.settings = assembly.settings(args.get("environment", "dev"), args.get("protect"),
-                                              args.get("allow_public_endpoints", False),
-                                              allow_end_of_life_charts=list(args.get("allow_end_of_life_charts") or []))
-            self.spec = cluster
-            issues = _validate(self.view(), areas=("cluster",), installs_charts=False)
-            if issues:
-                raise ConfigError(issues)
-        except ConfigError as exc:
-            stop_on_config_error(exc, {"cluster": f"{label} args.cluster", "settings": f"{label} args"})
+        with assembly.checking(self, label) as outcome:
+            raise_for(check_args("GpuCluster", name, args, GpuClusterArgs))
+            self.label = label
+            issues = [ArgsIssue(f"{label} args.addons", f"{a!r} is not an ACK add-on of the catalog"
+                                f"{did_you_mean(a, ack.ADDONS)}; allowed: {', '.join(sorted(ack.ADDONS))}")
+                      for a in args.get("addons") or [] if a not in ack.ADDONS]
+            paths = {"cluster": f"{label} args.cluster", "settings": f"{label} args"}
+            try:
+                cluster = assembly.parse_section(ClusterSpec, args["cluster"], "cluster")
+                self.settings = assembly.settings(
+                    args.get("environment", "dev"), args.get("protect"), args.get("allow_public_endpoints", False),
+                    allow_end_of_life_charts=list(args.get("allow_end_of_life_charts") or []))
+                self.spec = cluster
+                issues += reprefix(_validate(self.view(), areas=("cluster",), installs_charts=False), paths)
+            except ConfigError as exc:
+                issues += reprefix(exc.issues, paths)
+            raise_for(issues)
+            self.kubernetes_version: str = cluster.kubernetes_version
+            self.environment: str = self.settings.environment
+            self.protect: bool = self.settings.protect_resources
+            self.allow_public_endpoints: bool = self.settings.allow_public_endpoints
+            self.node_pools: list = []
+            """The GpuNodePools built on this cluster so far (each checks the cluster-wide rules against the
+            others)."""
+            self.is_ack = cluster.kind != "kubeconfig"
+            self.is_ack_pro = self.is_ack and bool(getattr(cluster, "professional", False))
+            self.simulate_gpus = bool(getattr(cluster, "simulate_gpus", False))
+            self.adopted = isinstance(cluster, AckExistingCluster)
+        if not outcome.build:
+            return
         spec = _Args(cluster=cluster, addons=list(args.get("addons") or []), protect=self.settings.protect_resources,
                      stack_name=args.get("stack_name"))
-        self.kubernetes_version: str = cluster.kubernetes_version
-        self.environment: str = self.settings.environment
-        self.protect: bool = self.settings.protect_resources
-        self.allow_public_endpoints: bool = self.settings.allow_public_endpoints
-        self.node_pools: list = []
-        """The GpuNodePools built on this cluster so far (each checks the cluster-wide rules against the others)."""
         # the stack policies read the environment, version and exposure setting of a consumer's stack from these
         # (a GpuPlatform registers the same; docs/policies.md "What the policies see")
         props = {"kind": cluster.kind, "environment": self.environment, "kubernetesVersion": self.kubernetes_version,
                  "allowPublicEndpoints": self.allow_public_endpoints}
         super().__init__("gpuplatform:index:GpuCluster", name, props, opts)
+        outcome.restore()
         child = pulumi.ResourceOptions(parent=self)
-        self.is_ack = cluster.kind != "kubeconfig"
-        self.is_ack_pro = self.is_ack and bool(getattr(cluster, "professional", False))
-        self.simulate_gpus = bool(getattr(cluster, "simulate_gpus", False))
         self.addons: dict[str, pulumi.Resource] = {}
         """Add-on name -> its ``KubernetesAddon``: what a resource that needs the add-on waits for."""
-        self.adopted = isinstance(cluster, AckExistingCluster)
         self.alicloud_provider = None
         self._ali_opts = None
         if self.is_ack:

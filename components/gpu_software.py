@@ -24,7 +24,7 @@ from gpuplatform.components.pools import PoolFacts
 from gpuplatform.components.releases import chart_version
 
 from gpuplatform.components.cluster import GpuCluster
-from gpuplatform.components.assembly import BUILT
+from gpuplatform.components.assembly import BUILT, ComposedComponent
 
 def fake_gpu_operator_values(pools: list[PoolFacts]) -> dict:
     """Topology derived from the pool specs: product, GPUs per node and memory per GPU, keyed by pool name."""
@@ -135,7 +135,7 @@ def gpu_software_kind(on_ack: bool, simulated: bool, pool_modes) -> Optional[str
     return "gpu-operator" if "mig" in set(pool_modes) else None
 
 
-class GpuSoftware(pulumi.ComponentResource):
+class GpuSoftware(ComposedComponent, pulumi.ComponentResource):
     """The NVIDIA GPU Operator (MIG on a plain cluster) or fake-gpu-operator (simulated GPUs) for a cluster's GPU
     pools. Each pool it serves waits for it (``GpuNodePool.gpu_nodes``), so build it before the services."""
 
@@ -144,36 +144,43 @@ class GpuSoftware(pulumi.ComponentResource):
     """``gpu-operator`` or ``fake-gpu-operator``."""
 
     def __init__(self, name: str, args: GpuSoftwareArgs, opts: Optional[pulumi.ResourceOptions] = None):
-        from gpuplatform.components.args import ArgsIssue, check_args, component_label, raise_for
-        from gpuplatform.components.args import stop_on_config_error
-        from gpuplatform.components.assembly import parse_section
+        from gpuplatform.components.args import ArgsIssue, check_args, component_label, raise_for, reprefix
+        from gpuplatform.components.assembly import checking, parse_section
         from gpuplatform.components.config import Intervals, duration_seconds
         from gpuplatform.components.errors import ConfigError
         from gpuplatform.components.node_pool import GpuNodePool
         from gpuplatform.components.validation import kubernetes_version
 
-        raise_for(check_args("GpuSoftware", name, args, GpuSoftwareArgs))
         label = component_label("GpuSoftware", name)
-        cluster = args["cluster"]
-        pools = list(args["node_pools"])
-        issues = [ArgsIssue(f"{label} args.node_pools[{i}]", f"a {type(p).__name__}: expected a GpuNodePool")
-                  for i, p in enumerate(pools) if not isinstance(p, GpuNodePool)]
-        issues += [ArgsIssue(f"{label} args.node_pools[{i}]", f"pool {p.facts.name!r} belongs to another cluster "
-                             f"({p.cluster.label}); allowed: pools of {cluster.label}")
-                   for i, p in enumerate(pools) if isinstance(p, GpuNodePool) and p.cluster is not cluster]
-        raise_for(issues)
-        kind = gpu_software_kind(cluster.is_ack, cluster.simulate_gpus, [p.facts.mode for p in pools])
-        if kind is None:
-            raise_for([ArgsIssue(f"{label} args.node_pools", "nothing to install: " + (
-                "on ACK the GPU stack is ACK's (cGPU and MIG through the ack-ai-installer add-on, which the pools "
-                "install)" if cluster.is_ack else "whole GPUs on a plain cluster use the NVIDIA device plugin the "
-                "cluster already runs") + "; allowed: GpuSoftware only for simulated GPUs (cluster.simulateGpus) "
-                "or MIG pools on a cluster of kind kubeconfig")])
-        try:
-            intervals = parse_section(Intervals, args.get("intervals") or {}, "monitoring.intervals")
-        except ConfigError as exc:
-            stop_on_config_error(exc, {"monitoring.intervals": f"{label} args.intervals"})
+        with checking(self, label) as outcome:
+            raise_for(check_args("GpuSoftware", name, args, GpuSoftwareArgs))
+            issues: list[ArgsIssue] = []
+            try:
+                intervals = parse_section(Intervals, args.get("intervals") or {}, "monitoring.intervals")
+            except ConfigError as exc:
+                issues += reprefix(exc.issues, {"monitoring.intervals": f"{label} args.intervals"})
+            cluster = args["cluster"]
+            pools = list(args["node_pools"])
+            wrong = [ArgsIssue(f"{label} args.node_pools[{i}]", f"a {type(p).__name__}: expected a GpuNodePool")
+                     for i, p in enumerate(pools) if not isinstance(p, GpuNodePool)]
+            wrong += [ArgsIssue(f"{label} args.node_pools[{i}]", f"pool {p.facts.name!r} belongs to another "
+                                f"cluster ({p.cluster.label}); allowed: pools of {cluster.label}")
+                      for i, p in enumerate(pools) if isinstance(p, GpuNodePool) and p.cluster is not cluster]
+            kind = None if wrong else gpu_software_kind(cluster.is_ack, cluster.simulate_gpus,
+                                                        [p.facts.mode for p in pools])
+            if kind is None and not wrong:
+                wrong.append(ArgsIssue(f"{label} args.node_pools", "nothing to install: " + (
+                    "on ACK the GPU stack is ACK's (cGPU and MIG through the ack-ai-installer add-on, which the "
+                    "pools install)" if cluster.is_ack else "whole GPUs on a plain cluster use the NVIDIA device "
+                    "plugin the cluster already runs") + "; allowed: GpuSoftware only for simulated GPUs "
+                    "(cluster.simulateGpus) or MIG pools on a cluster of kind kubeconfig"))
+            raise_for(issues + wrong)
+            for pool in pools:
+                pool.gpu_software_kind = kind  # what the services on the pool are checked against
+        if not outcome.build:
+            return
         super().__init__("gpuplatform:index:GpuSoftware", name, {"kind": kind}, opts)
+        outcome.restore()
         self.kind = kind
         child = pulumi.ResourceOptions(parent=self, provider=cluster.provider)
         facts = [p.facts for p in pools]
@@ -195,6 +202,5 @@ class GpuSoftware(pulumi.ComponentResource):
                                kubernetes=kubernetes_version(cluster.view()))
         for pool in pools:
             pool.gpu_software.append(self.release)
-            pool.gpu_software_kind = kind
         BUILT.append(self)  # for the tools that read a composed program (components/assembly.py)
         self.register_outputs({"kind": kind})

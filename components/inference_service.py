@@ -17,8 +17,9 @@ Built from the objects it is composed with (docs/reuse.md)::
 Before anything is registered the service checks its workload with the stack-file rules and its contracts with
 the objects it is given: the GPU resource is one the pool advertises, the replicas fit the pool (with the other
 services on it), the HPA metric is one the monitoring's adapter serves in the unit of the target, KEDA is
-installed for a ScaledObject, and the namespace suits the pod. A problem raises ``pulumi.RunError`` naming both
-sides and the fix.
+installed for a ScaledObject, and the namespace suits the pod. A problem is named with both sides and the fix,
+the service is left out of the program, and the program fails with every problem once it has run
+(components/assembly.py).
 """
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -41,7 +42,7 @@ from gpuplatform.components.node_pool import GpuNodePool
 from gpuplatform.components.pools import PoolFacts
 from gpuplatform.components.validation import hpa_api_version, kubernetes_version
 from gpuplatform.components.validation import validate as _validate
-from gpuplatform.components.assembly import BUILT
+from gpuplatform.components.assembly import BUILT, ComposedComponent
 
 class WaitFor(TypedDict, total=False):
     """What each child of an InferenceService waits for, by the part the child plays.
@@ -52,17 +53,17 @@ class WaitFor(TypedDict, total=False):
     ``prepare_resource``); a custom resource's URN resolves when the engine has created it. So the platform, and
     a reusing project that wants the same precision, says which child needs what."""
 
-    every_child: list
+    every_child: list[pulumi.Resource]
     """Resources every child waits for (what ``opts.depends_on`` of the component means). Default none."""
-    namespace: list
+    namespace: list[pulumi.Resource]
     """The workload namespace: every namespaced child. Default none."""
-    gpu_nodes: list
+    gpu_nodes: list[pulumi.Resource]
     """Node pools and GPU software (device plugin, operator): the Deployment, whose pods need GPU nodes.
     Default none."""
-    crd_owners: dict
+    crd_owners: dict[str, list[pulumi.Resource]]
     """API group -> resources that install its CRDs (``monitoring.coreos.com``, ``keda.sh``): children of that
     group. Default none."""
-    ingress_controller: list
+    ingress_controller: list[pulumi.Resource]
     """What installs the ingress controller (the ACK add-on): the Ingress, whose await needs its address.
     Default none."""
 
@@ -123,15 +124,25 @@ class ChildDependencies:
         return deps + list(self.crd_owners.get(api_group(obj["apiVersion"]), ()))
 
 
-class InferenceService(pulumi.ComponentResource):
+class InferenceService(ComposedComponent, pulumi.ComponentResource):
     """A GPU inference Deployment with Service, ingress, PDB, HPA/ScaledObject and PodMonitor."""
 
     deployment_name: pulumi.Output[str]
     service_name: pulumi.Output[str]
 
     def __init__(self, name: str, args: InferenceServiceArgs, opts: Optional[pulumi.ResourceOptions] = None):
-        workload, ctx, composed = _checked(name, args)
-        pool, monitoring, ns = composed
+        from gpuplatform.components.args import component_label
+        from gpuplatform.components.assembly import checking
+
+        with checking(self, component_label("InferenceService", name)) as outcome:
+            workload, ctx, composed = _checked(name, args)
+            pool, monitoring, ns = composed
+            self.workload, self.context = workload, ctx
+            self.label = f"InferenceService {name!r}"
+            self.node_pool, self.monitoring, self.namespace = pool, monitoring, ns
+            pool.services.append(self)  # the next service on the pool is checked against this one's replicas
+        if not outcome.build:
+            return
         # the component's depends_on is handed to its children instead, so that it holds back nothing else
         extra = dict(args.get("wait_for") or {})
         on_ack = pool.cluster.is_ack
@@ -153,10 +164,7 @@ class InferenceService(pulumi.ComponentResource):
             opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(provider=pool.cluster.provider))
         super().__init__("gpuplatform:index:InferenceService", name,
                          {"workload": workload.name, "namespace": ctx.namespace, "pool": ctx.pool.name}, opts)
-        self.workload, self.context = workload, ctx
-        self.label = f"InferenceService {name!r}"
-        self.node_pool, self.monitoring, self.namespace = pool, monitoring, ns
-        pool.services.append(self)
+        outcome.restore()
 
         def add(resource_name: str, obj: dict, *extra: pulumi.Resource) -> pulumi.CustomResource:
             return register(resource_name, obj, pulumi.ResourceOptions(parent=self,
@@ -205,9 +213,10 @@ def workload_context(cfg: PlatformConfig, workload: Workload, facts: PoolFacts,
 
 def _checked(name: str, args: InferenceServiceArgs):
     """The workload and its context, after every check of the args and of the contracts with the objects given;
-    ``pulumi.RunError`` with all problems otherwise (nothing is registered then)."""
+    otherwise :func:`args.raise_for` with every problem of the step that found some (the service is then left out
+    of the program: components/assembly.py)."""
     from gpuplatform.components.args import ArgsIssue, check_args, component_label, raise_for, reprefix
-    from gpuplatform.components.assembly import parse_section
+    from gpuplatform.components.assembly import is_checked, parse_section
     from gpuplatform.components.gpu_software import gpu_software_kind
 
     label = component_label("InferenceService", name)
@@ -225,19 +234,20 @@ def _checked(name: str, args: InferenceServiceArgs):
     pool: GpuNodePool = args["node_pool"]
     monitoring: Optional[GpuMonitoring] = args.get("monitoring")
     ns = args["namespace"]
-    cluster = pool.cluster
     raw_workload = dict(args["workload"])
-    raw_workload.setdefault("nodePool", pool.facts.name)
+    # the workload's own keys first, checked whatever state the pool is in (the pool object names the pool)
+    raw_workload.setdefault("nodePool", pool.facts.name if is_checked(pool) else "unchecked")
+    try:
+        workload = parse_section(Workload, raw_workload, "workloads[0]")
+    except ConfigError as exc:
+        raise_for(reprefix(exc.issues, {"workloads[0]": f"{label} args.workload"}))
+    cluster = pool.cluster
     namespace = ns.name if isinstance(ns, WorkloadNamespace) else ns
     others = [s for s in pool.services]
     paths = {f"workloads[{len(others)}]": f"{label} args.workload", "nodePools[0]": f"{pool.label} args.pool",
              "monitoring": f"{monitoring.label} args.monitoring" if monitoring else f"{label} args.monitoring",
              **{f"workloads[{i}]": f"{s.label} args.workload"
                 for i, s in enumerate(others)}}
-    try:
-        workload = parse_section(Workload, raw_workload, f"workloads[{len(others)}]")
-    except ConfigError as exc:
-        raise_for(reprefix(exc.issues, paths))
     problems: list[ArgsIssue] = []
     if workload.node_pool != pool.facts.name:
         problems.append(ArgsIssue(f"{label} args.workload.nodePool", f"{workload.node_pool!r}, but args.node_pool is "
@@ -265,8 +275,9 @@ def _checked(name: str, args: InferenceServiceArgs):
                                   f"GpuSoftware installs for it yet: its pods would stay Pending; allowed: build "
                                   f"GpuSoftware with node_pools including {pool.label} before the services"))
     if monitoring is None and not workload.fixed:
-        problems.append(ArgsIssue(f"{label} args.monitoring", f"required: autoscaler {workload.autoscaling.autoscaler!r}"
-                                  " reads metrics some GpuMonitoring serves; allowed: the GpuMonitoring of "
+        problems.append(ArgsIssue(f"{label} args.monitoring", "required: autoscaler "
+                                  f"{workload.autoscaling.autoscaler!r} reads metrics some GpuMonitoring serves; "
+                                  "allowed: the GpuMonitoring of "
                                   f"{cluster.label}, or a workload with fixed replicas"))
     raise_for(problems)
     mon = monitoring.spec if monitoring else None

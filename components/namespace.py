@@ -12,7 +12,7 @@ from typing_extensions import NotRequired
 from gpuplatform.components.cluster import GpuCluster
 from gpuplatform.components.k8s_objects import namespace, register
 from gpuplatform.components.k8s_validity import DNS_LABEL
-from gpuplatform.components.assembly import BUILT
+from gpuplatform.components.assembly import BUILT, ComposedComponent
 
 
 class WorkloadNamespaceArgs(TypedDict):
@@ -25,7 +25,7 @@ class WorkloadNamespaceArgs(TypedDict):
     that set ``runAsRoot`` (warned and audited at restricted). Default ``restricted``."""
 
 
-class WorkloadNamespace(pulumi.ComponentResource):
+class WorkloadNamespace(ComposedComponent, pulumi.ComponentResource):
     """A namespace InferenceServices are created in; each service waits for it."""
 
     name: str
@@ -34,17 +34,22 @@ class WorkloadNamespace(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: WorkloadNamespaceArgs, opts: Optional[pulumi.ResourceOptions] = None):
         from gpuplatform.components.args import ArgsIssue, check_args, component_label, raise_for
+        from gpuplatform.components.assembly import checking
 
-        raise_for(check_args("WorkloadNamespace", name, args, WorkloadNamespaceArgs))
         label = component_label("WorkloadNamespace", name)
-        if not DNS_LABEL.match(args["name"]) or len(args["name"]) > 63:
-            raise_for([ArgsIssue(f"{label} args.name", f"{args['name']!r} is not a namespace name; allowed: a DNS "
-                                 "label (lowercase letters, digits and '-', at most 63 characters)")])
+        with checking(self, label) as outcome:
+            raise_for(check_args("WorkloadNamespace", name, args, WorkloadNamespaceArgs))
+            if not DNS_LABEL.match(args["name"]) or len(args["name"]) > 63:
+                raise_for([ArgsIssue(f"{label} args.name", f"{args['name']!r} is not a namespace name; allowed: a "
+                                     "DNS label (lowercase letters, digits and '-', at most 63 characters)")])
+            self.label = label
+            self.cluster: GpuCluster = args["cluster"]
+            self.name = args["name"]
+            self.pod_security = args.get("pod_security", "restricted")
+        if not outcome.build:
+            return
         super().__init__("gpuplatform:index:WorkloadNamespace", name, {"name": args["name"]}, opts)
-        self.label = label
-        self.cluster: GpuCluster = args["cluster"]
-        self.name = args["name"]
-        self.pod_security = args.get("pod_security", "restricted")
+        outcome.restore()
         obj = (namespace(self.name, "restricted", warn=True) if self.pod_security == "restricted"
                else namespace(self.name, "baseline", warn_audit="restricted"))
         self.resource = register(f"{name}-namespace", obj,

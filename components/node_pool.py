@@ -20,7 +20,7 @@ from gpuplatform.components.config import NodePool
 from gpuplatform.components.pools import PoolFacts
 
 from gpuplatform.components.cluster import GpuCluster
-from gpuplatform.components.assembly import BUILT
+from gpuplatform.components.assembly import BUILT, ComposedComponent
 
 
 class GpuNodePoolArgs(TypedDict):
@@ -119,7 +119,7 @@ def pool_props(facts: PoolFacts) -> dict:
     }
 
 
-class GpuNodePool(pulumi.ComponentResource):
+class GpuNodePool(ComposedComponent, pulumi.ComponentResource):
     """A GPU node pool. What its nodes advertise is its contract with the services placed on it: :attr:`facts`
     (GPU resources and counts, labels, taints, capacity), also exported as outputs."""
 
@@ -136,41 +136,45 @@ class GpuNodePool(pulumi.ComponentResource):
     tolerations, node selector, capacity (``max_replicas(request)``)."""
 
     def __init__(self, name: str, args: GpuNodePoolArgs, opts: Optional[pulumi.ResourceOptions] = None):
-        from gpuplatform.components.args import check_args, component_label, raise_for, stop_on_config_error
-        from gpuplatform.components.assembly import parse_section
+        from gpuplatform.components.args import check_args, component_label, raise_for, reprefix
+        from gpuplatform.components.assembly import checking, parse_section
         from gpuplatform.components.errors import ConfigError
         from gpuplatform.components.pools import pool_facts
         from gpuplatform.components.validation import validate as _validate
 
-        raise_for(check_args("GpuNodePool", name, args, GpuNodePoolArgs))
-        cluster: GpuCluster = args["cluster"]
         label = component_label("GpuNodePool", name)
-        others = list(cluster.node_pools)
-        paths = {f"nodePools[{i}]": f"{p.label} args.pool"
-                 for i, p in enumerate(others)} | {f"nodePools[{len(others)}]": f"{label} args.pool",
-                                                   "cluster": f"{label} args.cluster"}
-        try:
-            pool = parse_section(NodePool, args["pool"], f"nodePools[{len(others)}]")
+        with checking(self, label) as outcome:
+            raise_for(check_args("GpuNodePool", name, args, GpuNodePoolArgs))
+            cluster: GpuCluster = args["cluster"]
+            try:
+                # the pool's own keys first: they are checked whatever state its cluster is in
+                pool = parse_section(NodePool, args["pool"], "nodePools[0]")
+            except ConfigError as exc:
+                raise_for(reprefix(exc.issues, {"nodePools[0]": f"{label} args.pool"}))
+            others = list(cluster.node_pools)
+            paths = {f"nodePools[{i}]": f"{p.label} args.pool"
+                     for i, p in enumerate(others)} | {f"nodePools[{len(others)}]": f"{label} args.pool",
+                                                       "cluster": f"{label} args.cluster"}
             cfg = cluster.view([p.spec for p in others] + [pool])
-            issues = _validate(cfg, areas=("pools", "stack"))
-            if issues:
-                raise ConfigError(issues)
-        except ConfigError as exc:
-            stop_on_config_error(exc, paths)
-        self.label = label
-        self.cluster = cluster
-        # the stack default, resolved: a managed (auto-repair) pool on ACK Pro unless the pool says otherwise
-        self.spec: NodePool = pool.model_copy(update={"auto_repair": cfg.pool_managed(pool)})
-        facts = pool_facts(cfg, pool)
+            raise_for(reprefix(_validate(cfg, areas=("pools", "stack")), paths))
+            self.label = label
+            self.cluster = cluster
+            # the stack default, resolved: a managed (auto-repair) pool on ACK Pro unless the pool says otherwise
+            self.spec: NodePool = pool.model_copy(update={"auto_repair": cfg.pool_managed(pool)})
+            self.facts = pool_facts(cfg, pool)
+            self.services: list = []
+            """The InferenceServices placed on this pool so far (capacity is checked over all of them)."""
+            self.gpu_software_kind: Optional[str] = None
+            cluster.node_pools.append(self)
+        if not outcome.build:
+            return
+        facts = self.facts
         props = pool_props(facts)
         super().__init__("gpuplatform:index:GpuNodePool", name, props, opts)
-        self.facts = facts
-        self.services: list = []
-        """The InferenceServices placed on this pool so far (capacity is checked over all of them)."""
+        outcome.restore()
         self.gpu_software: list[pulumi.Resource] = []
         """What turns the pool's GPUs into schedulable resources besides the ACK add-ons (the GPU Operator or
         fake-gpu-operator release, added by :class:`GpuSoftware`)."""
-        self.gpu_software_kind: Optional[str] = None
         self.pool = None
         sharing = cluster.require_addons(*sharing_addons(cluster.is_ack, cluster.is_ack_pro, pool.sharing.mode))
         if cluster.is_ack:
@@ -189,7 +193,6 @@ class GpuNodePool(pulumi.ComponentResource):
         else:
             self.node_pool_id = pulumi.Output.from_input(facts.name)
         self._sharing_addons = sharing
-        cluster.node_pools.append(self)
         self.node_selector = pulumi.Output.from_input(facts.node_selector)
         self.tolerations = pulumi.Output.from_input(facts.tolerations)
         self.units_per_node = pulumi.Output.from_input(facts.units_per_node)

@@ -11,6 +11,7 @@ from typing import Optional, TypedDict, Union
 import pulumi
 
 from gpuplatform.components.alerting import GpuAlerts
+from gpuplatform.components.assembly import ComposedComponent
 from gpuplatform.components.cluster import GpuCluster
 from gpuplatform.components.config import PlatformConfig
 from gpuplatform.components.errors import ConfigError
@@ -47,25 +48,31 @@ def monitoring_args(cfg: PlatformConfig) -> dict:
     return mon
 
 
-class GpuPlatform(pulumi.ComponentResource):
+class GpuPlatform(ComposedComponent, pulumi.ComponentResource):
     """Cluster, GPU node pools, GPU software, monitoring and inference services of one environment."""
 
     def __init__(self, name: str, args: GpuPlatformArgs, opts: Optional[pulumi.ResourceOptions] = None):
-        from gpuplatform.components.args import check_args, raise_for
+        from gpuplatform.components.args import ArgsIssue, check_args, component_label, raise_for
+        from gpuplatform.components.assembly import checking
         from gpuplatform.components.validation import load
 
-        raise_for(check_args("GpuPlatform", name, args, GpuPlatformArgs))
-        cfg = args["config"]
-        if not isinstance(cfg, PlatformConfig):
-            try:
-                cfg = load(dict(cfg))
-            except ConfigError as exc:
-                raise pulumi.RunError(exc.render()) from None
+        label = component_label("GpuPlatform", name)
+        with checking(self, label) as outcome:
+            raise_for(check_args("GpuPlatform", name, args, GpuPlatformArgs))
+            cfg = args["config"]
+            if not isinstance(cfg, PlatformConfig):
+                try:
+                    cfg = load(dict(cfg))
+                except ConfigError as exc:
+                    raise_for([ArgsIssue(f"{label} args.config.{i.path}", i.message) for i in exc.issues])
+        if not outcome.build:
+            return
         s = cfg.settings
         props = {"environment": s.environment, "kubernetesVersion": cfg.cluster.kubernetes_version,
                  "clusterKind": cfg.cluster.kind, "allowPublicEndpoints": s.allow_public_endpoints,
                  "protect": s.protect_resources}
         super().__init__("gpuplatform:index:GpuPlatform", name, props, opts)
+        outcome.restore()
         child = pulumi.ResourceOptions(parent=self)
         self.cluster = GpuCluster(f"{name}-cluster", {
             "cluster": cfg.cluster.model_dump(by_alias=True, exclude_none=True), "environment": s.environment,

@@ -32,15 +32,26 @@ def _read_yaml(path: Path, what: str) -> dict:
 
 
 def project_config(project_dir: Path, stack: str) -> tuple[str, Path, dict[str, Any], tuple[str, ...]]:
-    """(project name, program folder, config with full keys, secret keys) of a Pulumi project and stack."""
+    """(project name, program folder, config with full keys, secret keys) of a Pulumi project and stack.
+
+    A stack the project has no ``Pulumi.<stack>.yaml`` for is refused, naming the stacks it has, when it has any:
+    a misspelt ``--stack`` would otherwise run the program on no config and report every key it reads as
+    missing. A project with no stack file at all runs on no config (``pulumi stack init`` writes none; the first
+    ``pulumi config set`` does), and a program that stops says so (:func:`synthesize_project`)."""
     manifest = project_dir / "Pulumi.yaml"
     if not manifest.is_file():
-        raise ConfigError([CommandLineIssue("--project", f"{str(project_dir)!r} has no Pulumi.yaml; allowed: the folder "
-                                       "of a Pulumi project")])
+        raise ConfigError([CommandLineIssue("--project", f"{str(project_dir)!r} has no Pulumi.yaml; allowed: the "
+                                                         "folder of a Pulumi project")])
     project = _read_yaml(manifest, "project file")
     name = str(project.get("name") or project_dir.name)
     main = project_dir / str(project.get("main") or ".")
-    stack_file = project_dir / str(project.get("stackConfigDir") or ".") / f"Pulumi.{stack}.yaml"
+    stack_file = stack_file_of(project_dir, project, stack)
+    if not stack_file.is_file():
+        known = project_stacks(project_dir, project)
+        if known:
+            raise ConfigError([CommandLineIssue("--stack", f"{stack!r}: the stack file {str(stack_file)!r} does not "
+                                                f"exist; stacks of project {name!r} (a Pulumi.<stack>.yaml each): "
+                                                f"{', '.join(known)}")])
     raw = (_read_yaml(stack_file, "stack file").get("config") or {}) if stack_file.is_file() else {}
     config, secret = {}, []
     for key, value in raw.items():
@@ -50,6 +61,17 @@ def project_config(project_dir: Path, stack: str) -> tuple[str, Path, dict[str, 
             secret.append(full)
         config[full] = value
     return name, main, config, tuple(secret)
+
+
+def stack_file_of(project_dir: Path, project: dict, stack: str) -> Path:
+    """``Pulumi.<stack>.yaml`` in the project's ``stackConfigDir`` (default the project folder)."""
+    return project_dir / str(project.get("stackConfigDir") or ".") / f"Pulumi.{stack}.yaml"
+
+
+def project_stacks(project_dir: Path, project: dict) -> list[str]:
+    """The stacks a project has a stack file for."""
+    folder = stack_file_of(project_dir, project, "x").parent
+    return sorted(p.name[len("Pulumi."):-len(".yaml")] for p in folder.glob("Pulumi.*.yaml"))
 
 
 @contextmanager
@@ -86,7 +108,12 @@ def synthesize_project(project_dir: str, stack: str):
     try:
         records = synthesize(config, program, stack=stack, project=name, secret_keys=secret_keys)
     except pulumi.RunError as exc:
-        raise ProgramError(str(exc)) from None
+        message = str(exc)
+        root = Path(project_dir).resolve()
+        if not stack_file_of(root, _read_yaml(root / "Pulumi.yaml", "project file"), stack).is_file():
+            message += (f"\n  (project {name!r} has no stack file Pulumi.{stack}.yaml: the program ran with no "
+                        "config; `pulumi config set` writes it)")
+        raise ProgramError(message) from None
     raise_for_refusals(records)  # what the API server would refuse, named by the args that made it
     return name, records, composed_views()
 

@@ -100,7 +100,10 @@ def check_authored_objects(cfg: PlatformConfig, facts: dict[str, PoolFacts], out
         if i < out.checked_workloads or f is None or f.units_per_node == 0 or any(
                 issue.path == p or issue.path.startswith(f"{p}.") for issue in out):
             continue
-        for obj in workload_objects(w, workload_context(cfg, w, f)):
+        ctx = workload_context(cfg, w, f)
+        if any(source is None for source in ctx.metric_sources.values()):
+            continue  # a metric no source serves is reported where the monitoring is named; nothing to build on
+        for obj in workload_objects(w, ctx):
             kind = str(obj.get("kind"))
             for rejection in semantic_rejections(obj):
                 key = workload_key(kind, rejection.path)

@@ -29,9 +29,13 @@ def _pydantic_message(err: dict) -> str:
     if err["loc"][:1] and err["loc"][0] in SECRET_KEYS:
         return f"{msg} (value not shown: it is a secret)"
     if err["type"] == "extra_forbidden":
-        near = close_matches(str(err["loc"][-1]), allowed_keys(err["loc"][:-1]))
+        allowed = allowed_keys(err["loc"][:-1])
+        near = close_matches(str(err["loc"][-1]), allowed)
         if near:
-            return f"unknown key (not a gpu-platform setting). Did you mean {', '.join(map(repr, near))}?"
+            return (f"unknown key (not a gpu-platform setting). Did you mean {', '.join(map(repr, near))}? "
+                    f"Allowed here: {', '.join(allowed)}")
+        if allowed:
+            return f"unknown key (not a gpu-platform setting); allowed here: {', '.join(allowed)}"
         return "unknown key (not a gpu-platform setting; check the spelling against `gpuplatform schema`)"
     if err["type"] == "missing":
         return "required key is missing"
@@ -76,10 +80,19 @@ def allowed_keys(loc: tuple) -> list[str]:
                    for name, field in c.model_fields.items()})
 
 
+def issues_of(errors: list[dict]) -> list[ConfigIssue]:
+    """pydantic errors (locations from the namespace's root) as issues. A required key that a misspelt sibling
+    key is close to is not reported again as missing: ``metirc`` gets "Did you mean 'metric'?", and the fix of
+    that one key is the fix of both."""
+    misspelt = {(tuple(e["loc"][:-1]), m) for e in errors if e["type"] == "extra_forbidden"
+                for m in close_matches(str(e["loc"][-1]), allowed_keys(e["loc"][:-1]))}
+    return [ConfigIssue(_path(e["loc"]), _pydantic_message(e)) for e in errors
+            if not (e["type"] == "missing" and (tuple(e["loc"][:-1]), e["loc"][-1]) in misspelt)]
+
+
 def parse(raw: dict[str, Any]) -> PlatformConfig:
     """Raw ``gpu-platform`` namespace (camelCase keys, YAML values) -> typed config, or ConfigError."""
     try:
         return PlatformConfig.model_validate(raw)
     except ValidationError as exc:
-        issues = [ConfigIssue(_path(e["loc"]), _pydantic_message(e)) for e in exc.errors()]
-        raise ConfigError(issues) from None
+        raise ConfigError(issues_of(exc.errors())) from None

@@ -18,9 +18,11 @@ from __future__ import annotations
 
 import datetime
 import functools
+import importlib.util
 import json
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Iterable, Mapping, Optional
 
 from gpuplatform.catalogs.kubernetes import QUANTITY, quantity_value
@@ -59,10 +61,30 @@ def _dotted(path: Iterable) -> str:
 
 
 # ------------------------------------------------------------------------------------------------ schema
-def _bundled() -> dict[tuple[int, int], str]:
-    from kubernetes_validate import utils
+SCHEMA_SETS = "kubernetes-json-schema"
+"""The folder of kubernetes-validate's package that holds a ``v<version>-local-strict`` schema set per version."""
 
-    return {tuple(int(x) for x in v.split(".")[:2]): v for v in utils.all_versions()}
+
+@functools.lru_cache(maxsize=None)
+def _schema_sets() -> Path:
+    """kubernetes-validate's schema sets, found without importing it: its ``__init__`` loads its own validation
+    (jsonschema, referencing, packaging, importlib_resources), and only the schema files are read here. Raises
+    ImportError when it is not installed."""
+    spec = importlib.util.find_spec("kubernetes_validate")
+    if spec is None or not spec.submodule_search_locations:
+        raise ImportError("kubernetes-validate is not installed")
+    return Path(next(iter(spec.submodule_search_locations))) / SCHEMA_SETS
+
+
+@functools.lru_cache(maxsize=None)
+def _bundled() -> dict[tuple[int, int], str]:
+    """``(major, minor)`` -> the newest patch version bundled for it, as ``utils.all_versions`` of
+    kubernetes-validate names them (``v1.35.0-local-strict`` -> ``1.35.0``)."""
+    versions = {m.group(1) for m in (re.match(r"^v(\d+(?:\.\d+)+)-", p.name) for p in _schema_sets().iterdir()) if m}
+    out: dict[tuple[int, int], str] = {}
+    for v in sorted(versions, key=lambda v: tuple(int(x) for x in v.split("."))):
+        out[tuple(int(x) for x in v.split(".")[:2])] = v
+    return out
 
 
 def schema_version(target: Optional[str]) -> Optional[str]:
@@ -86,9 +108,7 @@ def schema_version(target: Optional[str]) -> Optional[str]:
 
 @functools.lru_cache(maxsize=None)
 def _definitions(version: str):
-    from importlib import resources
-
-    root = resources.files("kubernetes_validate").joinpath("kubernetes-json-schema", f"v{version}-local-strict")
+    root = _schema_sets() / f"v{version}-local-strict"
     return root, json.loads(root.joinpath("_definitions.json").read_text())
 
 

@@ -12,7 +12,9 @@ What each kind of policy is given is what the engine gives it (docs/policies.md,
 
 Both go through the same wire encoding as under the CLI (a protobuf ``Struct``, so every number arrives as a
 float, then ``pulumi_policy``'s own ``deserialize_properties`` and unknown-checking proxy), so a policy that reads
-an unknown value is reported as an advisory "can't run during preview", exactly as the CLI reports it.
+an unknown value is reported as an advisory "can't run during preview", exactly as the CLI reports it. Plain data
+(every manifest, most stacks) takes the same trip without the SDK (:mod:`gpuplatform.wire`): importing it is most
+of the start-up of a check of one file, and only preview values, secrets and remediation need it.
 """
 from __future__ import annotations
 
@@ -23,17 +25,13 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 
 import yaml
-from google.protobuf import json_format, struct_pb2
-from pulumi_policy import (EnforcementLevel, PolicyCustomTimeouts, PolicyResource, PolicyResourceOptions,
-                           ResourceValidationArgs, StackValidationArgs)
-from pulumi_policy.deserialize import deserialize_properties
-from pulumi_policy.proxy import UNKNOWN_STRING_VALUE, UnknownValueError, unknown_checking_proxy
 
 from gpuplatform.apiserver import as_sent
 from gpuplatform.records import RegisteredResource
 from gpuplatform.policies import k8s
 from gpuplatform.policies.pack import POLICY_DEFS
-from gpuplatform.policies.registry import PolicyDef
+from gpuplatform.policies.registry import EnforcementLevel, PolicyDef, resource_from
+from gpuplatform.wire import NotPlain, as_received
 
 LEVELS = {level.value: level for level in EnforcementLevel}
 
@@ -118,7 +116,9 @@ def with_kubernetes_version(config: Optional[Mapping[str, Any]], version: str) -
     return out
 
 
-def _opts(protect: bool) -> PolicyResourceOptions:
+def _opts(protect: bool):
+    from pulumi_policy import PolicyCustomTimeouts, PolicyResourceOptions
+
     return PolicyResourceOptions(protect=protect, ignore_changes=[], delete_before_replace=None, aliases=[],
                                  custom_timeouts=PolicyCustomTimeouts(0, 0, 0), additional_secret_outputs=[])
 
@@ -130,6 +130,8 @@ def _urn(r: RegisteredResource) -> str:
 # ------------------------------------------------------------------------------------------------ wire
 def _wire_value(value: Any) -> Any:
     """A property as the engine marshals it: unknowns as the unknown sentinel (``KeepUnknowns``)."""
+    from pulumi_policy.proxy import UNKNOWN_STRING_VALUE
+
     if type(value).__name__ == "Unknown":  # pulumi.output.Unknown: a value the preview does not know yet
         return UNKNOWN_STRING_VALUE
     if isinstance(value, Mapping):
@@ -143,9 +145,20 @@ def as_policy_sees(props: Mapping[str, Any]) -> Any:
     """``props`` as ``pulumi_policy`` hands them to a policy: through a protobuf ``Struct`` (numbers become
     floats, as in ``Analyze``/``AnalyzeStack`` of pulumi-policy ``policy.py``, which call
     ``json_format.MessageToDict``), deserialized and wrapped in the unknown-checking proxy."""
+    from google.protobuf import json_format, struct_pb2
+    from pulumi_policy.deserialize import deserialize_properties
+    from pulumi_policy.proxy import unknown_checking_proxy
+
     struct = struct_pb2.Struct()
     struct.update(_wire_value(props))
     return unknown_checking_proxy(deserialize_properties(json_format.MessageToDict(struct)))
+
+
+WIRES = ("auto", "protobuf", "plain")
+"""How :func:`run_policies` hands properties to the policies: ``protobuf``, through the SDK as the CLI does
+(:func:`as_policy_sees`); ``plain``, the same result for plain data without the SDK (:mod:`gpuplatform.wire`),
+refusing anything else; ``auto``, plain when every property is plain data and no policy remediates, else
+protobuf."""
 
 
 StackState = Callable[[RegisteredResource], Mapping[str, Any]]
@@ -159,14 +172,75 @@ def first_preview_outputs(r: RegisteredResource) -> Mapping[str, Any]:
 # ------------------------------------------------------------------------------------------------ running
 def run_policies(resources: Sequence[RegisteredResource], config: Optional[Mapping[str, Any]] = None,
                  policies: Optional[Iterable[PolicyDef]] = None,
-                 stack_state: StackState = first_preview_outputs) -> list[Violation]:
+                 stack_state: StackState = first_preview_outputs, wire: str = "auto") -> list[Violation]:
     """Run every policy of the pack (or ``policies``) over ``resources``; disabled policies are skipped.
-    Resource policies judge inputs; stack policies judge ``stack_state`` (default: a first preview's outputs)."""
+    Resource policies judge inputs; stack policies judge ``stack_state`` (default: a first preview's outputs).
+    ``wire`` (:data:`WIRES`) chooses how the properties reach the policies; the violations are the same."""
+    if wire not in WIRES:
+        raise ValueError(f"wire {wire!r}: allowed: {', '.join(WIRES)}")
     defs = list(policies) if policies is not None else POLICY_DEFS
+    levels = [(pdef,) + _policy_config(pdef, config) for pdef in defs]
+    levels = [(pdef, level, props) for pdef, level, props in levels if level != EnforcementLevel.DISABLED]
+    remediates = any(level == EnforcementLevel.REMEDIATE and pdef.remediable for pdef, level, _ in levels)
+    if wire == "plain" and remediates:
+        raise ValueError("remediation runs through the SDK's objects: wire 'protobuf' or 'auto'")
+    plain = None
+    if wire != "protobuf" and not remediates:
+        try:
+            plain = _plain_run(resources, stack_state, any(pdef.scope == "stack" for pdef, _, _ in levels))
+        except NotPlain:
+            if wire == "plain":
+                raise
+    if plain is not None:
+        return _run_plain(levels, resources, *plain)
+    return _run_sdk(levels, resources, stack_state)
+
+
+def _plain_run(resources: Sequence[RegisteredResource], stack_state: StackState, stacked: bool):
+    """What the policies receive, decoded once per resource (and per stack) as ``pulumi_policy`` decodes a
+    request's properties; :class:`NotPlain` unless every property is plain data."""
+    judged = [resource_from(r.type, r.name, _urn(r), as_received(r.inputs), r.protect) for r in resources]
+    stack = [resource_from(r.type, r.name, _urn(r), as_received(stack_state(r)), r.protect) for r in resources] \
+        if stacked else []
+    return judged, stack
+
+
+def _reported(level: EnforcementLevel) -> EnforcementLevel:
+    """The level a violation is reported at: a remediating policy that still finds one fails the update."""
+    return EnforcementLevel.MANDATORY if level == EnforcementLevel.REMEDIATE else level
+
+
+def _violation(pdef: PolicyDef, level: EnforcementLevel, r: Optional[RegisteredResource], message: str) -> Violation:
+    return Violation(pdef.id, level.value, r.type if r else "", r.name if r else "", message,
+                     pdef.severity.value if pdef.severity else "")
+
+
+def _run_plain(levels, resources: Sequence[RegisteredResource], judged: list, stack: list) -> list[Violation]:
+    """The policies' own functions over plain data, as their ``pulumi_policy`` objects would call them."""
     by_urn = {_urn(r): r for r in resources}
     out: list[Violation] = []
-    # pulumi-policy decodes a request's properties once and hands the same objects to every policy of the pack
-    # (``Analyze``/``AnalyzeStack`` in its ``policy.py``): so do we, once per resource and once per stack
+    for pdef, level, props in levels:
+        reported = _reported(level)
+        if pdef.scope == "resource":
+            if pdef.reset is not None:
+                pdef.reset()  # a run is one update: nothing carries over from an earlier one
+            for r, seen in zip(resources, judged):
+                pdef.validate_resource(seen, props, lambda msg, r=r: out.append(_violation(pdef, reported, r, msg)))
+        else:
+            pdef.validate_stack(stack, props,
+                                lambda msg, urn=None: out.append(_violation(pdef, reported, by_urn.get(urn), msg)))
+    return out
+
+
+def _run_sdk(levels, resources: Sequence[RegisteredResource], stack_state: StackState) -> list[Violation]:
+    """The pack's ``pulumi_policy`` objects over properties sent through protobuf, as under the CLI."""
+    from pulumi_policy import PolicyResource, StackValidationArgs
+    from pulumi_policy.proxy import UnknownValueError
+
+    by_urn = {_urn(r): r for r in resources}
+    out: list[Violation] = []
+    # decoded once per resource and once per stack (pulumi-policy decodes them again for each policy; the
+    # policies never write to what they are given, which the plain path's read-only maps hold them to)
     seen_inputs: dict[int, Any] = {}
     stack_view: list[PolicyResource] = []
 
@@ -175,21 +249,17 @@ def run_policies(resources: Sequence[RegisteredResource], config: Optional[Mappi
             seen_inputs[id(r)] = as_policy_sees(r.inputs)
         return seen_inputs[id(r)]
 
-    for pdef in defs:
-        level, props = _policy_config(pdef, config)
-        if level == EnforcementLevel.DISABLED:
-            continue
-        reported = EnforcementLevel.MANDATORY if level == EnforcementLevel.REMEDIATE else level
+    for pdef, level, props in levels:
+        reported = _reported(level)
 
         def add(message: str, r: Optional[RegisteredResource], lvl: EnforcementLevel = reported) -> None:
-            out.append(Violation(pdef.id, lvl.value, r.type if r else "", r.name if r else "", message,
-                                 pdef.severity.value if pdef.severity else ""))
+            out.append(_violation(pdef, lvl, r, message))
 
         if pdef.scope == "resource":
             if pdef.reset is not None:
-                pdef.reset()  # a run is one update: nothing carries over from an earlier one
+                pdef.reset()
             for r in resources:
-                _run_resource(pdef, r, props, level, add, inputs_seen(r))
+                _run_resource(pdef, r, props, level, add, inputs_seen(r), UnknownValueError)
         else:
             if not stack_view:
                 stack_view.extend(PolicyResource(r.type, as_policy_sees(stack_state(r)), _urn(r), r.name,
@@ -204,7 +274,9 @@ def run_policies(resources: Sequence[RegisteredResource], config: Optional[Mappi
 
 
 def _run_resource(pdef: PolicyDef, r: RegisteredResource, props: dict, level: EnforcementLevel, add,
-                  seen: Any) -> None:
+                  seen: Any, unknown_error: type) -> None:
+    from pulumi_policy import ResourceValidationArgs
+
     def args_for(inputs_seen: Any) -> ResourceValidationArgs:
         return ResourceValidationArgs(r.type, inputs_seen, _urn(r), r.name, _opts(r.protect), None, props)
 
@@ -214,7 +286,7 @@ def _run_resource(pdef: PolicyDef, r: RegisteredResource, props: dict, level: En
             if fixed:
                 seen = as_policy_sees(fixed)
         pdef.policy.validate(args_for(seen), lambda msg, urn=None: add(msg, r))
-    except UnknownValueError as exc:
+    except unknown_error as exc:
         add(f"can't run policy '{pdef.id}' on {r.name} during preview: {exc.message}", r,
             EnforcementLevel.ADVISORY)
 

@@ -348,10 +348,10 @@ ONE_SHOT_COMMANDS = ("plan", "check")
 def entrypoint() -> None:
     argv = sys.argv[1:]
     if argv[:1] and argv[0] in ONE_SHOT_COMMANDS:
-        from gpuplatform.synth import collector_paused
+        from gpuplatform.collector import collector_paused
 
         # one synthesis and the process ends: keep the collector paused throughout (see
-        # gpuplatform.synth.collector_paused) and freeze what is left, so that exiting does not scan a million
+        # gpuplatform.collector.collector_paused) and freeze what is left, so that exiting does not scan a million
         # objects the operating system reclaims anyway
         with collector_paused():
             code = main(argv)

@@ -2,8 +2,6 @@
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from google.protobuf import struct_pb2
-
 
 @dataclass
 class RegisteredResource:
@@ -90,6 +88,8 @@ def restore_nulls(raw: Any, decoded: Any) -> Any:
     coalesces a ``null`` value by deleting the chart's default for that key, so a plan without them would not show
     what ``pulumi up`` sends. ``raw`` is the request's Struct (or one of its values); ``decoded`` the SDK's
     decoding of it, which may have moved a secret marker up a level."""
+    from google.protobuf import struct_pb2  # only a synthesis has requests to read; a check of manifests has none
+
     if isinstance(raw, struct_pb2.Value):
         kind = raw.WhichOneof("kind")
         raw = raw.struct_value if kind == "struct_value" else raw.list_value if kind == "list_value" else None

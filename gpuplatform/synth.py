@@ -3,7 +3,6 @@
 No Pulumi CLI, no provider plugins, no cloud: invokes the program calls (the ACK kubeconfig, the ARMS endpoint)
 are answered with offline placeholders, and provider-computed outputs (ids) are invented.
 """
-import gc
 import json
 from contextlib import contextmanager
 from typing import Any, Callable, Optional
@@ -15,6 +14,7 @@ from pulumi.runtime import rpc
 from pulumi.runtime.mocks import MockMonitor
 from pulumi.runtime.proto import resource_pb2, source_pb2
 
+from gpuplatform.collector import collector_paused
 from gpuplatform.records import RegisteredResource, normalize, restore_nulls
 
 OFFLINE_KUBECONFIG = """apiVersion: v1
@@ -130,23 +130,6 @@ class RecordingMonitor(MockMonitor):
         ``AnalyzeStack`` ever sees of a component."""
         self.mocks.outputs[request.urn] = request.outputs
         return super().RegisterResourceOutputs(request)
-
-
-@contextmanager
-def collector_paused():
-    """Pause the cyclic garbage collector while the program runs.
-
-    Every registration creates futures, tasks and outputs that refer to one another, and the collector re-scans
-    them as the heap grows: about 40% of a 200-workload run. Paused, a 500-workload run peaks about 60 MB higher
-    (``benchmarks/synth.py``); the cycles are freed by the first collection after the run. Nested use leaves the
-    collector as the outermost caller set it (the CLI keeps it paused for a whole one-shot command)."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 @contextmanager

@@ -43,8 +43,13 @@ def wheelhouse():
 
 
 def clean_env(venv_root) -> dict:
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")}
+    """The environment of a process run from a fresh virtualenv: only its own packages, and its bytecode cached
+    under the venv (installed with ``--no-compile``, each module compiles once, on first import, as on a user's
+    machine, even where the caller's environment says not to write bytecode; the checkout gets none)."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "PYTHONDONTWRITEBYTECODE")}
     env["PATH"] = f"{venv_root / 'bin'}{os.pathsep}{env.get('PATH', '')}"
+    env["PYTHONPYCACHEPREFIX"] = str(Path(venv_root) / "pycache")
     return env
 
 

@@ -10,6 +10,8 @@ import pytest
 from support import REPO, clean_env, wheelhouse
 
 EXAMPLE = REPO / "examples" / "reuse"
+# one worker builds the consumer's virtualenv for all of these (pytest-xdist --dist loadgroup)
+pytestmark = pytest.mark.xdist_group("consumer-venv")
 
 
 def _run(cmd, cwd, env=None, timeout=600):
@@ -22,11 +24,12 @@ def _run(cmd, cwd, env=None, timeout=600):
 def consumer_venv(tmp_path_factory):
     """A venv with only what examples/reuse/requirements.txt names, installed the way `pulumi install` does
     (pip, from the project folder). The wheel is built and installed for real, not linked to the checkout."""
+    wheels = wheelhouse()  # skips before a virtualenv is built for nothing
     root = tmp_path_factory.mktemp("consumer-venv")
     venv.EnvBuilder(with_pip=True).create(root)
     python = root / "bin" / "python"
     _run([python, "-m", "pip", "install", "-q", "--no-compile", "--disable-pip-version-check", "--no-index",
-          "--find-links", str(wheelhouse()), "-r", "requirements.txt"], cwd=EXAMPLE)
+          "--find-links", str(wheels), "-r", "requirements.txt"], cwd=EXAMPLE)
     return root
 
 

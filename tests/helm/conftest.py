@@ -30,6 +30,18 @@ def charts() -> helm_engine.ChartsDir:
     pytest.skip(message)
 
 
+RENDER_GROUP = "helm-render"
+
+
+def pytest_collection_modifyitems(items):
+    """Every test that reads a rendered configuration runs in one xdist worker (``--dist loadgroup``, pyproject's
+    addopts): each configuration is then rendered once per run, not once per worker that happens to get one of
+    its tests (rendering is most of these tests' cost)."""
+    for item in items:
+        if "rendered" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.xdist_group(RENDER_GROUP))
+
+
 @pytest.fixture(scope="session")
 def rendered(charts):
     """config name -> its releases rendered by the real Helm engine (once per session)."""

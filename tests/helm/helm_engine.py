@@ -98,13 +98,14 @@ def _chart_crds(chart_path: str) -> tuple[dict, ...]:
     return tuple(docs)
 
 
-def split_manifest(text: str) -> list[dict]:
+def split_manifest(text: str, containing: str = "") -> list[dict]:
     """Documents of one template's output, split as Helm splits them (not as YAML does: cert-manager's RBAC
-    template has ``---# comment`` lines PyYAML rejects)."""
+    template has ``---# comment`` lines PyYAML rejects); with ``containing``, only the documents whose text has it
+    (parsing is most of the cost of a render)."""
     docs = []
     for piece in _SEPARATOR.split(text.strip()):
         piece = piece.strip()
-        if not piece:
+        if not piece or containing not in piece:
             continue
         doc = yaml.load(piece, Loader=_YAML_LOADER)
         if doc is not None:  # a piece that is only comments
@@ -112,13 +113,14 @@ def split_manifest(text: str) -> list[dict]:
     return docs
 
 
-def objects(rendered: dict[str, str]) -> list[tuple[str, dict]]:
-    """(template path, object) for every rendered object, ``NOTES.txt`` left out as Helm does."""
+def objects(rendered: dict[str, str], containing: str = "") -> list[tuple[str, dict]]:
+    """(template path, object) for every rendered object (with ``containing``: every one whose text has it),
+    ``NOTES.txt`` left out as Helm does."""
     out = []
     for template, text in sorted(rendered.items()):
-        if template.endswith("NOTES.txt"):
+        if template.endswith("NOTES.txt") or containing not in text:
             continue
-        out += [(template, doc) for doc in split_manifest(text)]
+        out += [(template, doc) for doc in split_manifest(text, containing)]
     return out
 
 

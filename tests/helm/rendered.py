@@ -180,16 +180,22 @@ def _chart_of(record: RegisteredResource) -> Chart:
     return CHARTS[record.inputs["name"]]
 
 
+CRD = "CustomResourceDefinition"
+
+
 def _render_release(rel: RenderedRelease, charts: helm_engine.ChartsDir, minor: tuple[int, int],
-                    api_versions: frozenset[str]) -> None:
+                    api_versions: frozenset[str], crds_only: bool = False) -> None:
+    """Render ``rel``: its objects and the CRDs it installs; ``crds_only``, only the CRDs (the first of the two
+    renders, whose other documents are never read, are not parsed)."""
     path = charts.archive(rel.chart.name, rel.version)
     if not path.exists():
         pytest.fail(f"{path.name} is not in {charts.path}; fetch it with:\n"
                     + helm_engine.pull_hint([(rel.chart.name, rel.version, rel.chart.repository)]), pytrace=False)
     rendered = helm_engine.render(path, rel.values, release=rel.name, namespace=rel.namespace,
                                   kube_version=f"v{minor[0]}.{minor[1]}.0", api_versions=api_versions)
-    rel.objects = helm_engine.objects(rendered)
-    rel.crds = helm_engine.chart_crds(path) + [d for _, d in rel.objects if d.get("kind") == "CustomResourceDefinition"]
+    found = helm_engine.objects(rendered, CRD if crds_only else "")
+    rel.objects = [] if crds_only else found
+    rel.crds = helm_engine.chart_crds(path) + [d for _, d in found if d.get("kind") == CRD]
 
 
 def render_stack(name: str, charts: helm_engine.ChartsDir) -> RenderedStack:
@@ -213,7 +219,7 @@ def render_stack(name: str, charts: helm_engine.ChartsDir) -> RenderedStack:
     # monitoring.coreos.com/v1), so render once to find them, then again as the cluster would serve them
     api = helm_engine.builtin_api_versions(minor)
     for rel in releases.values():
-        _render_release(rel, charts, minor, api)
+        _render_release(rel, charts, minor, api, crds_only=True)
     api = api | helm_engine.crd_api_versions([c for rel in releases.values() for c in rel.crds])
     for rel in releases.values():
         _render_release(rel, charts, minor, api)
@@ -233,7 +239,7 @@ def render_pin_variant(name: str, charts: helm_engine.ChartsDir) -> RenderedStac
     (record,) = [r for r in synth(copy.deepcopy(raw)) if r.type == RELEASE_TYPE and r.inputs["name"] == chart.release]
     rel = RenderedRelease(record, chart, version, helm_engine.to_json(record.inputs.get("values") or {}))
     api = helm_engine.builtin_api_versions(minor)
-    _render_release(rel, charts, minor, api)
+    _render_release(rel, charts, minor, api, crds_only=True)
     api = api | helm_engine.crd_api_versions(rel.crds)
     _render_release(rel, charts, minor, api)
     return RenderedStack(name, raw, cfg, minor, [record], {rel.name: rel}, [], frozenset(api))

@@ -150,7 +150,7 @@ def _render(charts, base: RenderedRelease, version: str, values: dict) -> Render
     rel = RenderedRelease(base.record, base.chart, version, values)
     minor = _newest_covered_minor(base.chart.release, version)
     api = helm_engine.builtin_api_versions(minor)
-    _render_release(rel, charts, minor, api)
+    _render_release(rel, charts, minor, api, crds_only=True)
     _render_release(rel, charts, minor, api | helm_engine.crd_api_versions(rel.crds))
     return rel
 

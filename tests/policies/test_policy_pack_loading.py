@@ -29,6 +29,8 @@ from live_state import live_outputs
 from support import REPO, STACKS, clean_env, served_pack, wheelhouse
 
 PACK = REPO / "policies"
+# one worker builds the pack's virtualenv and serves the pack for all of these (pytest-xdist --dist loadgroup)
+pytestmark = pytest.mark.xdist_group("policy-pack-venv")
 MANDATORY = analyzer_pb2.EnforcementLevel.Value("MANDATORY")
 
 
@@ -78,11 +80,12 @@ def test_policies_import_only_catalogs_and_themselves():
 @pytest.fixture(scope="session")
 def pack_venv(tmp_path_factory):
     """The virtualenv the README tells users to create, from policies/requirements.txt and nothing else."""
+    wheels = wheelhouse()  # skips before a virtualenv is built for nothing
     root = tmp_path_factory.mktemp("policy-venv")
     venv.EnvBuilder(with_pip=True).create(root)
     proc = subprocess.run(
         [root / "bin" / "python", "-m", "pip", "install", "-q", "--no-compile", "--disable-pip-version-check",
-         "--no-index", "--find-links", str(wheelhouse()), "-r", str(PACK / "requirements.txt")],
+         "--no-index", "--find-links", str(wheels), "-r", str(PACK / "requirements.txt")],
         capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     return root

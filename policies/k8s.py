@@ -320,12 +320,14 @@ def _known_children(node: Any) -> Iterator[tuple[Any, Any]]:
 
 
 def _known_value(node: Any, key: Any) -> Any:
-    from pulumi_policy.proxy import UnknownValueError
-
     try:
         return node[key]
-    except UnknownValueError:
-        return None
+    except Exception as exc:
+        # pulumi_policy's UnknownValueError, told by name: only its proxies raise it, and importing the SDK to name
+        # the class would cost plain-YAML checks their start-up (gpuplatform/wire.py)
+        if type(exc).__name__ == "UnknownValueError" and type(exc).__module__.startswith("pulumi_policy"):
+            return None
+        raise
 
 
 def _container_holders(node: Any, path: tuple) -> Iterator[tuple[tuple, Mapping]]:

@@ -446,7 +446,9 @@ def run_plan(raw: dict[str, Any], stack: str, out_dir: str | None, fmt: str, out
     provider_settings = provider_settings or {}
     # ConfigError propagates to the CLI (exit 2) before anything is registered
     cfg = load(raw, provider_settings)
-    for warning in file_warnings(cfg) + custom_gpu_warnings(cfg) + end_of_life_warnings(cfg):
+    from gpuplatform.components.image_pins import digest_notes
+
+    for warning in file_warnings(cfg) + custom_gpu_warnings(cfg) + end_of_life_warnings(cfg) + digest_notes(cfg):
         sys.stderr.write(warning + "\n")
     records = synthesize({**stack_config_from_namespace(raw), **provider_settings}, stack=stack)
     secrets = {str(raw[k]) for k in SECRET_KEYS if raw.get(k)} | OFFLINE_SECRETS

@@ -317,3 +317,57 @@ def render_stack_releases(records: Iterable, charts: ChartsDir, minor: tuple[int
         found.append((RenderedRelease(r, chart, version, to_json(r.inputs.get("values") or {})), path))
     render_together(found, minor)
     return StackRender([rel for rel, _ in found], missing)
+
+
+# ---------------------------------------------------------------------------------------------- check --stack
+def charts_for(option: Optional[str]) -> ChartsDir:
+    """The chart packages ``check --charts`` names, else ``GPUPLATFORM_CHARTS_DIR``, or why there are none."""
+    if option:
+        path = Path(option)
+        return ChartsDir(path) if path.is_dir() else ChartsDir(None, f"--charts {option} is not a directory")
+    found = charts_dir()
+    if found.path is None and not os.environ.get(CHARTS_ENV):
+        return ChartsDir(None, f"no chart packages given (--charts DIR or {CHARTS_ENV})")
+    return found
+
+
+def with_rendered(resources: list, charts: ChartsDir, minor: tuple[int, int]):
+    """``resources`` with each Helm release whose package is at hand replaced by the objects it installs, those
+    objects as :class:`gpuplatform.check.Manifests` (each located as ``helmrelease <release>: <kind> <name>``, for
+    the API server's checks), and one line naming the releases left as they are (None when every one rendered).
+
+    The release object goes: the policies then judge what the chart installs (an APIService, the adapter's rules in
+    its ConfigMap), not the values that produce it, and do not count both."""
+    from gpuplatform import check
+    from gpuplatform.apiserver import as_sent
+    from gpuplatform.policies import k8s
+    from gpuplatform.records import RegisteredResource
+
+    result = render_stack_releases(resources, charts, minor)
+    read = check.Manifests()
+    done = {id(rel.record) for rel in result.rendered}
+    kept = [r for r in resources if id(r) not in done]
+    seen: dict[str, int] = {}
+    for rel in result.rendered:
+        for _template, doc in rel.objects:
+            if not isinstance(doc, dict) or not doc.get("apiVersion") or not doc.get("kind"):
+                continue
+            obj = as_sent(doc)
+            ns = k8s.get(obj, "metadata", "namespace")
+            name = f"{ns}/{k8s.name_of(obj)}" if ns else (k8s.name_of(obj) or str(obj["kind"]).lower())
+            token = k8s.type_token(str(obj["apiVersion"]), str(obj["kind"]))
+            key = f"{token}::{name}"
+            seen[key] = seen.get(key, 0) + 1
+            if seen[key] > 1:
+                name = f"{name}#{seen[key]}"
+            read.resources.append(RegisteredResource(type=token, name=name, inputs=obj))
+            read.locations[f"{token}::{name}"] = (f"helmrelease {rel.name}: {obj['kind']} {name}", None)
+    read.files = [f"helmrelease {rel.name}" for rel in result.rendered]
+    note = None
+    if result.unrendered:
+        reasons: dict[str, list[str]] = {}
+        for release, why in result.unrendered:
+            reasons.setdefault(why, []).append(release)
+        note = "note: not rendered, checked as release objects only: " + "; ".join(
+            f"{', '.join(names)} ({why})" for why, names in reasons.items())
+    return kept + read.resources, read, note

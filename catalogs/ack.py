@@ -17,6 +17,7 @@ import json
 import re
 from dataclasses import dataclass, field
 
+from gpuplatform.catalogs.network import TERWAY_POLICY_CONFIG
 from gpuplatform.catalogs.sharing import ACK_LEGACY_SHARING_ADDON, ACK_SHARING_ADDON, AUTOSCALED_POOL_LABEL
 
 PRO_SPECS = ("ack.pro.small",)
@@ -66,7 +67,9 @@ ADDONS: dict[str, AckAddon] = {
     a.name: a
     for a in (
         AckAddon("flannel", "network plugin (flannel; pods get addresses from the cluster's pod CIDR)", True),
-        AckAddon("terway-eniip", "network plugin (Terway; pods get addresses from the pod vSwitches)", True),
+        # with network policy support, or the workloads' NetworkPolicies would be accepted and ignored
+        AckAddon("terway-eniip", "network plugin (Terway; pods get addresses from the pod vSwitches; enforces "
+                 "NetworkPolicy)", True, config=dict(TERWAY_POLICY_CONFIG)),
         AckAddon("csi-plugin", "disk, NAS and OSS CSI node plugin", True),
         AckAddon("managed-csiprovisioner", "CSI provisioner run by ACK (Pro clusters)", True),
         AckAddon("csi-provisioner", "CSI provisioner in the cluster (ACK Basic)", True),

@@ -115,12 +115,19 @@ def _version(m: re.Match) -> tuple[int, ...]:
 
 def image_version(image: str) -> tuple[int, ...] | None:
     """The release an image tag pins (``vllm/vllm-openai:v0.9.2`` -> (0, 9, 2), ``lmsysorg/sglang:v0.4.4.post4-cu124``
-    -> (0, 4, 4, 4)); None for a digest or a tag that is not a version (``latest``), whose server version nothing
-    here can tell."""
-    if "@" in image:
-        return None
-    m = IMAGE_VERSION.search(image.rsplit("/", 1)[-1])
+    -> (0, 4, 4, 4)). A reference pinned by digest as well (``name:tag@sha256:...``) is read by its tag: the digest
+    fixes the bytes the node pulls, the tag still names the release they were built from (a registry ignores the
+    tag of such a reference, the reader does not). None for a digest without a tag (``name@sha256:...``) or a tag
+    that is not a version (``latest``), whose server version nothing here can tell."""
+    reference = image.split("@", 1)[0]
+    m = IMAGE_VERSION.search(reference.rsplit("/", 1)[-1])
     return _version(m) if m else None
+
+
+def pins_digest_only(image: str) -> bool:
+    """``name@sha256:...`` with no tag before the digest: the image names no release at all."""
+    reference, at, _digest = image.partition("@")
+    return bool(at) and ":" not in reference.rsplit("/", 1)[-1]
 
 
 def parse_version(text: str) -> tuple[int, ...]:

@@ -666,6 +666,36 @@ class Exposure(Model):
     """L7 ingress, so HTTP and gRPC requests spread over new replicas at once. Default none."""
 
 
+class NetworkCaller(Model):
+    """Pods the workload's NetworkPolicy lets in besides the ones the stack knows (its ingress controller, its
+    Prometheus): callers in the cluster, such as an API gateway or a batch job."""
+
+    namespace: Optional[str] = None
+    """Namespace of the calling pods, or ``*`` for every namespace. Default: the workload's own namespace."""
+    pod_labels: dict[str, str] = Field(default_factory=dict)
+    """Labels the calling pods carry (every one of them). Default none: every pod of that namespace."""
+    ports: list[str] = Field(default_factory=list)
+    """Names of the workload's ports they may reach. Default: every serving (http and grpc) port."""
+
+
+class NetworkPolicySettings(Model):
+    """The workload's NetworkPolicy (``networking.k8s.io/v1``): its pods accept connections only from what is
+    listed here and what the stack knows to call them; every other pod of the cluster is refused (docs/network.md).
+    Only a network plugin that enforces NetworkPolicy applies it (Terway with network policy support, Calico,
+    Cilium, ...; not flannel): ``plan`` warns on a flannel cluster and ``gpuplatform verify`` checks the cluster's
+    plugin."""
+
+    enabled: bool = True
+    """Create it. Default true; false leaves the pods open to every pod of the cluster (the policy pack then reports
+    them under ``network-policy-selects-serving-pods``)."""
+    allow_from: list[NetworkCaller] = Field(default_factory=list)
+    """Callers in the cluster, e.g. ``[{namespace: apps, podLabels: {app: gateway}}]``. Always let in: the ingress
+    controller (to the ports the Ingress routes), the stack's Prometheus (to the metrics port), any source on the
+    serving ports of a LoadBalancer Service or an ALB Ingress (their clients arrive from outside the cluster), and
+    the kubelet's probes (a pod cannot refuse its own node). Default none: a ClusterIP workload without an ingress
+    then takes no caller at all, which ``plan`` warns about."""
+
+
 class Workload(Model):
     name: str
     """Workload name (Deployment, Service and HPA names)."""
@@ -714,6 +744,9 @@ class Workload(Model):
     """How the replica count follows load. Default: no autoscaler (then ``replicas`` is required)."""
     exposure: Exposure = Field(default_factory=Exposure)
     """How clients reach the service. Default a ClusterIP Service, no ingress."""
+    network_policy: NetworkPolicySettings = Field(default_factory=NetworkPolicySettings)
+    """Which pods may connect to the replicas (a NetworkPolicy per workload). Default: only the ingress controller,
+    the stack's Prometheus and the clients of a LoadBalancer Service."""
     service_model: ServiceModel = Field(default_factory=ServiceModel)
     """Load model for ``gpuplatform simulate`` only. Default: 10 requests/s per replica at target, 20 ms per
     request, model load = startup probe budget, 60 s image pull."""

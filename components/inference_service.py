@@ -3,7 +3,8 @@
 Objects (see :mod:`components.workload_manifests` for each one's shape and reasons): an ``apps/v1`` Deployment
 without ``spec.replicas``, static NFS PersistentVolume/claims for model repositories, a Service (ClusterIP by
 default), an optional L7 Ingress (gRPC-aware), a PodDisruptionBudget, an HPA on the stack's custom metrics (or a
-KEDA ScaledObject) and a PodMonitor for the server's own metrics.
+KEDA ScaledObject), a PodMonitor for the server's own metrics and a NetworkPolicy that admits only the ingress
+controller, the monitoring's Prometheus and the callers the workload lists (components/network_policy.py).
 
 Built from the objects it is composed with (docs/reuse.md)::
 
@@ -38,6 +39,7 @@ from gpuplatform.components.errors import ConfigError, ConfigIssue
 from gpuplatform.components.k8s_validity import DNS_LABEL
 from gpuplatform.components.monitoring import GpuMonitoring
 from gpuplatform.components.namespace import WorkloadNamespace
+from gpuplatform.components.network_policy import network_access
 from gpuplatform.components.node_pool import GpuNodePool
 from gpuplatform.components.pools import PoolFacts
 from gpuplatform.components.validation import hpa_api_version, kubernetes_version
@@ -184,7 +186,8 @@ class InferenceService(ComposedComponent, pulumi.ComponentResource):
                                 "controller), so its address is not awaited; `gpuplatform verify` checks it",
                                 resource=self)
         for suffix, builder in (("pdb", wm.pod_disruption_budget), ("hpa", wm.hpa),
-                                ("scaledobject", wm.scaled_object), ("podmonitor", wm.pod_monitor)):
+                                ("scaledobject", wm.scaled_object), ("podmonitor", wm.pod_monitor),
+                                ("networkpolicy", wm.network_policy)):
             obj = builder(workload, ctx)
             if obj is not None:
                 setattr(self, suffix, add(f"{name}-{suffix}", obj))
@@ -208,7 +211,7 @@ def workload_context(cfg: PlatformConfig, workload: Workload, facts: PoolFacts,
         rule_window=mon.intervals.rule_window,
         **({"prometheus_url": url} if (url := prometheus_url or (mon.prometheus_url if mon.backend == "self-hosted"
                                                                    else None)) else {}),
-        metric_sources=wm.context_sources(cfg, workload))
+        metric_sources=wm.context_sources(cfg, workload), network=network_access(cfg, workload))
 
 
 def _checked(name: str, args: InferenceServiceArgs):

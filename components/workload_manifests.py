@@ -12,6 +12,7 @@ from gpuplatform.catalogs.kubernetes import (ACK_INTRANET_LB, HPA_DEFAULT_DOWNSC
                                              HPA_DEFAULT_SCALE_UP, KEDA_API, PROMETHEUS_OPERATOR_API,
                                              ROOT_OPT_OUT_ANNOTATION, served_by)
 from gpuplatform.catalogs.metrics import METRICS
+from gpuplatform.catalogs.network import PLATFORM_PART_OF
 from gpuplatform.catalogs.servers import SERVER_PROFILES
 from gpuplatform.catalogs.versions import MONITOR_LABELS, in_cluster_prometheus_url
 from gpuplatform.components import server_args
@@ -20,9 +21,10 @@ from gpuplatform.components.config import Behavior, ScalingRules, Workload, dura
 from gpuplatform.components.metric_sources import source_for
 from gpuplatform.components.model_startup import (STARTUP_PROBE_PERIOD_SECONDS, image_pull_budget_seconds,
                                                   startup_seconds)
+from gpuplatform.components.network_policy import NetworkAccess, caller_peer, peer_object
 from gpuplatform.components.pools import PoolFacts
 
-PART_OF = "gpu-platform"
+PART_OF = PLATFORM_PART_OF
 TMP_MOUNT_PATH = "/tmp"
 """Where every workload's writable emptyDir is mounted (its root filesystem is read-only by default)."""
 TMP_SIZE_LIMIT_GIB = 1
@@ -57,6 +59,8 @@ class WorkloadContext:
     monitor_labels: dict = field(default_factory=lambda: dict(MONITOR_LABELS))
     metric_sources: dict = field(default_factory=dict)
     """metric name -> MetricSource for this workload."""
+    network: NetworkAccess = field(default_factory=NetworkAccess)
+    """Who, besides the workload's ``allowFrom``, its NetworkPolicy admits (components/network_policy.py)."""
 
 
 def labels(w: Workload) -> dict[str, str]:
@@ -452,6 +456,40 @@ def pod_monitor(w: Workload, ctx: WorkloadContext) -> Optional[dict]:
                                               "interval": ctx.scrape_interval}]}}
 
 
+def network_policy(w: Workload, ctx: WorkloadContext) -> Optional[dict]:
+    """Default deny for the workload's pods: only the peers of components/network_policy.py, each to its own ports
+    (by container port number, which every plugin matches). ``ingress: []`` admits nothing."""
+    if not w.network_policy.enabled:
+        return None
+    access = ctx.network
+    by_name = {p.name: p for p in w.ports}
+    serving = [p.name for p in serving_ports(w)]
+
+    def ports(names) -> list[dict]:
+        return [{"protocol": "TCP", "port": by_name[n].container_port} for n in dict.fromkeys(names)]
+
+    def peers(found) -> list[dict]:
+        return [peer_object(peer, ctx.namespace, access.namespace_labels) for peer in found]
+
+    ing = w.exposure.ingress
+    routed = [r.port for r in ing.all_routes()] if ing is not None else []
+    # a LoadBalancer's clients and an ALB's forwarding addresses are no pods: those ports take any source
+    anywhere = serving if w.exposure.service_type != "ClusterIP" else []
+    anywhere += routed if access.ingress_from_anywhere else []
+    rules = [{"ports": ports(anywhere)}] if anywhere else []
+    from_controller = [n for n in routed if n not in anywhere]
+    if from_controller and access.ingress_peers:
+        rules.append({"from": peers(access.ingress_peers), "ports": ports(from_controller)})
+    scraped = metrics_port(w)
+    if scraped is not None and scraped.name not in anywhere and access.scrapers:
+        rules.append({"from": peers(access.scrapers), "ports": ports([scraped.name])})
+    for caller in w.network_policy.allow_from:
+        rules.append({"from": peers([caller_peer(caller.namespace, caller.pod_labels, ctx.namespace)]),
+                      "ports": ports(caller.ports or serving)})
+    return {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy", "metadata": meta(w.name, ctx, w),
+            "spec": {"podSelector": {"matchLabels": selector(w)}, "policyTypes": ["Ingress"], "ingress": rules}}
+
+
 def uses_app_metrics(w: Workload) -> bool:
     return any(METRICS[t.metric].category == "app" for t in w.autoscaling.metrics if t.metric in METRICS)
 
@@ -463,6 +501,7 @@ def context_sources(cfg, w: Workload) -> dict:
 def workload_objects(w: Workload, ctx: WorkloadContext) -> list[dict]:
     """Every Kubernetes object the InferenceService of ``w`` registers, in the order it registers them (validation
     judges them as the API server would before any is registered: components/validation/authored.py)."""
-    optional = (pod_disruption_budget(w, ctx), hpa(w, ctx), scaled_object(w, ctx), pod_monitor(w, ctx))
+    optional = (pod_disruption_budget(w, ctx), hpa(w, ctx), scaled_object(w, ctx), pod_monitor(w, ctx),
+                network_policy(w, ctx))
     return [*nfs_volume_objects(w, ctx), deployment(w, ctx), service(w, ctx), *ingresses(w, ctx),
             *(obj for obj in optional if obj is not None)]

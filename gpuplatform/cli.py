@@ -163,6 +163,7 @@ def _check(args) -> int:
     errors: list = []
     locations: dict = {}
     default_location = None
+    read = None
     if args.manifests:
         read = check.read_manifests(args.manifests)
         resources, errors, locations = read.resources, read.errors, read.locations
@@ -192,15 +193,19 @@ def _check(args) -> int:
         raise_for_refusals(resources, cfg)
         default_location = (str(stack_file(args)[0]), None)
         locations = check.stack_file_locations(default_location[0], raw, resources)
+        rendered = _render_charts(args, cfg, resources, locations)
+        if rendered is not None:
+            resources, read = rendered
     violations = check.located(check.run_policies(resources, policy_config), locations, default_location,
-                               read.nodes if args.manifests else None)
-    if args.manifests:
+                               read.nodes if read is not None else None)
+    if args.manifests or read is not None:
         # the API server's own judgement comes first: a policy reading a misspelt field sees nothing to judge
-        violations = check.api_server_violations(read, args.kube_version,
+        violations = check.api_server_violations(read, args.kube_version or (None if args.manifests else
+                                                                             cfg.cluster.kubernetes_version),
                                                  check.api_server_level(policy_config)) + violations
     files = len(read.files) if args.manifests else 1
     # a stack's or program's objects went through the API server's checks before the policies (a refusal stops
-    # the run); plain manifests, unless the policy config disables them
+    # the run); plain manifests and rendered charts, unless the policy config disables them
     api_server = not args.manifests or check.api_server_level(policy_config) != "disabled"
     checked = check.Checked(check.active_policies(policy_config), len(resources), files, api_server)
     _write_report(args, violations, errors, locations, default_location, checked)
@@ -210,6 +215,29 @@ def _check(args) -> int:
         sys.stderr.write(f"{len(errors)} input error(s); the other files were checked\n")
         return EXIT_CONFIG
     return check.exit_code(violations)
+
+
+def _render_charts(args, cfg, resources: list, locations: dict):
+    """``check --stack`` with chart packages: (resources with each rendered release replaced by its objects, those
+    objects as read manifests), and one line on stderr naming the releases not rendered; None without packages."""
+    from gpuplatform import chart_render
+    from gpuplatform.components.validation import kubernetes_version
+
+    charts = chart_render.charts_for(args.charts)
+    if charts.path is None and not args.charts:
+        releases = [r.inputs.get("name", r.name) for r in resources if r.type == chart_render.RELEASE_TYPE]
+        if releases:
+            sys.stderr.write(f"note: not rendered, checked as release objects only: {', '.join(releases)} "
+                             f"({charts.reason})\n")
+        return None
+    if charts.path is None:
+        raise UsageError("--charts", f"{args.charts!r} is not a directory; allowed: a directory of chart packages "
+                         "(<chart>-<version>.tgz, as `helm pull` saves them)")
+    resources, read, note = chart_render.with_rendered(resources, charts, kubernetes_version(cfg))
+    if note:
+        sys.stderr.write(note + "\n")
+    locations.update(read.locations)
+    return resources, read
 
 
 def _policy_config(path: Optional[str]) -> Optional[dict]:
@@ -279,6 +307,9 @@ def parser() -> argparse.ArgumentParser:
     check.add_argument("--format", choices=["table", "json", "sarif"], default="table",
                        help="sarif: SARIF 2.1.0 for code scanning")
     check.add_argument("--output", metavar="FILE", help="write the report to FILE instead of stdout")
+    check.add_argument("--charts", metavar="DIR", help="with --stack: render each Helm release from its pinned "
+                       "package in DIR (<chart>-<version>.tgz) and check what it installs (default: "
+                       "$GPUPLATFORM_CHARTS_DIR; needs gpu-platform[charts])")
     check.add_argument("--kube-version", metavar="MAJOR.MINOR", help="target cluster version for the API-version "
                        "policies (default: the stack's cluster version; plain YAML: any removed API is reported)")
     check.set_defaults(func=cmd_check)

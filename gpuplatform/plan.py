@@ -453,7 +453,11 @@ def run_plan(raw: dict[str, Any], stack: str, out_dir: str | None, fmt: str, out
     provider_settings = provider_settings or {}
     # ConfigError propagates to the CLI (exit 2) before anything is registered
     cfg = load(raw, provider_settings)
-    for warning in file_warnings(cfg) + custom_gpu_warnings(cfg) + end_of_life_warnings(cfg):
+    from gpuplatform.components.image_pins import digest_notes
+    from gpuplatform.components.network_policy import network_warnings
+
+    for warning in (file_warnings(cfg) + custom_gpu_warnings(cfg) + end_of_life_warnings(cfg) + digest_notes(cfg)
+                    + network_warnings(cfg)):
         sys.stderr.write(warning + "\n")
     records = synthesize({**stack_config_from_namespace(raw), **provider_settings}, stack=stack)
     raise_for_refusals(records, cfg)  # what the API server would refuse is a config error, as validation's are

@@ -42,8 +42,10 @@ def test_terway_is_a_config_choice_with_pod_vswitches():
                                         {"zoneId": "cn-hangzhou-j", "cidr": "192.168.96.0/19"}]}
     records = synth(raw)
     cluster = one(records, CLUSTER)
-    plugins = [a["name"] for a in cluster.inputs["addons"] if a["name"] in NETWORK_PLUGIN_INPUT]
-    assert plugins == ["terway-eniip"] and "podCidr" not in cluster.inputs
+    plugins = [a for a in cluster.inputs["addons"] if a["name"] in NETWORK_PLUGIN_INPUT]
+    assert [a["name"] for a in plugins] == ["terway-eniip"] and "podCidr" not in cluster.inputs
+    # created with network policy support, in the spelling the provider's Read stores (Go's json.Marshal)
+    assert plugins[0]["config"] == '{"IPVlan":"false","NetworkPolicy":"true"}'
     pod_switches = [r for r in records if r.type == "alicloud:vpc/switch:Switch" and "-pod-vsw-" in r.name]
     assert len(cluster.inputs["podVswitchIds"]) == len(pod_switches) == 2
 

@@ -108,6 +108,11 @@ def test_a_project_plan_has_the_pool_summary_too(tmp_path, capsys):
     section = text.split("Node pools\n", 1)[1].split("\n\n", 1)[0]
     assert all(row["pool"] in section for row in plan["pools"])
     assert all(line.startswith("+ ") for line in tree_lines(text))
+    # each composed InferenceService has its NetworkPolicy as a child, in the workload's namespace
+    services = {r["name"] for r in plan["resources"] if r["type"] == "gpuplatform:index:InferenceService"}
+    policies = [r for r in plan["resources"] if r["type"] == "kubernetes:networking.k8s.io/v1:NetworkPolicy"]
+    assert services and sorted(r["parent"] for r in policies) == sorted(services)
+    assert all(r["inputs"]["spec"]["policyTypes"] == ["Ingress"] for r in policies)
 
 
 def test_the_plan_says_how_long_each_replica_may_take_to_start_and_why(capsys):

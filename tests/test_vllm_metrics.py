@@ -112,9 +112,27 @@ def test_a_metric_the_older_vllm_exports_is_accepted_and_a_digest_is_not_judged(
                                            ("vllm/vllm-openai:v0.11.0-cu128", (0, 11, 0)),
                                            ("lmsysorg/sglang:v0.4.4.post4-cu124", (0, 4, 4, 4)),
                                            ("lmsysorg/sglang:v0.4.3.post3", (0, 4, 3, 3)),
-                                           ("registry:5000/vllm:latest-gpu", None), ("vllm@sha256:ab", None)])
+                                           ("registry:5000/vllm:latest-gpu", None), ("vllm@sha256:ab", None),
+                                           ("vllm/vllm-openai:v0.9.2@sha256:" + "c" * 64, (0, 9, 2)),
+                                           ("registry:5000/sglang:v0.4.4.post4-cu124@sha256:" + "d" * 64,
+                                            (0, 4, 4, 4)),
+                                           ("registry:5000/vllm@sha256:" + "e" * 64, None)])
 def test_image_version(image, version):
     assert image_version(image) == version
+
+
+DIGEST = "@sha256:" + "a" * 64
+
+
+def test_a_tag_pinned_by_digest_too_keeps_the_tags_version_checks():
+    """``name:tag@sha256:...`` still names its release: the metric an older vLLM does not export is refused as for
+    the tag alone, and a digest without a tag is not judged (nothing names its release)."""
+    assert_rejected("prod", vllm_workload("vllm/vllm-openai:v0.2.2" + DIGEST),
+                    "workloads[0].autoscaling.metrics[0].metric",
+                    ["'vllm_requests_waiting'", "pins 0.2.2", "vllm 0.2.3 or later"])
+    raw = stack_raw("prod")
+    vllm_workload("vllm/vllm-openai" + DIGEST)(raw)
+    assert load(raw).workloads[0].image.endswith(DIGEST)
 
 
 def test_a_post_release_sorts_after_its_release_and_before_the_next_and_is_shown_as_released():

@@ -32,7 +32,7 @@ _POD_FIELDS = {"volumeMounts": "volumes", "volumes": "volumes", "ports": "ports"
 """A field of a workload's pod spec -> the key of the workload config it comes from."""
 _KIND_FIELDS = {"Service": "ports", "Ingress": "exposure.ingress", "HorizontalPodAutoscaler": "autoscaling",
                 "ScaledObject": "autoscaling", "PodDisruptionBudget": "autoscaling", "PodMonitor": "ports",
-                "PersistentVolume": "volumes", "PersistentVolumeClaim": "volumes"}
+                "PersistentVolume": "volumes", "PersistentVolumeClaim": "volumes", "NetworkPolicy": "networkPolicy"}
 """A kind of object a workload authors -> the key of the workload config it comes from (a pod spec: per field)."""
 
 

@@ -19,6 +19,7 @@ from gpuplatform.components.validation.exposure import check_exposure
 from gpuplatform.components.validation.mig import check_mig_configs, check_mig_strategy
 from gpuplatform.components.validation.model import check_model
 from gpuplatform.components.validation.monitoring import check_adapter_adoption, check_intervals, check_monitoring
+from gpuplatform.components.validation.network import check_network_policy
 from gpuplatform.components.validation.parsing import parse
 from gpuplatform.components.validation.placement import check_pod_homes
 from gpuplatform.components.validation.pools import check_ack_pools, check_pools
@@ -33,7 +34,7 @@ WORKLOAD_RULES: tuple[WorkloadRule, ...] = (check_image, check_ports_and_probes,
                                             check_command_line, check_node_pool, check_gpu_request, check_server,
                                             check_model, check_node_fit,
                                             check_replicas,
-                                            check_autoscaling, check_exposure)
+                                            check_autoscaling, check_exposure, check_network_policy)
 
 
 def check_workloads(cfg: PlatformConfig, facts: dict[str, PoolFacts], out: _Issues) -> None:

@@ -24,10 +24,14 @@ Check ids (stable; ``docs/verify.md`` describes each):
   the ACK behaviours docs/ack.md lists as unverified
 * ``cluster.system-pods``: no pod of kube-system or of the stack's charts is left unschedulable (every cluster)
 * ``sharing.cgpu-component`` (dedicated ACK clusters with cGPU pools): the legacy ack-cgpu component runs
+* ``network.policy-enforced``: the network plugin applies the workloads' NetworkPolicies (a warning where it does
+  not); ``network.policy-peers`` (one per workload): its NetworkPolicy exists and the peers it admits by documented
+  labels (ingress controller, Prometheus) are running pods off the host network
 
 One module per area checked: ``cluster`` (credential, CSI driver, pod network), ``nodes`` (pools, GPU capacity,
 MIG), ``monitoring`` (APIServices, adapter, exporter, custom metrics), ``workloads`` (HPAs, PodMonitors),
-``startup`` (model load times), ``ingress``; ``runner`` runs them in order, ``kube`` reaches the cluster,
+``startup`` (model load times), ``ingress``, ``network`` (NetworkPolicies); ``runner`` runs them in order,
+``kube`` reaches the cluster,
 ``output`` formats the report.
 """
 from gpuplatform.verify.cluster import (ACK_DISK_CSI_DRIVER, CREDENTIAL_MIN_DAYS, certificate_not_after,

@@ -15,6 +15,7 @@ from gpuplatform.verify.cluster import (check_cgpu_component, check_credential, 
                                        check_system_pods)
 from gpuplatform.verify.ingress import check_ingress, ingress_names
 from gpuplatform.verify.kube import REQUEST_TIMEOUT, _api_error, build_api_client, kubeconfig_attempts
+from gpuplatform.verify.network import check_policy_enforced, check_policy_peers
 from gpuplatform.verify.monitoring import (CUSTOM_METRICS_APISERVICE, EXTERNAL_METRICS_APISERVICE, check_adapter_pods,
                                            check_apiservice, check_exporter, check_metrics)
 from gpuplatform.verify.nodes import check_pool
@@ -95,6 +96,10 @@ def run_verify(cfg: PlatformConfig, api_client: k8s.ApiClient) -> list[CheckResu
     for w in cfg.workloads:
         if w.exposure.ingress is not None:
             results += [check_ingress(cfg, w, name, networking) for name in ingress_names(w)]
+    enforced = check_policy_enforced(cfg, apps, core)
+    if enforced is not None:
+        results.append(enforced)
+    results += [check_policy_peers(cfg, w, networking, core) for w in cfg.workloads if w.network_policy.enabled]
     return results
 
 

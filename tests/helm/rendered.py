@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import copy
 import functools
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable
 
 import pytest
 
 import helm_engine
+from gpuplatform.chart_render import RELEASE_TYPE, RenderedRelease, render_release
 from gpuplatform.catalogs.versions import CHARTS, KUBERNETES_SUPPORTED, Chart, KubeMinor
 from gpuplatform.components.config import PlatformConfig
 from gpuplatform.components.stack_config import namespace_from_stack_file
@@ -21,7 +22,6 @@ from gpuplatform.components.validation import kubernetes_version, load
 from gpuplatform.records import RegisteredResource
 from support import REPO, stack_raw, synth
 
-RELEASE_TYPE = "kubernetes:helm.sh/v3:Release"
 NOT_PUBLIC = {"ack-alibaba-cloud-metrics-adapter"}
 """Charts no public source publishes (only ACK's OSS app catalog): they cannot be rendered offline."""
 
@@ -121,32 +121,6 @@ values we send are rendered with it too."""
 
 # ---------------------------------------------------------------------------------------------- rendering
 @dataclass
-class RenderedRelease:
-    record: RegisteredResource
-    chart: Chart
-    version: str
-    values: dict
-    objects: list[tuple[str, dict]] = field(default_factory=list)
-    crds: list[dict] = field(default_factory=list)
-    """CRDs the release installs: its charts' ``crds/`` directories and CRD objects among its templates."""
-
-    @property
-    def name(self) -> str:
-        return self.record.inputs["name"]
-
-    @property
-    def namespace(self) -> str:
-        return self.record.inputs["namespace"]
-
-    def installed(self) -> list[dict]:
-        """Objects an install creates, hooks included."""
-        return [doc for _, doc in self.objects]
-
-    def hook(self, doc: dict) -> str:
-        return ((doc.get("metadata") or {}).get("annotations") or {}).get("helm.sh/hook", "")
-
-
-@dataclass
 class RenderedStack:
     name: str
     raw: dict
@@ -191,11 +165,7 @@ def _render_release(rel: RenderedRelease, charts: helm_engine.ChartsDir, minor: 
     if not path.exists():
         pytest.fail(f"{path.name} is not in {charts.path}; fetch it with:\n"
                     + helm_engine.pull_hint([(rel.chart.name, rel.version, rel.chart.repository)]), pytrace=False)
-    rendered = helm_engine.render(path, rel.values, release=rel.name, namespace=rel.namespace,
-                                  kube_version=f"v{minor[0]}.{minor[1]}.0", api_versions=api_versions)
-    found = helm_engine.objects(rendered, CRD if crds_only else "")
-    rel.objects = [] if crds_only else found
-    rel.crds = helm_engine.chart_crds(path) + [d for _, d in found if d.get("kind") == CRD]
+    render_release(rel, path, minor, api_versions, crds_only)
 
 
 def render_stack(name: str, charts: helm_engine.ChartsDir) -> RenderedStack:

@@ -203,4 +203,4 @@ def test_a_plan_on_an_end_of_life_pin_says_so(capsys):
     raw = stack_raw("prod")  # 1.35: the supported pin, no warning even with the opt-in
     raw["settings"]["allowEndOfLifeCharts"] = ["cert-manager"]
     assert run_plan(raw, "prod", None, "table") == 0
-    assert "WARNING" not in capsys.readouterr().err
+    assert "end of life" not in capsys.readouterr().err

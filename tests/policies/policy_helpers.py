@@ -6,6 +6,7 @@ from gpuplatform.catalogs.versions import CHARTS
 from gpuplatform.components import adapter_rules
 from gpuplatform.components import workload_manifests as wm
 from gpuplatform.components.metric_sources import used_sources
+from gpuplatform.components.network_policy import network_access
 from gpuplatform.components.pools import all_pool_facts
 from gpuplatform.components.stack_config import load_stack_file
 from gpuplatform.components.validation import hpa_api_version, kubernetes_version
@@ -67,10 +68,11 @@ def stack_resources(stack: str) -> list[RegisteredResource]:
     for w in cfg.workloads:
         ctx = wm.WorkloadContext(namespace=cfg.settings.namespace, pool=facts[w.node_pool],
                                  kubernetes_version=version, hpa_api_version=hpa_api_version(cfg),
-                                 on_ack=cfg.is_ack, rule_window=window, metric_sources=wm.context_sources(cfg, w))
+                                 on_ack=cfg.is_ack, rule_window=window, metric_sources=wm.context_sources(cfg, w),
+                                 network=network_access(cfg, w))
         objs = [wm.deployment(w, ctx), wm.service(w, ctx), wm.hpa(w, ctx), wm.scaled_object(w, ctx),
                 wm.pod_disruption_budget(w, ctx), wm.pod_monitor(w, ctx), *wm.ingresses(w, ctx),
-                *wm.nfs_volume_objects(w, ctx)]
+                *wm.nfs_volume_objects(w, ctx), wm.network_policy(w, ctx)]
         for o in objs:
             if o is not None:
                 group, _, ver = o["apiVersion"].rpartition("/")

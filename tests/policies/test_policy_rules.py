@@ -196,6 +196,9 @@ CASES = {
     "service-no-public-loadbalancer": (
         _mutate("staging", lambda rs: None),
         _mutate("staging", lambda rs: find(rs, "Service").inputs["metadata"].pop("annotations"))),
+    "network-policy-selects-serving-pods": (
+        _mutate("prod", lambda rs: None),
+        _mutate("prod", lambda rs: rs.remove(find(rs, "NetworkPolicy")))),
     "service-metrics-port-not-exposed": (
         _mutate("staging", lambda rs: None),
         _mutate("staging", lambda rs: find(rs, "Service").inputs["spec"]["ports"].append(

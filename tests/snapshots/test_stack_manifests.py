@@ -106,3 +106,18 @@ def test_local_scales_one_workload_by_hpa_and_one_by_keda(manifests):
     assert not any(d["kind"] == "HorizontalPodAutoscaler" and d["metadata"]["name"] == "batch-embedder"
                    for f, d in files.items() if not f.startswith("helmrelease-")), \
         "KEDA owns the HPA of a ScaledObject's target; a second HPA would fight it"
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_every_workload_has_a_network_policy_that_selects_its_pods(stack, manifests):
+    """One NetworkPolicy per workload, in its namespace, isolating exactly the pods of its Deployment for ingress."""
+    files = manifests[stack]
+    deployments = {(d["metadata"]["namespace"], d["metadata"]["name"]): d for d in files.values()
+                   if d.get("kind") == "Deployment"}
+    policies = {(p["metadata"]["namespace"], p["metadata"]["name"]): p for p in files.values()
+                if p.get("kind") == "NetworkPolicy"}
+    assert deployments and sorted(policies) == sorted(deployments)
+    for key, policy in policies.items():
+        labels = deployments[key]["spec"]["template"]["metadata"]["labels"]
+        assert policy["spec"]["policyTypes"] == ["Ingress"]
+        assert policy["spec"]["podSelector"]["matchLabels"].items() <= labels.items()

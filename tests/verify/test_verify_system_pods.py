@@ -44,11 +44,13 @@ def test_prod_pods_all_scheduled_pass_right_after_the_cluster_checks(fake_api, p
                           "cluster.system-pods"]
     (pods,) = [r for r in results if r.check == "cluster.system-pods"]
     assert (pods.ok, pods.subject, pods.message, pods.cause) == \
-        (True, PROD, "14 pod(s) in 3 namespace(s) scheduled", "")
+        (True, PROD, "15 pod(s) in 3 namespace(s) scheduled", "")
     # every pod of each namespace is read, not only the ones of a label selector
     listed = [(p, q) for p, q in server.requests if p.startswith("/api/v1/namespaces/") and p.endswith("/pods")
               and p.split("/")[4] in ("kube-system", "cert-manager")]
-    assert listed == [("/api/v1/namespaces/kube-system/pods", {}), ("/api/v1/namespaces/cert-manager/pods", {})]
+    assert listed[:2] == [("/api/v1/namespaces/kube-system/pods", {}), ("/api/v1/namespaces/cert-manager/pods", {})]
+    # later, flower's NetworkPolicy peer: the ACK ingress add-on's pods, by the label its Service selects
+    assert listed[2:] == [("/api/v1/namespaces/kube-system/pods", {"labelSelector": ["app=ingress-nginx"]})]
 
 
 def test_a_missing_namespace_is_skipped(fake_api, staging_cfg):
@@ -63,8 +65,10 @@ def test_no_system_pool_names_coredns_and_a_chart_pod_with_the_schedulers_messag
     results, _ = verify(fake_api, prod_cfg, "prod", "no-system-pool")
     by_key = {(r.check, r.subject): r for r in results}
     failed = {key for key, r in by_key.items() if not r.ok}
-    # the adapter's pods are among the unschedulable ones, so adapter.ready fails with them
-    assert failed == {("cluster.system-pods", PROD), ("adapter.ready", "service/monitoring/prometheus-adapter")}
+    # the adapter's pods are among the unschedulable ones, so adapter.ready fails with them; no ingress controller
+    # pod runs either, so nothing matches the peer flower's NetworkPolicy admits
+    assert failed == {("cluster.system-pods", PROD), ("adapter.ready", "service/monitoring/prometheus-adapter"),
+                      ("network.policy-peers", "networkpolicy/inference/flower")}
     pods = by_key[("cluster.system-pods", PROD)]
     assert pods.message.startswith("9 pod(s) unschedulable (kube-system 3, monitoring 3, cert-manager 3): ")
     # the first pod of each namespace, sharing the scheduler's one message; the DaemonSet pods on the GPU node

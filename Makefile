@@ -45,4 +45,12 @@ bench: $(VENV)/.installed
 	if [ -n "$$missed" ]; then echo "target missed or benchmark failed:$$missed"; exit 1; fi; \
 	echo "every benchmark met its target"
 
-.PHONY: install plan test bench charts
+# The figures docs/simulate.md shows, drawn by `gpuplatform simulate --plot` (matplotlib: the plot extra, which
+# requirements.txt pins). Redraw them after a change to the simulator or the plot; each stays under 150 KB.
+FIGURES := docs/figures
+figures: $(VENV)/.installed
+	$(VENV)/bin/gpuplatform simulate --stack prod --workload flower --trace step --plot $(FIGURES)/prod-flower-step.png >/dev/null
+	$(VENV)/bin/gpuplatform simulate --stack dev --workload bert-intent-detection --trace spike --plot $(FIGURES)/dev-bert-spike.png >/dev/null
+	$(VENV)/bin/gpuplatform simulate --stack local --workload batch-embedder --trace $(FIGURES)/quiet-hour.csv --duration 40m --plot $(FIGURES)/local-embedder-quiet-hour.png >/dev/null
+
+.PHONY: install plan test bench charts figures

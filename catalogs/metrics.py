@@ -66,18 +66,24 @@ class Unit:
     description: str
     maximum: float | None = None
     """Largest value a metric in this unit can take (100 percent, a ratio of 1); none when unbounded."""
+    symbol: str = ""
+    """How a value is written next to its number (``60 %``, ``3500 µs``); the name when empty."""
+
+    @property
+    def shown(self) -> str:
+        return self.symbol or self.name
 
 
 UNITS: dict[str, Unit] = {u.name: u for u in (
-    Unit("percent", "fraction", 0.01, "percent, 0-100", 100.0),
+    Unit("percent", "fraction", 0.01, "percent, 0-100", 100.0, "%"),
     Unit("ratio", "fraction", 1.0, "a ratio, 0-1", 1.0),
-    Unit("bytes", "memory", 1.0, "bytes"),
+    Unit("bytes", "memory", 1.0, "bytes", symbol="B"),
     Unit("MiB", "memory", float(2 ** 20), "MiB (2^20 bytes)"),
     Unit("s", "time", 1.0, "seconds"),
-    Unit("us", "time", 1e-6, "microseconds"),
+    Unit("us", "time", 1e-6, "microseconds", symbol="µs"),
     Unit("ms", "time", 1e-3, "milliseconds"),
     Unit("requests", "count", 1.0, "requests"),
-    Unit("celsius", "temperature", 1.0, "degrees Celsius"),
+    Unit("celsius", "temperature", 1.0, "degrees Celsius", symbol="°C"),
     Unit("mW", "power", 1e-3, "milliwatts"),
 )}
 

@@ -348,8 +348,9 @@ def parser() -> argparse.ArgumentParser:
                      help="search target, scale-down window and scale-up rate for the least GPU cost that keeps the "
                           "time over target within --budget on this trace; prints the stack-file snippet")
     sim.add_argument("--slo", metavar="VALUE", type=float,
-                     help="with --tune: the level (in the first metric's unit) time over target is judged against "
-                          "(default: the workload's own target)")
+                     help="the level (in the first metric's unit) time over target is judged against, drawn on "
+                          "the plot; with --tune, also what the candidates are judged against (default: the "
+                          "workload's own target)")
     sim.add_argument("--budget", metavar="DURATION", default="0s",
                      help="with --tune: time over target (beyond the HPA's tolerance) allowed, e.g. 2m (default 0s)")
     sim.set_defaults(func=cmd_simulate)

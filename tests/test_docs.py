@@ -140,3 +140,32 @@ def test_every_policy_count_the_docs_state_is_the_packs():
         "*.md"))] for m in re.finditer(r"\b(\d+) policies\b", path.read_text())]
     assert ("README.md", len(POLICY_DEFS)) in claims
     assert all(n == len(POLICY_DEFS) for _, n in claims), (len(POLICY_DEFS), claims)
+
+
+def _figures_recipe() -> list[str]:
+    """The commands of the Makefile's ``figures`` target."""
+    lines = (REPO_ROOT / "Makefile").read_text().splitlines()
+    start = lines.index("figures: $(VENV)/.installed") + 1
+    end = next(i for i in range(start, len(lines)) if not lines[i].startswith("\t"))
+    return [line.strip() for line in lines[start:end]]
+
+
+def test_every_figure_the_docs_show_exists_is_small_and_make_figures_draws_it():
+    import re
+
+    shown = {}
+    for doc in [REPO_ROOT / "README.md", *sorted((REPO_ROOT / "docs").glob("*.md"))]:
+        for target in re.findall(r"!\[[^\]]*\]\(([^)]+\.png)\)", doc.read_text()):
+            shown[(doc.parent / target).resolve()] = doc.name
+    on_disk = {p.resolve() for p in (REPO_ROOT / "docs").rglob("*.png")}
+    assert shown and set(shown) == on_disk  # none missing, none left over
+    recipe = "\n".join(_figures_recipe()).replace("$(VENV)/bin/gpuplatform", "gpuplatform")
+    recipe = recipe.replace("$(FIGURES)", "docs/figures")
+    for path, doc in shown.items():
+        assert path.stat().st_size < 150_000, f"{path.name} is {path.stat().st_size} bytes"
+        assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        relative = path.relative_to(REPO_ROOT).as_posix()
+        command = next((c for c in recipe.splitlines() if f"--plot {relative}" in c), None)
+        assert command, f"{relative} (shown in {doc}) is not drawn by `make figures`"
+        text = " ".join((REPO_ROOT / "docs" / "simulate.md").read_text().split())
+        assert command.removesuffix(" >/dev/null") in text, f"docs/simulate.md does not show how {relative} is drawn"

@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 import sys
 import time
+from array import array
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
@@ -220,6 +221,19 @@ def _check_reachable(index: int, w: Workload, plan: ServicePlan) -> None:
 
 # ------------------------------------------------------------------------------------------------ figures
 @dataclass
+class PerSecond:
+    """The run second by second, for the plot (the JSON's ``timeline`` samples only the HPA's syncs): demand, the
+    first metric's true value (what ``over_target_s`` judges), whether that second counted as over target, and the
+    replicas (the Deployment's scale), ready pods and ready nodes. Compact arrays: a tuning run keeps many runs."""
+    demand: array = field(default_factory=lambda: array("d"))
+    level: array = field(default_factory=lambda: array("d"))
+    over: array = field(default_factory=lambda: array("b"))
+    replicas: array = field(default_factory=lambda: array("i"))
+    ready: array = field(default_factory=lambda: array("i"))
+    nodes: array = field(default_factory=lambda: array("i"))
+
+
+@dataclass
 class Tally:
     """The figures, second by second. Costs count what holds capacity: a pod from binding to its node (it holds
     its GPU units while it pulls and loads) and a node from its creation (a provisioning node is billed)."""
@@ -237,6 +251,7 @@ class Tally:
     capacity_ready_s: Optional[float] = None
     increase_at: Optional[float] = None
     timeline: list = field(default_factory=list)
+    seconds: PerSecond = field(default_factory=PerSecond)
 
 
 @dataclass
@@ -255,6 +270,8 @@ class Result:
     plan: ServicePlan
     setup: Setup
     phases: Phases
+    slo_target: Optional[float] = None
+    """The level time over target is judged against (``--slo``; the target when none was given)."""
 
     # the figures under their reported names
     @property
@@ -311,7 +328,7 @@ class Result:
         return {**self.summary(), "timeline": self.tally.timeline,
                 "stack": self.stack, "workload": self.workload, "trace": self.trace,
                 "autoscaler": self.autoscaler, "metric": self.metric, "apiName": self.api_name,
-                "target": self.target, "unit_of_metric": self.unit, "query": self.query,
+                "target": self.target, "slo": self.slo_target, "unit_of_metric": self.unit, "query": self.query,
                 "loadIncreaseAt": self.tally.increase_at,
                 "phases": {"collect": self.phases.collect, "scrape": self.phases.scrape, "sync": self.phases.sync},
                 "prometheus": self.setup.major,
@@ -362,6 +379,8 @@ class Simulation:
         self._levels = {trig.metric: _level_of(s, trig, self._served) for trig in s.triggers}
         self._shown: Optional[float] = None
         self._recommendation = r0
+        self._desired = r0
+        """The HPA's ``status.desiredReplicas`` (what ``kubectl get hpa`` shows): the replicas its last sync set."""
 
     # -- stages
     def schedule(self, t: float) -> None:
@@ -384,7 +403,7 @@ class Simulation:
             decision = self.loop.sync(t, self.pods, self.spec, self.storage)
             self._shown = decision.shown
             self._recommendation = max((p for p in decision.proposals if p is not None), default=decision.replicas)
-            self.spec = decision.replicas
+            self.spec = self._desired = decision.replicas
         poll = self.phases.scrape if self.phases.poll is None else self.phases.poll
         if self.s.keda and (step - poll) % self.s.scrape_s == 0:
             self.spec = self.loop.poll(t, self.spec, self.storage)
@@ -406,8 +425,8 @@ class Simulation:
         level = levels.get(s.first.metric, 0.0)
         failing = served.dropped > 1e-9 or (ready == 0 and demand > 0)
         tally.failed_requests += served.dropped
-        if failing or level > self.slo_target * (1 + hpa_mod.TOLERANCE):
-            tally.over_target_s += 1
+        over = failing or level > self.slo_target * (1 + hpa_mod.TOLERANCE)
+        tally.over_target_s += over
         if failing or level > self.slo_target:
             tally.above_target_s += 1
         tally.replica_s += self.pods.bound()
@@ -415,14 +434,24 @@ class Simulation:
         tally.node_s += len(self.nodes.nodes)
         tally.peak_replicas = max(tally.peak_replicas, self.spec)
         tally.at_max_s += self.spec >= s.max_replicas
+        nodes = self.nodes.ready_count(t)
+        sec = tally.seconds
+        sec.demand.append(demand)
+        sec.level.append(level)
+        sec.over.append(over)
+        sec.replicas.append(self.spec)
+        sec.ready.append(ready)
+        sec.nodes.append(nodes)
         step = int(t)
         if (step - self.phases.sync) % s.sync_s == 0 or step == int(self.trace.duration_s):
-            desired = max(s.min_replicas, min(s.max_replicas, self._recommendation))
+            # desired as the HPA's status holds it: reconcileAutoscaler (kubernetes pkg/controller/podautoscaler/
+            # horizontal.go) passes the normalized count (stabilized, rate-limited, clamped) to setStatus, the
+            # current count when it does not rescale; the raw largest proposal stays in "recommendation"
             tally.timeline.append({"t": step, "demand": round(demand, 4),
                                    "metric": None if self._shown is None else round(self._shown, 4),
-                                   "recommendation": int(self._recommendation), "desired": int(desired),
+                                   "recommendation": int(self._recommendation), "desired": int(self._desired),
                                    "replicas": int(self.spec), "ready": ready,
-                                   "nodes": self.nodes.ready_count(t)})
+                                   "nodes": nodes})
 
     def step(self, t: float) -> None:
         """One second. The stages run downstream first, so each reads what its upstream stage produced in the
@@ -458,7 +487,8 @@ class Simulation:
         return Result(stack=stack, workload=s.workload.name, trace=self.trace.name,
                       autoscaler=s.workload.autoscaling.autoscaler, metric=s.first.metric, api_name=src0.api_name,
                       target=s.first.target, unit=METRICS[s.first.metric].unit, query=query, tally=self.tally,
-                      bound=lower_bound(s, self.trace, self.slo_target), plan=s.plan, setup=s, phases=self.phases)
+                      bound=lower_bound(s, self.trace, self.slo_target), plan=s.plan, setup=s, phases=self.phases,
+                      slo_target=self.slo_target)
 
 
 def _readings(cfg: PlatformConfig, w: Workload, plan: ServicePlan) -> dict:

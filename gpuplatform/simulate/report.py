@@ -44,10 +44,12 @@ def run(cfg: PlatformConfig, stack: str, workload: str, trace: str, duration: st
         plot: str | None, out: TextIO | None = None, *, sweep: bool = False, tune: bool = False,
         budget: str = "0s", slo: float | None = None) -> int:
     out = out or sys.stdout
+    if slo is not None and slo <= 0:
+        raise ConfigError([ArgumentIssue("--slo", f"{slo:g} must be > 0")])
     tr = resolve_trace(cfg, workload, trace, duration, slo if tune else None)
     if tune:
         return _run_tune(cfg, stack, workload, tr, budget, fmt, out, slo)
-    result = simulate(cfg, stack, workload, tr, progress=progress_bar())
+    result = simulate(cfg, stack, workload, tr, progress=progress_bar(), slo_target=slo)
     swept = first_scale_up_sweep(cfg, workload) if (sweep or trace == "step") else None
     if plot:
         write_plot(result, plot)
@@ -72,8 +74,6 @@ def _run_tune(cfg: PlatformConfig, stack: str, workload: str, tr: Trace, budget:
         budget_s = duration_seconds(budget)
     except ValueError as exc:
         raise ConfigError([ArgumentIssue("--budget", str(exc))]) from None
-    if slo is not None and slo <= 0:
-        raise ConfigError([ArgumentIssue("--slo", f"{slo:g} must be > 0")])
     own, best, tried = tune(cfg, stack, workload, tr, budget_s, slo)
     text = snippet(cfg, workload, best.candidate)
     if fmt == "json":
@@ -103,6 +103,10 @@ def _run_tune(cfg: PlatformConfig, stack: str, workload: str, tr: Trace, budget:
     return 0
 
 
+def _slo_text(r: Result) -> str:
+    return "" if r.slo_target in (None, r.target) else f", time over target judged against --slo {r.slo_target:g}"
+
+
 def _s(value) -> str:
     return "never" if value is None else f"{value:g}s"
 
@@ -112,7 +116,7 @@ def table_text(r: Result, every_s: int = 60, swept: Optional[SweepResult] = None
     lb = s["lower_bound"]
     unit = s["unit"]
     lines = [f"Stack {r.stack}, workload {r.workload} ({r.autoscaler} on {r.metric} = {r.api_name}, target "
-             f"{r.target:g} {r.unit}), trace {r.trace}; Prometheus {r.setup.major} semantics",
+             f"{r.target:g} {r.unit}{_slo_text(r)}), trace {r.trace}; Prometheus {r.setup.major} semantics",
              f"Adapter query: {r.query}",
              f"Service model: {r.plan.rps_at_target:.4g} req/s per ready replica at target, serves at most "
              f"{r.plan.capacity_rps:.4g}; image pull {r.plan.image_pull_s}s, model load {r.plan.model_load_s}s",
@@ -150,53 +154,144 @@ def _where(at: dict) -> str:
     return ", ".join(f"{k} {v}" for k, v in at.items()) if at else "-"
 
 
-def write_plot(r: Result, path: str) -> None:
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-        from matplotlib.ticker import MaxNLocator
-    except ImportError:
-        raise ConfigError([ArgumentIssue("--plot", PLOT_HINT)]) from None
-    t = [e["t"] / 60 for e in r.timeline]
+OFF_SCALE = 4.0
+"""The metric panel shows up to this many times the over-target line: a queue metric reads orders of magnitude
+above target after a step, and a linear axis tall enough for that would flatten the target and the tolerance band
+into one line. Values above are cut off and the peak is written on the panel."""
+
+
+def over_intervals(over) -> list[tuple[int, int]]:
+    """The runs of seconds counted over target, as ``(first second, last second + 1)``."""
+    spans, start = [], None
+    for second, flag in enumerate(over):
+        if flag and start is None:
+            start = second
+        elif not flag and start is not None:
+            spans.append((start, second))
+            start = None
+    if start is not None:
+        spans.append((start, len(over)))
+    return spans
+
+
+def metric_top(peak: float, line: float, maximum: Optional[float]) -> float:
+    """Top of the metric axis (its bottom is 0): room for the peak, at most :data:`OFF_SCALE` x the over-target
+    line, and no further than the unit's own maximum (100 %) when the values stay within it."""
+    top = max(peak, line) * 1.08
+    top = min(top, OFF_SCALE * line)
+    if maximum is not None:
+        top = min(top, maximum * 1.05)
+    return max(top, line * 1.25)
+
+
+def figure(r: Result):
+    """The plot as a matplotlib figure, four panels on one time axis:
+
+    1. demand and what the ready replicas serve at target (req/s);
+    2. the first metric: its true value each second (what ``over_target_s`` judges), the value the HPA read at each
+       sync (``kubectl get hpa``'s TARGETS column), the target, the tolerance band and the ``--slo`` level, with
+       the seconds over target shaded (on every panel, so replicas can be read against them);
+    3. replicas (the Deployment's scale), ready pods, and ``desired`` as the HPA's status shows it, with
+       ``maxReplicas``;
+    4. the pool's ready nodes.
+
+    Every axis is linear from 0 (a percentage on a log axis merges the target with its tolerance line, and 0 has
+    no place on it); counts have integer ticks; what changes in steps is drawn as steps."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
+
+    from gpuplatform.catalogs.metrics import UNITS
+    from gpuplatform.simulate.hpa import TOLERANCE
+
     summ = r.summary()
-    fig, (ax1, ax2, ax3) = plt.subplots(3, 1, figsize=(12, 8.5), sharex=True, constrained_layout=True)
-    fig.suptitle(f"{r.stack} / {r.workload}: {r.trace} trace, {r.autoscaler} on {r.api_name}; peak "
-                 f"{summ['peak_replicas']} of {summ['max_replicas']} replicas, {summ['time_at_max_s']:g}s at max",
-                 fontsize=13)
-    ax1.plot(t, [e["demand"] for e in r.timeline], color="tab:blue", label="demand (req/s)")
-    ax1.step(t, [e["ready"] * r.plan.rps_at_target for e in r.timeline], where="post", color="tab:green",
-             label="ready replicas x req/s at target")
-    ax1.set_ylabel("requests / s")
-    ax1.set_ylim(bottom=0)
-    # a queue metric spans orders of magnitude after a step: a log axis keeps the target line readable
-    floor = r.target / 100
-    metric = [math.nan if e["metric"] is None else max(e["metric"], floor) for e in r.timeline]
-    ax2.step(t, metric, where="post", color="tab:orange", label=f"metric the HPA read ({r.unit})")
-    ax2.axhline(r.target, color="tab:red", linestyle="--", label=f"target {r.target:g} {r.unit}")
-    ax2.axhline(r.target * 1.1, color="tab:red", linestyle=":", linewidth=1, label="target + 10% tolerance")
-    ax2.set_yscale("log")
-    seen = [m for m in metric if not math.isnan(m)]
-    ax2.set_ylim(floor, max(seen + [r.target * 2]) * 1.5)
-    ax2.set_ylabel(f"metric ({r.unit}, log)")
-    # drawn widest first, so lines that coincide (replicas = ready in steady state) stay visible; desired is
-    # clamped to [minReplicas, maxReplicas] as the HPA applies it (the raw recommendation is in the JSON)
-    for key, color, style, width in (("nodes", "0.55", "-", 5.0), ("replicas", "tab:blue", "-", 3.0),
-                                     ("ready", "tab:green", "-", 1.6), ("desired", "tab:purple", ":", 1.6)):
-        label = "nodes (ready)" if key == "nodes" else key
-        ax3.step(t, [e[key] for e in r.timeline], where="post", color=color, linestyle=style, linewidth=width,
-                 label=label)
-    ax3.axhline(summ["max_replicas"], color="tab:red", linestyle="--", linewidth=1, label="maxReplicas")
-    ax3.set_ylabel("count")
-    ax3.set_xlabel("minutes")
-    ax3.set_ylim(0, summ["max_replicas"] + 1)
-    ax3.yaxis.set_major_locator(MaxNLocator(integer=True))
-    for ax in (ax1, ax2, ax3):
+    sec = r.tally.seconds
+    unit = UNITS[r.unit]
+    shown = unit.shown
+    minutes = [i / 60 for i in range(len(sec.level))]
+    synced = [e["t"] / 60 for e in r.timeline]
+    slo = r.target if r.slo_target is None else r.slo_target
+    line = slo * (1 + TOLERANCE)
+    spans = over_intervals(sec.over)
+
+    fig, (ax_load, ax_metric, ax_rep, ax_nodes) = plt.subplots(
+        4, 1, figsize=(12, 9.5), sharex=True, constrained_layout=True,
+        gridspec_kw={"height_ratios": [2, 3, 2.2, 1.3]})
+    slo_text = f", SLO {slo:g} {shown}" if slo != r.target else ""
+    fig.suptitle(f"{r.workload} ({r.stack}): {r.metric} target {r.target:g} {shown}{slo_text}; "
+                 f"{r.autoscaler.upper()}, {r.trace} trace", fontsize=13)
+    lb = summ["lower_bound"]
+    ax_load.set_title(f"first scale-up {_s(r.first_scale_up_s)}, capacity ready {_s(r.capacity_ready_s)}, over "
+                      f"target {r.over_target_s:g}s (shaded), peak {summ['peak_replicas']} of "
+                      f"{summ['max_replicas']} replicas\n{summ['unit_hours']:g} {summ['unit']}-hours (lower bound "
+                      f"{lb['unit_hours']:g}), {summ['node_hours']:g} node-hours", fontsize=10)
+
+    ax_load.plot(minutes, sec.demand, drawstyle="steps-post", color="tab:blue", label="demand")
+    ax_load.plot(minutes, [n * r.plan.rps_at_target for n in sec.ready], drawstyle="steps-post",
+                 color="tab:green", label="ready replicas x req/s at target")
+    ax_load.set_ylabel("requests / s")
+    ax_load.set_ylim(0, max(max(sec.demand, default=0), max(sec.ready, default=0) * r.plan.rps_at_target, 1e-9)
+                     * 1.1)
+
+    peak = max(sec.level, default=0.0)
+    ax_metric.plot(minutes, sec.level, color="tab:orange", linewidth=1.2,
+                   label="true value each second (judged for over target)")
+    ax_metric.plot(synced, [math.nan if e["metric"] is None else e["metric"] for e in r.timeline],
+                   drawstyle="steps-post", color="black", linewidth=1.6, label="value the HPA read (kubectl)")
+    ax_metric.axhline(r.target, color="tab:red", linestyle="--", linewidth=1.3, label=f"target {r.target:g} {shown}")
+    ax_metric.axhline(r.target * (1 + TOLERANCE), color="tab:red", linestyle=":", linewidth=1.3,
+                      label=f"target + {TOLERANCE:.0%} (HPA tolerance)")
+    if slo != r.target:
+        ax_metric.axhline(slo, color="tab:purple", linestyle="--", linewidth=1.3, label=f"SLO {slo:g} {shown}")
+        ax_metric.axhline(line, color="tab:purple", linestyle=":", linewidth=1.3,
+                          label=f"SLO + {TOLERANCE:.0%} (over-target line)")
+    top = metric_top(peak, line, unit.maximum if peak <= (unit.maximum or math.inf) else None)
+    ax_metric.set_ylim(0, top)
+    if peak > top:
+        at = max(range(len(sec.level)), key=sec.level.__getitem__) / 60
+        ax_metric.text(0.99, 0.96, f"off scale above: peak {peak:.4g} {shown} at {at:.1f} min",
+                       transform=ax_metric.transAxes, ha="right", va="top", fontsize=9,
+                       bbox={"facecolor": "white", "edgecolor": "0.7", "alpha": 0.9})
+    ax_metric.set_ylabel(f"{r.metric} ({shown})")
+
+    for key, color, style, width in (("replicas", "tab:blue", "-", 3.0), ("ready", "tab:green", "-", 1.6)):
+        ax_rep.plot(minutes, getattr(sec, key), drawstyle="steps-post", color=color, linestyle=style,
+                    linewidth=width, label="replicas (scale)" if key == "replicas" else "ready")
+    ax_rep.plot(synced, [e["desired"] for e in r.timeline], drawstyle="steps-post", color="tab:purple",
+                linestyle=":", linewidth=1.8, label="desired (HPA status)")
+    ax_rep.axhline(summ["max_replicas"], color="tab:red", linestyle="--", linewidth=1, label="maxReplicas")
+    ax_rep.set_ylim(0, summ["max_replicas"] + 1)
+    ax_rep.set_ylabel("pods")
+
+    ax_nodes.plot(minutes, sec.nodes, drawstyle="steps-post", color="0.35", linewidth=2, label="ready nodes")
+    most = max(max(sec.nodes, default=0), r.setup.min_nodes)
+    if r.setup.max_nodes and r.setup.max_nodes < 10 * max(most, 1):
+        ax_nodes.axhline(r.setup.max_nodes, color="tab:red", linestyle="--", linewidth=1, label="pool's max nodes")
+        most = max(most, r.setup.max_nodes)
+    ax_nodes.set_ylim(0, most + 1)
+    ax_nodes.set_ylabel("nodes")
+    ax_nodes.set_xlabel("minutes")
+
+    for ax in (ax_rep, ax_nodes):
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    for ax in (ax_load, ax_metric, ax_rep, ax_nodes):
+        for k, (a, b) in enumerate(spans):
+            ax.axvspan(a / 60, b / 60, color="tab:red", alpha=0.13, linewidth=0, gid="over-target",
+                       label="over target (beyond tolerance) or failing" if k == 0 and ax is ax_metric else None)
         ax.grid(True, alpha=0.3)
         ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=9, frameon=False)
-    lb = summ["lower_bound"]
-    summary = (f"first scale-up {_s(r.first_scale_up_s)}, capacity ready {_s(r.capacity_ready_s)}, over target "
-               f"{r.over_target_s:g}s, {summ['unit_hours']:g} {summ['unit']}-h (lower bound {lb['unit_hours']:g})")
-    ax1.set_title(summary, fontsize=10)
-    fig.savefig(path, dpi=110)
+    ax_nodes.set_xlim(0, max(minutes[-1] if minutes else 0, 1 / 60))
+    return fig
+
+
+def write_plot(r: Result, path: str) -> None:
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise ConfigError([ArgumentIssue("--plot", PLOT_HINT)]) from None
+    import matplotlib.pyplot as plt
+
+    fig = figure(r)
+    fig.savefig(path, dpi=90)
     plt.close(fig)

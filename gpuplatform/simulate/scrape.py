@@ -174,11 +174,14 @@ class Scraper:
                               for p in pods.running(t - 1)}
 
     def count(self, pods: Pods, t: float, served: Served, demand: float) -> None:
-        """One second of service into the servers' counters (a completion counts the queue it waited in) and the
-        ingress controller's request counter."""
+        """One second of service into the servers' counters and the ingress controller's request counter. Each
+        completion adds the queue time it had (first in, first out: ``Served.queued``), as Triton adds a request's
+        queue duration when the request ends (triton-inference-server/core src/infer_request.cc,
+        ReportStatisticsWithDuration at request_end_ns -> InferenceStatsAggregator::UpdateSuccessWithDuration) and
+        the latency histograms observe it at completion or first token."""
         ready = pods.ready(t)
         per_pod = served.served / len(ready) if ready else 0.0
-        wq = self.plan.wait_s(served.x_before)
+        wq = served.queued_s
         histograms = [(name, SERIES_MODELS[name]) for name in self.needed if SERIES_MODELS[name].buckets]
         for p in ready:
             cnt = self.counters.setdefault(p.name, {"success": 0.0, "queue_us": 0.0, "request_us": 0.0,
@@ -190,7 +193,8 @@ class Scraper:
             for name, model in histograms:
                 # observations per bucket (the last one +Inf); the scrape makes them cumulative
                 per_bucket = cnt.setdefault(name, [0.0] * (len(model.buckets) + 1))
-                per_bucket[bisect.bisect_left(model.buckets, model.observe(self.plan, wq))] += per_pod
+                for share, wait in served.queued:
+                    per_bucket[bisect.bisect_left(model.buckets, model.observe(self.plan, wait))] += per_pod * share
         self._ingress_total += demand
 
     def scrape(self, pods: Pods, t: float, served: Served) -> None:

@@ -1,22 +1,34 @@
 """The service model: how a ready replica serves requests, and the metric values that follow from it.
 
-Every replica is a single-server queue with service rate ``capacity_rps``. Its state is the mean number of
-requests in it, ``x``, moved by the pointwise stationary fluid flow approximation (PSFFA; Wang, Chen, Ou and
-Sanchez, "Pointwise stationary fluid flow approximation of time-varying queues", 1996):
+Every replica is a queue with ``concurrency`` slots of service rate ``1 / serviceTime`` each (M/M/c; M/M/1 with one
+slot). Its state is the mean number of requests in it, ``x``, moved by the pointwise stationary fluid flow
+approximation (PSFFA; Wang, Chen, Ou and Sanchez, "Pointwise stationary fluid flow approximation of time-varying
+queues", 1996):
 
-    dx/dt = lambda(t) - mu * rho(x),   rho(x) = x / (1 + x)
+    dx/dt = lambda(t) - mu * rho(x)
 
-``rho(x)`` is the M/M/1 utilization at which ``x`` requests are in the system in steady state. The model has the
-steady-state M/M/1 figures as its fixed point and builds up or drains the queue over time: load above capacity
-grows it without bound (no cap), and the rate a replica serves is at most ``mu``. From ``x`` follow the
-utilization ``rho``, the requests waiting ``Lq = x^2 / (1 + x)`` and, by Little's law on the served rate, the
-queue time ``Wq = Lq / (mu rho) = x / mu``. The step is implicit Euler (stable for any ``mu``, exact fixed point).
+``rho(x)`` is the utilization at which ``x`` requests are in the system in steady state (M/M/1: ``x / (1 + x)``;
+M/M/c: ``x = Lq + c rho`` with Erlang C's ``Lq = C(c, c rho) rho / (1 - rho)``, Kleinrock, "Queueing Systems" vol. 1,
+sec. 3.5). The model has the steady-state figures as its fixed point and builds up or drains the queue over time:
+load above capacity grows it without bound (no cap), and the rate a replica serves is at most ``mu``. From ``x``
+follow the utilization ``rho``, the requests waiting ``Lq(x)`` and, by Little's law on the served rate, the wait of a
+request joining now ``Wq = Lq / (mu rho)`` (M/M/1: ``x / mu``). The step is implicit Euler (stable for any ``mu``,
+exact fixed point).
+
+What a completion reports (:class:`Queue`): first in, first out. The requests waiting are always the latest
+arrivals, so the waiting line advances by ``arrivals - (Lq_after - Lq_before)`` per second; the arrivals of each
+second form a cohort on a cumulative position axis, and a position's queue time is the second it leaves the line
+minus the second it joined (both interpolated uniformly within their second). Below saturation that reproduces
+the stationary wait exactly (the line holds ``Lq`` requests that arrive at ``lambda``: each waits ``Lq / lambda``,
+Little's law); in overload and while draining it is the wait the request really had, the backlog ahead of it over
+the rate it was served at, not the queue of the second it completes in.
 """
 from __future__ import annotations
 
 import bisect
 import functools
 import math
+from collections import deque
 from dataclasses import dataclass
 
 from gpuplatform.catalogs.metrics import LATENCY_OBSERVES, METRICS, histogram_p90
@@ -290,46 +302,80 @@ class Served:
     x: float
     """Requests in each ready replica at the end of the second."""
     ready: int
-    x_before: float = 0.0
-    """Requests in each ready replica at the start of the second: the queue a request completing in it joined
-    (first in, first out)."""
     rho: float = 0.0
     """Utilization of each ready replica's slots at the end of the second."""
+    queued: tuple = ()
+    """The queue time of this second's completions, first in, first out: ``(share, seconds)`` pairs, one per
+    arrival cohort they came from, shares summing to 1 (empty when nothing completed)."""
 
     @property
     def load(self) -> float:
         """Requests per second each ready replica completed."""
         return self.served / self.ready if self.ready else 0.0
 
+    @property
+    def queued_s(self) -> float:
+        """Mean queue time of this second's completions (what a queue-duration counter adds per completion)."""
+        return sum(share * wait for share, wait in self.queued)
+
 
 class Queue:
-    """The requests in the system, spread evenly over the ready replicas (the ingress balances per request)."""
+    """The requests in the system, spread evenly over the ready replicas (the ingress balances per request), and
+    the line of those waiting, first in, first out.
+
+    The line lives on a cumulative position axis: ``arrived`` is how many requests ever arrived, ``left`` how many
+    ever left the line (began service, or were lost). The ``Lq`` waiting now are positions ``(arrived - Lq,
+    arrived]``: whoever arrived last waits (FIFO), so ``left = arrived - Lq`` and the line never runs backwards.
+    ``cohorts`` maps positions back to arrival times: ``[first position, its arrival time, arrival rate]`` per run of
+    seconds of equal rate (a constant load is one cohort however long it waits), at most ``MAX_COHORTS`` of them
+    (beyond, neighbours merge pairwise: arrival times inside a merged cohort are interpolated over its span)."""
+
+    MAX_COHORTS = 512
 
     def __init__(self, plan: ServicePlan, demand: float = 0.0, ready: int = 0):
         self.plan = plan
         self.in_system = 0.0
+        self.clock = 0.0
+        self.arrived = 0.0
+        self.left = 0.0
+        self.cohorts: deque = deque()
+        self._last_wait = 0.0
         if ready and demand:
             rho = demand / ready / plan.capacity_rps
             # steady state below saturation; a start above it starts with an empty queue that then grows
-            self.in_system = ready * plan.slots.x_at_rho(rho) if rho < 1 else 0.0
+            if rho < 1:
+                x = plan.slots.x_at_rho(rho)
+                self.in_system = ready * x
+                # the steady line: the requests waiting arrived at ``demand`` over the last Lq / demand seconds
+                waiting = ready * plan.waiting(x)
+                self.arrived = waiting
+                self.cohorts.append([0.0, -waiting / demand, demand])
+                self._last_wait = waiting / demand
 
     def now(self, demand: float, ready: int) -> Served:
         """The state as it stands (steady at the start of a run), without a second passing."""
         x = self.in_system / ready if ready else 0.0
-        return Served(min(demand, ready * self.plan.capacity_rps), 0.0, x, ready, x, self.plan.rho(x))
+        served = min(demand, ready * self.plan.capacity_rps)
+        return Served(served, 0.0, x, ready, self.plan.rho(x), ((1.0, self._last_wait),) if served else ())
 
     def serve(self, demand: float, ready: int, dt: float = 1.0) -> Served:
+        start = self.clock
+        self.clock += dt
         if ready == 0:
             dropped = demand * dt + self.in_system
             self.in_system = 0.0
+            self.arrived += demand * dt
+            self.left = self.arrived
+            self.cohorts.clear()
             return Served(0.0, dropped, 0.0, 0)
+        self._join(start, demand, dt)
         mu_dt = self.plan.capacity_rps * dt
-        before = self.in_system / ready
-        a = before + demand / ready * dt
+        a = self.in_system / ready + demand / ready * dt
         # implicit Euler on dx/dt = lambda - mu rho(x): y + mu dt rho(y) = a
         if self.plan.concurrency == 1:
             b = 1 + mu_dt - a
             y = (-b + math.sqrt(b * b + 4 * a)) / 2
+            waiting = y * y / (1 + y)
         else:
             rho = self.plan.rho
             lo, hi = 0.0, a
@@ -337,9 +383,65 @@ class Queue:
                 mid = (lo + hi) / 2
                 lo, hi = (mid, hi) if mid + mu_dt * rho(mid) < a else (lo, mid)
             y = hi
+            waiting = self.plan.waiting(y)
         served = (a - y) * ready
         self.in_system = y * ready
-        return Served(served / dt, 0.0, y, ready, before, self.plan.rho(y))
+        queued = self._leave(start, dt, max(self.arrived - ready * waiting, self.left)) if served > 0 else ()
+        return Served(served / dt, 0.0, y, ready, self.plan.rho(y), queued)
+
+    def _join(self, start: float, demand: float, dt: float) -> None:
+        """This second's arrivals join the end of the line (one more cohort unless they continue the last one)."""
+        if demand <= 0:
+            return
+        last = self.cohorts[-1] if self.cohorts else None
+        if (last is None or last[2] != demand
+                or abs(last[1] + (self.arrived - last[0]) / last[2] - start) > 1e-9):
+            self.cohorts.append([self.arrived, start, demand])
+            if len(self.cohorts) > self.MAX_COHORTS:
+                self._merge()
+        self.arrived += demand * dt
+
+    def _merge(self) -> None:
+        """Halve the cohorts: each pair becomes one spanning both (the line's length in positions is kept)."""
+        old = list(self.cohorts)
+        ends = [(c[0], c[1]) for c in old[1:]] + [(self.arrived, None)]
+        merged = deque()
+        for i in range(0, len(old), 2):
+            j = min(i + 1, len(old) - 1)
+            end_pos, end_t = ends[j]
+            first = old[i]
+            if end_t is None:
+                end_t = old[j][1] + (end_pos - old[j][0]) / old[j][2]
+            span = end_t - first[1]
+            merged.append([first[0], first[1], (end_pos - first[0]) / span if span > 0 else first[2]])
+        self.cohorts = merged
+
+    def _leave(self, start: float, dt: float, left: float) -> tuple:
+        """The positions ``(self.left, left]`` leave the line uniformly over this second: their queue time per
+        cohort (positions and times are both linear inside a cohort's stretch, so its mean is at the midpoint)."""
+        left = min(left, self.arrived)
+        n = left - self.left
+        if n <= 1e-12:
+            return ((1.0, self._last_wait),)
+        out = []
+        lo = self.left
+        cohorts = self.cohorts
+        while cohorts and lo < left - 1e-12:
+            first, joined, rate = cohorts[0]
+            end = cohorts[1][0] if len(cohorts) > 1 else self.arrived
+            hi = min(end, left)
+            if hi > lo:
+                mid = (lo + hi) / 2
+                wait = start + dt * (mid - self.left) / n - (joined + (mid - first) / rate)
+                out.append(((hi - lo) / n, wait if wait > 0 else 0.0))
+            if end <= left + 1e-12:
+                cohorts.popleft()
+            lo = max(lo, hi)
+        self.left = left
+        if not out:
+            return ((1.0, self._last_wait),)
+        self._last_wait = out[-1][1]
+        return tuple(out)
 
 
 def replica_units(cfg: PlatformConfig, w: Workload) -> tuple[float, str]:

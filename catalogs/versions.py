@@ -169,14 +169,26 @@ def chart(release: str) -> Chart:
 PROMETHEUS_VERSION = {
     # kube-prometheus-stack 88.5.3 values: prometheus.prometheusSpec.image.tag v3.14.0-distroless
     "self-hosted": "3.14.0",
-    # ACK managed Prometheus does not publish the Prometheus release its query engine follows; evaluated with the
-    # current major's semantics, unverified (docs/simulate.md)
+    # ACK managed Prometheus (ARMS) does not publish the Prometheus release its query engine follows
     "arms": None,
 }
 """Prometheus release each monitoring backend runs (None: not published)."""
 
+PrometheusVersion = tuple[int, int, int]
+
+
+def prometheus_version(backend: str) -> PrometheusVersion:
+    """The Prometheus release whose query semantics a stack's metrics are evaluated with.
+
+    A backend that does not publish its release (ARMS) is evaluated as the release we pin for the self-hosted
+    backend: an assumption, not a fact (docs/simulate.md says so). ARMS documents PromQL compatibility but no
+    release, so the newest semantics is assumed; were its engine older than 3.0 (or 2.51), rates at aligned scrapes
+    (or at a series' start) would differ as ``gpuplatform.simulate.promql.Semantics`` lists."""
+    text = PROMETHEUS_VERSION.get(backend) or PROMETHEUS_VERSION["self-hosted"]
+    major, minor, patch = (int(part) for part in text.split("."))
+    return major, minor, patch
+
 
 def prometheus_major(backend: str) -> int:
     """The Prometheus major version whose query semantics a stack's metrics are evaluated with."""
-    version = PROMETHEUS_VERSION.get(backend)
-    return int(version.split(".")[0]) if version else 3
+    return prometheus_version(backend)[0]

@@ -177,7 +177,7 @@ def test_a_loading_pod_has_no_series_and_counts_as_missing_not_as_zero() -> None
     names = {labels["pod"] for labels, _ in promql.evaluate("nv_inference_request_success", storage, 119.5)}
     assert len(names) == 1  # only the ready pod's server has series
     loop = HpaLoop(hpa.Controller.from_spec(s.hpa_spec), [Trigger(t.metric, t.target, t.source) for t in s.triggers],
-                   s.namespace, s.window, 3, 34)
+                   s.namespace, s.window, s.prometheus, 34)
     proposals, shown = loop.proposals(120.0, pods, 7, storage)
     assert 2.5 * 5000 < shown < 3.5 * 5000 and proposals == [7]
     # had the loading pods reported 0, the average would be 3/7 of target: a scale-down to 3
@@ -190,10 +190,10 @@ def test_prometheus_3_leaves_a_sample_at_the_window_start_out() -> None:
     st = promql.Storage()
     st.add("c", {"pod": "a"}, 0.0, 0.0)
     st.add("c", {"pod": "a"}, 30.0, 60.0)
-    assert promql.evaluate("increase(c[30s])", st, 30.0, 2) == [({"pod": "a"}, 60.0)]
-    assert promql.evaluate("increase(c[30s])", st, 30.0, 3) == []  # one sample left: no result
+    assert promql.evaluate("increase(c[30s])", st, 30.0, (2, 42, 0)) == [({"pod": "a"}, 60.0)]
+    assert promql.evaluate("increase(c[30s])", st, 30.0, (3, 14, 0)) == []  # one sample left: no result
     # the lookback too: a sample exactly 5 minutes old is still seen by 2, not by 3
-    assert promql.evaluate("c", st, 330.0, 2) != [] and promql.evaluate("c", st, 330.0, 3) == []
+    assert promql.evaluate("c", st, 330.0, (2, 55, 1)) != [] and promql.evaluate("c", st, 330.0, (3, 0, 0)) == []
 
 
 def test_the_stack_is_evaluated_with_the_prometheus_it_deploys() -> None:

@@ -54,10 +54,10 @@ def _sum_of(vec) -> float:
 class HpaLoop:
     """kube-controller-manager's sync of one HPA on ``Pods`` metrics served by the adapter."""
 
-    def __init__(self, controller: hpa_mod.Controller, triggers: list, namespace: str, window: str, major: int,
-                 minor: int):
+    def __init__(self, controller: hpa_mod.Controller, triggers: list, namespace: str, window: str,
+                 prometheus: tuple, minor: int):
         self.controller, self.triggers = controller, triggers
-        self.namespace, self.window, self.major, self.minor = namespace, window, major, minor
+        self.namespace, self.window, self.prometheus, self.minor = namespace, window, prometheus, minor
 
     def proposals(self, t: float, pods: Pods, spec: int, storage: promql.Storage) -> tuple[list, Optional[float]]:
         names = [p.name for p in pods.pods]
@@ -69,7 +69,7 @@ class HpaLoop:
                 continue
             src = trig.source
             vec = promql.evaluate(render_for_pods(src, self.namespace, names, self.window), storage, t - EARLY_S,
-                                   self.major)
+                                   self.prometheus)
             values = {}
             for labels, v in vec if isinstance(vec, list) else []:
                 pod = labels.get(src.labels.pod)
@@ -94,12 +94,12 @@ class KedaLoop:
     """KEDA's polling (activation, 0 <-> 1) and the HPA it owns (``External`` metrics, one per trigger)."""
 
     def __init__(self, controller: hpa_mod.Controller, triggers: list, activation: hpa_mod.KedaActivation,
-                 major: int, minor: int):
+                 prometheus: tuple, minor: int):
         self.controller, self.triggers, self.activation = controller, triggers, activation
-        self.major, self.minor = major, minor
+        self.prometheus, self.minor = prometheus, minor
 
     def values(self, t: float, storage: promql.Storage) -> list[float]:
-        return [_sum_of(promql.evaluate(trig.query, storage, t - EARLY_S, self.major)) for trig in self.triggers]
+        return [_sum_of(promql.evaluate(trig.query, storage, t - EARLY_S, self.prometheus)) for trig in self.triggers]
 
     def proposals(self, t: float, pods: Pods, spec: int, storage: promql.Storage) -> tuple[list, Optional[float]]:
         if spec == 0:

@@ -2,8 +2,8 @@
 
 The SLO: no second with the replicas' metric above target by more than the HPA's tolerance, and no failed
 request. Under the service model (:mod:`gpuplatform.simulate.service`) a replica whose metric stays at or below
-that band completes at most ``r_band`` requests per second (``ServicePlan.served_at_level``), and it holds at
-most ``x_band`` requests. Over any stretch of seconds ``[a, b)`` the requests completed equal the arrivals plus
+that band completes at most ``r_band`` requests per second, and it holds at most ``x_band`` requests
+(:func:`most_held_at_or_below`). Over any stretch of seconds ``[a, b)`` the requests completed equal the arrivals plus
 what was queued at ``a`` minus what is queued at ``b`` (nothing fails under the SLO), so the ready replicas of a
 policy meeting the SLO satisfy
 
@@ -23,6 +23,32 @@ from dataclasses import dataclass
 from gpuplatform.simulate import hpa as hpa_mod
 
 SEGMENTS_S = (1, 5, 15, 60, 300, 1800)
+_MAX_DOUBLINGS = 200
+
+
+def most_held_at_or_below(plan, band: float) -> float:
+    """The most requests a replica holds while its metric reads at most ``band`` (inf: no load reads above it).
+
+    ``ServicePlan.x_at_level`` is where the metric first *reaches* a level. A latency quantile is read through
+    histogram buckets: histogram_quantile reports one value for every latency inside a bucket (9/10 of the way
+    through it, ``catalogs.metrics.histogram_p90``), so the metric is a staircase, and a band equal to one of its
+    steps (an SLO set to what histogram_quantile reports for a bucket) is met along the whole step. The replica
+    may hold load up to the step's end, not only up to its start: taking the start understated ``r_band`` and
+    overstated the bound, without limit when the band is what an idle replica reads (its step starts at 0)."""
+    x = plan.x_at_level(band)
+    if math.isinf(x) or plan.level(x) > band:
+        return x
+    lo, hi = x, max(2 * x, 1.0)
+    for _ in range(_MAX_DOUBLINGS):
+        if plan.level(hi) > band:
+            break
+        lo, hi = hi, 2 * hi
+    else:
+        return math.inf  # the metric never reads above the band
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if plan.level(mid) <= band else (lo, mid)
+    return lo
 
 
 @dataclass(frozen=True)
@@ -39,8 +65,8 @@ class LowerBound:
 
 def lower_bound(s, trace, slo_target: float) -> LowerBound:
     band = slo_target * (1 + hpa_mod.TOLERANCE)
-    r_band = s.plan.served_at_level(band)
-    x_band = s.plan.x_at_level(band)
+    x_band = most_held_at_or_below(s.plan, band)
+    r_band = s.plan.capacity_rps * (1.0 if math.isinf(x_band) else s.plan.rho(x_band))
     duration = int(trace.duration_s) + 1
     arrivals = [trace.demand(float(t)) for t in range(duration)]
     min_r = s.workload.autoscaling.min_replicas

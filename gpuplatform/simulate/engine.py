@@ -25,7 +25,7 @@ from typing import Callable, Optional
 
 from gpuplatform.catalogs.gpus import MIG_RECONFIGURE, instance_type, provisioning
 from gpuplatform.catalogs.metrics import METRICS
-from gpuplatform.catalogs.versions import prometheus_major
+from gpuplatform.catalogs.versions import PrometheusVersion, prometheus_version
 from gpuplatform.components.adapter_rules import render_for_pods
 from gpuplatform.components.config import PlatformConfig, Workload, duration_seconds
 from gpuplatform.components.errors import CommandLineIssue, ConfigError, ConfigIssue, one_of
@@ -105,11 +105,16 @@ class Setup:
     max_nodes: int
     provision_s: int
     autoscaled_pool: bool
-    major: int
+    prometheus: PrometheusVersion
+    """The Prometheus release whose PromQL semantics evaluate the metric queries."""
     minor: int
     ingress_labels: tuple
     hpa_spec: dict
     readings: dict
+
+    @property
+    def major(self) -> int:
+        return self.prometheus[0]
 
     @property
     def min_replicas(self) -> int:
@@ -193,7 +198,7 @@ def setup(cfg: PlatformConfig, workload: str) -> Setup:
         needed=needed, slots=slots, gpus_per_node=facts.gpus_per_node, units_per_replica=units, unit=unit,
         min_nodes=pool.min_nodes if autoscaled_pool else (pool.desired_nodes or 0), max_nodes=facts.max_nodes,
         provision_s=prov.seconds + (MIG_RECONFIGURE.seconds if facts.mode == "mig" else 0),
-        autoscaled_pool=autoscaled_pool, major=prometheus_major(cfg.monitoring.backend),
+        autoscaled_pool=autoscaled_pool, prometheus=prometheus_version(cfg.monitoring.backend),
         minor=version[1] if version else hpa_mod.LATEST_MINOR, ingress_labels=ingress_labels, hpa_spec=spec)
 
 
@@ -331,7 +336,7 @@ class Result:
                 "target": self.target, "slo": self.slo_target, "unit_of_metric": self.unit, "query": self.query,
                 "loadIncreaseAt": self.tally.increase_at,
                 "phases": {"collect": self.phases.collect, "scrape": self.phases.scrape, "sync": self.phases.sync},
-                "prometheus": self.setup.major,
+                "prometheus": ".".join(str(part) for part in self.setup.prometheus),
                 "serviceModel": {"rpsAtTarget": round(self.plan.rps_at_target, 6),
                                  "capacityRps": round(self.plan.capacity_rps, 6),
                                  "modelLoadSeconds": self.plan.model_load_s,
@@ -371,9 +376,9 @@ class Simulation:
             activation = hpa_mod.KedaActivation(s.scrape_s, KEDA_COOLDOWN_S, a.min_replicas)
             if r0 > 0:
                 activation.last_active = 0.0  # the run starts in steady state: the triggers were active until now
-            self.loop = KedaLoop(controller, list(s.triggers), activation, s.major, s.minor)
+            self.loop = KedaLoop(controller, list(s.triggers), activation, s.prometheus, s.minor)
         else:
-            self.loop = HpaLoop(controller, list(s.triggers), s.namespace, s.window, s.major, s.minor)
+            self.loop = HpaLoop(controller, list(s.triggers), s.namespace, s.window, s.prometheus, s.minor)
         self.tally = Tally()
         self._served = self.queue.now(demand0, len(self.pods.ready(0.0)))
         self._levels = {trig.metric: _level_of(s, trig, self._served) for trig in s.triggers}

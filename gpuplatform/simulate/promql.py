@@ -2,11 +2,11 @@
 
 The simulator evaluates the *rendered* adapter query (``components.adapter_rules.render_for_pods``) thousands of
 times per run, so it cannot start ``promtool`` for each evaluation. This module implements the subset of PromQL the
-catalog's queries use, with the semantics of the Prometheus major version the stack deploys (``major``: 3 for the
-kube-prometheus-stack we pin, see ``catalogs/versions.py``), and ``tests/promtool/test_simulate_promql.py``
+catalog's queries use, with the semantics of the Prometheus release the stack deploys (``version``: 3.14.0 for the
+kube-prometheus-stack we pin, ``catalogs/versions.py``), and ``tests/promtool/test_simulate_promql.py``
 evaluates every catalog query on the same series with ``promtool test rules`` and this module and requires the same
-values (with promtool's own major version; constructed cases pin down where 2 and 3 differ). An expression outside
-the subset is an error naming the construct, never a silent approximation.
+values (with promtool's own release; constructed cases pin down where releases differ, :class:`Semantics`). An
+expression outside the subset is an error naming the construct, never a silent approximation.
 
 Semantics follow the Prometheus source (``promql/engine.go``, ``promql/functions.go``):
 
@@ -17,14 +17,18 @@ Semantics follow the Prometheus source (``promql/engine.go``, ``promql/functions
   the same way;
 * ``rate``/``increase``/``delta`` extrapolate as ``extrapolatedRate`` does: to the window edges when the first or
   last sample is within 1.1 average sample intervals of them, else by half an interval; counters are corrected for
-  resets and not extrapolated below zero; fewer than two samples give no result;
+  resets and not extrapolated below zero (the start is cut at the counter's extrapolated zero point; from 2.51 on
+  after the half-interval cap, before it earlier); fewer than two samples give no result (3.x's start-timestamp
+  rate needs ``--enable-feature=use-start-timestamps``, which the stack does not set);
 * functions and arithmetic drop the metric name; vector/vector arithmetic matches on all remaining labels
   (``on``/``ignoring`` narrow it); comparisons without ``bool`` filter; aggregations keep only ``by`` labels;
   ``vector(s)`` is one element without labels (what ``... or vector(0)`` falls back to);
 * ``histogram_quantile(q, v)`` over classic buckets as ``bucketQuantile`` does (``promql/quantile.go``): buckets
   grouped by their labels without ``le`` and the name, counts made monotonic, no ``+Inf`` bucket or no
   observation give NaN, a rank in the ``+Inf`` bucket gives the largest finite bound, otherwise linear
-  interpolation inside the bucket the rank falls in (from 0 for the first bucket when its bound is positive).
+  interpolation inside the bucket the rank falls in (from 0 for the first bucket when its bound is positive);
+  buckets with the same bound are added (``coalesceBuckets``), and from 2.49 on a count within 1e-12 (relative) of
+  the previous bucket's is taken as equal to it.
 """
 from __future__ import annotations
 
@@ -33,10 +37,14 @@ import math
 import re
 from dataclasses import dataclass, field
 
+from gpuplatform.catalogs.versions import PrometheusVersion, prometheus_version
+
 LOOKBACK_S = 300.0
-"""Prometheus ``--query.lookback-delta`` default."""
-DEFAULT_MAJOR = 3
-"""The Prometheus major version whose semantics ``evaluate`` follows unless told otherwise."""
+"""Prometheus ``--query.lookback-delta`` default (unchanged in 3.x)."""
+DEFAULT_VERSION: PrometheusVersion = prometheus_version("self-hosted")
+"""The Prometheus release whose semantics ``evaluate`` follows unless told otherwise: the one the stack deploys."""
+OLDEST_VERSION: PrometheusVersion = (2, 42, 0)
+"""The oldest release modelled: the ``promtool`` the exactness tests run (Debian's)."""
 STALE = math.nan
 """A stale marker: Prometheus writes a special NaN; the simulator writes no other NaN, so any NaN is one."""
 
@@ -376,19 +384,49 @@ def metric_names(text: str) -> set[str]:
 Vector = list  # of (labels: dict, value: float)
 
 
-def evaluate(text: str, storage: Storage, t: float, major: int = DEFAULT_MAJOR) -> Vector | float:
-    """Instant query at time ``t`` (seconds) with the semantics of Prometheus ``major`` (2 or 3): a list of
-    (labels, value), or a float for a scalar expression."""
-    if major not in (2, 3):
-        raise PromQLError(f"Prometheus major version {major} is not modelled (2 or 3)")
-    return _eval(parse(text), _Context(storage, major >= 3), t)
+@dataclass(frozen=True)
+class Semantics:
+    """Where the Prometheus releases the evaluator models (2.42 to 3.x) compute the catalog's queries differently.
+    Each flag names the change in ``prometheus/prometheus`` that introduced it."""
+
+    left_open: bool
+    """3.0.0 (PR #13904; the 3.0 migration guide, "Lookback and range selectors are left open and right closed"):
+    a sample exactly at a range window's (or the lookback's) start is outside it. At scrapes aligned with the
+    evaluation time a ``[1m]`` window of 15 s scrapes holds 4 samples, not 5."""
+    start_capped_before_zero_point: bool
+    """2.51.0 (PR #13725, commit 7f912db "promql: Fix limiting of extrapolation to negative values"): in
+    ``extrapolatedRate`` a first sample more than 1.1 average intervals after the window start extrapolates by half
+    an interval, and only then is the start cut at the counter's zero point. Before, the zero-point cut came first
+    and the 1.1-interval test was applied to its result, so a zero point 0.5-1.1 intervals before the first sample
+    extrapolated further than half an interval."""
+    ignores_small_bucket_deltas: bool
+    """2.49.0 (PR #13153, ``ensureMonotonicAndIgnoreSmallDeltas`` in ``promql/quantile.go``): histogram_quantile
+    takes a bucket count within 1e-12 (relative) of the previous bucket's as equal to it, so floating-point noise
+    in the bucket rates does not move the quantile into a bucket with no observations."""
+
+    @classmethod
+    def of(cls, version: PrometheusVersion) -> "Semantics":
+        if len(version) != 3 or tuple(version) < OLDEST_VERSION or version[0] > 3:
+            shown = ".".join(str(part) for part in version)
+            raise PromQLError(f"Prometheus {shown} is not modelled: releases 2.42.0 to 3.x are")
+        return cls(left_open=version >= (3, 0, 0), start_capped_before_zero_point=version >= (2, 51, 0),
+                   ignores_small_bucket_deltas=version >= (2, 49, 0))
+
+
+def evaluate(text: str, storage: Storage, t: float, version: PrometheusVersion = DEFAULT_VERSION) -> Vector | float:
+    """Instant query at time ``t`` (seconds) with the semantics of Prometheus ``version`` (major, minor, patch):
+    a list of (labels, value), or a float for a scalar expression."""
+    return _eval(parse(text), _Context(storage, Semantics.of(tuple(version))), t)
 
 
 @dataclass(frozen=True)
 class _Context:
     storage: Storage
-    left_open: bool
-    """Prometheus 3: a sample exactly at a window's (or the lookback's) start is outside it."""
+    semantics: Semantics
+
+    @property
+    def left_open(self) -> bool:
+        return self.semantics.left_open
 
 
 def _eval(node, storage: _Context, t: float):
@@ -432,7 +470,8 @@ def _window(s: Series, start: float, end: float, left_open: bool) -> tuple[list,
     return s.times[lo:hi], s.values[lo:hi]
 
 
-def _extrapolated(times, values, start, end, range_s, is_counter, is_rate):
+def _extrapolated(times, values, start, end, range_s, is_counter, is_rate, semantics: Semantics):
+    """``extrapolatedRate`` of ``promql/functions.go`` for float samples."""
     if len(times) < 2:
         return None
     result = values[-1] - values[0]
@@ -446,14 +485,21 @@ def _extrapolated(times, values, start, end, range_s, is_counter, is_rate):
     to_end = end - times[-1]
     sampled = times[-1] - times[0]
     average = sampled / (len(times) - 1)
-    if is_counter and result > 0 and values[0] >= 0:
-        to_zero = sampled * (values[0] / result)
-        to_start = min(to_start, to_zero)
     threshold = average * 1.1
-    interval = sampled
-    interval += to_start if to_start < threshold else average / 2
-    interval += to_end if to_end < threshold else average / 2
-    result = result * (interval / sampled)
+    zero_point = is_counter and result > 0 and values[0] >= 0
+    if semantics.start_capped_before_zero_point:
+        if to_start >= threshold:
+            to_start = average / 2
+        if zero_point:
+            to_start = min(to_start, sampled * (values[0] / result))
+    else:
+        if zero_point:
+            to_start = min(to_start, sampled * (values[0] / result))
+        if to_start >= threshold:
+            to_start = average / 2
+    if to_end >= threshold:
+        to_end = average / 2
+    result = result * ((sampled + to_start + to_end) / sampled)
     return result / range_s if is_rate else result
 
 
@@ -472,7 +518,8 @@ def _call(node: Call, storage: _Context, t: float):
             if not times:
                 continue
             if f in ("rate", "increase", "delta"):
-                v = _extrapolated(times, values, start, t, arg.range_s, f != "delta", f == "rate")
+                v = _extrapolated(times, values, start, t, arg.range_s, f != "delta", f == "rate",
+                                  storage.semantics)
             elif f == "last_over_time":
                 v = values[-1]
             elif f == "avg_over_time":
@@ -499,7 +546,7 @@ def _call(node: Call, storage: _Context, t: float):
         q, vec = _eval(node.args[0], storage, t), _eval(node.args[1], storage, t)
         if not isinstance(q, float) or isinstance(vec, float):
             raise PromQLError("histogram_quantile() needs a scalar and an instant vector")
-        return _histogram_quantile(q, vec)
+        return _histogram_quantile(q, vec, storage.semantics.ignores_small_bucket_deltas)
     vec = _eval(node.args[0], storage, t)
     if isinstance(vec, float):
         raise PromQLError(f"{f}() needs an instant vector")
@@ -512,30 +559,64 @@ def _call(node: Call, storage: _Context, t: float):
     return [(_drop_name(l), float(fn(v))) for l, v in vec]
 
 
-def _histogram_quantile(q: float, vec) -> list:
+def _histogram_quantile(q: float, vec, ignore_small_deltas: bool) -> list:
     groups: dict[tuple, list[tuple[float, float]]] = {}
     for labels, v in vec:
         if "le" not in labels:
             continue  # Prometheus ignores a series without le for classic histograms
         key = tuple(sorted((k, val) for k, val in labels.items() if k not in (NAME, "le")))
         groups.setdefault(key, []).append((float(labels["le"]), v))
-    return [(dict(key), _bucket_quantile(q, buckets)) for key, buckets in groups.items()]
+    return [(dict(key), _bucket_quantile(q, buckets, ignore_small_deltas)) for key, buckets in groups.items()]
 
 
-def _bucket_quantile(q: float, buckets: list[tuple[float, float]]) -> float:
+SMALL_DELTA_TOLERANCE = 1e-12
+"""``smallDeltaTolerance`` of ``promql/quantile.go`` (2.49+)."""
+_MIN_NORMAL = 2.2250738585072014e-308
+
+
+def _almost_equal(a: float, b: float) -> bool:
+    """``util/almost.Equal`` with the tolerance histogram_quantile uses."""
+    if a == b:
+        return True
+    both, diff = abs(a) + abs(b), abs(a - b)
+    if a == 0 or b == 0 or both < _MIN_NORMAL:
+        return diff < SMALL_DELTA_TOLERANCE * _MIN_NORMAL
+    return diff / min(both, 1.7976931348623157e308) < SMALL_DELTA_TOLERANCE
+
+
+def _monotonic(counts: list[float], ignore_small_deltas: bool) -> list[float]:
+    """``ensureMonotonic`` (a count below an earlier bucket's is raised to it), and from 2.49
+    ``ensureMonotonicAndIgnoreSmallDeltas`` (a count almost equal to the previous one is set to it)."""
+    out, prev = [counts[0]], counts[0]
+    for c in counts[1:]:
+        if c == prev or (ignore_small_deltas and _almost_equal(prev, c)) or c < prev:
+            out.append(prev)
+        else:
+            out.append(c)
+            prev = c
+    return out
+
+
+def _bucket_quantile(q: float, buckets: list[tuple[float, float]], ignore_small_deltas: bool) -> float:
     if math.isnan(q):
         return math.nan
     if q < 0:
         return -math.inf
     if q > 1:
         return math.inf
-    buckets = sorted(buckets)
-    if len(buckets) < 2 or not math.isinf(buckets[-1][0]):
+    buckets = sorted(buckets, key=lambda b: b[0])
+    if not math.isinf(buckets[-1][0]):
         return math.nan
-    counts, top = [], 0.0
-    for _, c in buckets:  # a count below an earlier bucket's is raised to it (ensureMonotonic)
-        top = max(top, c)
-        counts.append(top)
+    coalesced: list[list[float]] = []
+    for bound, c in buckets:  # "1" and "1.0" are one bucket (coalesceBuckets)
+        if coalesced and coalesced[-1][0] == bound:
+            coalesced[-1][1] += c
+        else:
+            coalesced.append([bound, c])
+    buckets = [(bound, c) for bound, c in coalesced]
+    if len(buckets) < 2:
+        return math.nan
+    counts = _monotonic([c for _, c in buckets], ignore_small_deltas)
     observations = counts[-1]
     if observations == 0 or math.isnan(observations):
         return math.nan

@@ -10,6 +10,7 @@ the binary cannot turn the suite silently green.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 from dataclasses import dataclass
@@ -31,10 +32,14 @@ class Promtool:
     workdir: Path
 
     @property
+    def version(self) -> tuple[int, int, int]:
+        """The Prometheus release this promtool embeds (``promtool, version 2.42.0+ds ...``): the semantics an
+        evaluator compared with it must follow."""
+        return prometheus_release(self.binary)
+
+    @property
     def major(self) -> int:
-        """The Prometheus major version this promtool embeds (``promtool, version 2.42.0+ds ...``): the
-        semantics an evaluator compared with it must follow."""
-        return prometheus_major(self.binary)
+        return self.version[0]
 
     @staticmethod
     def selector(name: str, labels: Mapping[str, str] | None = None) -> str:
@@ -109,15 +114,17 @@ class Promtool:
             pytest.fail(_report("promtool test rules", result, [rule_file, test_file]), pytrace=False)
 
 
-_MAJORS: dict[str, int] = {}
+_RELEASES: dict[str, tuple[int, int, int]] = {}
 
 
-def prometheus_major(binary: str) -> int:
-    if binary not in _MAJORS:
+def prometheus_release(binary: str) -> tuple[int, int, int]:
+    """(major, minor, patch) of ``promtool --version`` (``2.42.0+ds`` -> (2, 42, 0))."""
+    if binary not in _RELEASES:
         out = subprocess.run([binary, "--version"], capture_output=True, text=True, check=True)
         version = (out.stdout + out.stderr).split("version", 1)[1].split()[0]
-        _MAJORS[binary] = int(version.lstrip("v").split(".")[0])
-    return _MAJORS[binary]
+        major, minor, patch = re.match(r"v?(\d+)\.(\d+)\.(\d+)", version).groups()
+        _RELEASES[binary] = (int(major), int(minor), int(patch))
+    return _RELEASES[binary]
 
 
 def find_promtool() -> str | None:

@@ -76,7 +76,7 @@ def _check(promtool, queries: dict[str, str], series: list[dict], eval_times: li
     tests, compared = [], 0
     for key, query in queries.items():
         for t in eval_times:
-            vec = promql.evaluate(query, storage, t + offset, promtool.major)
+            vec = promql.evaluate(query, storage, t + offset, promtool.version)
             biggest = max((abs(v) for _, v in vec), default=1.0) or 1.0
             scale = 10.0 ** (9 - math.floor(math.log10(biggest)))
             samples = []
@@ -196,6 +196,33 @@ def test_evaluator_matches_promtool_on_edge_cases(promtool) -> None:
     storage = _storage(EDGE_SERIES, STEP)
     compared = _check(promtool, EDGE_QUERIES, EDGE_SERIES, [30, 45, 52, 60, 75, 90], STEP, storage)
     assert compared > 20
+
+
+RELEASE_CASES = [
+    # a pod born mid-window (tests/test_simulate_promql_versions.py): increase(c[1m]) at 60 s is 120 up to 2.50
+    # and 100 from 2.51
+    {"name": "nv_inference_request_success", "labels": {"namespace": "ns", "pod": "young", "model": "m"},
+     "values": "_ _ 40 80 120 160"},
+    # scrapes aligned with the evaluation: 90 in 2.x, 100 in 3.x at 60 s
+    {"name": "nv_inference_request_success", "labels": {"namespace": "ns", "pod": "aligned", "model": "m"},
+     "values": "10 20 30 40 100 110"},
+    # bucket counts one ulp apart: histogram_quantile(1, ...) reads 1 before 2.49, 0.1 from 2.49
+    *_buckets("noisy", {"0.1": "3 3", "1": "3.0000000000000004 3.0000000000000004",
+                        "+Inf": "3.0000000000000004 3.0000000000000004"}),
+]
+RELEASE_QUERIES = {
+    "increase": 'sum by (pod) (increase(nv_inference_request_success{namespace="ns"}[1m]))',
+    "quantile": "histogram_quantile(1, h_bucket)",
+}
+
+
+def test_evaluator_matches_promtool_where_releases_differ(promtool) -> None:
+    """The constructed cases of the release differences, with promtool's own release: its engine settles which
+    side of each difference it is on (the other side is pinned by the hand-computed values)."""
+    storage = _storage(RELEASE_CASES, STEP)
+    assert _check(promtool, RELEASE_QUERIES, RELEASE_CASES, [60, 67], STEP, storage) >= 4
+    young = {labels["pod"]: v for labels, v in promql.evaluate(RELEASE_QUERIES["increase"], storage, 60, (2, 50, 1))}
+    assert young["young"] == pytest.approx(120.0) and young["aligned"] == pytest.approx(90.0)
 
 
 def test_unsupported_constructs_are_refused() -> None:

@@ -255,6 +255,8 @@ class Result:
     plan: ServicePlan
     setup: Setup
     phases: Phases
+    sim: Optional["Simulation"] = None
+    """The run itself, for the reasons of figures that read "never" (simulate.reasons)."""
 
     # the figures under their reported names
     @property
@@ -458,7 +460,8 @@ class Simulation:
         return Result(stack=stack, workload=s.workload.name, trace=self.trace.name,
                       autoscaler=s.workload.autoscaling.autoscaler, metric=s.first.metric, api_name=src0.api_name,
                       target=s.first.target, unit=METRICS[s.first.metric].unit, query=query, tally=self.tally,
-                      bound=lower_bound(s, self.trace, self.slo_target), plan=s.plan, setup=s, phases=self.phases)
+                      bound=lower_bound(s, self.trace, self.slo_target), plan=s.plan, setup=s, phases=self.phases,
+                      sim=self)
 
 
 def _readings(cfg: PlatformConfig, w: Workload, plan: ServicePlan) -> dict:

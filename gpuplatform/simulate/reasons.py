@@ -13,7 +13,7 @@ def first_scale_up_never(sim) -> Optional[str]:
     if tally.first_scale_up_s is not None:
         return None
     if tally.increase_at is None:
-        return "the load never rises above what the ready replicas serve at target"
+        return _no_increase(sim)
     after = [e for e in tally.timeline if e["t"] >= tally.increase_at]
     if after and all(e["replicas"] >= s.max_replicas for e in after):
         return f"maxReplicas ({s.max_replicas}) reached before the load rose"
@@ -67,3 +67,12 @@ def wake_up_never(sim) -> Optional[str]:
         return f"pool full: its {sim.s.max_nodes} nodes have no room for the first replica"
     return (f"the first replica is still starting (image pull {sim.s.plan.image_pull_s}s, model load "
             f"{sim.s.plan.model_load_s}s)")
+
+
+def _no_increase(sim) -> str:
+    s, timeline = sim.s, sim.tally.timeline
+    peak = max((e["demand"] for e in timeline), default=0.0)
+    ready = max((e["ready"] for e in timeline), default=0)
+    text = (f"the load (at most {peak:.4g} req/s) never rises above what the {ready} ready replicas serve at target "
+            f"({ready * s.plan.rps_at_target:.4g} req/s)")
+    return text + (f"; maxReplicas ({s.max_replicas}) already run" if ready >= s.max_replicas else "")

@@ -47,7 +47,7 @@ the edge by less than Poisson arrivals vary over a rule window (at 30 req/s over
 cluster noise decides them, not the step; the model's deterministic queue instead settles geometrically (the
 implicit Euler step of service.Queue closes ~98 % of the remaining gap per second) and each decade closer to the
 edge adds about a second: ``EDGE_LADDER`` reports how much."""
-EDGE_LADDER = (1e-4, 1e-6, 1e-9)
+EDGE_LADDER = (1e-4, 1e-9)
 LOW = 0.6
 WAIT_S = 900
 """How long after the step a run waits for the first decision before it counts as none."""
@@ -201,7 +201,7 @@ def default_steps(edge: Optional[float]) -> tuple:
         return STEP_SIZES
     if math.isinf(edge):
         return ()
-    near = (edge * (1 + EDGE_RESOLUTION), edge * 1.01, edge * 1.03)
+    near = (edge * (1 + EDGE_RESOLUTION), edge * 1.01)
     return tuple(sorted({f for f in STEP_SIZES if f > edge} | set(near)))
 
 
@@ -463,7 +463,8 @@ def _code_digest() -> str:
 
 
 def cached_sweep(cfg: PlatformConfig, workload: str) -> dict:
-    """:func:`first_scale_up_sweep` (with :func:`wake_up_sweep` as ``wakeUp`` for a scale-to-zero workload) as JSON, kept on disk by the inputs it depends on (the workload, its pool, the
+    """:func:`first_scale_up_sweep` (and :func:`wake_up_sweep` as ``wakeUp`` for a scale-to-zero workload) as
+    JSON, kept on disk by the inputs it depends on (the workload, its pool, the
     monitoring intervals, the cluster, and the code), so a second ``plan`` of an unchanged stack does not redo a
     few thousand runs. A cache that cannot be read or written is skipped."""
     w = find_workload(cfg, workload)

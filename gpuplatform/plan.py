@@ -2,7 +2,7 @@
 import json
 import sys
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, Optional, TextIO
 
 import yaml
 
@@ -239,6 +239,7 @@ def step_response(cfg: PlatformConfig, w) -> dict:
                     pool.model_dump_json() if pool else "", cfg.monitoring.model_dump_json(),
                     cfg.cluster.model_dump_json(), cfg.settings.namespace))
     if key not in _STEP_RESPONSES:
+        from gpuplatform.simulate.report import never_reasons
         from gpuplatform.simulate.sweep import cached_sweep
 
         try:
@@ -249,7 +250,8 @@ def step_response(cfg: PlatformConfig, w) -> dict:
             _STEP_RESPONSES[key] = {"trace": "step", "notSimulated": "; ".join(i.message for i in e.issues)}
             return _STEP_RESPONSES[key]
         _STEP_RESPONSES[key] = {"trace": "step", "firstScaleUpSeconds": result.first_scale_up_s,
-                                "capacityReadySeconds": result.capacity_ready_s, "sweep": cached_sweep(cfg, w.name)}
+                                "capacityReadySeconds": result.capacity_ready_s,
+                                "neverReasons": never_reasons(result), "sweep": cached_sweep(cfg, w.name)}
     return _STEP_RESPONSES[key]
 
 
@@ -324,21 +326,60 @@ def latency_text(rows: list[dict]) -> str:
     if not rows:
         return "(no autoscaled workloads)"
     table = [["WORKLOAD", "METRIC", "API NAME", "COLLECT", "SCRAPE", "WINDOW", "POLL", "WORST CASE",
-              "SIMULATED STEP: SCALE-UP / READY", "FIRST SCALE-UP OVER PHASES AND STEPS: WORST / MEDIAN"]]
+              "SIMULATED STEP: SCALE-UP / READY", "FIRST SCALE-UP OVER PHASES AND STEPS: WORST / MEDIAN",
+              "WAKE-UP FROM ZERO: FIRST READY WORST / MEDIAN, FAILED REQUESTS WORST"]]
     for r in rows:
         step = r["stepResponse"]
         if "notSimulated" in step:
             table.append([r["workload"], r["metric"], r["apiName"], f"{r['collect']}s", f"{r['scrape']}s",
                           f"{r['window']}s", f"{r['poll']}s ({r['autoscaler']})", f"{r['worstCaseSeconds']}s",
-                          "not simulated (gpuplatform simulate says why)", "-"])
+                          "not simulated (gpuplatform simulate says why)", "-", "-"])
             continue
         sweep = step["sweep"]
         table.append([r["workload"], r["metric"], r["apiName"], f"{r['collect']}s", f"{r['scrape']}s",
                       f"{r['window']}s", f"{r['poll']}s ({r['autoscaler']})", f"{r['worstCaseSeconds']}s",
                       f"{_secs(step['firstScaleUpSeconds'])} / {_secs(step['capacityReadySeconds'])}",
-                      f"{_secs(sweep['worstSeconds'])} / {_secs(sweep['medianSeconds'])} ({sweep['runs']} runs)"
-                      if sweep["runs"] else "no step outgrows the running replicas"])
-    return _table(table)
+                      sweep_cell(sweep), wake_cell(sweep.get("wakeUp"))])
+    notes = [f"  {r['workload']}: {n}" for r in rows for n in _never_notes(r["stepResponse"])]
+    return _table(table) + ("\n" + "\n".join(dict.fromkeys(notes)) if notes else "")
+
+
+def sweep_cell(sweep: dict) -> str:
+    """The sweep's worst and median; the tolerance edge its steps start from, and the worst closer to it."""
+    edge = sweep.get("toleranceEdge") or {}
+    if not sweep["runs"]:
+        return f"never ({edge['below']})" if edge.get("below") else "no step outgrows the running replicas"
+    text = f"{_secs(sweep['worstSeconds'])} / {_secs(sweep['medianSeconds'])} ({sweep['runs']} runs"
+    if edge.get("step"):
+        closest = min(edge["ladder"], key=float, default=None)
+        text += (f"; steps from {edge['step'] * (1 + edge['resolution']):.6g}x, the HPA's tolerance edge "
+                 f"{edge['step']:.6g}x + {edge['resolution']:g}" +
+                 (f"; +{closest}: {_secs(edge['ladder'][closest])}" if closest else ""))
+    return text + ")"
+
+
+def wake_cell(wake: Optional[dict]) -> str:
+    """Per starting point of the pool: first ready replica worst / median, failed requests worst."""
+    if not wake:
+        return "-"
+    parts = []
+    for c in wake["cases"]:
+        failed = c["failedRequests"]["worst"]
+        parts.append(f"{_secs(c['readySeconds']['worst'])} / {_secs(c['readySeconds']['median'])}, "
+                     f"{'-' if failed is None else f'{failed:g}'} failed ({c['nodes']})")
+    return "; ".join(parts)
+
+
+def _never_notes(step: dict) -> list[str]:
+    """Every "never" of a row with its reason."""
+    sweep = step.get("sweep") or {}
+    notes = [f"never: {why}" for why in (step.get("neverReasons") or {}).values()]
+    if sweep.get("neverReason"):
+        notes.append(f"sweep never: {sweep['neverReason']}")
+    for c in (sweep.get("wakeUp") or {}).get("cases", []):
+        if c.get("neverReason"):
+            notes.append(f"wake-up never ({c['nodes']}): {c['neverReason']}")
+    return notes
 
 
 def _secs(value) -> str:

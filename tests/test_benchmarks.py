@@ -54,7 +54,7 @@ def test_check_manifests_benchmark_runs_the_check_end_to_end():
 def test_simulate_benchmark_runs_every_autoscaled_workload_of_a_stack():
     figures, verdicts = run_benchmark("simulate.py", "--duration", "10m", "--stacks", "prod")
     assert figures and {f["stack"] for f in figures} == {"prod"}
-    assert all(f["simulated_s"] == 600 and f["sweep_runs"] == 750 for f in figures)
+    assert all(f["simulated_s"] == 600 and f["sweep_runs"] == 1050 for f in figures)
     assert all(f["lower_bound_unit_hours"] <= f["unit_hours"] for f in figures)
     assert [v["result"] for v in verdicts] == ["not measured", "not measured"]
 

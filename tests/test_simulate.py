@@ -48,7 +48,8 @@ def test_prod_step_first_scale_up_within_45s_in_every_alignment(prod_step_json) 
             "timeline", "first_scale_up_sweep"} <= set(doc)
     assert doc["first_scale_up_s"] is not None and 0 < doc["first_scale_up_s"] <= 45
     sweep = doc["first_scale_up_sweep"]
-    assert sweep["never"] == 0 and sweep["runs"] == 5 * 10 * 15  # step sizes x scrape phases x sync phases
+    # the grid and two steps just above the tolerance edge x scrape phases x sync phases
+    assert sweep["never"] == 0 and sweep["runs"] == 7 * 10 * 15
     assert doc["first_scale_up_s"] <= sweep["worstSeconds"] <= 45
     assert doc["timeline"] and all(set(e) == TIMELINE_KEYS for e in doc["timeline"])
     assert doc["capacity_ready_s"] >= doc["first_scale_up_s"]
@@ -175,13 +176,14 @@ def test_plan_prints_the_simulated_step_response_next_to_the_formula() -> None:
     sim = json.loads(sim_out)
     assert flower["stepResponse"] == {"trace": "step", "firstScaleUpSeconds": sim["first_scale_up_s"],
                                       "capacityReadySeconds": sim["capacity_ready_s"],
-                                      "sweep": sim["first_scale_up_sweep"]}
+                                      "neverReasons": sim["neverReasons"], "sweep": sim["first_scale_up_sweep"]}
     code, text, _ = cli("plan", "--stack", "prod")
     line = next(ln for ln in text.splitlines() if ln.startswith("flower ") and "avg_time_queue_us" in ln)
     assert f"{flower['worstCaseSeconds']}s" in line
     assert f"{sim['first_scale_up_s']:g}s / {sim['capacity_ready_s']:g}s" in line
     sweep = sim["first_scale_up_sweep"]
-    assert f"{sweep['worstSeconds']:g}s / {sweep['medianSeconds']:g}s ({sweep['runs']} runs)" in line
+    assert f"{sweep['worstSeconds']:g}s / {sweep['medianSeconds']:g}s ({sweep['runs']} runs; steps from" in line
+    assert f"tolerance edge {sweep['toleranceEdge']['step']:.6g}x" in line
 
 
 class _Tty(io.StringIO):

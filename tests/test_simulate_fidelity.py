@@ -67,7 +67,7 @@ def test_the_worst_case_covers_every_phase_and_step_size_and_small_steps_are_slo
     cfg = cfg_of("prod")
     single = simulate(cfg, "prod", "flower", built_in("step", 33.3333, 233.33, 600))
     sweep = first_scale_up_sweep(cfg, "flower")
-    assert sweep.runs == 5 * 10 * 15 and sweep.never == 0
+    assert sweep.runs == 7 * 10 * 15 and sweep.never == 0
     assert sweep.worst_s > single.first_scale_up_s  # the default alignment is not the worst one
     assert sweep.per_step[1.2]["worst"] > sweep.per_step[3.0]["worst"]
     assert sweep.best_s >= 2  # a change takes at least a second per hop: service -> scrape -> sync

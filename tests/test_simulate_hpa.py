@@ -193,4 +193,4 @@ def test_keda_activates_from_zero_and_cools_down() -> None:
     assert k.poll(15, 0, [3.0]) == 1
     assert k.poll(30, 1, [0.0]) == 1
     assert k.poll(314, 1, [0.0]) == 1
-    assert k.poll(315, 1, [0.0]) == 0
+    assert k.poll(330, 1, [0.0]) == 0

@@ -7,6 +7,14 @@ active (its value above ``activationThreshold``, 0 by default); when any is and 
 one replica up, the HPA KEDA creates holds one ``External`` metric per trigger (``AverageValue`` = the trigger's
 ``threshold``) and follows the largest proposal, so a wake-up trigger also scales on its value. With
 ``ignoreNullValues`` an empty result reads 0.
+
+A query that returns more than one series is an error, not a sum: KEDA's Prometheus scaler
+(``pkg/scalers/prometheus_scaler.go``, ``ExecutePromQuery``) fails with "prometheus query ... returned multiple
+elements", so that trigger is not active and its ``External`` metric is unavailable to the HPA (which then keeps
+the replicas where that metric would decide, as for any invalid metric). The executor
+(``pkg/scaling/executor/scale_scaledobjects.go``, ``RequestScale``) then changes nothing unless another trigger is
+active: with no fallback configured (the generated ScaledObject has none) an inactive object with an erroring
+scaler stays where it is, neither cooling down to zero nor waking.
 """
 from __future__ import annotations
 
@@ -44,11 +52,20 @@ class Decision:
     shown: Optional[float]
 
 
-def _sum_of(vec) -> float:
+MULTIPLE = "prometheus query returned multiple elements"
+
+
+def scaler_value(vec) -> tuple[Optional[float], Optional[str]]:
+    """What KEDA's Prometheus scaler makes of a query result, with ``ignoreNullValues`` (as generated): (value,
+    None), or (None, error) when the result holds more than one series."""
     if isinstance(vec, float):
-        return 0.0 if math.isnan(vec) else vec
-    values = [v for _, v in vec if not math.isnan(v)]
-    return float(sum(values))
+        return (0.0 if math.isnan(vec) or math.isinf(vec) else vec), None
+    if len(vec) > 1:
+        return None, f"{MULTIPLE} ({len(vec)} series)"
+    if not vec:
+        return 0.0, None
+    v = vec[0][1]
+    return (0.0 if math.isnan(v) or math.isinf(v) else float(v)), None
 
 
 class HpaLoop:
@@ -97,15 +114,29 @@ class KedaLoop:
                  prometheus: tuple, minor: int):
         self.controller, self.triggers, self.activation = controller, triggers, activation
         self.prometheus, self.minor = prometheus, minor
+        self.highest: list[Optional[float]] = [None] * len(triggers)
+        """Per trigger, the highest value a poll read (for the reason of a wake-up that never comes)."""
+        self.errors: dict[str, str] = {}
+        """Trigger metric -> the first error its scaler returned."""
 
-    def values(self, t: float, storage: promql.Storage) -> list[float]:
-        return [_sum_of(promql.evaluate(trig.query, storage, t - EARLY_S, self.prometheus)) for trig in self.triggers]
+    def values(self, t: float, storage: promql.Storage) -> list[Optional[float]]:
+        """Per trigger, the value KEDA reads (None where its scaler errors)."""
+        out = []
+        for trig in self.triggers:
+            value, error = scaler_value(promql.evaluate(trig.query, storage, t - EARLY_S, self.prometheus))
+            if error:
+                self.errors.setdefault(trig.metric, error)
+            out.append(value)
+        return out
 
     def proposals(self, t: float, pods: Pods, spec: int, storage: promql.Storage) -> tuple[list, Optional[float]]:
         if spec == 0:
             return [], None
         out, shown = [], None
         for trig, value in zip(self.triggers, self.values(t, storage)):
+            if value is None:
+                out.append(None)  # the External metric is unavailable: the HPA's invalid-metric rules apply
+                continue
             rep, usage = hpa_mod.external_per_pod_replicas(len(pods.pods), hpa_mod.to_milli(trig.target),
                                                            [hpa_mod.to_milli(value)], minor=self.minor)
             out.append(rep)
@@ -120,6 +151,21 @@ class KedaLoop:
 
     def poll(self, t: float, spec: int, storage: promql.Storage) -> int:
         values = self.values(t, storage)
-        # each trigger is active above its own activationThreshold
-        active = [v - trig.activation_threshold for trig, v in zip(self.triggers, values)]
-        return self.activation.poll(t, spec, active)
+        for k, v in enumerate(values):
+            if v is not None and (self.highest[k] is None or v > self.highest[k]):
+                self.highest[k] = v
+        # each trigger is active above its own activationThreshold; an erroring one is not active
+        active = [v - trig.activation_threshold for trig, v in zip(self.triggers, values) if v is not None]
+        return self.activation.poll(t, spec, active, error=any(v is None for v in values))
+
+    def keda_reason(self, spec: int) -> Optional[str]:
+        """Why KEDA kept a workload where it was: its scaler's error, or (at zero) an activation never reached."""
+        if self.errors:
+            metric, error = next(iter(self.errors.items()))
+            return f"KEDA's scaler for {metric!r} errors ({error}), so KEDA keeps the replicas"
+        if spec == 0:
+            parts = [f"{trig.metric} highest {'no value' if h is None else f'{h:g}'}, threshold "
+                     f"{trig.activation_threshold:g}" for trig, h in zip(self.triggers, self.highest)]
+            return ("KEDA never activates: no trigger's value exceeds its activationThreshold ("
+                    + "; ".join(parts) + ")")
+        return None

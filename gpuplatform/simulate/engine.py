@@ -277,6 +277,8 @@ class Result:
     phases: Phases
     slo_target: Optional[float] = None
     """The level time over target is judged against (``--slo``; the target when none was given)."""
+    sim: Optional["Simulation"] = None
+    """The run itself, for the reasons of figures that read "never" (simulate.reasons)."""
 
     # the figures under their reported names
     @property
@@ -493,7 +495,7 @@ class Simulation:
                       autoscaler=s.workload.autoscaling.autoscaler, metric=s.first.metric, api_name=src0.api_name,
                       target=s.first.target, unit=METRICS[s.first.metric].unit, query=query, tally=self.tally,
                       bound=lower_bound(s, self.trace, self.slo_target), plan=s.plan, setup=s, phases=self.phases,
-                      slo_target=self.slo_target)
+                      slo_target=self.slo_target, sim=self)
 
 
 def _readings(cfg: PlatformConfig, w: Workload, plan: ServicePlan) -> dict:

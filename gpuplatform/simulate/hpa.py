@@ -301,9 +301,13 @@ class Controller:
 # ------------------------------------------------------------------------------------------------ KEDA
 @dataclass
 class KedaActivation:
-    """KEDA's own 0 <-> 1 decision (docs 2.x, ScaledObject spec): active when a trigger's value exceeds its
-    ``activationThreshold``; from zero it scales to ``max(1, minReplicaCount)``; back to zero only after no trigger
-    was active for ``cooldownPeriod`` (and only when ``minReplicaCount`` is 0)."""
+    """KEDA's own 0 <-> 1 decision (kedacore/keda ``pkg/scaling/executor/scale_scaledobjects.go``,
+    ``RequestScale``): active when a trigger's value exceeds its ``activationThreshold``; from zero it scales to
+    ``max(1, minReplicaCount)``; back to zero only after no trigger was active for ``cooldownPeriod`` (and only
+    when ``minReplicaCount`` is 0). ``scaleToZeroOrIdle`` tests ``LastActiveTime.Add(cooldownPeriod).Before(now)``:
+    strictly later, so a poll exactly ``cooldownPeriod`` after the last active one still waits and the next poll
+    scales to zero. ``LastActiveTime`` is set by an active poll without a scaler error (and by the wake-up itself);
+    an inactive poll with an erroring scaler and no fallback changes nothing."""
 
     polling_interval: int
     cooldown_period: int = 300
@@ -311,15 +315,19 @@ class KedaActivation:
     activation_threshold: float = 0.0
     last_active: float | None = None
 
-    def poll(self, now: float, replicas: int, values: list[float]) -> int:
+    def poll(self, now: float, replicas: int, values: list[float], error: bool = False) -> int:
         active = any(v > self.activation_threshold for v in values)
         if active:
-            self.last_active = now
             if replicas == 0:
+                self.last_active = now
                 return max(1, self.min_replica_count)
+            if not error:
+                self.last_active = now
+            return replicas
+        if error:
             return replicas
         if replicas > 0 and self.min_replica_count == 0:
             since = self.last_active if self.last_active is not None else -math.inf
-            if now - since >= self.cooldown_period:
+            if since + self.cooldown_period < now:
                 return 0
         return replicas

@@ -10,7 +10,8 @@ from typing import Optional, TextIO
 from gpuplatform.components.config import PlatformConfig, duration_seconds
 from gpuplatform.components.errors import ConfigError
 from gpuplatform.simulate.engine import Result, find_workload, progress_bar, service_plan, simulate
-from gpuplatform.simulate.sweep import SweepResult, first_scale_up_sweep
+from gpuplatform.simulate.sweep import EDGE_RESOLUTION, SweepResult, WakeUpResult, first_scale_up_sweep, wake_up_sweep
+from gpuplatform.simulate.reasons import capacity_never, first_scale_up_never
 from gpuplatform.simulate.traces import SHAPES, ArgumentIssue, Trace, built_in, from_csv, from_prometheus_json
 
 
@@ -51,16 +52,20 @@ def run(cfg: PlatformConfig, stack: str, workload: str, trace: str, duration: st
         return _run_tune(cfg, stack, workload, tr, budget, fmt, out, slo)
     result = simulate(cfg, stack, workload, tr, progress=progress_bar(), slo_target=slo)
     swept = first_scale_up_sweep(cfg, workload) if (sweep or trace == "step") else None
+    woken = wake_up_sweep(cfg, workload) if swept is not None else None
     if plot:
         write_plot(result, plot)
     if fmt == "json":
         doc = result.to_json()
+        doc["neverReasons"] = never_reasons(result)
         if swept is not None:
             doc["first_scale_up_sweep"] = swept.to_json()
+        if woken is not None:
+            doc["wake_up_sweep"] = woken.to_json()
         json.dump(doc, out, indent=1)
         out.write("\n")
     else:
-        out.write(table_text(result, swept=swept))
+        out.write(table_text(result, swept=swept, woken=woken))
         if plot:
             out.write(f"\nWrote {plot}\n")
     return 0
@@ -107,12 +112,54 @@ def _slo_text(r: Result) -> str:
     return "" if r.slo_target in (None, r.target) else f", time over target judged against --slo {r.slo_target:g}"
 
 
-def _s(value) -> str:
-    return "never" if value is None else f"{value:g}s"
+def _s(value, why: Optional[str] = None) -> str:
+    if value is None:
+        return f"never ({why})" if why else "never"
+    return f"{value:g}s"
 
 
-def table_text(r: Result, every_s: int = 60, swept: Optional[SweepResult] = None) -> str:
+def never_reasons(r: Result) -> dict:
+    """Why each figure that reads "never" does (only those that do)."""
+    out = {}
+    if r.first_scale_up_s is None and r.sim is not None:
+        out["first_scale_up_s"] = first_scale_up_never(r.sim)
+    if r.capacity_ready_s is None and r.sim is not None:
+        out["capacity_ready_s"] = capacity_never(r.sim) or first_scale_up_never(r.sim)
+    return {k: v for k, v in out.items() if v}
+
+
+def sweep_text(swept: SweepResult) -> str:
+    """The first scale-up over all phases and steps, in one line (the plan's table shares it)."""
+    if not swept.runs:
+        return f"never ({swept.below_edge})" if swept.below_edge else "no step outgrows the running replicas"
+    text = (f"worst {_s(swept.worst_s, swept.never_reason)}, median {_s(swept.median_s)} ({swept.runs} "
+            f"alignments; worst at {_where(swept.worst_at)})")
+    if swept.edge is not None:
+        ladder = ", ".join(f"+{d:g}: {_s(v)}" for d, v in swept.edge_ladder.items())
+        text += (f"; steps from {swept.edge * (1 + EDGE_RESOLUTION):.6g}x (the HPA's tolerance edge "
+                 f"{swept.edge:.6g}x + {EDGE_RESOLUTION:g}); closer to the edge {ladder}")
+    return text
+
+
+def wake_text(woken: WakeUpResult) -> list[str]:
+    """The wake-up of a scale-to-zero workload: activation, first ready replica and failed requests."""
+    lines = [f"  wake-up from zero at {woken.load_rps:.4g} req/s ({woken.runs} alignments of scrape and poll): KEDA "
+             f"activates after worst {_s(woken.activation_worst_s)}, median {_s(woken.activation_median_s)}, best "
+             f"{_s(woken.activation_best_s)}; requests fail (503, no ready endpoint) until a replica is ready"]
+    for c in woken.cases:
+        lines.append(f"    {c.nodes}: first ready replica worst {_s(c.ready_worst_s, c.never_reason)}, median "
+                     f"{_s(c.ready_median_s)}; failed requests worst "
+                     f"{'-' if c.failed_worst is None else f'{c.failed_worst:g}'}, median "
+                     f"{'-' if c.failed_median is None else f'{c.failed_median:g}'}")
+    lines.append(f"    it is at zero {_s(woken.zero_after_s)} after the last request (rule window, cooldownPeriod, "
+                 "then a poll)")
+    return lines
+
+
+def table_text(r: Result, every_s: int = 60, swept: Optional[SweepResult] = None,
+               woken: Optional[WakeUpResult] = None) -> str:
     s = r.summary()
+    why = never_reasons(r)
     lb = s["lower_bound"]
     unit = s["unit"]
     lines = [f"Stack {r.stack}, workload {r.workload} ({r.autoscaler} on {r.metric} = {r.api_name}, target "
@@ -122,12 +169,13 @@ def table_text(r: Result, every_s: int = 60, swept: Optional[SweepResult] = None
              f"{r.plan.capacity_rps:.4g}; image pull {r.plan.image_pull_s}s, model load {r.plan.model_load_s}s",
              f"Start-up figures: {r.plan.startup_basis}",
              "",
-             f"  load increase -> first scale-up decision   {_s(r.first_scale_up_s)} (phases: collect "
-             f"{r.phases.collect}, scrape {r.phases.scrape}, sync {r.phases.sync})"]
+             f"  load increase -> first scale-up decision   {_s(r.first_scale_up_s, why.get('first_scale_up_s'))} "
+             f"(phases: collect {r.phases.collect}, scrape {r.phases.scrape}, sync {r.phases.sync})"]
     if swept is not None:
-        lines.append(f"  first scale-up over all phases and steps  worst {_s(swept.worst_s)}, median "
-                     f"{_s(swept.median_s)} ({swept.runs} alignments; worst at {_where(swept.worst_at)})")
-    lines += [f"  load increase -> ready capacity covers it  {_s(r.capacity_ready_s)}",
+        lines.append(f"  first scale-up over all phases and steps  {sweep_text(swept)}")
+    if woken is not None:
+        lines += wake_text(woken)
+    lines += [f"  load increase -> ready capacity covers it  {_s(r.capacity_ready_s, why.get('capacity_ready_s'))}",
               f"  over target beyond the 10% tolerance       {r.over_target_s:g}s (above target at all "
               f"{s['above_target_s']:g}s, failed requests {s['failed_requests']:g})",
               f"  replicas: peak / maxReplicas / at max     {s['peak_replicas']} / {s['max_replicas']} / "

@@ -45,6 +45,8 @@ def run(cfg: PlatformConfig, stack: str, workload: str, trace: str, duration: st
         budget: str = "0s", slo: float | None = None) -> int:
     out = out or sys.stdout
     tr = resolve_trace(cfg, workload, trace, duration, slo if tune else None)
+    for note in tr.notes:
+        print(f"trace {tr.name}: {note}", file=sys.stderr)
     if tune:
         return _run_tune(cfg, stack, workload, tr, budget, fmt, out, slo)
     result = simulate(cfg, stack, workload, tr, progress=progress_bar())

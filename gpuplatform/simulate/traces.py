@@ -175,7 +175,7 @@ def replay_export(doc, where: str = "--trace") -> Replay:
     if not isinstance(data, dict) or data.get("resultType") != "matrix" or not isinstance(data.get("result"), list):
         raise ConfigError([ArgumentIssue("--trace", f"{where} must be a Prometheus query_range response: "
                                                     "{\"data\": {\"resultType\": \"matrix\", \"result\": [...]}}")])
-    issues, series, skipped = [], [], 0
+    issues, series, skipped, skipped_at = [], [], 0, set()
     for i, s in enumerate(data["result"]):
         metric = s.get("metric") if isinstance(s, dict) else None
         if not isinstance(metric, dict):
@@ -191,6 +191,7 @@ def replay_export(doc, where: str = "--trace") -> Replay:
                 continue
             if not math.isfinite(value):
                 skipped += 1
+                skipped_at.add(ts)  # still a grid time: it sets the step
                 continue
             if value < 0:
                 issues.append(ArgumentIssue(f"{where}: result[{i}].values[{j}]",
@@ -205,7 +206,7 @@ def replay_export(doc, where: str = "--trace") -> Replay:
     if not stamps:
         raise ConfigError([ArgumentIssue("--trace", f"{where} holds no samples (an empty result, or only NaN/Inf "
                                                     "points: check the query)")])
-    start, step = stamps[0], _grid_step(stamps)
+    start, step = stamps[0], _grid_step(sorted(set(stamps) | {ts for ts in skipped_at if ts > stamps[0]}))
     if step is None:
         raise ConfigError([ArgumentIssue("--trace", f"{where} holds one timestamp: a replay needs a range "
                                                     "(query_range with start < end)")])

@@ -48,6 +48,8 @@ def run(cfg: PlatformConfig, stack: str, workload: str, trace: str, duration: st
     if slo is not None and slo <= 0:
         raise ConfigError([ArgumentIssue("--slo", f"{slo:g} must be > 0")])
     tr = resolve_trace(cfg, workload, trace, duration, slo if tune else None)
+    for note in tr.notes:
+        print(f"trace {tr.name}: {note}", file=sys.stderr)
     if tune:
         return _run_tune(cfg, stack, workload, tr, budget, fmt, out, slo)
     result = simulate(cfg, stack, workload, tr, progress=progress_bar(), slo_target=slo)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -117,3 +118,16 @@ class PrometheusServer:
 
     def targets_healthy(self) -> int:
         return sum(t.get("health") == "up" for t in self.api("targets")["data"]["activeTargets"])
+
+
+_RELEASES: dict[str, tuple[int, int, int]] = {}
+
+
+def prometheus_release(binary: str) -> tuple[int, int, int]:
+    """(major, minor, patch) of ``promtool --version`` (``2.42.0+ds`` -> (2, 42, 0))."""
+    if binary not in _RELEASES:
+        out = subprocess.run([binary, "--version"], capture_output=True, text=True, check=True)
+        version = (out.stdout + out.stderr).split("version", 1)[1].split()[0]
+        major, minor, patch = re.match(r"v?(\d+)\.(\d+)\.(\d+)", version).groups()
+        _RELEASES[binary] = (int(major), int(minor), int(patch))
+    return _RELEASES[binary]

@@ -10,7 +10,6 @@ the binary cannot turn the suite silently green.
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import subprocess
 from dataclasses import dataclass
@@ -18,6 +17,7 @@ from pathlib import Path
 from typing import Iterable, Mapping
 
 import pytest
+from prometheus_server import prometheus_release
 import yaml
 
 INSTALL_HINT = "install it with: apt-get install -y prometheus"
@@ -112,19 +112,6 @@ class Promtool:
         result = self.run("test", "rules", test_file.name)
         if result.returncode != 0:
             pytest.fail(_report("promtool test rules", result, [rule_file, test_file]), pytrace=False)
-
-
-_RELEASES: dict[str, tuple[int, int, int]] = {}
-
-
-def prometheus_release(binary: str) -> tuple[int, int, int]:
-    """(major, minor, patch) of ``promtool --version`` (``2.42.0+ds`` -> (2, 42, 0))."""
-    if binary not in _RELEASES:
-        out = subprocess.run([binary, "--version"], capture_output=True, text=True, check=True)
-        version = (out.stdout + out.stderr).split("version", 1)[1].split()[0]
-        major, minor, patch = re.match(r"v?(\d+)\.(\d+)\.(\d+)", version).groups()
-        _RELEASES[binary] = (int(major), int(minor), int(patch))
-    return _RELEASES[binary]
 
 
 def find_promtool() -> str | None:

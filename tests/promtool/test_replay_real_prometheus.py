@@ -33,7 +33,7 @@ from collections import deque
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-from prometheus_server import PrometheusServer, require_prometheus
+from prometheus_server import PrometheusServer, prometheus_release, require_prometheus
 
 from gpuplatform.catalogs.arrivals import ARRIVALS
 from gpuplatform.catalogs.metrics import METRICS, TRITON_QUEUE_US
@@ -222,6 +222,7 @@ def regenerate(replay, export: dict, samples: dict) -> promql.Storage:
 @pytest.mark.xdist_group("real-prometheus")
 def test_the_documented_export_replays_what_the_exporter_played(tmp_path, record_property) -> None:
     binary = require_prometheus()
+    release = prometheus_release(binary)  # the evaluator plays the semantics of the server it is compared with
     table = play()
     clock: dict = {}
     exporter = serve(table, clock)
@@ -303,7 +304,7 @@ def test_the_documented_export_replays_what_the_exporter_played(tmp_path, record
     served_in_window = {(s["metric"]["pod"], round(float(ts), 3)): float(v)
                         for s in served["data"]["result"] for ts, v in s["values"]}
     for at in instants:
-        ours = {labels["pod"]: v for labels, v in promql.evaluate(adapter, storage, at, 2)}
+        ours = {labels["pod"]: v for labels, v in promql.evaluate(adapter, storage, at, release)}
         for pod in PODS:
             if any(s <= at < s + WINDOW_S + SCRAPE_S for s in starts[pod]):
                 continue  # the series' first window: extrapolated from its first samples on both sides

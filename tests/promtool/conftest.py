@@ -146,18 +146,3 @@ def _report(what: str, result: subprocess.CompletedProcess, files: list[Path]) -
     parts = [f"{what} exited {result.returncode}", result.stdout.strip(), result.stderr.strip()]
     parts += [f"--- {f.name}\n{f.read_text()}" for f in files]
     return "\n".join(p for p in parts if p)
-
-
-def pytest_terminal_summary(terminalreporter) -> None:
-    """Print the ``figures`` a test recorded (``record_property("figures", ...)``), so CI's log shows the measured
-    agreement without ``-s``; under xdist the properties travel with the report."""
-    lines = []
-    for outcome in ("passed", "failed"):
-        for report in terminalreporter.stats.get(outcome, []):
-            for key, value in getattr(report, "user_properties", ()):
-                if key == "figures" and report.when == "call":
-                    lines.append(f"{report.nodeid.split('::')[-1]} ({outcome}): {value}")
-    if lines:
-        terminalreporter.section("measured figures")
-        for line in lines:
-            terminalreporter.write_line(line)

@@ -32,13 +32,17 @@ def find_prometheus() -> str | None:
     return os.environ.get("PROMETHEUS") or shutil.which("prometheus")
 
 
-def require_prometheus() -> str:
-    binary = find_prometheus()
+def require_tool(name: str, binary: str | None) -> str:
+    """``binary``, or the test stops: skipped locally, failed in CI (``CI=true``), where the tool must be there."""
     if binary:
         return binary
     if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(f"prometheus not found on PATH; {INSTALL_HINT}", pytrace=False)
-    pytest.skip(f"prometheus not found on PATH; {INSTALL_HINT}")
+        pytest.fail(f"{name} not found on PATH; {INSTALL_HINT}", pytrace=False)
+    pytest.skip(f"{name} not found on PATH; {INSTALL_HINT}")
+
+
+def require_prometheus() -> str:
+    return require_tool("prometheus", find_prometheus())
 
 
 def free_port() -> int:

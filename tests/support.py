@@ -71,3 +71,23 @@ def served_pack(python, pack_dir, env):
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+def cli(*args) -> tuple[int, str, str]:
+    """``gpuplatform ARGS`` in-process: (exit code, stdout, stderr)."""
+    import io
+    from contextlib import redirect_stderr, redirect_stdout
+
+    from gpuplatform.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        code = main(list(args))
+    return code, out.getvalue(), err.getvalue()
+
+
+def cfg_of(stack: str):
+    """The validated config of one of the repository's stack files."""
+    from gpuplatform.components.stack_config import load_stack_file
+
+    return load_stack_file(REPO / "stacks" / f"Pulumi.{stack}.yaml")

@@ -1,28 +1,14 @@
 """``gpuplatform simulate`` end to end: the CLI contract, the seeds' scenarios, capacity, KEDA, errors, the plot."""
 import io
 import json
-from contextlib import redirect_stderr, redirect_stdout
 
 import pytest
-from support import REPO
+from support import REPO, cli, cfg_of
 
-from gpuplatform.cli import main
-from gpuplatform.components.stack_config import load_stack_file
 from gpuplatform.simulate.engine import service_plan, simulate
 from gpuplatform.simulate.traces import Trace, built_in, from_csv
 
 TIMELINE_KEYS = {"t", "demand", "metric", "recommendation", "desired", "replicas", "ready", "nodes"}
-
-
-def cli(*args) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with redirect_stdout(out), redirect_stderr(err):
-        code = main(list(args))
-    return code, out.getvalue(), err.getvalue()
-
-
-def cfg_of(stack: str):
-    return load_stack_file(REPO / "stacks" / f"Pulumi.{stack}.yaml")
 
 
 def csv_trace(tmp_path, rows, name="trace.csv") -> str:

@@ -1,18 +1,15 @@
 """``simulate --plot``: the figure's structure (matplotlib objects, not pixels) and the series it draws."""
-import io
 import json
-from contextlib import redirect_stderr, redirect_stdout
 
 import matplotlib
 import pytest
-from support import REPO
+from support import REPO, cli
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 from gpuplatform.catalogs.metrics import METRICS  # noqa: E402
-from gpuplatform.cli import main  # noqa: E402
 from gpuplatform.components.stack_config import load_stack_file  # noqa: E402
 from gpuplatform.simulate.engine import simulate  # noqa: E402
 from gpuplatform.simulate.report import OFF_SCALE, figure, metric_top, over_intervals, resolve_trace  # noqa: E402
@@ -160,13 +157,6 @@ def test_zero_is_drawn_at_zero_and_no_reading_as_a_gap(tmp_path) -> None:
     assert any(v != v for v in read)  # NaN: no value while the workload is at zero
     assert 0 in list(labelled(panels(fig)[2], "replicas").get_ydata())
     plt.close(fig)
-
-
-def cli(*args) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with redirect_stdout(out), redirect_stderr(err):
-        code = main(list(args))
-    return code, out.getvalue(), err.getvalue()
 
 
 def test_slo_without_tune_judges_the_run_and_is_in_the_json() -> None:

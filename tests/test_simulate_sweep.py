@@ -2,16 +2,12 @@
 wake-up of a scale-to-zero workload, KEDA's scaler error and cooldown boundary, and the reason of every "never"."""
 from __future__ import annotations
 
-import io
 import json
 import random
-from contextlib import redirect_stderr, redirect_stdout
 
 import pytest
-from support import REPO
+from support import cli, cfg_of
 
-from gpuplatform.cli import main
-from gpuplatform.components.stack_config import load_stack_file
 from gpuplatform.plan import latency_text
 from gpuplatform.simulate import hpa, promql
 from gpuplatform.simulate.autoscaling import KedaLoop, Trigger, scaler_value
@@ -21,17 +17,6 @@ from gpuplatform.simulate.reasons import first_scale_up_never
 from gpuplatform.simulate.sweep import (EDGE_RESOLUTION, first_scale_up_sweep, step_trace, wake_up_sweep,
                                         warm_up_s)
 from gpuplatform.simulate.traces import built_in
-
-
-def cli(*args) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with redirect_stdout(out), redirect_stderr(err):
-        code = main(list(args))
-    return code, out.getvalue(), err.getvalue()
-
-
-def cfg_of(stack: str):
-    return load_stack_file(REPO / "stacks" / f"Pulumi.{stack}.yaml")
 
 
 @pytest.fixture(scope="module")

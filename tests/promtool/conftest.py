@@ -17,10 +17,9 @@ from pathlib import Path
 from typing import Iterable, Mapping
 
 import pytest
-from prometheus_server import prometheus_release
+from prometheus_server import prometheus_release, require_tool
 import yaml
 
-INSTALL_HINT = "install it with: apt-get install -y prometheus"
 
 # Matches the stack's default scrape interval, so windowed queries see as many samples as in a cluster.
 DEFAULT_INTERVAL = "15s"
@@ -120,12 +119,7 @@ def find_promtool() -> str | None:
 
 @pytest.fixture(scope="session")
 def promtool_binary() -> str:
-    binary = find_promtool()
-    if binary:
-        return binary
-    if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(f"promtool not found on PATH; {INSTALL_HINT}", pytrace=False)
-    pytest.skip(f"promtool not found on PATH; {INSTALL_HINT}")
+    return require_tool("promtool", find_promtool())
 
 
 @pytest.fixture

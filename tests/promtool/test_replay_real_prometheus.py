@@ -62,7 +62,8 @@ ESTABLISHED_US = 50_000.0
 """Where the load crosses capacity inside a scrape interval, the export cannot tell when: the replayed queue starts up
 to one interval early or late, and keeps that offset (up to one interval times the excess over capacity) while the
 overload lasts. It is a large share of a short queue: the figures print the error over queue times of 50 ms and
-more separately, and the test bounds the error at 25 % (the recipe of earlier releases was off 6.6-7.6x)."""
+more separately, and the test allows 5 % plus what one interval of the excess over capacity at that instant adds
+to the wait (the recipe of earlier releases was off 6.6-7.6x)."""
 """A window that completed fewer requests is left out of the metric comparison: its average queue time is decided by
 which few requests they were (the tail of a drain), which a replay at scrape resolution cannot tell."""
 """Errors of the queue-time metric are relative to it, or to 1 ms when it reads less (0 when no queue)."""
@@ -107,8 +108,12 @@ class FluidFifo:
                 self.cohorts[0][1] = amount - taken
 
     def counters(self) -> tuple[int, int, int]:
-        """(success, queue duration in us, pending): integers, as Triton exports them."""
-        return math.floor(self.done), math.floor(self.queued_us), math.floor(self.arrived) - math.floor(self.done)
+        """(success, queue duration in us, pending): integers, as Triton exports them. The tick sums carry float
+        error, so whole requests are counted with a small tolerance, and never more done than arrived (a pending
+        count of -1 is no request at all)."""
+        arrived = math.floor(self.arrived + 1e-6)
+        done = min(math.floor(self.done + 1e-6), arrived)
+        return done, math.floor(self.queued_us), arrived - done
 
 
 def play() -> dict[str, list]:
@@ -300,6 +305,7 @@ def test_the_documented_export_replays_what_the_exporter_played(tmp_path, record
                    for s in truth_metric["data"]["result"] for ts, v in s["values"]}
     compared, nonzero, worst_metric, where, disagree = 0, 0, 0.0, None, []
     worst_shifted_metric, where_shifted = 0.0, None
+    beyond: list[str] = []
     few, worst_established = 0, 0.0
     served_in_window = {(s["metric"]["pod"], round(float(ts), 3)): float(v)
                         for s in served["data"]["result"] for ts, v in s["values"]}
@@ -329,6 +335,14 @@ def test_the_documented_export_replays_what_the_exporter_played(tmp_path, record
             shifted = outside / max(min(abs(x) for x in near), FLOOR_US)
             if shifted > worst_shifted_metric:
                 worst_shifted_metric, where_shifted = shifted, f"{pod} at {at - t0:.2f}s"
+            # what the export cannot tell: when, inside one scrape interval, the pod's load crossed its capacity;
+            # the replayed queue may be off by that interval's excess arrivals, which every later completion of
+            # the overload waits for too
+            unresolved_us = SCRAPE_S * max(share(pod, at - t0) - CAPACITY, 0.0) / CAPACITY * 1e6
+            allowed = 0.05 + unresolved_us / max(min(abs(x) for x in near), FLOOR_US)
+            if shifted > allowed:
+                beyond.append(f"{pod} at {at - t0:.2f}s: {shifted:.1%} off, more than the 5 % plus the "
+                              f"{unresolved_us / 1000:.1f} ms one scrape interval cannot resolve ({allowed:.1%})")
             if min(near) >= ESTABLISHED_US:
                 worst_established = max(worst_established, shifted)
 
@@ -339,12 +353,13 @@ def test_the_documented_export_replays_what_the_exporter_played(tmp_path, record
     figures = (f"replay vs Prometheus (adapter query, {compared} instants, {nonzero} with a queue): max error "
                f"({few} instants whose window completed < {MIN_COMPLETIONS} requests left out) "
                f"{worst_metric:.2%} at the same instant ({where}), {worst_shifted_metric:.2%} within one scrape "
-               f"interval ({where_shifted}), {worst_established:.2%} once the queue time is over {ESTABLISHED_US / 1000:g} ms; offered load: max error {worst_level:.2%} on steady steps, "
+               f"interval ({where_shifted}), {worst_established:.2%} once the queue time is over "
+               f"{ESTABLISHED_US / 1000:g} ms; offered load: max error {worst_level:.2%} on steady steps, "
                f"{worst_shifted:.2%} within one scrape interval; peak played {max(r for _, r in LOAD):.0f}/s, "
                f"replayed {peak_replayed:.0f}/s, completions rate[{WINDOW}] {peak_completions:.0f}/s")
     record_property("figures", figures)
     assert not misses, "\n".join(misses)
     assert not disagree, "\n".join(disagree)
     assert compared > 40 and nonzero > 10
-    assert worst_shifted_metric <= 0.25, figures
+    assert not beyond, "\n".join([figures, *beyond])
     assert peak_completions < 0.85 * max(r for _, r in LOAD), figures  # the old recipe's capped peak

@@ -11,6 +11,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, SecretStr
 from pydantic.alias_generators import to_camel
 
 from gpuplatform.catalogs.ack import SYSTEM_POOL_INSTANCE_TYPES as _SYSTEM_TYPES
+from gpuplatform.catalogs.prices import CURRENCIES
 from gpuplatform.catalogs.sharing import CGPU_PLACEMENTS, CGPU_POLICIES, DEFAULT_GPU_TAINT
 
 PROJECT = "gpu-platform"
@@ -283,6 +284,26 @@ class CustomGpu(Model):
     its profiles and placements per model come from the catalog. Default ``[exclusive]``."""
 
 
+def _check_price_source(value: str) -> str:
+    if not value.strip():
+        raise ValueError("is empty; allowed: where the price comes from, e.g. 'contract 2026-07, cn-beijing'")
+    return value.strip()
+
+
+class Price(Model):
+    """A pool's price stated in the stack: a negotiated price, or the list price of a region the catalog
+    (catalogs/prices.py) lacks. ``plan`` and ``simulate --compare-pools`` use it instead of the catalog and show it
+    as "stated in the stack: <source>"."""
+
+    per_hour: float = Field(gt=0)
+    """Price of one node (one instance of the pool's instance types) per hour, compute only. Required."""
+    currency: Literal[CURRENCIES] = CURRENCIES[0]  # type: ignore[valid-type]
+    """Currency of ``perHour``: the catalog's (catalogs/prices.py ``CURRENCIES``), so costs add up. Default USD."""
+    source: Annotated[str, AfterValidator(_check_price_source)]
+    """Where the figure comes from (a contract, a quote, the console's calculator for a region and date).
+    Required, non-empty: a price nobody can trace is not one to plan with."""
+
+
 class NodePool(Model):
     name: str
     """Pool name (a Kubernetes label value and part of resource names)."""
@@ -322,6 +343,9 @@ class NodePool(Model):
     clusters."""
     key_pair: Optional[str] = None
     """ECS key pair for node login. Default none (no login)."""
+    price: Optional[Price] = None
+    """The price of one node per hour with its source, used by ``plan``'s cost columns and ``simulate
+    --compare-pools`` instead of the catalog's list price. Default none: the catalog's (catalogs/prices.py)."""
 
 
 # ---------------------------------------------------------------------------------------------- monitoring

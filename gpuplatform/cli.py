@@ -278,7 +278,8 @@ def cmd_simulate(args) -> int:
     from gpuplatform.components.validation import load
     from gpuplatform.simulate.report import run
 
-    options = {"sweep": args.sweep, "tune": args.tune, "budget": args.budget, "slo": args.slo}
+    options = {"sweep": args.sweep, "tune": args.tune, "budget": args.budget, "slo": args.slo,
+               "compare_pools": args.compare_pools}
     if args.project:
         return run(_project_config(args), args.stack or DEFAULT_STACK, args.workload, args.trace, args.duration,
                    args.format, args.plot, **options)
@@ -351,6 +352,10 @@ def parser() -> argparse.ArgumentParser:
                      help="the level (in the first metric's unit) time over target is judged against, drawn on "
                           "the plot; with --tune, also what the candidates are judged against (default: the "
                           "workload's own target)")
+    sim.add_argument("--compare-pools", metavar="POOL,POOL,...|CANDIDATES.yaml",
+                     help="run the workload on each candidate pool (pools of the stack, or a YAML file giving each "
+                          "candidate its pool, serviceModel and gpu request) and rank them by cost per day with the "
+                          "SLO met on this trace (docs/simulate.md)")
     sim.add_argument("--budget", metavar="DURATION", default="0s",
                      help="with --tune: time over target (beyond the HPA's tolerance) allowed, e.g. 2m (default 0s)")
     sim.set_defaults(func=cmd_simulate)

@@ -9,7 +9,7 @@ import yaml
 from gpuplatform.authored import raise_for_refusals
 from gpuplatform.catalogs.ack import PREREQUISITES, SYSTEM_POOL_NAME
 from gpuplatform.catalogs.metrics import METRICS, is_windowed
-from gpuplatform.catalogs.prices import CURRENCY, HOURS_PER_MONTH, list_price
+from gpuplatform.catalogs.prices import CURRENCY, HOURS_PER_MONTH
 from gpuplatform.components.errors import ConfigError, counted
 from gpuplatform.components.config import SECRET_KEYS, PlatformConfig, duration_seconds
 from gpuplatform.components.metric_sources import source_for
@@ -105,7 +105,7 @@ def capacity_rows(cfg: PlatformConfig) -> list[dict]:
 
 def pool_rows(cfg: PlatformConfig) -> list[dict]:
     """Per pool: what it runs on, how many nodes and GPUs it keeps at its least and most, and what that costs
-    per hour and per month at list price (catalogs/prices.py)."""
+    per hour and per month at the pool's stated price, else the catalog's list price (gpuplatform/pricing.py)."""
     facts = all_pool_facts(cfg)
     rows = []
     region = getattr(cfg.cluster, "region", None)
@@ -114,7 +114,7 @@ def pool_rows(cfg: PlatformConfig) -> list[dict]:
         rows.append({"pool": SYSTEM_POOL_NAME, "role": "system", "instanceTypes": list(system.instance_types),
                      "region": region, "minNodes": system.nodes, "maxNodes": system.nodes, "autoscaled": False,
                      "taints": [], "gpuModel": None, "gpusPerNode": 0, "gpusAtMin": 0, "gpusAtMax": 0,
-                     "cost": pool_cost(cfg, system.instance_types, system.nodes, system.nodes)})
+                     "cost": pool_cost(cfg, system.instance_types, system.nodes, system.nodes, remedy="")})
     for pool in cfg.node_pools:
         f = facts.get(pool.name)
         low, high = (pool.min_nodes, pool.max_nodes) if pool.autoscaling else (pool.desired_nodes or 0,) * 2
@@ -123,7 +123,7 @@ def pool_rows(cfg: PlatformConfig) -> list[dict]:
                      "region": region, "minNodes": low, "maxNodes": high, "autoscaled": pool.autoscaling,
                      "taints": [t.model_dump(exclude_none=True) for t in pool.taints],
                      "gpuModel": f.model.name if f else None, "gpusPerNode": gpus, "gpusAtMin": low * gpus,
-                     "gpusAtMax": high * gpus, "cost": pool_cost(cfg, pool.instance_types, low, high)})
+                     "gpusAtMax": high * gpus, "cost": pool_cost(cfg, pool.instance_types, low, high, pool.price)})
     return rows
 
 
@@ -155,24 +155,29 @@ def placement_text(report: dict) -> str:
     return "\n".join(lines)
 
 
-def pool_cost(cfg: PlatformConfig, instance_types: list[str], low: int, high: int) -> dict:
-    """Hourly and monthly cost at the least and most nodes. With several instance types the autoscaler may start
-    any of them: the least is priced with the cheapest, the most with the dearest."""
+def pool_cost(cfg: PlatformConfig, instance_types: list[str], low: int, high: int, stated=None,
+              remedy: Optional[str] = None) -> dict:
+    """Hourly and monthly cost at the least and most nodes, at the pool's stated ``price`` when it has one, else
+    at the catalog's. With several instance types the autoscaler may start any of them: the least is priced with
+    the cheapest, the most with the dearest. ``basis`` says which price it is."""
+    from gpuplatform.pricing import node_price
+
     if not cfg.is_ack:
         return {"known": False, "reason": "the cluster's nodes exist already; this stack buys none"}
-    prices = [list_price(t) for t in instance_types]
-    missing = [t for t, p in zip(instance_types, prices) if p is None]
-    if missing or not prices:
-        return {"known": False, "reason": f"no list price in catalogs/prices.py for {', '.join(missing) or 'the pool'}"}
-    cheapest, dearest = min(p.per_hour for p in prices), max(p.per_hour for p in prices)
-    return {"known": True, "currency": CURRENCY, "hoursPerMonth": HOURS_PER_MONTH,
+    price = node_price(instance_types, stated, remedy)
+    if not price.known:
+        return {"known": False, "reason": price.reason}
+    cheapest, dearest = price.cheapest, price.dearest
+    return {"known": True, "currency": price.currency, "hoursPerMonth": HOURS_PER_MONTH, "basis": price.basis,
             "hourlyAtMin": round(low * cheapest, 2), "hourlyAtMax": round(high * dearest, 2),
             "monthlyAtMin": round(low * cheapest * HOURS_PER_MONTH, 2),
             "monthlyAtMax": round(high * dearest * HOURS_PER_MONTH, 2),
-            "estimate": any(p.basis == "estimate" for p in prices),
+            "estimate": price.basis == "estimate",
             "prices": [{"instanceType": p.instance_type, "perHour": p.per_hour, "basis": p.basis,
                         "region": p.region, "retrieved": p.retrieved, "source": p.source,
-                        **({"method": p.method} if p.method else {})} for p in prices]}
+                        **({"method": p.method} if p.method else {})} for p in price.catalog]
+            or [{"instanceTypes": list(instance_types), "perHour": stated.per_hour, "basis": "stated",
+                 "source": stated.source}]}
 
 
 PLACEMENT_TITLE = "Where the cluster's other pods run (ACK, add-ons, charts; components/placement.py)"
@@ -180,28 +185,32 @@ PLACEMENT_TITLE = "Where the cluster's other pods run (ACK, add-ons, charts; com
 
 def pools_text(rows: list[dict]) -> str:
     table = [["POOL", "INSTANCE TYPES", "REGION", "NODES MIN-MAX", "GPUS MIN-MAX", "PER HOUR MIN-MAX",
-              "PER MONTH MIN-MAX"]]
+              "PER MONTH MIN-MAX", "PRICE BASIS"]]
     notes: dict[str, str] = {}
     for r in rows:
         c = r["cost"]
         if c["known"]:
-            mark = " (estimate)" if c["estimate"] else ""
-            hourly = f"${c['hourlyAtMin']:,.2f}-${c['hourlyAtMax']:,.2f}{mark}"
-            monthly = f"${c['monthlyAtMin']:,.0f}-${c['monthlyAtMax']:,.0f}{mark}"
+            hourly = f"${c['hourlyAtMin']:,.2f}-${c['hourlyAtMax']:,.2f}"
+            monthly = f"${c['monthlyAtMin']:,.0f}-${c['monthlyAtMax']:,.0f}"
+            basis = "stated in the stack" if c["basis"].startswith("stated") else c["basis"]
             for p in c["prices"]:
+                if p["basis"] == "stated":
+                    notes[r["pool"]] = f"  {r['pool']}: ${p['perHour']:,.2f}/h per node, {c['basis']}"
+                    continue
                 notes[p["instanceType"]] = (f"  {p['instanceType']}: ${p['perHour']:,.2f}/h, {p['basis']}, "
                                             f"{p['region']}, read {p['retrieved']}, {p['source']}"
                                             + (f"\n    ({p['method']})" if p.get("method") else ""))
         else:
-            hourly, monthly = "unknown", ""
+            hourly, monthly, basis = "unknown", "", "-"
             notes[r["pool"]] = f"  {r['pool']}: cost unknown: {c['reason']}"
         table.append([r["pool"], ", ".join(r["instanceTypes"]) or "(existing nodes)", r["region"] or "-",
                       f"{r['minNodes']}-{r['maxNodes']}",
                       f"{r['gpusAtMin']}-{r['gpusAtMax']} x {r['gpuModel']}" if r["gpuModel"] else "-",
-                      hourly, monthly])
-    basis = (f"{CURRENCY} list prices, pay-as-you-go compute only, {HOURS_PER_MONTH} h a month; "
-             "prices and their sources: catalogs/prices.py")
-    return _table(table) + "\n" + basis + ("\n" + "\n".join(notes.values()) if notes else "")
+                      hourly, monthly, basis])
+    legend = (f"{CURRENCY}, pay-as-you-go compute only, {HOURS_PER_MONTH} h a month; a pool's nodePools[].price "
+              "(stated in the stack, with its source) wins over the catalog's list prices and estimates "
+              "(catalogs/prices.py)")
+    return _table(table) + "\n" + legend + ("\n" + "\n".join(notes.values()) if notes else "")
 
 
 def latency_rows(cfg: PlatformConfig) -> list[dict]:

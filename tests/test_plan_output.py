@@ -6,7 +6,7 @@ import re
 import pytest
 
 from gpuplatform.catalogs.gpus import INSTANCE_TYPES
-from gpuplatform.catalogs.prices import HOURS_PER_MONTH, PRICES, list_price
+from gpuplatform.catalogs.prices import HOURS_PER_MONTH, PRICES, list_price, unpriced_reason
 from gpuplatform.cli import main
 from support import stack_raw
 
@@ -48,8 +48,7 @@ def test_prod_shows_its_pool_with_instance_type_region_nodes_gpus_and_cost(capsy
     hourly = f"${pool['minNodes'] * price.per_hour:,.2f}-${pool['maxNodes'] * price.per_hour:,.2f}"
     assert hourly in row
     assert f"${pool['minNodes'] * price.per_hour * HOURS_PER_MONTH:,.0f}" in row
-    if price.basis == "estimate":
-        assert "(estimate)" in row
+    assert row.rstrip().endswith("estimate" if price.basis == "estimate" else "list (catalog source)")
     assert price.source in section and price.retrieved in section and price.region in section
 
 
@@ -78,7 +77,58 @@ def test_a_pool_without_a_list_price_says_so_instead_of_guessing(capsys, tmp_pat
     raw = stack_raw("dev")
     raw["nodePools"][0]["instanceTypes"] = [unpriced]
     [row] = [r for r in pool_rows(load(raw)) if r["role"] == "gpu"]
-    assert row["cost"] == {"known": False, "reason": f"no list price in catalogs/prices.py for {unpriced}"}
+    assert row["cost"] == {"known": False, "reason": unpriced_reason([unpriced])}
+    assert unpriced in row["cost"]["reason"] and "nodePools[].price" in row["cost"]["reason"]
+
+
+def test_a_stated_pool_price_wins_over_the_catalog_and_says_so(capsys, tmp_path):
+    from gpuplatform.plan import pool_rows, pools_text
+    from gpuplatform.components.validation import load
+
+    raw = stack_raw("prod")
+    pool = raw["nodePools"][0]
+    catalog = list_price(pool["instanceTypes"][0])
+    pool["price"] = {"perHour": 17.25, "source": "enterprise agreement EA-2026-03, cn-shanghai"}
+    [row] = [r for r in pool_rows(load(raw)) if r["role"] == "gpu"]
+    cost = row["cost"]
+    assert cost["basis"] == "stated in the stack: enterprise agreement EA-2026-03, cn-shanghai"
+    assert cost["hourlyAtMin"] == round(pool["minNodes"] * 17.25, 2) != round(pool["minNodes"] * catalog.per_hour, 2)
+    assert cost["monthlyAtMax"] == round(pool["maxNodes"] * 17.25 * HOURS_PER_MONTH, 2)
+    assert not cost["estimate"] and cost["prices"] == [{"instanceTypes": pool["instanceTypes"], "perHour": 17.25,
+                                                        "basis": "stated", "source": pool["price"]["source"]}]
+    text = pools_text([row])
+    line = next(x for x in text.splitlines() if x.startswith(pool["name"]))
+    assert line.rstrip().endswith("stated in the stack") and catalog.source not in text
+    assert f"{pool['name']}: $17.25/h per node, stated in the stack: enterprise agreement EA-2026-03" in text
+
+
+def test_a_stated_price_makes_an_unpriced_pool_known():
+    from gpuplatform.plan import pool_rows
+    from gpuplatform.components.validation import load
+
+    raw = stack_raw("dev")
+    raw["nodePools"][0]["price"] = {"perHour": 0.9, "currency": "USD", "source": "quote Q-17"}
+    [row] = [r for r in pool_rows(load(raw)) if r["role"] == "gpu"]
+    assert row["cost"]["known"] and row["cost"]["hourlyAtMax"] == round(row["maxNodes"] * 0.9, 2)
+
+
+@pytest.mark.parametrize("price, path, says", [
+    ({"perHour": 0, "source": "quote"}, "price.perHour", "greater than 0"),
+    ({"perHour": -2.5, "source": "quote"}, "price.perHour", "greater than 0"),
+    ({"perHour": 1.0, "currency": "CNY", "source": "quote"}, "price.currency", "'USD'"),
+    ({"perHour": 1.0, "source": "   "}, "price.source", "is empty"),
+    ({"perHour": 1.0}, "price.source", "required"),
+])
+def test_a_bad_pool_price_is_refused_naming_its_path(price, path, says):
+    from gpuplatform.components.errors import ConfigError
+    from gpuplatform.components.validation import load
+
+    raw = stack_raw("dev")
+    raw["nodePools"][0]["price"] = price
+    with pytest.raises(ConfigError) as err:
+        load(raw)
+    [issue] = err.value.issues
+    assert issue.path.endswith(f"nodePools[0].{path}") and says in issue.message
 
 
 def test_an_existing_cluster_buys_no_nodes(capsys):
@@ -92,10 +142,10 @@ def test_an_existing_cluster_buys_no_nodes(capsys):
 @pytest.mark.parametrize("price", list(PRICES.values()), ids=list(PRICES))
 def test_every_price_names_its_basis_source_region_and_date(price):
     assert price.instance_type in INSTANCE_TYPES
-    assert price.basis in ("cited", "estimate") and price.per_hour > 0
+    assert price.basis in ("list", "estimate") and price.per_hour > 0
     assert price.source.startswith("https://") and price.region
     assert re.fullmatch(r"\d{4}-\d{2}-\d{2}", price.retrieved)
-    assert price.basis == "cited" or price.method, "an estimate says how it was derived"
+    assert price.basis == "list" or price.method, "an estimate says how it was derived"
 
 
 def test_a_project_plan_has_the_pool_summary_too(tmp_path, capsys):

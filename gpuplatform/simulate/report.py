@@ -43,13 +43,19 @@ def resolve_trace(cfg: PlatformConfig, workload: str, trace: str, duration: str 
 
 def run(cfg: PlatformConfig, stack: str, workload: str, trace: str, duration: str | None, fmt: str,
         plot: str | None, out: TextIO | None = None, *, sweep: bool = False, tune: bool = False,
-        budget: str = "0s", slo: float | None = None) -> int:
+        budget: str = "0s", slo: float | None = None, compare_pools: str | None = None) -> int:
     out = out or sys.stdout
     if slo is not None and slo <= 0:
         raise ConfigError([ArgumentIssue("--slo", f"{slo:g} must be > 0")])
     tr = resolve_trace(cfg, workload, trace, duration, slo if tune else None)
     for note in tr.notes:
         print(f"trace {tr.name}: {note}", file=sys.stderr)
+    if compare_pools:
+        if tune or plot or sweep:
+            raise ConfigError([ArgumentIssue("--compare-pools", "runs alone: not with --tune, --plot or --sweep")])
+        from gpuplatform.simulate.compare import run_compare
+
+        return run_compare(cfg, stack, workload, tr, compare_pools, fmt, out, slo)
     if tune:
         return _run_tune(cfg, stack, workload, tr, budget, fmt, out, slo)
     result = simulate(cfg, stack, workload, tr, progress=progress_bar(), slo_target=slo)

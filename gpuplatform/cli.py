@@ -336,7 +336,7 @@ def parser() -> argparse.ArgumentParser:
     sim = sub.add_parser("simulate", help="replay a load trace through the metric pipeline, the HPA and GPU capacity")
     _add_source(sim)
     sim.add_argument("--workload", required=True, metavar="NAME", help="an autoscaled workload of the stack")
-    sim.add_argument("--trace", required=True, metavar="FILE.csv|FILE.json|step|spike|ramp|diurnal",
+    sim.add_argument("--trace", required=True, metavar="FILE.csv|FILE.json|step|spike|ramp|diurnal|bursty",
                      help="CSV of seconds,requests_per_second, a Prometheus query_range JSON export, or a built-in "
                           "shape")
     sim.add_argument("--duration", metavar="DURATION", help="e.g. 2h, 30m (default: per shape, or the CSV's end)")

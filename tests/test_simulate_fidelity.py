@@ -243,7 +243,8 @@ def test_no_policy_that_meets_the_slo_costs_less_than_the_lower_bound(seed) -> N
     trace = Trace(f"random-{seed}", tuple(times), tuple(rates), 1800)
     met = 0
     for factor in (0.3, 0.5, 0.8, 1.0):
-        c = Candidate(round(s.first.target * factor, 3), rng.choice((60, 300)), "one pod a minute")
+        c = Candidate(round(s.first.target * factor, 3), s.min_replicas, s.max_replicas,
+                      scale_down_window_s=rng.choice((60, 300)), scale_down_rate="one pod a minute")
         result = simulate(with_candidate(cfg, "flower", c), "prod", "flower", trace, slo_target=s.first.target)
         bound = result.bound
         if result.slo_met:
@@ -323,7 +324,8 @@ def test_the_tuned_snippet_is_valid_stack_configuration() -> None:
 
     cfg = cfg_of("staging")
     w = cfg.workloads[0]
-    chosen = Candidate(round(w.autoscaling.metrics[0].target * 0.8, 3), 120, "half a minute")
+    chosen = Candidate(round(w.autoscaling.metrics[0].target * 0.8, 3), w.autoscaling.min_replicas,
+                       w.autoscaling.max_replicas, scale_down_window_s=120, scale_down_rate="half a minute")
     fragment = yaml.safe_load(snippet(cfg, w.name, chosen))["gpu-platform:workloads"][0]
     raw = stack_raw("staging")
     raw["workloads"][0]["autoscaling"].update(fragment["autoscaling"])

@@ -117,6 +117,9 @@ def _run_tune(cfg: PlatformConfig, stack: str, workload: str, tr: Trace, budget:
                   f"node{'s' if growth.extra > 1 else ''} (pool {growth.pool!r} {growth.field} {growth.nodes_from} "
                   f"-> {growth.nodes_to}) it does:\n{line('grown pool', growth.outcome)}\n  cost: "
                   f"{growth.cost_text()}\n")
+        if growth.fixed_at is not None:
+            out.write(f"  With {growth.fixed_at} more only a fixed count would (every replica the pool then holds, "
+                      "warm all the time: autoscaler none); an HPA's minReplicas must be below its maxReplicas.\n")
     elif not tuned.feasible:
         out.write("No setting keeps within the budget, nor does a pool grown by up to "
                   "16 nodes; the best shown is the least over the SLO. Raise the budget or the SLO level.\n")

@@ -124,6 +124,9 @@ class PoolGrowth:
     nodes_to: int
     price: Optional[ListPrice]
     outcome: Outcome
+    fixed_at: Optional[int] = None
+    """Fewer nodes more with which only every replica the pool then holds, warm all the time, keeps the budget:
+    a fixed count (``autoscaler: none``), since an HPA's ``minReplicas`` must stay below its ``maxReplicas``."""
 
     @property
     def extra(self) -> int:
@@ -143,7 +146,7 @@ class PoolGrowth:
                 "extraNodes": self.extra, "pricePerNodeHour": self.price.per_hour if self.price else None,
                 "priceBasis": self.price.basis if self.price else None,
                 "extraPerHour": round(self.extra * self.price.per_hour, 4) if self.price else None,
-                "nodeHours": round(self.outcome.result.tally.node_s / 3600, 3)}
+                "nodeHours": round(self.outcome.result.tally.node_s / 3600, 3), "fixedCountWith": self.fixed_at}
 
 
 @dataclass
@@ -240,8 +243,9 @@ def spread(low: int, high: int, count: int = REPLICA_VALUES) -> list[int]:
 def dimensions(cfg: PlatformConfig, workload: str, trace: Trace, slo: float,
                extra_nodes: int = 0) -> dict[str, list]:
     """Per dimension, the values the descent tries (each as the fields of :class:`Candidate` it sets). Replica
-    counts: ``minReplicas`` from the least allowed up to what the trace's mean load needs at the SLO, ``maxReplicas``
-    from what its mean needs up to what the pool holds, each at most :data:`REPLICA_VALUES` values."""
+    counts: ``minReplicas`` from the least allowed up to what the trace's mean load needs at the SLO (at most
+    :data:`REPLICA_VALUES` values) and a few more up to what the pool holds, ``maxReplicas`` from what its mean needs
+    up to what the pool holds (at most :data:`REPLICA_VALUES` values)."""
     w = find_workload(cfg, workload)
     a = w.autoscaling
     ceiling = max(pool_ceiling(cfg, workload, extra_nodes), 1)
@@ -250,7 +254,8 @@ def dimensions(cfg: PlatformConfig, workload: str, trace: Trace, slo: float,
     mean = sum(trace.rates) / max(len(trace.rates), 1)
     warm = min(ceiling, max(floor, math.ceil(mean / per_replica) + 1)) if per_replica > 0 else ceiling
     dims: dict[str, list] = {
-        "minReplicas": [{"min_replicas": n} for n in sorted(set(spread(floor, warm)) | {a.min_replicas})],
+        "minReplicas": [{"min_replicas": n} for n in sorted(set(spread(floor, warm)) | {a.min_replicas}
+                                                              | set(spread(warm, max(ceiling - 1, warm), 3)))],
         "maxReplicas": [{"max_replicas": n} for n in sorted(set(spread(max(warm - 1, 1), ceiling))
                                                               | {min(a.max_replicas, ceiling)})],
         "target": [{"target": t} for t in targets(cfg, workload)],
@@ -399,6 +404,7 @@ def _grow(search: Search, cfg: PlatformConfig, workload: str, best: Outcome) -> 
     field = "maxNodes" if pool.autoscaling else "desiredNodes"
     now = (pool.max_nodes if pool.autoscaling else pool.desired_nodes) or 0
     price = list_price(pool.instance_types[0]) if pool.instance_types else None
+    fixed_at = None
     for extra in range(1, MAX_EXTRA_NODES + 1):
         ceiling = pool_ceiling(cfg, workload, extra)
         probe = replace(best.candidate, extra_nodes=extra, min_replicas=ceiling, max_replicas=ceiling)
@@ -408,14 +414,16 @@ def _grow(search: Search, cfg: PlatformConfig, workload: str, best: Outcome) -> 
         o = grown.run(probe, stop_over_budget=True, check=False)
         if o is None or not o.complete or o.violation_s > search.budget_s:
             continue
+        fixed_at = fixed_at or extra
         dims = dimensions(cfg, workload, search.trace, search.slo, extra)
-        start = replace(best.candidate, extra_nodes=extra, max_replicas=ceiling)
+        # the valid setting nearest the probe first: most likely within the budget, it bounds the runs after it
+        start = replace(best.candidate, extra_nodes=extra, min_replicas=max(ceiling - 1, 1), max_replicas=ceiling)
         o = grown.descend(start, {k: dims[k] for k in ("minReplicas", "maxReplicas", "target", "scaleDownWindow")
                                   if k in dims})
         search.refused += grown.refused
         search.seen.update({c: x for c, x in grown.seen.items() if x is None or x.validated})
         if o is not None and o.violation_s <= search.budget_s:
-            return PoolGrowth(pool.name, field, now, now + extra, price, o)
+            return PoolGrowth(pool.name, field, now, now + extra, price, o, fixed_at if fixed_at < extra else None)
     return None
 
 

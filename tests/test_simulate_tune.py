@@ -133,3 +133,22 @@ def test_the_level_judged_is_slo_then_the_workloads_own_slo_then_its_target():
     assert slo_level(cfg, "chat", 5) == 5
     w.slo = SimpleNamespace(objectives=[SimpleNamespace(metric="vllm_ttft_p90_ms", below=500)])
     assert slo_level(cfg, "chat", None) == 2  # an objective on another metric is not what the run judges
+
+
+def test_a_keda_workloads_activation_threshold_reaches_the_snippet_and_it_validates():
+    from support import cfg_of, stack_raw
+
+    from gpuplatform.simulate.tune import dimensions
+    from gpuplatform.simulate.traces import Trace
+
+    cfg = cfg_of("local")
+    w = next(x for x in cfg.workloads if x.name == "batch-embedder")
+    dims = dimensions(cfg, w.name, Trace("flat", (0.0,), (1.0,), 60), w.autoscaling.metrics[0].target)
+    assert {"min_replicas": 0} in dims["minReplicas"]  # KEDA with an activation trigger may scale to zero
+    threshold = dims["activation"][-1]["activation_threshold"]
+    assert threshold > 0
+    c = Candidate(w.autoscaling.metrics[0].target, 0, w.autoscaling.max_replicas, activation_threshold=threshold)
+    tuned = _adopted(stack_raw("local"), snippet(cfg, w.name, c))
+    a = next(x for x in tuned.workloads if x.name == w.name).autoscaling
+    assert a.activation.activation_threshold == threshold
+    assert a.activation.source == w.autoscaling.activation.source  # the rest of the trigger kept

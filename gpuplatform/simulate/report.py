@@ -50,7 +50,11 @@ def run(cfg: PlatformConfig, stack: str, workload: str, trace: str, duration: st
     out = out or sys.stdout
     if slo is not None and slo <= 0:
         raise ConfigError([ArgumentIssue("--slo", f"{slo:g} must be > 0")])
-    tr = resolve_trace(cfg, workload, trace, duration, slo if tune else None)
+    if tune:  # the built-in shapes at the SLO judged, so the load is the same whatever target the stack adopted
+        from gpuplatform.simulate.tune import slo_level
+        tr = resolve_trace(cfg, workload, trace, duration, slo_level(cfg, workload, slo))
+    else:
+        tr = resolve_trace(cfg, workload, trace, duration)
     for note in tr.notes:
         print(f"trace {tr.name}: {note}", file=sys.stderr)
     if tune:

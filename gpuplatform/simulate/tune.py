@@ -387,10 +387,7 @@ def tune(cfg: PlatformConfig, stack: str, workload: str, trace: Trace, budget_s:
         if growth is None:
             best = search.best
     tried = sum(1 for o in search.seen.values() if o is not None)
-    result = TuneResult(own, best, tried, search.refused, budget_s, growth)
-    if growth is not None:
-        result.tried = sum(1 for o in search.seen.values() if o is not None)
-    return result
+    return TuneResult(own, best, tried, search.refused, budget_s, growth)
 
 
 def _grow(search: Search, cfg: PlatformConfig, workload: str, best: Outcome) -> Optional[PoolGrowth]:

@@ -38,7 +38,7 @@ charts: $(VENV)/.installed
 	$(PY) -m gpuplatform.fetch_charts charts
 
 # Every benchmark runs even when one misses its target; the target fails at the end if any did.
-BENCHMARKS := synth check_manifests simulate
+BENCHMARKS := synth check_manifests simulate tune
 bench: $(VENV)/.installed
 	@missed=""; for b in $(BENCHMARKS); do echo "== benchmarks/$$b.py"; \
 	  $(PY) benchmarks/$$b.py || missed="$$missed $$b"; done; \

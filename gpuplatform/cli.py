@@ -337,7 +337,7 @@ def parser() -> argparse.ArgumentParser:
     sim = sub.add_parser("simulate", help="replay a load trace through the metric pipeline, the HPA and GPU capacity")
     _add_source(sim)
     sim.add_argument("--workload", required=True, metavar="NAME", help="an autoscaled workload of the stack")
-    sim.add_argument("--trace", required=True, metavar="FILE.csv|FILE.json|step|spike|ramp|diurnal",
+    sim.add_argument("--trace", required=True, metavar="FILE.csv|FILE.json|step|spike|ramp|diurnal|bursty",
                      help="CSV of seconds,requests_per_second, a Prometheus query_range JSON export, or a built-in "
                           "shape")
     sim.add_argument("--duration", metavar="DURATION", help="e.g. 2h, 30m (default: per shape, or the CSV's end)")
@@ -346,8 +346,9 @@ def parser() -> argparse.ArgumentParser:
     sim.add_argument("--sweep", action="store_true",
                      help="also the first scale-up over every loop phase and step size (always with --trace step)")
     sim.add_argument("--tune", action="store_true",
-                     help="search target, scale-down window and scale-up rate for the least GPU cost that keeps the "
-                          "time over target within --budget on this trace; prints the stack-file snippet")
+                     help="search target, replica range, scale-up and scale-down rules (and KEDA activation) for the "
+                          "least GPU cost that keeps the time over the SLO within --budget on this trace, growing the "
+                          "pool if it must; prints the stack-file snippet, validated")
     sim.add_argument("--slo", metavar="VALUE", type=float,
                      help="the level (in the first metric's unit) time over target is judged against, drawn on "
                           "the plot; with --tune, also what the candidates are judged against (default: the "

@@ -59,6 +59,14 @@ def test_simulate_benchmark_runs_every_autoscaled_workload_of_a_stack():
     assert [v["result"] for v in verdicts] == ["not measured", "not measured"]
 
 
+def test_tune_benchmark_tunes_examples_005_on_a_bursty_trace():
+    figures, verdicts = run_benchmark("tune.py", "--duration", "10m", "--budget", "1m")
+    (figure,) = figures
+    assert figure["example"] == "005-vllm-queue" and figure["simulated_s"] == 600
+    assert figure["candidates"] > 10 and figure["cpu_seconds"] > 0
+    assert [v["result"] for v in verdicts] == ["not measured"]
+
+
 def _synth_module():
     sys.path.insert(0, str(BENCHMARKS))
     try:

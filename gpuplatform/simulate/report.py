@@ -9,6 +9,7 @@ from typing import Optional, TextIO
 
 from gpuplatform.components.config import PlatformConfig, duration_seconds
 from gpuplatform.components.errors import ConfigError
+from gpuplatform.simulate.bursty import NAME as BURSTY, bursty
 from gpuplatform.simulate.engine import Result, find_workload, progress_bar, service_plan, simulate
 from gpuplatform.simulate.sweep import EDGE_RESOLUTION, SweepResult, WakeUpResult, first_scale_up_sweep, wake_up_sweep
 from gpuplatform.simulate.reasons import capacity_never, first_scale_up_never
@@ -29,15 +30,17 @@ def resolve_trace(cfg: PlatformConfig, workload: str, trace: str, duration: str 
             raise ConfigError([ArgumentIssue("--duration", f"'{duration}' must be longer than 0s")])
     w = find_workload(cfg, workload)
     plan = service_plan(cfg, w)
-    if trace in SHAPES:
+    if trace in SHAPES or trace == BURSTY:
         a = w.autoscaling
         per_replica = plan.rps_at_target if slo is None else plan.served_at_level(slo)
+        if trace == BURSTY:  # around what one replica serves, bursting to several
+            return bursty(per_replica * max(a.min_replicas, 1), seconds)
         return built_in(trace, per_replica * max(a.min_replicas, 1), per_replica * a.max_replicas, seconds)
     if trace.endswith(".json"):
         return from_prometheus_json(trace, seconds)
     if not trace.endswith(".csv") and not Path(trace).exists():
         raise ConfigError([ArgumentIssue("--trace", f"{trace!r} is neither a CSV or JSON file nor a built-in shape; "
-                                                  f"shapes: {', '.join(SHAPES)}")])
+                                                  f"shapes: {', '.join((*SHAPES, BURSTY))}")])
     return from_csv(trace, seconds)
 
 
@@ -47,7 +50,11 @@ def run(cfg: PlatformConfig, stack: str, workload: str, trace: str, duration: st
     out = out or sys.stdout
     if slo is not None and slo <= 0:
         raise ConfigError([ArgumentIssue("--slo", f"{slo:g} must be > 0")])
-    tr = resolve_trace(cfg, workload, trace, duration, slo if tune else None)
+    if tune:  # the built-in shapes at the SLO judged, so the load is the same whatever target the stack adopted
+        from gpuplatform.simulate.tune import slo_level
+        tr = resolve_trace(cfg, workload, trace, duration, slo_level(cfg, workload, slo))
+    else:
+        tr = resolve_trace(cfg, workload, trace, duration)
     for note in tr.notes:
         print(f"trace {tr.name}: {note}", file=sys.stderr)
     if compare_pools:
@@ -87,32 +94,51 @@ def _run_tune(cfg: PlatformConfig, stack: str, workload: str, tr: Trace, budget:
         budget_s = duration_seconds(budget)
     except ValueError as exc:
         raise ConfigError([ArgumentIssue("--budget", str(exc))]) from None
-    own, best, tried = tune(cfg, stack, workload, tr, budget_s, slo)
-    text = snippet(cfg, workload, best.candidate)
+    tuned = tune(cfg, stack, workload, tr, budget_s, slo)
+    own, best, growth = tuned.own, tuned.best, tuned.growth
+    chosen = growth.outcome if growth is not None else best
+    text = snippet(cfg, workload, chosen.candidate)
     if fmt == "json":
-        json.dump({"trace": tr.name, "budgetSeconds": budget_s, "candidates": tried, "slo": own.slo,
-                   "own": {"label": own.candidate.label(), **own.result.summary()},
-                   "best": {"label": best.candidate.label(), **best.result.summary()},
-                   "feasible": best.violation_s <= budget_s, "snippet": text}, out, indent=1)
+        doc = {"trace": tr.name, "budgetSeconds": budget_s, "candidates": tuned.tried, "refused": tuned.refused,
+               "slo": own.slo, "own": {"label": own.candidate.label(), **own.result.summary()},
+               "best": {"label": best.candidate.label(), **best.result.summary()},
+               "feasible": tuned.feasible, "snippet": text if chosen.candidate != own.candidate else None,
+               "poolGrowth": None}
+        if growth is not None:
+            doc["poolGrowth"] = {**growth.to_json(), "label": growth.outcome.candidate.label(),
+                                 **growth.outcome.result.summary()}
+        json.dump(doc, out, indent=1)
         out.write("\n")
         return 0
     unit = own.result.setup.unit
 
     def line(name, o):
         r = o.result
-        return (f"  {name:<11} {o.candidate.label()}: {r.unit_hours:g} {unit}-hours, {r.gpu_hours:g} GPU-hours of "
-                f"nodes, {r.over_target_s:g}s over target, peak {r.replicas_max} replicas")
+        return (f"  {name:<11} {o.candidate.label()}: {r.tally.ready_replica_s / 3600:.4g} ready replica-hours, "
+                f"{r.unit_hours:g} {unit}-hours, {r.gpu_hours:g} GPU-hours of nodes, {r.over_target_s:g}s over the "
+                f"SLO, peak {r.replicas_max} replicas")
 
-    out.write(f"Tuned {workload} on trace {tr.name} ({tried} settings simulated), budget {budget_s:g}s over "
-              f"the SLO {own.slo:g} {own.result.unit} beyond the tolerance\n{line('stack', own)}\n"
-              f"{line('best', best)}\n")
-    if best.violation_s > budget_s:
-        out.write("No setting keeps within the budget; the best shown is the least over target. Raise maxReplicas "
-                  "or the budget.\n")
-    elif best.candidate == own.candidate:
+    out.write(f"Tuned {workload} on trace {tr.name} ({tuned.tried} settings simulated, {tuned.refused} refused by "
+              f"the stack's validation), budget {budget_s:g}s over the SLO {own.slo:g} {own.result.unit} beyond the "
+              f"tolerance\n{line('stack', own)}\n{line('best', best)}\n")
+    if growth is not None:
+        out.write(f"Nothing the pool holds keeps within the budget (at most {best.result.setup.max_replicas} "
+                  f"replicas; the best shown is the least over the SLO). With {growth.extra} more "
+                  f"node{'s' if growth.extra > 1 else ''} (pool {growth.pool!r} {growth.field} {growth.nodes_from} "
+                  f"-> {growth.nodes_to}) it does:\n{line('grown pool', growth.outcome)}\n  cost: "
+                  f"{growth.cost_text()}\n")
+        if growth.fixed_at is not None:
+            out.write(f"  With {growth.fixed_at} more only a fixed count would (every replica the pool then holds, "
+                      "warm all the time: autoscaler none); an HPA's minReplicas must be below its maxReplicas.\n")
+    elif not tuned.feasible:
+        out.write("No setting keeps within the budget, nor does a pool grown by up to "
+                  "16 nodes; the best shown is the least over the SLO. Raise the budget or the SLO level.\n")
+        return 0
+    if chosen.candidate == own.candidate:
         out.write("The stack's own settings are already the cheapest within the budget.\n")
     else:
-        out.write("\nSet in the stack file (merge into the workload's autoscaling block):\n\n" + text)
+        out.write("\nSet in the stack file (merge into the named pool and workload; validated with the stack):\n\n"
+                  + text)
     return 0
 
 

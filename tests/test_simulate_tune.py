@@ -1,0 +1,154 @@
+"""``simulate --tune``: what it searches, that it never suggests what validation refuses, that the snippet it prints
+validates and keeps the budget when merged into the stack file, and the pool growth it reports when the pool as it
+is cannot. On examples/005 (vLLM, a pool of 4 A10 nodes) with the bursty built-in trace, 30 minutes of it."""
+import copy
+import json
+from types import SimpleNamespace
+
+import pytest
+import yaml
+
+from support import REPO, cli
+
+from gpuplatform.components.stack_config import load_stack_file, namespace_from_stack_file
+from gpuplatform.components.validation import load
+from gpuplatform.simulate.bursty import bursty
+from gpuplatform.simulate.engine import simulate
+from gpuplatform.simulate.tune import (Candidate, Search, merge_snippet, pool_ceiling, slo_level, snippet,
+                                       with_candidate)
+
+EXAMPLE = REPO / "examples" / "005-vllm-queue" / "Pulumi.005-vllm-queue.yaml"
+ARGS = ("simulate", "--config", str(EXAMPLE), "--workload", "chat", "--trace", "bursty", "--duration", "30m",
+        "--tune", "--format", "json")
+
+
+@pytest.fixture(scope="module")
+def example():
+    return load_stack_file(EXAMPLE), namespace_from_stack_file(EXAMPLE)
+
+
+def _tuned(budget: str) -> dict:
+    code, out, err = cli(*ARGS, "--budget", budget)
+    assert code == 0, err
+    return json.loads(out)
+
+
+def _adopted(raw: dict, text: str):
+    """The stack with the printed snippet merged in, through the real validation."""
+    return load(merge_snippet(copy.deepcopy(raw), text))
+
+
+def _replay(cfg):
+    """The tuned stack on the trace the search ran: the built-in shape scaled by the stack as it was."""
+    from gpuplatform.simulate.report import resolve_trace
+
+    trace = resolve_trace(load_stack_file(EXAMPLE), "chat", "bursty", "30m")
+    return simulate(cfg, "005", "chat", trace, slo_target=2)
+
+
+def test_the_bursty_trace_bursts_above_its_base_and_is_the_same_for_the_same_seed():
+    a, b = bursty(2.0, 3600), bursty(2.0, 3600)
+    assert a.rates == b.rates and a.rates != bursty(2.0, 3600, seed=7).rates
+    assert all(r == int(r) for r in a.rates)  # whole requests in each second
+    minutes = [sum(a.rates[m * 60:(m + 1) * 60]) / 60 for m in range(60)]
+    assert max(minutes) > 1.8 * 2.0 * 0.8 and min(minutes) < 1.3 * 2.0  # bursts on a base that drifts by 20 %
+    with pytest.raises(ValueError, match="must be > 0"):
+        bursty(0.0)
+
+
+def test_within_the_pool_it_finds_a_setting_the_stack_accepts_and_that_keeps_the_budget(example):
+    cfg, raw = example
+    doc = _tuned("2m")
+    assert doc["own"]["over_target_s"] > 120  # the stack's own settings do not keep it: the search had work to do
+    assert doc["feasible"] and doc["best"]["over_target_s"] <= 120 and doc["poolGrowth"] is None
+    adopted = _adopted(raw, doc["snippet"])
+    a = adopted.workloads[0].autoscaling
+    assert a.max_replicas <= pool_ceiling(cfg, "chat")
+    replay = _replay(adopted)
+    assert replay.over_target_s == doc["best"]["over_target_s"] <= 120
+    assert replay.summary()["ready_replica_hours"] == doc["best"]["ready_replica_hours"]
+
+
+def test_when_the_pool_cannot_it_says_how_many_nodes_more_and_the_grown_stack_validates(example):
+    cfg, raw = example
+    doc = _tuned("0s")
+    assert not doc["feasible"] and doc["best"]["over_target_s"] > 0
+    growth = doc["poolGrowth"]
+    assert growth["pool"] == "a10" and growth["from"] == 4 and growth["to"] == 4 + growth["extraNodes"] > 4
+    assert growth["pricePerNodeHour"] is None  # 005's pool names no instance type: no list price to read
+    adopted = _adopted(raw, doc["snippet"])
+    assert adopted.node_pools[0].max_nodes == growth["to"]
+    assert _replay(adopted).over_target_s == 0
+    # one node fewer is not enough for an autoscaled setting: all replicas the pool then holds but one kept warm
+    fewer = growth["extraNodes"] - 1
+    ceiling = pool_ceiling(cfg, "chat", fewer)
+    warm = with_candidate(cfg, "chat", Candidate(2, ceiling - 1, ceiling, extra_nodes=fewer))
+    assert _replay(warm).over_target_s > 0
+    if growth["fixedCountWith"] is not None:  # ... though every replica warm, a fixed count, would be
+        assert growth["fixedCountWith"] < growth["extraNodes"]
+        fixed = with_candidate(cfg, "chat", Candidate(2, ceiling, ceiling, extra_nodes=growth["fixedCountWith"]))
+        assert _replay(fixed).over_target_s == 0
+
+
+def test_the_table_names_the_pool_change_and_prints_the_snippet():
+    code, out, _ = cli(*ARGS[:-2], "--budget", "0s")
+    assert code == 0
+    assert "more nodes (pool 'a10' maxNodes 4 -> " in out and "no list price" in out
+    assert yaml.safe_load(out[out.index("gpu-platform:nodePools"):])["gpu-platform:nodePools"][0]["name"] == "a10"
+
+
+def test_a_candidate_validation_refuses_is_never_simulated(example):
+    cfg, _ = example
+    from gpuplatform.simulate.report import resolve_trace
+
+    search = Search(cfg, "005", "chat", resolve_trace(cfg, "chat", "bursty", "5m"), 0, 2)
+    assert search.run(Candidate(2, 1, pool_ceiling(cfg, "chat") + 1)) is None  # more than the pool holds
+    assert search.run(Candidate(2, 3, 3)) is None  # an HPA whose minReplicas equals maxReplicas never scales
+    assert search.refused == 2 and search.best is None
+    (_, issues), _ = search.refusals
+    assert any(i.path == "workloads[0].autoscaling.maxReplicas" for i in issues)
+    assert search.run(Candidate(2, 2, 4)) is not None and search.best is not None
+
+
+def test_every_searched_dimension_reaches_the_snippet_and_it_validates(example):
+    cfg, raw = example
+    c = Candidate(1.6, 2, 3, scale_up="one pod a minute", scale_down_window_s=900, scale_down_rate="half a minute",
+                  extra_nodes=1)
+    tuned = _adopted(raw, snippet(cfg, "chat", c))
+    a = tuned.workloads[0].autoscaling
+    assert (a.metrics[0].target, a.min_replicas, a.max_replicas) == (1.6, 2, 3)
+    assert a.behavior.scale_up.policies[0].type == "Pods" and a.behavior.scale_up.policies[0].period_seconds == 60
+    assert a.behavior.scale_down.stabilization_window_seconds == 900
+    assert a.behavior.scale_down.policies[0].type == "Percent"
+    assert tuned.node_pools[0].max_nodes == 5
+
+
+def test_the_level_judged_is_slo_then_the_workloads_own_slo_then_its_target():
+    metric = SimpleNamespace(metric="vllm_requests_waiting", target=2)
+    w = SimpleNamespace(name="chat", fixed=False, autoscaling=SimpleNamespace(metrics=[metric]))
+    cfg = SimpleNamespace(workloads=[w])
+    assert slo_level(cfg, "chat", None) == 2  # a config from before workloads[].slo
+    w.slo = SimpleNamespace(objectives=[SimpleNamespace(metric="vllm_requests_waiting", below=3)])
+    assert slo_level(cfg, "chat", None) == 3
+    assert slo_level(cfg, "chat", 5) == 5
+    w.slo = SimpleNamespace(objectives=[SimpleNamespace(metric="vllm_ttft_p90_ms", below=500)])
+    assert slo_level(cfg, "chat", None) == 2  # an objective on another metric is not what the run judges
+
+
+def test_a_keda_workloads_activation_threshold_reaches_the_snippet_and_it_validates():
+    from support import cfg_of, stack_raw
+
+    from gpuplatform.simulate.tune import dimensions
+    from gpuplatform.simulate.traces import Trace
+
+    cfg = cfg_of("local")
+    w = next(x for x in cfg.workloads if x.name == "batch-embedder")
+    dims = dimensions(cfg, w.name, Trace("flat", (0.0,), (1.0,), 60), w.autoscaling.metrics[0].target)
+    assert {"min_replicas": 0} in dims["minReplicas"]  # KEDA with an activation trigger may scale to zero
+    threshold = dims["activation"][-1]["activation_threshold"]
+    assert threshold > 0
+    c = Candidate(w.autoscaling.metrics[0].target, 0, w.autoscaling.max_replicas, activation_threshold=threshold)
+    tuned = _adopted(stack_raw("local"), snippet(cfg, w.name, c))
+    a = next(x for x in tuned.workloads if x.name == w.name).autoscaling
+    assert a.activation.activation_threshold == threshold
+    assert a.activation.source == w.autoscaling.activation.source  # the rest of the trigger kept

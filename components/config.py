@@ -612,6 +612,54 @@ class Autoscaling(Model):
     workload_manifests)."""
 
 
+_WINDOW_UNITS = {"m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+
+def window_seconds(value: str) -> int:
+    """An SLO's compliance window in seconds: '28d' -> 2419200, '1w' -> 604800, '12h' -> 43200 (the units of a
+    Prometheus range duration from a minute up; an SLO counts minutes, so nothing shorter)."""
+    import re
+
+    parts = re.findall(r"(\d+)([mhdw])", value)
+    if not parts or "".join(n + u for n, u in parts) != value:
+        raise ValueError(f"'{value}' is not a duration; use e.g. 28d, 1w, 12h")
+    return sum(int(n) * _WINDOW_UNITS[u] for n, u in parts)
+
+
+def _check_window(value: str) -> str:
+    if window_seconds(value) < 60:
+        raise ValueError(f"'{value}' is shorter than a minute; allowed: a duration such as 28d, 1w, 12h")
+    return value
+
+
+class SloObjective(Model):
+    """One objective of an SLO: a minute is bad when ``metric`` (as the metrics adapter computes it for the
+    workload: the query its HPA would use, catalogs/metrics.py) is above ``below``."""
+
+    metric: str
+    """Logical metric name from the catalog that this workload's server exports at its image version (e.g.
+    ``vllm_ttft_p90_ms``), in that metric's catalog unit."""
+    below: float
+    """The threshold, in the metric's unit: > 0 and above what an idle replica reads."""
+
+
+class Slo(Model):
+    """A service level objective: the share of minutes in which every objective holds, over a window. Stated once,
+    it is judged by ``gpuplatform simulate`` and ``plan``; it renders no object itself."""
+
+    objectives: list[SloObjective] = Field(min_length=1)
+    """One or more objectives, each on a different metric."""
+    compliance: float = 99.0
+    """Percent of minutes within every objective, in (0, 100). Default 99 (error budget 1 %)."""
+    window: Annotated[str, AfterValidator(_check_window)] = "28d"
+    """Compliance window, e.g. ``28d``, ``1w``, ``12h`` (units m, h, d, w). Default 28d."""
+
+    @property
+    def error_budget(self) -> float:
+        """The share of minutes that may be bad: 1 - compliance/100."""
+        return 1 - self.compliance / 100
+
+
 class IngressRoute(Model):
     port: str
     """Name of the container port this host routes to (its protocol picks HTTP or gRPC backends)."""
@@ -771,6 +819,9 @@ class Workload(Model):
     network_policy: NetworkPolicySettings = Field(default_factory=NetworkPolicySettings)
     """Which pods may connect to the replicas (a NetworkPolicy per workload). Default: only the ingress controller,
     the stack's Prometheus and the clients of a LoadBalancer Service."""
+    slo: Optional[Slo] = None
+    """Service level objective (docs/simulate.md, "SLOs"): judged by ``gpuplatform simulate`` and ``plan``.
+    Default none."""
     service_model: ServiceModel = Field(default_factory=ServiceModel)
     """Load model for ``gpuplatform simulate`` only. Default: 10 requests/s per replica at target, 20 ms per
     request, model load = startup probe budget, 60 s image pull."""

@@ -264,6 +264,69 @@ def step_response(cfg: PlatformConfig, w) -> dict:
     return _STEP_RESPONSES[key]
 
 
+SLO_TRACES = ("step", "spike", "diurnal")
+"""The built-in traces plan judges an SLO on, at their default lengths (20 min, 30 min, 2 h): a few seconds per
+workload in all. ``gpuplatform simulate --trace diurnal --duration 24h`` judges a whole day."""
+_SLO_VERDICTS: dict[str, dict] = {}
+
+
+def slo_rows(cfg: PlatformConfig) -> list[dict]:
+    """Per workload with an ``slo``: its objectives, the HPA targets stated for it, and the verdict of a simulated
+    run on each built-in trace. Workloads that differ only in names, images and exposure share the runs."""
+    from gpuplatform.simulate.engine import simulate
+    from gpuplatform.simulate.report import resolve_trace
+
+    rows = []
+    for w in cfg.workloads:
+        if w.slo is None:
+            continue
+        pool = cfg.pool(w.node_pool)
+        key = "|".join((w.model_dump_json(include={"node_pool", "gpu", "probes", "autoscaling", "service_model",
+                                                   "slo"}),
+                        pool.model_dump_json() if pool else "", cfg.monitoring.model_dump_json(),
+                        cfg.cluster.model_dump_json(), cfg.settings.namespace))
+        if key not in _SLO_VERDICTS:
+            verdicts = {}
+            for trace in SLO_TRACES:
+                try:
+                    r = simulate(cfg, "", w.name, resolve_trace(cfg, w.name, trace, None))
+                except ConfigError as e:
+                    verdicts[trace] = {"notSimulated": "; ".join(i.message for i in e.issues)}
+                    continue
+                bound = r.bound.ready_replica_s
+                verdicts[trace] = {**r.slo.to_json(), "readyReplicaHours": round(r.tally.ready_replica_s / 3600, 3),
+                                   "lowerBoundReadyReplicaHours": round(bound / 3600, 3)}
+            _SLO_VERDICTS[key] = verdicts
+        targets = [{"metric": t.metric, "target": t.target} for t in w.autoscaling.metrics]
+        rows.append({"workload": w.name,
+                     "objectives": [{"metric": o.metric, "below": o.below} for o in w.slo.objectives],
+                     "compliance": w.slo.compliance, "window": w.slo.window, "targets": targets,
+                     "targetBasis": "stated", "verdicts": _SLO_VERDICTS[key]})
+    return rows
+
+
+SLO_TITLE = ("SLOs (objectives, the HPA's stated targets, simulated verdicts on the built-in traces: bad minutes / "
+             "minutes, ready replica-hours / lower bound at the SLO)")
+
+
+def slo_text(rows: list[dict]) -> str:
+    if not rows:
+        return "(no workload states an slo)"
+    table = [["WORKLOAD", "SLO", "HPA TARGET", *(t.upper() for t in SLO_TRACES)]]
+    for r in rows:
+        objectives = " and ".join(f"{o['metric']} < {o['below']:g}" for o in r["objectives"])
+        cells = []
+        for trace in SLO_TRACES:
+            v = r["verdicts"][trace]
+            cells.append("not simulated" if "notSimulated" in v else
+                         f"{'met' if v['met'] else 'NOT met'} ({v['badMinutes']}/{v['minutes']} min, "
+                         f"{v['readyReplicaHours']:g}/{v['lowerBoundReadyReplicaHours']:g} h)")
+        table.append([r["workload"], f"{objectives} in {r['compliance']:g}% of minutes over {r['window']}",
+                      ", ".join(f"{t['metric']} {t['target']:g} ({r['targetBasis']})" for t in r["targets"])
+                      or "-", *cells])
+    return _table(table)
+
+
 LATENCY_TITLE = "Metric latency (change on the GPU -> HPA sees it; simulated step: gpuplatform simulate --trace step)"
 STARTUP_TITLE = "Start-up (container start -> ready; estimates and sources: docs/model-startup.md)"
 
@@ -519,7 +582,7 @@ def run_plan(raw: dict[str, Any], stack: str, out_dir: str | None, fmt: str, out
                    "tree": [{"depth": d, "type": r.type, "name": r.name, "urn": r.urn, "protect": r.protect}
                             for d, r in ordered(records)],
                    "pools": pool_rows(cfg), "placement": placement_report(cfg), "capacity": capacity_rows(cfg),
-                   "startup": startup_rows(cfg), "metricLatency": latency_rows(cfg)},
+                   "startup": startup_rows(cfg), "metricLatency": latency_rows(cfg), "slo": slo_rows(cfg)},
                   out, indent=2)
         out.write("\n")
     else:
@@ -529,6 +592,9 @@ def run_plan(raw: dict[str, Any], stack: str, out_dir: str | None, fmt: str, out
         out.write(f"GPU capacity\n{capacity_text(capacity_rows(cfg))}\n\n")
         out.write(f"{STARTUP_TITLE}\n{startup_text(startup_rows(cfg))}\n\n")
         out.write(f"{LATENCY_TITLE}\n{latency_text(latency_rows(cfg))}\n")
+        slos = slo_rows(cfg)
+        if slos:
+            out.write(f"\n{SLO_TITLE}\n{slo_text(slos)}\n")
         if out_dir:
             out.write(f"\nWrote {Path(out_dir) / 'plan.json'} and {Path(out_dir) / 'manifests'}/\n")
     return 0

@@ -148,9 +148,9 @@ def unmanaged_namespaces(records, views) -> list[str]:
 
 
 def run_project_plan(project_dir: str, stack: str, out_dir: str | None, out: TextIO | None = None) -> int:
-    from gpuplatform.plan import (LATENCY_TITLE, STARTUP_TITLE, capacity_rows, capacity_text, latency_rows,
-                                  latency_text, pool_rows, pools_text, startup_rows, startup_text, tree_text,
-                                  write_records)
+    from gpuplatform.plan import (LATENCY_TITLE, SLO_TITLE, STARTUP_TITLE, capacity_rows, capacity_text,
+                                  latency_rows, latency_text, pool_rows, pools_text, slo_rows, slo_text,
+                                  startup_rows, startup_text, tree_text, write_records)
     from gpuplatform.synth import OFFLINE_SECRETS
 
     out = out or sys.stdout
@@ -171,6 +171,9 @@ def run_project_plan(project_dir: str, stack: str, out_dir: str | None, out: Tex
         out.write(f"\n{STARTUP_TITLE}\n{startup_text(startup)}\n")
     if capacity:
         out.write(f"\n{LATENCY_TITLE}\n{latency_text(latency)}\n")
+    slos = [row for cfg in views for row in slo_rows(cfg)]
+    if slos:
+        out.write(f"\n{SLO_TITLE}\n{slo_text(slos)}\n")
     missing = unmanaged_namespaces(records, views)
     if missing:
         out.write(f"\nNamespaces this program does not create (they must exist before pulumi up): "

@@ -91,3 +91,13 @@ def cfg_of(stack: str):
     from gpuplatform.components.stack_config import load_stack_file
 
     return load_stack_file(REPO / "stacks" / f"Pulumi.{stack}.yaml")
+
+
+def scaled_on(w: dict, metric: str, target: float) -> dict:
+    """A raw workload scaled on ``metric`` at ``target``, its SLO (when it states one) moved to the same metric at the
+    target plus the HPA's 10 % tolerance: an SLO names a metric the workload's server or GPU exporter serves, so a
+    variant that changes the metric changes its SLO too."""
+    w["autoscaling"]["metrics"] = [{"metric": metric, "target": target}]
+    if "slo" in w:
+        w["slo"] = {**w["slo"], "objectives": [{"metric": metric, "below": round(target * 1.1, 3)}]}
+    return w

@@ -10,7 +10,7 @@ from gpuplatform.catalogs.kubernetes import HPA_DEFAULT_SCALE_UP
 from gpuplatform.components import config as config_module
 from gpuplatform.components.adapter_rules import served_names
 from gpuplatform.components.workload_manifests import DEFAULT_SCALE_UP
-from support import REPO, of_type, one, stack_raw, synth
+from support import REPO, of_type, one, scaled_on, stack_raw, synth
 
 NODE_POOL = "alicloud:cs/nodePool:NodePool"
 RELEASE = "kubernetes:helm.sh/v3:Release"
@@ -111,7 +111,7 @@ def test_mig_on_plain_cluster_installs_the_gpu_operator():
                            "sharing": {"mode": "mig", "profile": "3g.20gb", "strategy": "single"}}
     raw["workloads"] = [raw["workloads"][0]]
     raw["workloads"][0]["nodePool"] = "a100"
-    raw["workloads"][0]["autoscaling"]["metrics"] = [{"metric": "gpu_engine_active", "target": 0.6}]
+    scaled_on(raw["workloads"][0], "gpu_engine_active", 0.6)
     records = synth(raw)
     op = one(records, RELEASE, "gpu-gpu-software-gpu-operator")
     assert op.inputs["chart"] == "gpu-operator" and op.inputs["version"] == chart("gpu-operator").version
@@ -265,7 +265,7 @@ def _serving_port_metrics(raw, path="/metrics"):
     w.pop("server", None)
     w["ports"] = [{"name": "http", "containerPort": 8000, "protocol": "http", "metricsPath": path},
                   {"name": "grpc", "containerPort": 8001, "protocol": "grpc"}]
-    w["autoscaling"]["metrics"] = [{"metric": "gpu_engine_active", "target": 0.5}]
+    scaled_on(w, "gpu_engine_active", 0.5)
     return raw
 
 
@@ -282,7 +282,7 @@ def test_a_metrics_port_can_move_its_path():
     raw = stack_raw("prod")
     # an exporter of the team's own (Triton itself serves /metrics only)
     raw["workloads"][0].pop("server", None)
-    raw["workloads"][0]["autoscaling"]["metrics"] = [{"metric": "gpu_engine_active", "target": 0.5}]
+    scaled_on(raw["workloads"][0], "gpu_engine_active", 0.5)
     raw["workloads"][0]["ports"][2]["metricsPath"] = "/stats/prometheus"
     mon = one(synth(raw), "kubernetes:monitoring.coreos.com/v1:PodMonitor")
     assert mon.inputs["spec"]["podMetricsEndpoints"][0]["path"] == "/stats/prometheus"
@@ -291,7 +291,7 @@ def test_a_metrics_port_can_move_its_path():
 def test_no_pod_monitor_without_a_port_that_serves_metrics():
     raw = stack_raw("prod")
     raw["workloads"][0]["ports"] = raw["workloads"][0]["ports"][:2]
-    raw["workloads"][0]["autoscaling"]["metrics"] = [{"metric": "gpu_engine_active", "target": 0.5}]
+    scaled_on(raw["workloads"][0], "gpu_engine_active", 0.5)
     assert of_type(synth(raw), "kubernetes:monitoring.coreos.com/v1:PodMonitor") == []
 
 

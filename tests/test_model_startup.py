@@ -188,6 +188,7 @@ def test_a_cgpu_replica_holds_the_gib_it_requests():
 def test_a_named_server_without_probes_gets_http_probes_on_its_health_path(server):
     raw = example_raw("005")
     raw["workloads"][0].update(server=server, autoscaling={"autoscaler": "none"}, replicas=1)
+    raw["workloads"][0].pop("slo")  # the example's SLO is on a vLLM metric
     if server == "sglang":  # listening beyond the pod and serving the /metrics the port declares
         raw["workloads"][0]["args"] += ["--host=0.0.0.0", "--enable-metrics"]
     if server == "triton":  # Triton serves /metrics on its metrics port only
@@ -204,6 +205,7 @@ def test_a_named_server_without_probes_gets_http_probes_on_its_health_path(serve
 def test_no_server_keeps_tcp_probes():
     raw = example_raw("005")
     raw["workloads"][0].pop("server")
+    raw["workloads"][0].pop("slo")  # the example's SLO is on a vLLM metric
     raw["workloads"][0]["autoscaling"] = {"autoscaler": "none"}
     raw["workloads"][0]["replicas"] = 1
     got = probes(workload(raw))

@@ -222,3 +222,19 @@ def test_two_components_of_one_name_keep_their_own_children(tmp_path):
     assert len(plan["resources"]) == plan["resourceCount"] == len(records)
     urns = {row["urn"] for row in plan["resources"]}
     assert all(row["parentUrn"] in urns for row in plan["resources"] if row["parent"])
+
+
+def test_plan_prints_each_slo_with_its_target_and_verdicts(capsys):
+    text = plan_text(capsys, "--stack", "prod")
+    section = text.split("SLOs (", 1)[1]
+    row = next(line for line in section.splitlines() if line.startswith("flower"))
+    assert "triton_queue_time_us < 5000 in 99% of minutes over 28d" in row
+    assert "triton_queue_time_us 3500 (stated)" in row
+    assert "met (0/120 min" in row  # the 2-hour diurnal trace: every minute within the SLO
+    assert main(["plan", "--stack", "prod", "--format", "json"]) == 0
+    (slo,) = json.loads(capsys.readouterr().out)["slo"]
+    assert set(slo["verdicts"]) == {"step", "spike", "diurnal"}
+    diurnal = slo["verdicts"]["diurnal"]
+    assert diurnal["met"] and diurnal["minutes"] == 120
+    assert diurnal["readyReplicaHours"] >= diurnal["lowerBoundReadyReplicaHours"]
+    assert not slo["verdicts"]["step"]["met"]  # a 3x step outruns the 5-minute start-up of a replica

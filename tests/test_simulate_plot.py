@@ -164,7 +164,7 @@ def test_slo_without_tune_judges_the_run_and_is_in_the_json() -> None:
                          "10m", "--slo", "5000", "--format", "json")
     assert code == 0, err
     doc = json.loads(out)
-    assert doc["slo"] == 5000 and doc["target"] == 3500
+    assert doc["sloTarget"] == 5000 and doc["target"] == 3500
     assert doc["above_target_s"] <= json.loads(cli("simulate", "--stack", "prod", "--workload", "flower", "--trace",
                                                        "spike", "--duration", "10m", "--format", "json")[1]
                                                    )["above_target_s"]

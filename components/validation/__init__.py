@@ -5,7 +5,7 @@ cross-field rules (hardware, sharing, capacity, metrics, exposure, intervals). E
 that appends issues, so every problem of a config is reported at once.
 
 One module per area: ``parsing``, ``common`` (what the rules share), ``cluster``, ``monitoring``, ``pools``,
-``mig``, ``workloads``, ``model``, ``autoscaling``, ``exposure``, ``capacity``, ``authored`` (the objects a
+``mig``, ``workloads``, ``model``, ``autoscaling``, ``slo``, ``exposure``, ``capacity``, ``authored`` (the objects a
 workload's config makes, as the API server judges them); ``rules`` groups them by the component whose
 args they guard (``CLUSTER_RULES``, ``POOL_RULES``, ``MONITORING_RULES``, ``WORKLOAD_RULES``, ``STACK_RULES``)
 and fixes the order ``validate`` runs them in.

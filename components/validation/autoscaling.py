@@ -72,43 +72,56 @@ def check_autoscaling(cfg: PlatformConfig, p: str, w: Workload, f: Optional[Pool
         if t.metric in seen:
             out.add(f"{pm}.metric", f"{fmt(t.metric)} is listed twice")
         seen.add(t.metric)
-        metric = METRICS.get(t.metric)
-        if metric is None:
-            out.add(f"{pm}.metric", f"{fmt(t.metric)} is not a catalog metric; allowed: {one_of(METRICS)}."
-                    f"{_suggest(t.metric, METRICS)}")
-            continue
-        _check_target_range(pm, t.metric, t.target, metric, out)
-        mode = f.mode_for(w.gpu) if f is not None else None
-        if f is not None and mode not in metric.sharing_modes:
-            valid = [m.name for m in METRICS.values() if mode in m.sharing_modes]
-            out.add(f"{pm}.metric", f"{fmt(t.metric)} is not meaningful on pool {fmt(f.name)} (sharing {mode}): "
-                    f"{_mode_reason(t.metric, mode)}; allowed there: {one_of(valid)}")
-            continue
-        provider = provider_for(cfg, w, metric)
-        if metric.category == "app" and provider is None:
-            out.add(f"{pm}.metric", f"{fmt(t.metric)} is an inference-server metric; set 'server' to one of "
+        if t.metric in METRICS:
+            _check_target_range(pm, t.metric, t.target, METRICS[t.metric], out)
+        found = check_metric_exported(cfg, pm, w, f, t.metric, out, gpu_in_contract=a.autoscaler != "none")
+        if found is not None:
+            _check_idle_reading(pm, w, t.metric, t.target, *found, out)
+
+
+def check_metric_exported(cfg: PlatformConfig, pm: str, w: Workload, f: Optional[PoolFacts], name: str,
+                          out: _Issues, *, gpu_in_contract: bool = False):
+    """``name`` at ``pm.metric`` is a catalog metric that this workload's server (at its image version) or GPU
+    exporter serves per pod on its pool, and that its pods expose to Prometheus: the metric and its source, or
+    None after reporting why not. ``gpu_in_contract``: a GPU metric the exporter lacks is left to the monitoring
+    contract (components/contracts.py), which names the monitoring, for autoscaling metrics; one mistake, one
+    message. An SLO's objectives (validation/slo.py) go through the same rule."""
+    metric = METRICS.get(name)
+    if metric is None:
+        out.add(f"{pm}.metric", f"{fmt(name)} is not a catalog metric; allowed: {one_of(METRICS)}."
+                f"{_suggest(name, METRICS)}")
+        return None
+    mode = f.mode_for(w.gpu) if f is not None else None
+    if f is not None and mode not in metric.sharing_modes:
+        valid = [m.name for m in METRICS.values() if mode in m.sharing_modes]
+        out.add(f"{pm}.metric", f"{fmt(name)} is not meaningful on pool {fmt(f.name)} (sharing {mode}): "
+                f"{_mode_reason(name, mode)}; allowed there: {one_of(valid)}")
+        return None
+    provider = provider_for(cfg, w, metric)
+    if metric.category == "app" and provider is None:
+        out.add(f"{pm}.metric", f"{fmt(name)} is an inference-server metric; set 'server' to one of "
+                f"{one_of(metric.exporters)}")
+        return None
+    src = metric.source(provider)
+    if src is None:
+        if metric.category != "gpu" or not gpu_in_contract:
+            # a GPU metric the exporter lacks is the monitoring contract's to report, naming the monitoring
+            # (components/contracts.py): one mistake, one message
+            out.add(f"{pm}.metric", f"{fmt(name)} is not available from {fmt(provider)}; it comes from "
                     f"{one_of(metric.exporters)}")
-            continue
-        src = metric.source(provider)
-        if src is None:
-            if metric.category != "gpu" or a.autoscaler == "none":
-                # a GPU metric the exporter lacks is the monitoring contract's to report, naming the monitoring
-                # (components/contracts.py): one mistake, one message
-                out.add(f"{pm}.metric", f"{fmt(t.metric)} is not available from {fmt(provider)}; it comes from "
-                        f"{one_of(metric.exporters)}")
-            continue
-        if src.scope != "pod":
-            pod_metrics = [m.name for m in METRICS.values()
-                           if (s := m.source(provider)) and s.scope == "pod" and (f is None or f.mode in m.sharing_modes)]
-            out.add(f"{pm}.metric", f"{fmt(t.metric)} is served per node by the {provider} exporter "
-                    f"({src.api_name}), not per pod, so an HPA cannot average it over its pods; allowed: "
-                    f"{one_of(pod_metrics)}")
-        _check_server_version(pm, w, t.metric, src, out)
-        _check_idle_reading(pm, w, t.metric, t.target, metric, src, out)
-        if metric.category == "app" and not any(port.scrape_path is not None for port in w.ports):
-            out.add(f"{pm}.metric", f"{fmt(t.metric)} is scraped from the pods, but no port serves metrics: no port "
-                    "with protocol 'metrics' (e.g. Triton's 8002) and no serving port with 'metricsPath' (e.g. "
-                    "vLLM's /metrics on 8000); allowed: add either")
+        return None
+    if src.scope != "pod":
+        pod_metrics = [m.name for m in METRICS.values()
+                       if (s := m.source(provider)) and s.scope == "pod" and (f is None or f.mode in m.sharing_modes)]
+        out.add(f"{pm}.metric", f"{fmt(name)} is served per node by the {provider} exporter "
+                f"({src.api_name}), not per pod, so an HPA cannot average it over its pods; allowed: "
+                f"{one_of(pod_metrics)}")
+    _check_server_version(pm, w, name, src, out)
+    if metric.category == "app" and not any(port.scrape_path is not None for port in w.ports):
+        out.add(f"{pm}.metric", f"{fmt(name)} is scraped from the pods, but no port serves metrics: no port "
+                "with protocol 'metrics' (e.g. Triton's 8002) and no serving port with 'metricsPath' (e.g. "
+                "vLLM's /metrics on 8000); allowed: add either")
+    return metric, src
 
 
 def _check_server_version(pm: str, w: Workload, name: str, src, out: _Issues) -> None:
@@ -132,13 +145,12 @@ def _check_server_version(pm: str, w: Workload, name: str, src, out: _Issues) ->
             f"of {w.server} {src.since} or later, or another metric")
 
 
-def _check_idle_reading(pm: str, w: Workload, name: str, target: float, metric, src, out: _Issues) -> None:
-    """A latency p90 never reads below what an idle replica reads: 0.9 x the histogram's first bound however fast
-    the requests (catalogs/metrics.py ``histogram_p90``), and, with a ``serviceModel`` figure the stack states, that
-    figure placed in the buckets. A target the HPA must see exceeded by less than its tolerance at that reading
-    keeps adding replicas up to ``maxReplicas`` and never scales down."""
-    if src is None or not src.buckets or target <= 0:
-        return
+def idle_reading(w: Workload, name: str, metric, src) -> Optional[tuple[float, str]]:
+    """What an idle replica reads on a latency p90, and why: 0.9 x the histogram's first bound however fast the
+    requests (catalogs/metrics.py ``histogram_p90``), and, with a ``serviceModel`` figure the stack states, that
+    figure placed in the buckets. None for a metric that is no histogram quantile."""
+    if src is None or not src.buckets:
+        return None
     unit = metric.unit_info
     first = src.buckets[0] / unit.scale
     idle = histogram_p90(0.0, src.buckets) / unit.scale
@@ -155,11 +167,22 @@ def _check_idle_reading(pm: str, w: Workload, name: str, target: float, metric, 
             idle = reading
             why = (f"an idle replica reads {reading:g} {metric.unit} (serviceModel.{key} {ms:g} ms placed in the "
                    f"histogram's buckets, p90 interpolated as Prometheus does)")
+    return idle, why
+
+
+def _check_idle_reading(pm: str, w: Workload, name: str, target: float, metric, src, out: _Issues) -> None:
+    """A latency p90 never reads below what an idle replica reads (:func:`idle_reading`). A target the HPA must
+    see exceeded by less than its tolerance at that reading keeps adding replicas up to ``maxReplicas`` and never
+    scales down."""
+    found = idle_reading(w, name, metric, src)
+    if found is None or target <= 0:
+        return
+    idle, why = found
     least = idle / (1 + HPA_TOLERANCE)
     if target < least:
         out.add(f"{pm}.target", f"{target:g} {metric.unit} can never be met: {why}, and the HPA adds replicas while "
                 f"the reading is more than {HPA_TOLERANCE:.0%} above the target, so the workload would sit at "
-                f"maxReplicas; allowed: >= {math.ceil(least * 1000) / 1000:g} ({unit.description})")
+                f"maxReplicas; allowed: >= {math.ceil(least * 1000) / 1000:g} ({metric.unit_info.description})")
 
 
 def _check_activation(cfg: PlatformConfig, pa: str, w: Workload, out: _Issues) -> None:

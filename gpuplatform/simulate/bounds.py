@@ -9,8 +9,9 @@ policy meeting the SLO satisfy
 
     sum over [a, b) of ready(t)  >=  (arrivals in [a, b) - maxReplicas * x_band) / r_band
 
-and ``ready(t) >= minReplicas`` every second. Summing over any partition of the run gives a bound; the best of
-several partitions is still one. Nodes hold at most ``slots`` replicas and never drop below ``minNodes``, which
+and ``ready(t) >=`` the fewest replicas the autoscaler allows every second (0 with KEDA, 1 with an HPA, whatever
+``minReplicas`` the stack states: :func:`lowest_replicas`). Summing over any partition of the run gives a bound; the
+best of several partitions is still one. Nodes hold at most ``slots`` replicas and never drop below ``minNodes``, which
 bounds node-seconds the same way. A clairvoyant scaler that provisions ahead by the start-up time is *not* a
 bound under a transient queue: a burst shorter than the queue's time constant can be absorbed without a replica
 it would add, so this bound is derived from throughput instead, and it holds for every policy.
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Optional
 
 from gpuplatform.simulate import hpa as hpa_mod
 
@@ -63,13 +65,22 @@ class LowerBound:
                 "gpu_hours": round(self.node_s * s.gpus_per_node / 3600, 3)}
 
 
-def lower_bound(s, trace, slo_target: float) -> LowerBound:
-    band = slo_target * (1 + hpa_mod.TOLERANCE)
+def lowest_replicas(workload) -> int:
+    """The fewest replicas the workload's autoscaler may ever run, whatever ``minReplicas`` it states: 0 with KEDA
+    (it scales to zero), 1 with an HPA (which never goes below 1). The bound must not depend on the settings being
+    judged: one taken at the workload's own ``minReplicas`` made a candidate that raises it look efficient."""
+    return 0 if workload.autoscaling.autoscaler == "keda" else 1
+
+
+def lower_bound(s, trace, slo_target: float, band: Optional[float] = None) -> LowerBound:
+    """At ``band``, the level no second may exceed (an SLO's threshold), or else ``slo_target`` plus the HPA's
+    tolerance."""
+    band = slo_target * (1 + hpa_mod.TOLERANCE) if band is None else band
     x_band = most_held_at_or_below(s.plan, band)
     r_band = s.plan.capacity_rps * (1.0 if math.isinf(x_band) else s.plan.rho(x_band))
     duration = int(trace.duration_s) + 1
     arrivals = [trace.demand(float(t)) for t in range(duration)]
-    min_r = s.workload.autoscaling.min_replicas
+    min_r = lowest_replicas(s.workload)
     slack = s.max_replicas * x_band
     # a pool without autoscaling keeps its nodes: min_nodes is then its node count, the only schedule there is
     best_ready, best_nodes = float(min_r * duration), float(s.min_nodes * duration)

@@ -37,6 +37,7 @@ from gpuplatform.simulate import hpa as hpa_mod
 from gpuplatform.simulate import promql
 from gpuplatform.simulate.autoscaling import HpaLoop, KedaLoop, Trigger
 from gpuplatform.simulate.bounds import LowerBound, lower_bound
+from gpuplatform.simulate.slo import SloVerdict, judge
 from gpuplatform.simulate.cluster import NodePool, Pods
 from gpuplatform.simulate.scrape import SERIES_MODELS, Scraper
 from gpuplatform.simulate.service import (LATENCY, TIME_UNITS, Queue, ServicePlan, bucket_p90, full_scale,
@@ -111,6 +112,8 @@ class Setup:
     ingress_labels: tuple
     hpa_spec: dict
     readings: dict
+    slo_triggers: tuple = ()
+    """The SLO's objectives as the simulator reads them: (metric, below, source), judged by simulate.slo."""
 
     @property
     def major(self) -> int:
@@ -193,6 +196,7 @@ def setup(cfg: PlatformConfig, workload: str) -> Setup:
     _check_reachable(index, w, plan)
     return Setup(
         cfg=cfg, workload=w, plan=plan, namespace=namespace, readings=_readings(cfg, w, plan),
+        slo_triggers=_slo_triggers(cfg, index, w),
         collect_s=duration_seconds(iv.exporter_collect), scrape_s=duration_seconds(iv.scrape),
         sync_s=duration_seconds(iv.hpa_sync), window=iv.rule_window, keda=keda, triggers=tuple(triggers),
         needed=needed, slots=slots, gpus_per_node=facts.gpus_per_node, units_per_replica=units, unit=unit,
@@ -200,6 +204,22 @@ def setup(cfg: PlatformConfig, workload: str) -> Setup:
         provision_s=prov.seconds + (MIG_RECONFIGURE.seconds if facts.mode == "mig" else 0),
         autoscaled_pool=autoscaled_pool, prometheus=prometheus_version(cfg.monitoring.backend),
         minor=version[1] if version else hpa_mod.LATEST_MINOR, ingress_labels=ingress_labels, hpa_spec=spec)
+
+
+def _slo_triggers(cfg: PlatformConfig, index: int, w: Workload) -> tuple:
+    """The SLO's objectives, each read like an autoscaling metric: its source, kind and unit."""
+    if w.slo is None:
+        return ()
+    out = []
+    for k, o in enumerate(w.slo.objectives):
+        src = source_for(cfg, w, o.metric)
+        why = "it has no source on this stack" if src is None else not_modelled(o.metric,
+                                                                                w.service_model.first_token_ms)
+        if why:
+            raise ConfigError([ConfigIssue(f"workloads[{index}].slo.objectives[{k}].metric",
+                                           f"{o.metric!r} cannot be simulated: {why}")])
+        out.append(Trigger(o.metric, o.below, src, None))
+    return tuple(out)
 
 
 def _check_reachable(index: int, w: Workload, plan: ServicePlan) -> None:
@@ -236,6 +256,9 @@ class PerSecond:
     replicas: array = field(default_factory=lambda: array("i"))
     ready: array = field(default_factory=lambda: array("i"))
     nodes: array = field(default_factory=lambda: array("i"))
+    failing: array = field(default_factory=lambda: array("b"))
+    slo: list = field(default_factory=list)
+    """Per SLO objective, its metric's true value each second."""
 
 
 @dataclass
@@ -277,6 +300,8 @@ class Result:
     phases: Phases
     slo_target: Optional[float] = None
     """The level time over target is judged against (``--slo``; the target when none was given)."""
+    slo: Optional[SloVerdict] = None
+    """The workload's SLO judged on the run (None without ``slo``)."""
     sim: Optional["Simulation"] = None
     """The run itself, for the reasons of figures that read "never" (simulate.reasons)."""
 
@@ -335,7 +360,9 @@ class Result:
         return {**self.summary(), "timeline": self.tally.timeline,
                 "stack": self.stack, "workload": self.workload, "trace": self.trace,
                 "autoscaler": self.autoscaler, "metric": self.metric, "apiName": self.api_name,
-                "target": self.target, "slo": self.slo_target, "unit_of_metric": self.unit, "query": self.query,
+                "target": self.target, "sloTarget": self.slo_target,
+                "slo": None if self.slo is None else self.slo.to_json(), "unit_of_metric": self.unit,
+                "query": self.query,
                 "loadIncreaseAt": self.tally.increase_at,
                 "phases": {"collect": self.phases.collect, "scrape": self.phases.scrape, "sync": self.phases.sync},
                 "prometheus": ".".join(str(part) for part in self.setup.prometheus),
@@ -352,6 +379,9 @@ class Simulation:
         self.s, self.trace = s, trace
         self.slo_target = s.first.target if slo_target is None else slo_target
         """The level the figures judge against (the HPA's own target unless a tuning run fixes another)."""
+        self.objectives = tuple((t.metric, slo_target if slo_target is not None and t.metric == s.first.metric
+                                 else t.target) for t in s.slo_triggers)
+        """The SLO's (metric, below): ``--slo`` replaces the threshold of the objective on the HPA's metric."""
         a = s.workload.autoscaling
         demand0 = trace.demand(0)
         r0 = max(min(math.ceil(demand0 / s.plan.rps_at_target - 1e-9), a.max_replicas),
@@ -449,6 +479,11 @@ class Simulation:
         sec.replicas.append(self.spec)
         sec.ready.append(ready)
         sec.nodes.append(nodes)
+        sec.failing.append(failing)
+        for k, trig in enumerate(s.slo_triggers):
+            if len(sec.slo) <= k:
+                sec.slo.append(array("d"))
+            sec.slo[k].append(levels[trig.metric] if trig.metric in levels else _level_of(s, trig, served))
         step = int(t)
         if (step - self.phases.sync) % s.sync_s == 0 or step == int(self.trace.duration_s):
             # desired as the HPA's status holds it: reconcileAutoscaler (kubernetes pkg/controller/podautoscaler/
@@ -491,11 +526,19 @@ class Simulation:
         s = self.s
         src0 = s.triggers[0].source
         query = s.triggers[0].query or render_for_pods(src0, s.namespace, [f"{s.workload.name}-<pod>"], s.window)
+        verdict = None
+        if s.workload.slo is not None:
+            levels = [self.tally.seconds.slo[k] if k < len(self.tally.seconds.slo) else ()
+                      for k in range(len(self.objectives))]
+            verdict = judge(self.objectives, s.workload.slo.compliance, levels, self.tally.seconds.failing)
+        # the bound is taken at the SLO's threshold on the HPA's metric when there is one (a strict ceiling: no
+        # second above it), else at the level time over target is judged against
+        at_slo = next((below for metric, below in self.objectives if metric == s.first.metric), None)
         return Result(stack=stack, workload=s.workload.name, trace=self.trace.name,
                       autoscaler=s.workload.autoscaling.autoscaler, metric=s.first.metric, api_name=src0.api_name,
                       target=s.first.target, unit=METRICS[s.first.metric].unit, query=query, tally=self.tally,
-                      bound=lower_bound(s, self.trace, self.slo_target), plan=s.plan, setup=s, phases=self.phases,
-                      slo_target=self.slo_target, sim=self)
+                      bound=lower_bound(s, self.trace, self.slo_target, band=at_slo), plan=s.plan, setup=s,
+                      phases=self.phases, slo_target=self.slo_target, slo=verdict, sim=self)
 
 
 def _readings(cfg: PlatformConfig, w: Workload, plan: ServicePlan) -> dict:

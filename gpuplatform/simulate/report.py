@@ -214,6 +214,7 @@ def table_text(r: Result, every_s: int = 60, swept: Optional[SweepResult] = None
               f"{s['above_target_s']:g}s, failed requests {s['failed_requests']:g})",
               f"  replicas: peak / maxReplicas / at max     {s['peak_replicas']} / {s['max_replicas']} / "
               f"{s['time_at_max_s']:g}s",
+              *([f"  SLO                                       {r.slo.text()}"] if r.slo is not None else []),
               f"  cost used / lower bound for the SLO       {s['unit_hours']:g} / {lb['unit_hours']:g} {unit}-hours, "
               f"{s['node_hours']:g} / {lb['node_hours']:g} node-hours, {s['gpu_hours']:g} / {lb['gpu_hours']:g} "
               f"GPU-hours of nodes",

@@ -20,7 +20,7 @@ from gpuplatform.components.config import PlatformConfig
 from gpuplatform.components.stack_config import namespace_from_stack_file
 from gpuplatform.components.validation import kubernetes_version, load
 from gpuplatform.records import RegisteredResource
-from support import REPO, stack_raw, synth
+from support import REPO, scaled_on, stack_raw, synth
 
 NOT_PUBLIC = {"ack-alibaba-cloud-metrics-adapter"}
 """Charts no public source publishes (only ACK's OSS app catalog): they cannot be rendered offline."""
@@ -35,7 +35,7 @@ def gpu_operator_mig() -> dict:
                          "sharing": {"mode": "mig", "profile": "1g.5gb", "strategy": "mixed"}}]
     for w in raw["workloads"]:
         w["nodePool"] = "a100-mig"
-        w["autoscaling"]["metrics"] = [{"metric": "gpu_engine_active", "target": 0.5}]
+        scaled_on(w, "gpu_engine_active", 0.5)
     return raw
 
 
@@ -50,7 +50,7 @@ def legacy_exporter() -> dict:
     """Self-hosted monitoring on ACK reading the legacy ACK GPU exporter's series."""
     raw = stack_raw("staging")
     raw["monitoring"] = {"backend": "self-hosted", "gpuExporter": "ack-legacy"}
-    raw["workloads"][0]["autoscaling"]["metrics"] = [{"metric": "gpu_util", "target": 40}]
+    scaled_on(raw["workloads"][0], "gpu_util", 40)
     return raw
 
 

@@ -68,6 +68,7 @@ def local_mig(strategy: str) -> dict:
     for w in raw["workloads"]:
         w["nodePool"] = "a100-mig"
         w["autoscaling"]["metrics"] = [{"metric": "gpu_engine_active", "target": 0.5}]
+        w["slo"] = {"objectives": [{"metric": "gpu_engine_active", "below": 0.55}]}  # gpu_util has no MIG value
     return raw
 
 

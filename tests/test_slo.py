@@ -1,0 +1,154 @@
+"""workloads[].slo: the model, its validation (the autoscaling metric rule, reused), its judging on a simulated
+run, and the lower bound that does not depend on the settings being judged."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from support import cli, stack_raw
+
+from gpuplatform.components.errors import ConfigError
+from gpuplatform.components.validation import load
+from gpuplatform.simulate.bounds import lower_bound, lowest_replicas
+from gpuplatform.simulate.engine import setup
+from gpuplatform.simulate.slo import judge
+from gpuplatform.simulate.traces import built_in
+
+
+def _issues(raw) -> dict[str, str]:
+    with pytest.raises(ConfigError) as exc:
+        load(raw)
+    return {i.path: i.message for i in exc.value.issues}
+
+
+def _with_slo(raw, **slo) -> dict:
+    raw["workloads"][0]["slo"] = slo
+    return raw
+
+
+# ---------------------------------------------------------------------------------------------- the model
+def test_defaults_and_error_budget() -> None:
+    cfg = load(_with_slo(stack_raw("prod"), objectives=[{"metric": "triton_queue_time_us", "below": 5000}]))
+    slo = cfg.workloads[0].slo
+    assert (slo.compliance, slo.window) == (99.0, "28d")
+    assert slo.error_budget == pytest.approx(0.01)
+
+
+def test_a_window_that_is_no_duration_names_its_path() -> None:
+    issues = _issues(_with_slo(stack_raw("prod"), objectives=[{"metric": "triton_queue_time_us", "below": 5000}],
+                               window="28 days"))
+    (path, message), = [(p, m) for p, m in issues.items() if "window" in p]
+    assert path.endswith("workloads[0].slo.window") and "'28 days' is not a duration" in message
+
+
+def test_an_slo_needs_an_objective() -> None:
+    issues = _issues(_with_slo(stack_raw("prod"), objectives=[]))
+    assert any(p.endswith("workloads[0].slo.objectives") for p in issues)
+
+
+# ---------------------------------------------------------------------------------------------- validation
+def test_an_unknown_metric_is_refused_as_an_autoscaling_metric_is() -> None:
+    raw = _with_slo(stack_raw("prod"), objectives=[{"metric": "triton_queue_time_ms", "below": 5}])
+    issues = _issues(raw)
+    message = issues["workloads[0].slo.objectives[0].metric"]
+    assert "'triton_queue_time_ms' is not a catalog metric" in message and "triton_queue_time_us" in message
+    raw = stack_raw("prod")
+    raw["workloads"][0]["autoscaling"]["metrics"][0]["metric"] = "triton_queue_time_ms"
+    assert _issues(raw)["workloads[0].autoscaling.metrics[0].metric"] == message  # one rule, one message
+
+
+def test_a_metric_another_server_exports_is_refused() -> None:
+    issues = _issues(_with_slo(stack_raw("prod"), objectives=[{"metric": "vllm_ttft_p90_ms", "below": 500}]))
+    assert "is not available from 'triton'; it comes from vllm" in issues["workloads[0].slo.objectives[0].metric"]
+
+
+def test_a_metric_the_image_version_does_not_export_is_refused() -> None:
+    from test_vllm_metrics import vllm_workload
+
+    raw = stack_raw("prod")
+    vllm_workload("vllm/vllm-openai:v0.2.7", "gpu_engine_active", 0.5)(raw)
+    _with_slo(raw, objectives=[{"metric": "vllm_ttft_p90_ms", "below": 500}])
+    message = _issues(raw)["workloads[0].slo.objectives[0].metric"]
+    assert "from version 0.3.1" in message and "pins 0.2.7" in message
+
+
+def test_a_threshold_an_idle_replica_already_exceeds_is_unreachable() -> None:
+    from test_vllm_metrics import vllm_workload
+
+    raw = stack_raw("prod")
+    vllm_workload()(raw)
+    raw["workloads"][0]["serviceModel"].update({"firstTokenMs": 150, "serviceTimeMs": 400})
+    _with_slo(raw, objectives=[{"metric": "vllm_ttft_p90_ms", "below": 100}])
+    message = _issues(raw)["workloads[0].slo.objectives[0].below"]
+    assert "100 ms can never be met" in message and "serviceModel.firstTokenMs 150 ms" in message
+    raw["workloads"][0]["slo"]["objectives"][0]["below"] = 500
+    load(raw)  # above the idle reading: accepted
+
+
+@pytest.mark.parametrize("slo, path, words", [
+    ({"objectives": [{"metric": "triton_queue_time_us", "below": 0}]}, "objectives[0].below",
+     "0 is not a positive threshold"),
+    ({"objectives": [{"metric": "triton_queue_time_us", "below": 5000}], "compliance": 100}, "compliance",
+     "strictly between 0 and 100"),
+    ({"objectives": [{"metric": "triton_queue_time_us", "below": 5000}] * 2}, "objectives[1].metric",
+     "listed twice"),
+    ({"objectives": [{"metric": "gpu_engine_active", "below": 1}]}, "objectives[0].below",
+     "1 can never be exceeded"),
+])
+def test_bad_values_name_their_path(slo, path, words) -> None:
+    issues = _issues(_with_slo(stack_raw("prod"), **slo))
+    assert words in issues[f"workloads[0].slo.{path}"]
+
+
+# ---------------------------------------------------------------------------------------------- judging
+def test_a_minute_is_bad_when_its_mean_is_above_the_threshold_or_a_request_failed() -> None:
+    levels = [10.0] * 60 + [10.0] * 30 + [30.0] * 30 + [21.0] * 60 + [0.0] * 60 + [99.0] * 30
+    failing = [0] * 180 + [0] * 59 + [1] + [0] * 30
+    verdict = judge([("m", 20.0)], 99.0, [levels], failing)
+    assert verdict.minutes == 4  # the last half minute is not judged
+    # a mean of 20 (half the minute at 30) is not above 20; a mean of 21 is; a failed request is bad at any level
+    assert verdict.bad_minutes == 2 and verdict.bad_by_objective == (2,)
+    assert verdict.fraction == pytest.approx(0.5) and not verdict.met
+    assert judge([("m", 15.0)], 50.0, [levels[:120]], failing[:120]).met  # 1 bad minute of 2 meets 50 %
+    assert not judge([("m", 15.0)], 50.1, [levels[:120]], failing[:120]).met
+
+
+def test_a_minute_is_bad_when_any_objective_misses() -> None:
+    verdict = judge([("a", 1.0), ("b", 1.0)], 99.0, [[2.0] * 60 + [0.0] * 60, [0.0] * 60 + [2.0] * 60], [0] * 120)
+    assert verdict.bad_minutes == 2 and verdict.bad_by_objective == (1, 1)
+
+
+def test_simulate_reports_the_slo_in_json_and_the_override_judges_it() -> None:
+    args = ("simulate", "--stack", "prod", "--workload", "flower", "--trace", "diurnal", "--duration", "1h",
+            "--format", "json")
+    code, out, err = cli(*args)
+    assert code == 0, err
+    slo = json.loads(out)["slo"]
+    assert slo["objectives"] == [{"metric": "triton_queue_time_us", "below": 5000.0, "badMinutes": 0}]
+    assert (slo["compliance"], slo["minutes"], slo["badMinutes"], slo["met"]) == (99.0, 60, 0, True)
+    code, out, err = cli(*args, "--slo", "1000")  # below what the HPA holds the queue at: every minute is bad
+    slo = json.loads(out)["slo"]
+    assert slo["objectives"][0]["below"] == 1000 and slo["badMinutes"] > 50 and not slo["met"]
+    code, out, err = cli(*args[:-2])
+    assert "SLO " in out and "0 of 60 minutes out" in out and "met" in out
+
+
+# ---------------------------------------------------------------------------------------------- the bound
+def test_the_bound_does_not_move_with_min_replicas() -> None:
+    bounds = []
+    for min_replicas in (1, 4):
+        raw = stack_raw("prod")
+        raw["workloads"][0]["autoscaling"]["minReplicas"] = min_replicas
+        s = setup(load(raw), "flower")
+        trace = built_in("diurnal", s.plan.rps_at_target, s.plan.rps_at_target * 3, 3600)
+        bounds.append(lower_bound(s, trace, 5000 / 1.1).ready_replica_s)
+    assert bounds[0] == pytest.approx(bounds[1])
+    assert lowest_replicas(s.workload) == 1
+
+
+def test_keda_allows_zero() -> None:
+    from support import cfg_of
+
+    cfg = cfg_of("local")
+    assert lowest_replicas(next(w for w in cfg.workloads if w.name == "batch-embedder")) == 0
+    assert lowest_replicas(next(w for w in cfg.workloads if w.name == "echo-gpu")) == 1

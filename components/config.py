@@ -696,6 +696,23 @@ class NetworkPolicySettings(Model):
     then takes no caller at all, which ``plan`` warns about."""
 
 
+# ---------------------------------------------------------------------------------------------- slo
+class SloObjective(Model):
+    metric: str
+    """A metric of catalogs/metrics.py this workload's server exports, in that metric's unit."""
+    below: float
+    """A minute is bad when the metric, as the adapter computes it for the workload, is above this."""
+
+
+class Slo(Model):
+    objectives: list[SloObjective]
+    """One or more objectives; a minute is good when every objective holds."""
+    compliance: float = 99.0
+    """Percent of minutes within every objective over ``window``. Default 99."""
+    window: str = "28d"
+    """Compliance window. Default 28d."""
+
+
 class Workload(Model):
     name: str
     """Workload name (Deployment, Service and HPA names)."""
@@ -747,6 +764,8 @@ class Workload(Model):
     network_policy: NetworkPolicySettings = Field(default_factory=NetworkPolicySettings)
     """Which pods may connect to the replicas (a NetworkPolicy per workload). Default: only the ingress controller,
     the stack's Prometheus and the clients of a LoadBalancer Service."""
+    slo: Optional[Slo] = None
+    """Service level objective the workload is alerted on. Default none."""
     service_model: ServiceModel = Field(default_factory=ServiceModel)
     """Load model for ``gpuplatform simulate`` only. Default: 10 requests/s per replica at target, 20 ms per
     request, model load = startup probe budget, 60 s image pull."""

@@ -26,7 +26,7 @@ class GpuAlertsArgs(TypedDict):
 
 class GpuAlerts(ComposedComponent, pulumi.ComponentResource):
     """Alerts (HPA cannot read its metric, HPA at max, metric series absent, custom metrics API down, GPU XID and
-    memory) and the autoscaling dashboard for the services of one GpuMonitoring."""
+    memory, SLO error-budget burn) and the autoscaling dashboard for the services of one GpuMonitoring."""
 
     def __init__(self, name: str, args: GpuAlertsArgs, opts: Optional[pulumi.ResourceOptions] = None):
         from gpuplatform.components.args import ArgsIssue, check_args, component_label, raise_for
@@ -63,10 +63,14 @@ class GpuAlerts(ComposedComponent, pulumi.ComponentResource):
             import pulumi_alicloud as alicloud
 
             ali = pulumi.ResourceOptions.merge(monitoring._arms_alert_opts, pulumi.ResourceOptions(parent=self))
-            for a in GpuMonitoring.alert_list(cfg):
+            _, slo_alerts = GpuMonitoring.slo_rules(cfg, recorded=False)
+            for a in GpuMonitoring.alert_list(cfg) + slo_alerts:
                 alicloud.arms.PrometheusAlertRule(
-                    f"{name}-alert-{a.name.lower().replace('_', '-')}", cluster_id=monitoring.cluster.cluster_id,
-                    prometheus_alert_rule_name=a.name, expression=a.expr, duration=a.duration.rstrip("m"),
-                    message=a.summary, labels=[{"name": "severity", "value": a.severity}], opts=ali)
+                    f"{name}-alert-{a.key.lower().replace('_', '-')}", cluster_id=monitoring.cluster.cluster_id,
+                    prometheus_alert_rule_name=a.key, expression=a.expr, duration=a.duration.rstrip("m"),
+                    message=a.summary,
+                    labels=[{"name": k, "value": v} for k, v in (("severity", a.severity), *a.labels)],
+                    **({"annotations": [{"name": "description", "value": a.description}]} if a.description else {}),
+                    opts=ali)
         BUILT.append(self)  # for the tools that read a composed program (components/assembly.py)
         self.register_outputs({})

@@ -23,6 +23,21 @@ class Alert:
     duration: str
     severity: str
     summary: str
+    labels: tuple[tuple[str, str], ...] = ()
+    """Labels besides ``severity`` that tell apart rules sharing one alert name."""
+    description: str = ""
+    """What to look at first, when the summary alone does not say."""
+
+    def rule(self) -> dict:
+        """The alerting rule of a Prometheus rule group."""
+        annotations = {"summary": self.summary, **({"description": self.description} if self.description else {})}
+        return {"alert": self.name, "expr": self.expr, "for": self.duration,
+                "labels": {"severity": self.severity, **dict(self.labels)}, "annotations": annotations}
+
+    @property
+    def key(self) -> str:
+        """A name unique among the rules (ARMS names each rule, and Pulumi each resource, once)."""
+        return "-".join([self.name, *(v for _, v in self.labels)])
 
 
 def _regex_alternation(values) -> str:
@@ -72,9 +87,7 @@ def alerts(namespace: str, hpa_names: list[str], sources: list[MetricSource], gp
 
 
 def prometheus_rule_groups(alert_list: list[Alert]) -> list[dict]:
-    return [{"name": "gpu-platform.autoscaling", "rules": [
-        {"alert": a.name, "expr": a.expr, "for": a.duration, "labels": {"severity": a.severity},
-         "annotations": {"summary": a.summary}} for a in alert_list]}]
+    return [{"name": "gpu-platform.autoscaling", "rules": [a.rule() for a in alert_list]}]
 
 
 def dashboard(namespace: str, workloads: list[Workload], sources_by_workload: dict, rule_window: str) -> dict:

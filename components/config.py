@@ -645,7 +645,7 @@ class SloObjective(Model):
 
 class Slo(Model):
     """A service level objective: the share of minutes in which every objective holds, over a window. Stated once,
-    it is judged by ``gpuplatform simulate`` and ``plan``; it renders no object itself."""
+    it is judged by ``gpuplatform simulate`` and ``plan`` and alerted on by burn rate (docs/alerts.md)."""
 
     objectives: list[SloObjective] = Field(min_length=1)
     """One or more objectives, each on a different metric."""
@@ -820,7 +820,7 @@ class Workload(Model):
     """Which pods may connect to the replicas (a NetworkPolicy per workload). Default: only the ingress controller,
     the stack's Prometheus and the clients of a LoadBalancer Service."""
     slo: Optional[Slo] = None
-    """Service level objective (docs/simulate.md, "SLOs"): judged by ``gpuplatform simulate`` and ``plan``.
+    """Service level objective (docs/simulate.md, "SLOs"): judged by ``gpuplatform simulate`` and ``plan``, and alerted on (docs/alerts.md).
     Default none."""
     service_model: ServiceModel = Field(default_factory=ServiceModel)
     """Load model for ``gpuplatform simulate`` only. Default: 10 requests/s per replica at target, 20 ms per

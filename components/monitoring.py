@@ -26,6 +26,7 @@ from gpuplatform.catalogs.metrics import METRICS
 from gpuplatform.components import adapter_rules
 from gpuplatform.catalogs.ack import ARMS_ADDON
 from gpuplatform.components.alerts import alerts, dashboard_json, prometheus_rule_groups
+from gpuplatform.components.slo_alerts import slo_rule_group, slo_rules
 from gpuplatform.components.cluster import GpuCluster
 from gpuplatform.components.config import PlatformConfig, duration_seconds
 from gpuplatform.components.gpu_software import release
@@ -457,7 +458,15 @@ class GpuMonitoring(ComposedComponent, pulumi.ComponentResource):
         return {"apiVersion": PROMETHEUS_OPERATOR_API, "kind": "PrometheusRule",
                 "metadata": {"name": "gpu-platform-autoscaling", "namespace": MONITORING_NS,
                              "labels": dict(MONITOR_LABELS)},
-                "spec": {"groups": prometheus_rule_groups(GpuMonitoring.alert_list(cfg))}}
+                "spec": {"groups": prometheus_rule_groups(GpuMonitoring.alert_list(cfg))
+                         + slo_rule_group(*GpuMonitoring.slo_rules(cfg, recorded=True))}}
+
+    @staticmethod
+    def slo_rules(cfg: PlatformConfig, recorded: bool):
+        """Recording rules and burn-rate alerts of the workloads with an SLO (components/slo_alerts.py); ARMS
+        takes no recording rules, so there ``recorded`` is false and the alerts carry the SLI themselves."""
+        return slo_rules(cfg.workload_namespace, cfg.workloads, lambda w, m: source_for(cfg, w, m),
+                         cfg.monitoring.intervals.rule_window, recorded)
 
     @staticmethod
     def dashboard_config_map(cfg: PlatformConfig) -> dict:

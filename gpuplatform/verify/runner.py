@@ -21,6 +21,7 @@ from gpuplatform.verify.monitoring import (CUSTOM_METRICS_APISERVICE, EXTERNAL_M
 from gpuplatform.verify.nodes import check_pool
 from gpuplatform.verify.output import format_json, format_table, progress_line
 from gpuplatform.verify.results import CheckResult, _fail, _pass
+from gpuplatform.verify.slo import check_slo
 from gpuplatform.verify.startup import check_load_time
 from gpuplatform.verify.workloads import check_hpa, check_pod_monitor
 
@@ -100,6 +101,8 @@ def run_verify(cfg: PlatformConfig, api_client: k8s.ApiClient) -> list[CheckResu
     if enforced is not None:
         results.append(enforced)
     results += [check_policy_peers(cfg, w, networking, core) for w in cfg.workloads if w.network_policy.enabled]
+    for w in cfg.workloads:
+        results += check_slo(cfg, w, api_client)
     return results
 
 

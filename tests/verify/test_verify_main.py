@@ -18,9 +18,9 @@ def test_json_report_and_exit_0_on_healthy_cluster(fake_api, prod_cfg, tmp_path)
     doc = json.loads(out.getvalue())
     assert doc["ok"] is True
     # the guides' checks, the ACK ones docs/ack.md lists as unverified, the system pods, MIG partitioning, the
-    # address of each of the two Ingresses, the workload's measured model load and its NetworkPolicy (flannel
-    # does not enforce it: a warning)
-    assert doc["summary"] == {"checks": 24, "passed": 24, "failed": 0, "warnings": 1}
+    # address of each of the two Ingresses, the workload's measured model load, its NetworkPolicy (flannel
+    # does not enforce it: a warning) and its SLO's compliance
+    assert doc["summary"] == {"checks": 25, "passed": 25, "failed": 0, "warnings": 1}
     assert doc["checks"][0] == {"check": "cluster.reachable", "subject": server.url, "ok": True,
                                 "message": "Kubernetes v1.31.5-aliyun.1", "cause": "", "warning": False}
 
@@ -33,7 +33,7 @@ def test_table_report_and_exit_1_when_a_check_fails(fake_api, staging_cfg, tmp_p
     text = out.getvalue()
     assert "FAIL    metrics.listed" in text
     assert "likely cause: the adapter lists a metric only when a rule serves 'DCGM_CUSTOM_PROCESS_SM_UTIL'" in text
-    assert text.rstrip().endswith("18 checks, 15 passed, 3 failed")
+    assert text.rstrip().endswith("19 checks, 16 passed, 3 failed, 1 with a warning")  # the SLO: ARMS
     assert "round" not in text, "no progress lines without --wait"
 
 
@@ -65,12 +65,12 @@ def test_wait_polls_until_all_checks_pass(fake_api, staging_cfg, tmp_path):
     progress = [line for line in lines if line.startswith("verify round")]
     assert len(progress) == 2
     # the round's elapsed seconds depend on the machine's load, the rest does not
-    assert re.match(r"verify round 1 \(\d+s/60s\): 13/18 checks pass; waiting on apiservice.available "
+    assert re.match(r"verify round 1 \(\d+s/60s\): 14/19 checks pass; waiting on apiservice.available "
                     r"apiservice/v1beta1\.custom\.metrics\.k8s\.io, adapter\.ready ", progress[0])
     assert "(+2 more)" in progress[0]
-    assert progress[1].startswith("verify round 2 (") and progress[1].endswith("19/19 checks pass")
+    assert progress[1].startswith("verify round 2 (") and progress[1].endswith("20/20 checks pass")
     assert sleeps == [5.0]
-    assert lines[-1] == "19 checks, 19 passed, 0 failed"
+    assert lines[-1] == "20 checks, 20 passed, 0 failed, 1 with a warning"
 
 
 def test_wait_is_bounded_when_checks_keep_failing(fake_api, prod_cfg, tmp_path):

@@ -36,8 +36,8 @@ def test_the_burn_rate_keeps_the_budget_share_on_another_window():
 
 
 def test_no_slo_no_rules():
-    cfg = cfg_of("prod")
-    assert all(w.slo is None for w in cfg.workloads)
+    prod = cfg_of("prod")
+    cfg = prod.model_copy(update={"workloads": [w.model_copy(update={"slo": None}) for w in prod.workloads]})
     assert [g["name"] for g in GpuMonitoring.prometheus_rule(cfg)["spec"]["groups"]] == ["gpu-platform.autoscaling"]
     assert GpuMonitoring.slo_rules(cfg, recorded=False) == ([], [])
 

@@ -11,6 +11,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, SecretStr
 from pydantic.alias_generators import to_camel
 
 from gpuplatform.catalogs.ack import SYSTEM_POOL_INSTANCE_TYPES as _SYSTEM_TYPES
+from gpuplatform.catalogs.burn_rates import prometheus_duration_seconds
 from gpuplatform.catalogs.prices import CURRENCIES
 from gpuplatform.catalogs.sharing import CGPU_PLACEMENTS, CGPU_POLICIES, DEFAULT_GPU_TAINT
 
@@ -612,18 +613,13 @@ class Autoscaling(Model):
     workload_manifests)."""
 
 
-_WINDOW_UNITS = {"m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
-
-
 def window_seconds(value: str) -> int:
-    """An SLO's compliance window in seconds: '28d' -> 2419200, '1w' -> 604800, '12h' -> 43200 (the units of a
-    Prometheus range duration from a minute up; an SLO counts minutes, so nothing shorter)."""
-    import re
-
-    parts = re.findall(r"(\d+)([mhdw])", value)
-    if not parts or "".join(n + u for n, u in parts) != value:
-        raise ValueError(f"'{value}' is not a duration; use e.g. 28d, 1w, 12h")
-    return sum(int(n) * _WINDOW_UNITS[u] for n, u in parts)
+    """An SLO's compliance window in seconds, read as Prometheus reads a range (``28d`` -> 2419200, ``1w``,
+    ``12h``): the alert rules put the same text into their queries (catalogs/burn_rates.py)."""
+    try:
+        return int(prometheus_duration_seconds(value))
+    except ValueError:
+        raise ValueError(f"'{value}' is not a duration; use e.g. 28d, 1w, 12h") from None
 
 
 def _check_window(value: str) -> str:

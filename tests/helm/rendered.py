@@ -154,9 +154,6 @@ def _chart_of(record: RegisteredResource) -> Chart:
     return CHARTS[record.inputs["name"]]
 
 
-CRD = "CustomResourceDefinition"
-
-
 def _render_release(rel: RenderedRelease, charts: helm_engine.ChartsDir, minor: tuple[int, int],
                     api_versions: frozenset[str], crds_only: bool = False) -> None:
     """Render ``rel``: its objects and the CRDs it installs; ``crds_only``, only the CRDs (the first of the two

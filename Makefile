@@ -21,6 +21,9 @@ WHEELHOUSE := $(VENV)/wheelhouse
 $(WHEELHOUSE)/.complete: $(VENV)/.installed
 	@echo "collecting wheels into $(WHEELHOUSE) for the tests that build fresh virtualenvs (first run: a minute or two)"
 	$(PY) -m pip wheel -q --wheel-dir $(WHEELHOUSE) -c requirements.txt . "setuptools>=77" pip
+	@# dependencies only: every test that installs gpu-platform builds it from the checkout it tests, and one
+	@# proves a bare `gpu-platform==<version>` resolves to whatever an index offers (no copy of ours may answer)
+	rm -f $(WHEELHOUSE)/gpu_platform-*.whl
 	touch $@
 
 install: $(VENV)/.installed $(WHEELHOUSE)/.complete

@@ -249,6 +249,7 @@ def test_the_pack_installs_in_a_fresh_ci_venv_from_what_it_pins_and_no_impostor_
     assert json.loads((checkout / "policy-pack" / "strict.json").read_text()) == strict_config()
 
     # the only package sources CI sees: the wheelhouse, and a squatter's gpu-platform of this version and a later one
+    assert not list(wheelhouse().glob("gpu_platform-*.whl")), "the wheelhouse must hold dependencies only"
     squatter = tmp_path / "public-index"
     squatter.mkdir()
     for version in (VERSION, "99.0.0"):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from gpuplatform.catalogs.kubernetes import INTRODUCED_APIS, REMOVED_APIS, served_by
+from gpuplatform.catalogs.system_components import PAUSE_IMAGES, matches
 from gpuplatform.policies import k8s
 from gpuplatform.policies.registry import ADVISORY, HIGH, MEDIUM, prop, resource_policy, stack_policy
 from gpuplatform.policies.stack import ACK_CLUSTER_TYPES, ACK_NODE_POOL_TYPE, PROMETHEUS_ADAPTER_CHART, RELEASE_TYPE
@@ -24,6 +25,8 @@ ENVIRONMENT = prop("string", "Environment when no GpuPlatform is checked.", "")
     remediation="Set the workload's probes (Triton: /v2/health/ready and /v2/health/live).")
 def container_probes(r, config, report):
     for c in k8s.containers(k8s.pod_spec(r.kind, r.props), init=False):
+        if matches(str(k8s.get(c, "image") or ""), PAUSE_IMAGES):
+            continue  # pause only holds the pod open (a warm-capacity placeholder): it serves nothing to probe
         missing = [p for p in ("readinessProbe", "livenessProbe") if k8s.get(c, p) is None]
         if missing:
             report(f"{r.label} container {k8s.container_name(c)} has no {' / '.join(missing)}")

@@ -18,8 +18,9 @@ Every candidate is first run through the stack's own validation (``components.va
 with the candidate applied, the same rules ``load`` runs); one it refuses is never simulated nor suggested.
 
 Judge: a candidate is feasible when its time over the SLO beyond the HPA's tolerance (plus seconds of failed
-requests) stays within the budget; the cheapest feasible one wins, cheapest by the GPU units held by ready replicas
-and by warm-capacity placeholders (what holds the GPUs while serving or waiting to serve), then node-hours. Runs stop early once they cannot win: over the budget when a feasible
+requests) stays within the budget; the cheapest feasible one wins, cheapest by the GPU units held by ready
+replicas and by warm-capacity placeholders (what holds the GPUs while serving or waiting to serve), then
+node-hours. Runs stop early once they cannot win: over the budget when a feasible
 candidate is known, or costing more than the best so far (both tallies only grow).
 
 When nothing within the pool keeps the budget, the search grows the pool a node at a time (``maxNodes``, or
@@ -281,7 +282,7 @@ def dimensions(cfg: PlatformConfig, workload: str, trace: Trace, slo: float,
     pool = _pool(cfg, w.node_pool)
     if pool.autoscaling and ceiling > 1:
         # placeholders beside maxReplicas: candidates whose sum exceeds the pool are refused by validation
-        dims["warmReplicas"] = [{"warm_replicas": n} for n in sorted(set(spread(0, ceiling - 1, 4))
+        dims["warmReplicas"] = [{"warm_replicas": n} for n in sorted({0, 1} | set(spread(0, ceiling - 1, 4))
                                                                      | {a.warm_replicas})]
     if a.autoscaler == "keda" and a.activation is not None:
         dims["activation"] = [{"activation_threshold": round(a.activation.target * f, 3)}

@@ -184,6 +184,8 @@ class Placeholders:
         return node
 
     def schedule(self, t: float, nodes: "NodePool") -> None:
+        if not self.pending():
+            return
         ready_nodes = [n for n in nodes.nodes if n.ready_at <= t]
         for pod in self.pods:
             if pod.node is not None:

@@ -365,3 +365,22 @@ external_metrics): a wildcard verb on them grants no write."""
 ROOT_OPT_OUT_ANNOTATION = "gpuplatform.io/run-as-root"
 """Pod template annotation of a workload that opts out of non-root (``runAsRoot``): the policy pack reports it
 under the advisory ``pod-root-opt-out`` instead of failing ``pod-run-as-non-root``."""
+
+# --------------------------------------------------------------------------------------- warm capacity
+CA_EXPENDABLE_PODS_PRIORITY_CUTOFF = -10
+"""cluster-autoscaler's ``--expendable-pods-priority-cutoff`` default (-10 since CA 1.12): pods with a priority
+*below* it neither trigger a scale-up nor keep a node from scaling down (kubernetes/autoscaler
+cluster-autoscaler/FAQ.md, "How does Cluster Autoscaler work with Pod Priority and Preemption?"). ACK's
+cluster-autoscaler keeps the upstream default."""
+WARM_CAPACITY_PRIORITY = CA_EXPENDABLE_PODS_PRIORITY_CUTOFF
+"""Priority of warm-capacity placeholders: the cutoff itself, the lowest priority at which a Pending pod still makes
+the cluster autoscaler add a node (the FAQ's "How can I configure overprovisioning with Cluster Autoscaler?" reserves
+-10 for overprovisioning pods for that reason). A lower value (the Kubernetes docs' example uses -1000) would make
+an evicted placeholder expendable: it would never get its node back, and the warm capacity would be gone after the
+first burst. Every other pod (priority 0 by default) preempts it."""
+SCHEDULER_POD_INITIAL_BACKOFF_S = 1
+"""kube-scheduler's ``podInitialBackoffSeconds`` default (KubeSchedulerConfiguration v1, kubernetes
+pkg/scheduler/apis/config/v1/defaults.go): a pod that preempted others is retried from the scheduling queue after
+its victims are gone (kubernetes.io "Pod Priority and Preemption": the preemptor gets ``nominatedNodeName`` and is
+bound on a later cycle). The simulator binds it this long after the preemption; the victims' own graceful
+termination is 0 s (placeholders set ``terminationGracePeriodSeconds: 0``)."""

@@ -611,6 +611,14 @@ class Autoscaling(Model):
     behavior: Optional[Behavior] = None
     """Scaling behavior overrides (autoscaling/v2 and v2beta2; v2beta1 has none). Default: fast scale-up, cautious scale-down (see
     workload_manifests)."""
+    warm_replicas: int = Field(0, ge=0, le=1000)
+    """Warm capacity: placeholder pods, each sized exactly like one replica (same GPU, CPU and memory requests, same
+    node selector and tolerations), that keep that many replicas' room provisioned on the pool. They run ``pause``
+    at a negative priority, so a real replica that finds no room preempts one at once instead of waiting for a new
+    node; the evicted placeholder then goes Pending and the cluster autoscaler adds a node for it (the
+    cluster-autoscaler FAQ's overprovisioning pattern, docs/simulate.md "Warm capacity"). They hold their GPUs:
+    ``plan`` shows what they cost idle. With KEDA and ``minReplicas: 0`` they keep a node ready while the workload
+    sleeps. The pool's ``maxNodes`` must hold ``maxReplicas`` plus these. Default 0 (none)."""
 
 
 def window_seconds(value: str) -> int:
@@ -831,6 +839,16 @@ class Workload(Model):
     def replica_ceiling(self) -> int:
         """Most replicas the workload ever runs (capacity checks size pools for it)."""
         return (self.replicas or 1) if self.fixed else self.autoscaling.max_replicas
+
+    @property
+    def warm_replicas(self) -> int:
+        """Placeholder pods held for the workload (``autoscaling.warmReplicas``; none without an autoscaler)."""
+        return 0 if self.fixed else self.autoscaling.warm_replicas
+
+    @property
+    def pod_ceiling(self) -> int:
+        """Most pods of the workload's size on its pool: its replicas at most plus its placeholders."""
+        return self.replica_ceiling + self.warm_replicas
 
 
 # ---------------------------------------------------------------------------------------------- root

@@ -4,7 +4,9 @@ Objects (see :mod:`components.workload_manifests` for each one's shape and reaso
 without ``spec.replicas``, static NFS PersistentVolume/claims for model repositories, a Service (ClusterIP by
 default), an optional L7 Ingress (gRPC-aware), a PodDisruptionBudget, an HPA on the stack's custom metrics (or a
 KEDA ScaledObject), a PodMonitor for the server's own metrics and a NetworkPolicy that admits only the ingress
-controller, the monitoring's Prometheus and the callers the workload lists (components/network_policy.py).
+controller, the monitoring's Prometheus and the callers the workload lists (components/network_policy.py); with
+``autoscaling.warmReplicas``, a Deployment of placeholder pods and the cluster's PriorityClass for them
+(components/warm_capacity.py).
 
 Built from the objects it is composed with (docs/reuse.md)::
 
@@ -30,7 +32,7 @@ import pulumi
 from typing_extensions import NotRequired
 
 from gpuplatform.catalogs.kubernetes import api_group
-from gpuplatform.components import workload_manifests as wm
+from gpuplatform.components import warm_capacity, workload_manifests as wm
 from gpuplatform.components.k8s_objects import register
 from gpuplatform.components.addons import ingress_addon
 from gpuplatform.components.config import PlatformConfig, Workload
@@ -191,6 +193,9 @@ class InferenceService(ComposedComponent, pulumi.ComponentResource):
             obj = builder(workload, ctx)
             if obj is not None:
                 setattr(self, suffix, add(f"{name}-{suffix}", obj))
+        placeholders = warm_capacity.placeholder_deployment(workload, ctx)
+        if placeholders is not None:
+            self.warm_capacity = add(f"{name}-warm", placeholders, warm_capacity.ensure_priority_class(pool.cluster))
         self.deployment_name = pulumi.Output.from_input(workload.name)
         self.service_name = pulumi.Output.from_input(workload.name)
         BUILT.append(self)  # for the tools that read a composed program (components/assembly.py)

@@ -301,6 +301,7 @@ def workload_pods(cfg: PlatformConfig) -> list[ClusterPod]:
     from gpuplatform.components import workload_manifests as wm
     from gpuplatform.components.inference_service import workload_context
     from gpuplatform.components.pools import all_pool_facts
+    from gpuplatform.components.warm_capacity import placeholder_deployment
 
     facts = all_pool_facts(cfg)
     out = []
@@ -312,6 +313,11 @@ def workload_pods(cfg: PlatformConfig) -> list[ClusterPod]:
         spec = wm.deployment(w, ctx)["spec"]["template"]["spec"]
         out.append(ClusterPod(f"Deployment {ctx.namespace}/{w.name}", f"workload {w.name}", spec,
                               replicas=w.replica_ceiling, source="the stack's workload"))
+        warm = placeholder_deployment(w, ctx)
+        if warm is not None:
+            out.append(ClusterPod(f"Deployment {ctx.namespace}/{warm['metadata']['name']}",
+                                  f"warm capacity of workload {w.name}", warm["spec"]["template"]["spec"],
+                                  replicas=w.warm_replicas, source="the stack's workload"))
     return out
 
 

@@ -235,13 +235,14 @@ class PoolFacts:
         return self.max_nodes * self.replicas_per_node(request)
 
     def unplaced(self, workloads: list) -> dict[str, int]:
-        """Replicas of each workload (at its most replicas) that the pool at its largest cannot place: GPU units
-        bin-packed per card, CPU and memory per node (see :func:`catalogs.capacity.pack`)."""
+        """Replicas of each workload (at its most, with its warm-capacity placeholders) that the pool at its
+        largest cannot place: GPU units bin-packed per card, CPU and memory per node (see
+        :func:`catalogs.capacity.pack`)."""
         # one frozen Replica per workload, repeated: its quantities are parsed once, not once per replica
         replicas = [replica for w in workloads
                     for replica in [capacity.Replica(w.name, to_request(w.gpu), _amount(w.resources.cpu),
                                                      _amount(w.resources.memory),
-                                                     resource=self.resource_for(w.gpu) or "")] * w.replica_ceiling]
+                                                     resource=self.resource_for(w.gpu) or "")] * w.pod_ceiling]
         return capacity.pack(self.mode, self.model, self.gpus_per_node, self.max_nodes, replicas,
                              vcpus=self.allocatable_cpu, memory_bytes=self.allocatable_memory_bytes,
                              mig_profile=self.mig_profile,

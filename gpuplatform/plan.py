@@ -97,10 +97,54 @@ def capacity_rows(cfg: PlatformConfig) -> list[dict]:
                           for r, n in sorted(f.node_resources.items())],
             "workloads": [{"name": w.name, "resource": f.resource_for(w.gpu) if f.mode != "cgpu" else f.resource_name,
                            "replicasPerNode": f.replicas_per_node(w.gpu), "replicasAtMax": f.max_replicas(w.gpu),
-                           "maxReplicas": w.replica_ceiling}
+                           "maxReplicas": w.replica_ceiling,
+                           **({"warmCapacity": warm_capacity_row(cfg, pool, f, w)} if w.warm_replicas else {})}
                           for w in workloads],
         })
     return rows
+
+
+def warm_capacity_row(cfg: PlatformConfig, pool, f, w) -> dict:
+    """What a workload's warm-capacity placeholders hold while idle (components/warm_capacity.py): one replica's
+    GPU units each, and the share of a node each displaces (1 / replicas per node), priced at the pool's stated
+    ``price``, else the catalog's (gpuplatform/pricing.py): the dearest instance type, as the autoscaler may start
+    it."""
+    from gpuplatform.pricing import node_price
+
+    n = w.warm_replicas
+    resource = f.resource_for(w.gpu)
+    units = n * (float(w.gpu.memory_gib or 0) if f.mode == "cgpu" else float(w.gpu.count or 1))
+    unit = "GiB of GPU memory" if f.mode == "cgpu" else (f.unit_of(resource) if resource else f.unit)
+    nodes = n / max(f.replicas_per_node(w.gpu), 1)
+    price = node_price(pool.instance_types, pool.price)
+    row = {"placeholders": n, "unitsHeld": round(units, 3), "unit": unit, "nodeShare": round(nodes, 3),
+           "priceKnown": price.known}
+    if price.known:
+        row.update({"currency": price.currency, "basis": price.basis,
+                    "idlePerHour": round(nodes * price.dearest, 4), "idlePerDay": round(nodes * price.dearest * 24, 2)})
+    else:
+        row["reason"] = price.reason
+    return row
+
+
+def warm_capacity_text(rows: list[dict]) -> str:
+    """The idle cost of each workload's warm capacity, or empty when no workload has any."""
+    table = [["WORKLOAD", "POOL", "PLACEHOLDERS", "HOLD", "NODES", "IDLE COST"]]
+    for r in rows:
+        for w in r["workloads"]:
+            c = w.get("warmCapacity")
+            if c is None:
+                continue
+            cost = (f"{c['idlePerHour']:g} {c['currency']}/h, {c['idlePerDay']:g} {c['currency']}/day ({c['basis']})"
+                    if c["priceKnown"] else f"unknown: {c['reason']}")
+            held = c["unitsHeld"]
+            table.append([w["name"], r["pool"], c["placeholders"],
+                          counted(int(held) if float(held).is_integer() else held, c["unit"]),
+                          f"{c['nodeShare']:g}", cost])
+    if len(table) == 1:
+        return ""
+    return ("Warm capacity (placeholders preempted by a replica, so it skips node provisioning; they hold their GPUs "
+            "while idle: docs/simulate.md)\n" + _table(table))
 
 
 def pool_rows(cfg: PlatformConfig) -> list[dict]:
@@ -390,6 +434,8 @@ def capacity_text(rows: list[dict]) -> str:
     labels = [f"  {r['pool']}: " + " ".join(f"{k}={v}" for k, v in sorted(r["nodeLabels"].items()))
               for r in rows if r.get("labelByHand")]
     text = _table(table) + ("\n\n" + _table(fits) if len(fits) > 1 else "")
+    warm = warm_capacity_text(rows)
+    text += "\n\n" + warm if warm else ""
     return text + ("\n\nLabel the nodes of each pool (this cluster's nodes exist already):\n" + "\n".join(labels)
                    if labels else "")
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from gpuplatform.catalogs.kubernetes import INTRODUCED_APIS, REMOVED_APIS, served_by
+from gpuplatform.catalogs.system_components import PAUSE_IMAGES, matches
 from gpuplatform.policies import k8s
 from gpuplatform.policies.registry import ADVISORY, HIGH, MEDIUM, prop, resource_policy, stack_policy
 from gpuplatform.policies.stack import ACK_CLUSTER_TYPES, ACK_NODE_POOL_TYPE, PROMETHEUS_ADAPTER_CHART, RELEASE_TYPE
@@ -23,7 +24,10 @@ ENVIRONMENT = prop("string", "Environment when no GpuPlatform is checked.", "")
           "Polaris livenessProbeMissing", "kube-score pod-probes"),
     remediation="Set the workload's probes (Triton: /v2/health/ready and /v2/health/live).")
 def container_probes(r, config, report):
-    for c in k8s.containers(k8s.pod_spec(r.kind, r.props), init=False):
+    spec = k8s.pod_spec(r.kind, r.props)
+    if _only_reserves(spec):
+        return
+    for c in k8s.containers(spec, init=False):
         missing = [p for p in ("readinessProbe", "livenessProbe") if k8s.get(c, p) is None]
         if missing:
             report(f"{r.label} container {k8s.container_name(c)} has no {' / '.join(missing)}")
@@ -54,6 +58,16 @@ def container_resources(r, config, report):
         if missing:
             report(f"{r.label} container {k8s.container_name(c)} has no {', '.join(missing)}"
                    f"{k8s.at(r.props, c, 'resources')}")
+
+
+def _only_reserves(spec) -> bool:
+    """A pod of nothing but ``pause`` containers (no init containers either): it only reserves resources, as a
+    warm-capacity placeholder does (cluster-autoscaler FAQ, overprovisioning), and runs nothing to probe. A pod
+    whose init containers do the work and that pause then holds open is still judged."""
+    if spec is None or k8s.as_list(k8s.get(spec, "initContainers")):
+        return False
+    own = list(k8s.containers(spec, init=False))
+    return bool(own) and all(matches(str(k8s.get(c, "image") or ""), PAUSE_IMAGES) for c in own)
 
 
 def image_tag(image: str) -> str | None:

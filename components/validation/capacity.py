@@ -81,7 +81,7 @@ def check_pool_totals(cfg: PlatformConfig, facts: dict[str, PoolFacts], out: _Is
         users = [(k, w) for k, w in enumerate(cfg.workloads) if w.node_pool == pool.name]
         if f is None or not users or any(f.replicas_per_node(w.gpu) < 1 for _, w in users):
             continue
-        reported = (".gpu", ".resources", ".autoscaling.maxReplicas", ".replicas")
+        reported = (".gpu", ".resources", ".autoscaling.maxReplicas", ".autoscaling.warmReplicas", ".replicas")
         if any(issue.path.startswith(f"workloads[{k}]{suffix}") for k, _ in users for suffix in reported
                for issue in out):
             continue  # one replica or one workload alone already does not fit: reported there
@@ -90,7 +90,7 @@ def check_pool_totals(cfg: PlatformConfig, facts: dict[str, PoolFacts], out: _Is
         if not missing:
             continue
         enough = _fewest_nodes(f, ws)
-        names = listing(f"{w.name} ({w.replica_ceiling})" for w in ws)
+        names = listing(f"{w.name} ({w.pod_ceiling})" for w in ws)
         held = names if len(ws) <= 3 else f"{len(ws)} workloads ({names})"
         pending = listing(f"{n} of {name}" for name, n in missing.items())
         if len(missing) > 3:
@@ -107,7 +107,7 @@ def _fewest_nodes(f: PoolFacts, ws: list[Workload]) -> Optional[int]:
     def fits(n: int) -> bool:
         return not any(replace(f, max_nodes=n).unplaced(ws).values())
 
-    low, high = f.max_nodes + 1, f.max_nodes + sum(w.replica_ceiling for w in ws)
+    low, high = f.max_nodes + 1, f.max_nodes + sum(w.pod_ceiling for w in ws)
     if low > high or not fits(high):
         return None
     while low < high:

@@ -25,6 +25,7 @@ from gpuplatform.components.validation.placement import check_pod_homes
 from gpuplatform.components.validation.pools import check_ack_pools, check_pools
 from gpuplatform.components.validation.servers import check_server
 from gpuplatform.components.validation.slo import check_slo
+from gpuplatform.components.validation.warm import check_warm_capacity
 from gpuplatform.components.validation.workloads import (check_command_line, check_env_and_volumes,
                                                          check_gpu_request, check_image, check_node_pool,
                                                          check_ports_and_probes, check_workload_name)
@@ -35,7 +36,8 @@ WORKLOAD_RULES: tuple[WorkloadRule, ...] = (check_image, check_ports_and_probes,
                                             check_command_line, check_node_pool, check_gpu_request, check_server,
                                             check_model, check_node_fit,
                                             check_replicas,
-                                            check_autoscaling, check_slo, check_exposure, check_network_policy)
+                                            check_autoscaling, check_warm_capacity, check_slo, check_exposure,
+                                            check_network_policy)
 
 
 def check_workloads(cfg: PlatformConfig, facts: dict[str, PoolFacts], out: _Issues) -> None:

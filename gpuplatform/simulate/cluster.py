@@ -13,6 +13,7 @@ from typing import Optional
 
 # the startup probe's period: a pod turns ready at the first probe after loading
 from gpuplatform.components.model_startup import STARTUP_PROBE_PERIOD_SECONDS
+from gpuplatform.catalogs.kubernetes import SCHEDULER_POD_INITIAL_BACKOFF_S
 
 # cluster-autoscaler flag defaults (FAQ "What are the parameters to CA?"): --scan-interval 10s,
 # --scale-down-unneeded-time 10m, --scale-down-delay-after-add 10m
@@ -29,6 +30,8 @@ class Pod:
     bound: Optional[float] = None
     started: Optional[float] = None
     ready_at: Optional[float] = None
+    placeholder: bool = False
+    """A warm-capacity placeholder (pause at a negative priority): holds a slot, serves nothing."""
 
     def phase(self, t: float) -> str:
         return "Running" if self.started is not None and self.started <= t else "Pending"
@@ -91,23 +94,30 @@ class Pods:
                     pod.node.pods.remove(pod)
                 self.deleted.append((t, pod))
 
-    def schedule(self, t: float, nodes: "NodePool") -> None:
-        """Oldest pending pod first, onto the fullest ready node (bin-packing)."""
+    def schedule(self, t: float, nodes: "NodePool", warm: Optional["Placeholders"] = None) -> None:
+        """Oldest pending pod first, onto the fullest ready node (bin-packing). With no free slot on a ready node,
+        a replica preempts a warm-capacity placeholder (:meth:`Placeholders.preempt`) and is bound to its node a
+        scheduling cycle later."""
         ready_nodes = [n for n in nodes.nodes if n.ready_at <= t]
         for pod in self.pods:
             if pod.node is not None:
                 continue
             fits = sorted((n for n in ready_nodes if len(n.pods) < n.slots), key=lambda n: -len(n.pods))
-            if not fits:
-                continue
-            node = fits[0]
+            bind_at = t
+            if fits:
+                node = fits[0]
+            else:
+                node = warm.preempt(t, ready_nodes) if warm is not None else None
+                if node is None:
+                    continue
+                bind_at = t + SCHEDULER_POD_INITIAL_BACKOFF_S
             self._changes += 1
             node.pods.append(pod)
             node.empty_since = None
-            pod.node, pod.bound = node, t
+            pod.node, pod.bound = node, bind_at
             if node.image_at is None:
-                node.image_at = t + self.image_pull_s
-            pod.started = max(t, node.image_at)
+                node.image_at = bind_at + self.image_pull_s
+            pod.started = max(bind_at, node.image_at)
             load = STARTUP_PROBE_PERIOD_SECONDS * math.ceil(self.model_load_s / STARTUP_PROBE_PERIOD_SECONDS)
             pod.ready_at = pod.started + load
 
@@ -126,23 +136,97 @@ class Pods:
         return sum(1 for p in self.pods if p.node is not None)
 
 
+class Placeholders:
+    """Warm capacity (``autoscaling.warmReplicas``, components/warm_capacity.py): pause pods of a replica's size at
+    priority -10, which every replica outranks.
+
+    - The scheduler binds a pending placeholder to a free slot of a ready node, after the replicas (its queue pops
+      higher priorities first); pause starts at once and holds the slot.
+    - A replica that finds no free slot preempts a placeholder on a ready node (kube-scheduler's PostFilter:
+      the victim of the lowest priority goes; kubernetes.io "Pod Priority and Preemption"). The victim's graceful
+      termination is 0 s; the replica is nominated to that node and bound on a later cycle,
+      ``SCHEDULER_POD_INITIAL_BACKOFF_S`` after (catalogs/kubernetes.py).
+    - The evicted placeholder is recreated by its ReplicaSet and Pending: the cluster autoscaler provisions a node
+      for it like for any pending pod at or above its expendable cutoff (-10: cluster-autoscaler FAQ, "How can I
+      configure overprovisioning with Cluster Autoscaler?"), up to the pool's most nodes.
+    - A node held by a placeholder is not empty, so the cluster autoscaler keeps it (pods below the cutoff would
+      not keep it; -10 is not below).
+
+    A node a placeholder holds has not pulled the workload's image (``Node.image_at`` stays None): the replica that
+    takes it pulls first."""
+
+    def __init__(self, count: int):
+        self.count = count
+        self.pods: list[Pod] = [Pod(f"warm-{k:05d}", -1e9, placeholder=True) for k in range(count)]
+        self.preempted = 0
+        """Placeholders preempted by replicas so far."""
+
+    def start(self, nodes: "NodePool") -> None:
+        """Placeholders of the steady state the run begins in, on the free slots of the first nodes."""
+        for pod in self.pods:
+            node = next((x for x in nodes.nodes if len(x.pods) < x.slots), None)
+            if node is None:
+                return
+            node.pods.append(pod)
+            pod.node, pod.bound, pod.started = node, -1e9, -1e9
+
+    def preempt(self, t: float, ready_nodes: list) -> Optional[Node]:
+        """The ready node a replica takes by evicting a placeholder (the emptiest of replicas first, so the
+        replica spreads), or None when no placeholder runs on a ready node."""
+        held = [n for n in ready_nodes if any(p.placeholder for p in n.pods)]
+        if not held:
+            return None
+        node = min(held, key=lambda n: sum(not p.placeholder for p in n.pods))
+        victim = next(p for p in node.pods if p.placeholder)
+        node.pods.remove(victim)
+        victim.node, victim.bound, victim.started, victim.created = None, None, None, t
+        self.preempted += 1
+        return node
+
+    def schedule(self, t: float, nodes: "NodePool") -> None:
+        if not self.pending():
+            return
+        ready_nodes = [n for n in nodes.nodes if n.ready_at <= t]
+        for pod in self.pods:
+            if pod.node is not None:
+                continue
+            fits = sorted((n for n in ready_nodes if len(n.pods) < n.slots), key=lambda n: -len(n.pods))
+            if not fits:
+                return
+            node = fits[0]
+            node.pods.append(pod)
+            node.empty_since = None
+            pod.node, pod.bound, pod.started = node, t, t
+
+    def pending(self) -> int:
+        return sum(1 for p in self.pods if p.node is None)
+
+    def bound(self) -> int:
+        """Placeholders holding their GPU units (bound to a node): warm capacity paid for while idle."""
+        return self.count - self.pending()
+
+
 class NodePool:
     """The pool's nodes and its cluster autoscaler: nodes for pods no ready or upcoming node can hold, up to
     ``max_nodes``; an empty node goes after ``--scale-down-unneeded-time`` (not below ``min_nodes``, nor within
     ``--scale-down-delay-after-add`` of the last scale-up). A pool without autoscaling keeps its nodes."""
 
     def __init__(self, slots: int, min_nodes: int, max_nodes: int, provision_s: int, autoscaled: bool,
-                 initial: int):
+                 initial: int, pulled: Optional[int] = None):
+        """``pulled``: how many of the ``initial`` nodes have the workload's image (default all; the nodes beyond
+        them are held by warm-capacity placeholders and never ran a replica)."""
         self.slots, self.min_nodes, self.max_nodes = slots, min_nodes, max_nodes
         self.provision_s, self.autoscaled = provision_s, autoscaled
-        self.nodes = [Node(f"node-{i}", -1e9, slots, image_at=-1e9) for i in range(initial)]
+        pulled = initial if pulled is None else pulled
+        self.nodes = [Node(f"node-{i}", -1e9, slots, image_at=-1e9 if i < pulled else None)
+                      for i in range(initial)]
         self._count = initial
         self._last_scale_up = -1e9
 
-    def scan(self, t: float, pods: Pods) -> None:
+    def scan(self, t: float, pods: Pods, warm: Optional[Placeholders] = None) -> None:
         if not self.autoscaled or int(t) % CA_SCAN_S:
             return
-        pending = sum(1 for p in pods.pods if p.node is None)
+        pending = sum(1 for p in pods.pods if p.node is None) + (warm.pending() if warm is not None else 0)
         free = sum(n.slots - len(n.pods) for n in self.nodes)
         short = pending - free
         if short > 0:

@@ -38,7 +38,7 @@ from gpuplatform.simulate import promql
 from gpuplatform.simulate.autoscaling import HpaLoop, KedaLoop, Trigger
 from gpuplatform.simulate.bounds import LowerBound, lower_bound
 from gpuplatform.simulate.slo import SloVerdict, judge
-from gpuplatform.simulate.cluster import NodePool, Pods
+from gpuplatform.simulate.cluster import NodePool, Placeholders, Pods
 from gpuplatform.simulate.scrape import SERIES_MODELS, Scraper
 from gpuplatform.simulate.service import (LATENCY, TIME_UNITS, Queue, ServicePlan, bucket_p90, full_scale,
                                           metric_kind, not_modelled, replica_memory_mib, replica_units, service_plan)
@@ -273,6 +273,8 @@ class Tally:
     replica_s: float = 0.0
     ready_replica_s: float = 0.0
     node_s: float = 0.0
+    warm_s: float = 0.0
+    """Placeholder-seconds bound to a node (warm capacity: each holds one replica's GPU units while idle)."""
     peak_replicas: int = 0
     at_max_s: int = 0
     first_scale_up_s: Optional[float] = None
@@ -335,6 +337,11 @@ class Result:
         return round(self.tally.replica_s * self.setup.units_per_replica / 3600, 3)
 
     @property
+    def warm_unit_hours(self) -> float:
+        """What the warm-capacity placeholders held, in the replicas' GPU unit: their idle cost."""
+        return round(self.tally.warm_s * self.setup.units_per_replica / 3600, 3)
+
+    @property
     def replicas_max(self) -> int:
         return self.tally.peak_replicas
 
@@ -353,6 +360,8 @@ class Result:
                 "failed_requests": round(t.failed_requests, 3),
                 "replica_hours": round(t.replica_s / 3600, 3), "ready_replica_hours": round(t.ready_replica_s / 3600, 3),
                 "unit_hours": self.unit_hours, "unit": s.unit, "node_hours": round(t.node_s / 3600, 3),
+                "warm_replicas": s.workload.warm_replicas, "warm_unit_hours": self.warm_unit_hours,
+                "warm_preemptions": self.sim.warm.preempted if self.sim is not None else 0,
                 "gpu_hours": self.gpu_hours, "peak_replicas": t.peak_replicas, "max_replicas": s.max_replicas,
                 "time_at_max_s": float(t.at_max_s), "lower_bound": self.bound.to_json(s)}
 
@@ -388,11 +397,15 @@ class Simulation:
                  a.min_replicas if s.keda else max(a.min_replicas, 1))
         if s.keda and demand0 > 0:
             r0 = max(r0, 1)
-        n0 = max(s.min_nodes, math.ceil(r0 / s.slots)) if s.autoscaled_pool else s.min_nodes
+        warm = s.workload.warm_replicas
+        n0 = max(s.min_nodes, math.ceil((r0 + warm) / s.slots)) if s.autoscaled_pool else s.min_nodes
         self.nodes = NodePool(s.slots, s.min_nodes, s.max_nodes, s.provision_s, s.autoscaled_pool,
-                              min(n0, s.max_nodes))
+                              min(n0, s.max_nodes), pulled=max(s.min_nodes, math.ceil(r0 / s.slots)))
         self.pods = Pods(s.workload.name, s.plan.image_pull_s, s.plan.model_load_s)
         self.pods.start_ready(r0, self.nodes)
+        self.warm = Placeholders(warm)
+        """Warm-capacity placeholders (``autoscaling.warmReplicas``), which replicas preempt."""
+        self.warm.start(self.nodes)
         self.spec = r0
         ref = first_change(trace)
         self.phases = phases or default_phases(ref, s.collect_s if s.reads_gpu_metrics else 0, s.scrape_s,
@@ -421,7 +434,8 @@ class Simulation:
 
     # -- stages
     def schedule(self, t: float) -> None:
-        self.pods.schedule(t, self.nodes)
+        self.pods.schedule(t, self.nodes, self.warm)
+        self.warm.schedule(t, self.nodes)
 
     def serve(self, t: float, demand: float):
         served = self.queue.serve(demand, len(self.pods.ready(t)))
@@ -449,7 +463,7 @@ class Simulation:
         self.pods.scale(self.spec, t)
 
     def provision(self, t: float) -> None:
-        self.nodes.scan(t, self.pods)
+        self.nodes.scan(t, self.pods, self.warm)
 
     def record(self, t: float, demand: float, served, levels: dict) -> None:
         s, tally = self.s, self.tally
@@ -467,6 +481,7 @@ class Simulation:
         if failing or level > self.slo_target:
             tally.above_target_s += 1
         tally.replica_s += self.pods.bound()
+        tally.warm_s += self.warm.bound()
         tally.ready_replica_s += ready
         tally.node_s += len(self.nodes.nodes)
         tally.peak_replicas = max(tally.peak_replicas, self.spec)

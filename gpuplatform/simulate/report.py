@@ -114,7 +114,9 @@ def _run_tune(cfg: PlatformConfig, stack: str, workload: str, tr: Trace, budget:
 
     def line(name, o):
         r = o.result
-        return (f"  {name:<11} {o.candidate.label()}: {r.tally.ready_replica_s / 3600:.4g} ready replica-hours, "
+        warm = (f" + {r.tally.warm_s / 3600:.4g} warm (placeholder) replica-hours, idle cost "
+                f"{r.warm_unit_hours:g} {unit}-hours" if r.tally.warm_s else "")
+        return (f"  {name:<11} {o.candidate.label()}: {r.tally.ready_replica_s / 3600:.4g} ready replica-hours{warm}, "
                 f"{r.unit_hours:g} {unit}-hours, {r.gpu_hours:g} GPU-hours of nodes, {r.over_target_s:g}s over the "
                 f"SLO, peak {r.replicas_max} replicas")
 
@@ -218,6 +220,8 @@ def table_text(r: Result, every_s: int = 60, swept: Optional[SweepResult] = None
               f"  cost used / lower bound for the SLO       {s['unit_hours']:g} / {lb['unit_hours']:g} {unit}-hours, "
               f"{s['node_hours']:g} / {lb['node_hours']:g} node-hours, {s['gpu_hours']:g} / {lb['gpu_hours']:g} "
               f"GPU-hours of nodes",
+              *([f"  warm capacity: placeholders / preempted    {s['warm_replicas']} / {s['warm_preemptions']}, idle "
+                 f"cost {s['warm_unit_hours']:g} {unit}-hours"] if s["warm_replicas"] else []),
               ""]
     rows = [["T", "DEMAND", "METRIC", "DESIRED", "REPLICAS", "READY", "NODES"]]
     last = -every_s

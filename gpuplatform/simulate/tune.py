@@ -8,6 +8,8 @@ What it searches, each a dimension of a coordinate descent from the stack's own 
   components/pools.py) — a warm floor absorbs a burst that a replica started on demand would meet minutes late;
 - the scale-up rules (stabilization window and rate) and the scale-down rules (window and rate), the HPA's
   ``behavior`` (kubernetes.io/docs/tasks/run-application/horizontal-pod-autoscale/#configurable-scaling-behavior);
+- warm capacity (``autoscaling.warmReplicas``, from 0 up to what the pool holds beyond ``maxReplicas``):
+  placeholders that keep nodes provisioned, so a replica skips node provisioning; they cost what they hold;
 - for a KEDA workload waking from zero, the activation threshold (keda.sh/docs/latest/concepts/scaling-deployments,
   ``activationThreshold``). KEDA's ``cooldownPeriod`` is fixed at 300 s by the generated ScaledObject, so it is not
   a setting the stack file has and is not searched.
@@ -16,8 +18,9 @@ Every candidate is first run through the stack's own validation (``components.va
 with the candidate applied, the same rules ``load`` runs); one it refuses is never simulated nor suggested.
 
 Judge: a candidate is feasible when its time over the SLO beyond the HPA's tolerance (plus seconds of failed
-requests) stays within the budget; the cheapest feasible one wins, cheapest by ready replica-hours (what holds
-the GPUs while serving), then node-hours. Runs stop early once they cannot win: over the budget when a feasible
+requests) stays within the budget; the cheapest feasible one wins, cheapest by the GPU units held by ready
+replicas and by warm-capacity placeholders (what holds the GPUs while serving or waiting to serve), then
+node-hours. Runs stop early once they cannot win: over the budget when a feasible
 candidate is known, or costing more than the best so far (both tallies only grow).
 
 When nothing within the pool keeps the budget, the search grows the pool a node at a time (``maxNodes``, or
@@ -82,6 +85,8 @@ class Candidate:
     scale_down_rate: Optional[str] = None
     activation_threshold: Optional[float] = None
     extra_nodes: int = 0
+    warm_replicas: int = 0
+    """Warm-capacity placeholders (``autoscaling.warmReplicas``)."""
 
     def label(self) -> str:
         parts = [f"target {self.target:g}", f"replicas {self.min_replicas}-{self.max_replicas}"]
@@ -91,6 +96,8 @@ class Candidate:
             parts.append(f"scale-down window {self.scale_down_window_s}s, scale-down {self.scale_down_rate}")
         if self.activation_threshold is not None:
             parts.append(f"activation threshold {self.activation_threshold:g}")
+        if self.warm_replicas:
+            parts.append(f"{self.warm_replicas} warm replica{'s' if self.warm_replicas > 1 else ''}")
         if self.extra_nodes:
             parts.append(f"{self.extra_nodes} more node{'s' if self.extra_nodes > 1 else ''} in the pool")
         return ", ".join(parts)
@@ -112,7 +119,13 @@ class Outcome:
 
     @property
     def cost(self) -> tuple:
-        return (self.result.tally.ready_replica_s, self.result.tally.node_s)
+        return cost_of(self.result.tally)
+
+
+def cost_of(tally) -> tuple:
+    """What a run costs, compared in order: replica-seconds holding GPU units to serve (ready replicas) or to keep
+    room warm (bound placeholders, which hold one replica's units each), then node-seconds."""
+    return (tally.ready_replica_s + tally.warm_s, tally.node_s)
 
 
 @dataclass
@@ -180,7 +193,7 @@ def slo_level(cfg: PlatformConfig, workload: str, slo: Optional[float]) -> float
 
 def own_candidate(cfg: PlatformConfig, workload: str) -> Candidate:
     a = find_workload(cfg, workload).autoscaling
-    return Candidate(a.metrics[0].target, a.min_replicas, a.max_replicas)
+    return Candidate(a.metrics[0].target, a.min_replicas, a.max_replicas, warm_replicas=a.warm_replicas)
 
 
 def _pool(cfg: PlatformConfig, name: str):
@@ -191,7 +204,7 @@ def with_candidate(cfg: PlatformConfig, workload: str, c: Candidate) -> Platform
     w = find_workload(cfg, workload)
     a = w.autoscaling
     update: dict = {"metrics": [a.metrics[0].model_copy(update={"target": c.target}), *a.metrics[1:]],
-                    "min_replicas": c.min_replicas, "max_replicas": c.max_replicas}
+                    "min_replicas": c.min_replicas, "max_replicas": c.max_replicas, "warm_replicas": c.warm_replicas}
     if c.scale_up is not None or c.scale_down_window_s is not None:
         own = a.behavior or Behavior()
         update["behavior"] = Behavior(
@@ -266,6 +279,11 @@ def dimensions(cfg: PlatformConfig, workload: str, trace: Trace, slo: float,
         dims["scaleUp"] = [{"scale_up": k} for k in SCALE_UP_RULES]
     else:  # v2beta1 has no behavior
         del dims["scaleDownWindow"], dims["scaleDownRate"]
+    pool = _pool(cfg, w.node_pool)
+    if pool.autoscaling and ceiling > 1:
+        # placeholders beside maxReplicas: candidates whose sum exceeds the pool are refused by validation
+        dims["warmReplicas"] = [{"warm_replicas": n} for n in sorted({0, 1} | set(spread(0, ceiling - 1, 4))
+                                                                     | {a.warm_replicas})]
     if a.autoscaler == "keda" and a.activation is not None:
         dims["activation"] = [{"activation_threshold": round(a.activation.target * f, 3)}
                               for f in ACTIVATION_FACTORS]
@@ -321,7 +339,7 @@ class Search:
             return False
         t = sim.tally
         if best.violation_s <= self.budget_s:
-            return t.over_target_s > self.budget_s or (t.ready_replica_s, t.node_s) > best.cost
+            return t.over_target_s > self.budget_s or cost_of(t) > best.cost
         return t.over_target_s > best.violation_s
 
     def run(self, c: Candidate, full: bool = False, stop_over_budget: bool = False,
@@ -404,7 +422,8 @@ def _grow(search: Search, cfg: PlatformConfig, workload: str, best: Outcome) -> 
     fixed_at = None
     for extra in range(1, MAX_EXTRA_NODES + 1):
         ceiling = pool_ceiling(cfg, workload, extra)
-        probe = replace(best.candidate, extra_nodes=extra, min_replicas=ceiling, max_replicas=ceiling)
+        probe = replace(best.candidate, extra_nodes=extra, min_replicas=ceiling, max_replicas=ceiling,
+                        warm_replicas=0)
         grown = Search(cfg, search.stack, workload, search.trace, search.budget_s, search.slo)
         # minReplicas == maxReplicas is refused for an HPA (it never scales), but this run only bounds what the
         # grown pool can do and is never suggested
@@ -414,7 +433,8 @@ def _grow(search: Search, cfg: PlatformConfig, workload: str, best: Outcome) -> 
         fixed_at = fixed_at or extra
         dims = dimensions(cfg, workload, search.trace, search.slo, extra)
         # the valid setting nearest the probe first: most likely within the budget, it bounds the runs after it
-        start = replace(best.candidate, extra_nodes=extra, min_replicas=max(ceiling - 1, 1), max_replicas=ceiling)
+        start = replace(best.candidate, extra_nodes=extra, min_replicas=max(ceiling - 1, 1), max_replicas=ceiling,
+                        warm_replicas=0)
         o = grown.descend(start, {k: dims[k] for k in ("minReplicas", "maxReplicas", "target", "scaleDownWindow")
                                   if k in dims})
         search.refused += grown.refused
@@ -434,6 +454,8 @@ def snippet(cfg: PlatformConfig, workload: str, c: Candidate) -> str:
     if first.unit is not None:
         metric["unit"] = first.unit
     autoscaling: dict = {"minReplicas": c.min_replicas, "maxReplicas": c.max_replicas, "metrics": [metric]}
+    if c.warm_replicas or a.warm_replicas:
+        autoscaling["warmReplicas"] = c.warm_replicas
     tuned = with_candidate(cfg, workload, c)
     behavior = find_workload(tuned, workload).autoscaling.behavior
     if c.scale_up is not None or c.scale_down_window_s is not None:

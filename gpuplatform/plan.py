@@ -234,6 +234,9 @@ def latency_rows(cfg: PlatformConfig) -> list[dict]:
 
 
 _STEP_RESPONSES: dict[str, dict] = {}
+STARTUP_FIELDS = ("model", "pre_pull", "server", "args", "command", "env", "volumes")
+"""Workload fields a replica's start-up depends on (the weights' source and size, the load format on the server's
+command line, pre-pulled images): workloads that differ in them do not share a simulation."""
 
 
 def step_response(cfg: PlatformConfig, w) -> dict:
@@ -244,7 +247,8 @@ def step_response(cfg: PlatformConfig, w) -> dict:
     from gpuplatform.simulate.engine import simulate
 
     pool = cfg.pool(w.node_pool)
-    key = "|".join((w.model_dump_json(include={"node_pool", "gpu", "probes", "autoscaling", "service_model"}),
+    key = "|".join((w.model_dump_json(include={"node_pool", "gpu", "probes", "autoscaling", "service_model",
+                                               *STARTUP_FIELDS}),
                     pool.model_dump_json() if pool else "", cfg.monitoring.model_dump_json(),
                     cfg.cluster.model_dump_json(), cfg.settings.namespace))
     if key not in _STEP_RESPONSES:
@@ -260,6 +264,7 @@ def step_response(cfg: PlatformConfig, w) -> dict:
             return _STEP_RESPONSES[key]
         _STEP_RESPONSES[key] = {"trace": "step", "firstScaleUpSeconds": result.first_scale_up_s,
                                 "capacityReadySeconds": result.capacity_ready_s,
+                                "capacityPath": result.tally.capacity_path,
                                 "neverReasons": never_reasons(result), "sweep": cached_sweep(cfg, w.name)}
     return _STEP_RESPONSES[key]
 
@@ -282,7 +287,7 @@ def slo_rows(cfg: PlatformConfig) -> list[dict]:
             continue
         pool = cfg.pool(w.node_pool)
         key = "|".join((w.model_dump_json(include={"node_pool", "gpu", "probes", "autoscaling", "service_model",
-                                                   "slo"}),
+                                                   "slo", *STARTUP_FIELDS}),
                         pool.model_dump_json() if pool else "", cfg.monitoring.model_dump_json(),
                         cfg.cluster.model_dump_json(), cfg.settings.namespace))
         if key not in _SLO_VERDICTS:
@@ -413,6 +418,9 @@ def latency_text(rows: list[dict]) -> str:
                       f"{_secs(step['firstScaleUpSeconds'])} / {_secs(step['capacityReadySeconds'])}",
                       sweep_cell(sweep), wake_cell(sweep.get("wakeUp"))])
     notes = [f"  {r['workload']}: {n}" for r in rows for n in _never_notes(r["stepResponse"])]
+    from gpuplatform.simulate.startup import path_text
+    notes += [f"  {r['workload']}: time to ready capacity {path_text(r['stepResponse']['capacityPath'])}"
+              for r in rows if r["stepResponse"].get("capacityPath")]
     return _table(table) + ("\n" + "\n".join(dict.fromkeys(notes)) if notes else "")
 
 

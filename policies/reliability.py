@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from gpuplatform.catalogs.kubernetes import INTRODUCED_APIS, REMOVED_APIS, served_by
+from gpuplatform.catalogs.system_components import PAUSE_IMAGES, matches
 from gpuplatform.policies import k8s
 from gpuplatform.policies.registry import ADVISORY, HIGH, MEDIUM, prop, resource_policy, stack_policy
 from gpuplatform.policies.stack import ACK_CLUSTER_TYPES, ACK_NODE_POOL_TYPE, PROMETHEUS_ADAPTER_CHART, RELEASE_TYPE
@@ -17,13 +18,16 @@ ENVIRONMENT = prop("string", "Environment when no GpuPlatform is checked.", "")
 @resource_policy(
     "container-probes",
     "Long-running containers need readiness and liveness probes: readiness keeps a replica that is still loading "
-    "its model out of the Service (and out of the HPA's average), liveness restarts a hung server.",
+    "its model out of the Service (and out of the HPA's average), liveness restarts a hung server. A pause "
+    "container, which only holds its pod open (an image pre-puller's), has nothing to probe.",
     category=CATEGORY, severity=MEDIUM, level=ADVISORY, hardening=True, kinds=k8s.LONG_RUNNING_KINDS,
     refs=("Kyverno require-probes", "Checkov CKV_K8S_8", "Checkov CKV_K8S_9", "Polaris readinessProbeMissing",
           "Polaris livenessProbeMissing", "kube-score pod-probes"),
     remediation="Set the workload's probes (Triton: /v2/health/ready and /v2/health/live).")
 def container_probes(r, config, report):
     for c in k8s.containers(k8s.pod_spec(r.kind, r.props), init=False):
+        if matches(str(k8s.get(c, "image") or ""), PAUSE_IMAGES):
+            continue
         missing = [p for p in ("readinessProbe", "livenessProbe") if k8s.get(c, p) is None]
         if missing:
             report(f"{r.label} container {k8s.container_name(c)} has no {' / '.join(missing)}")

@@ -471,7 +471,7 @@ def cached_sweep(cfg: PlatformConfig, workload: str) -> dict:
     pool = cfg.pool(w.node_pool)
     key = hashlib.sha256("|".join((
         w.model_dump_json(include={"node_pool", "gpu", "probes", "autoscaling", "service_model", "exposure", "model",
-                                     "server", "image"}),
+                                     "server", "image", "pre_pull", "args", "command", "env", "volumes"}),
         pool.model_dump_json() if pool else "", cfg.monitoring.model_dump_json(), cfg.cluster.model_dump_json(),
         cfg.workload_namespace(w), _code_digest())).encode()).hexdigest()
     path = _cache_dir() / f"{key}.json"

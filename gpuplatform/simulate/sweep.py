@@ -364,6 +364,8 @@ def _wake_up_run(s: Setup, trace: Trace, phases: Phases, at: int, nodes: int):
     sim = Simulation(s, trace, phases)
     if nodes > len(sim.nodes.nodes):
         sim.nodes = NodePool(s.slots, s.min_nodes, s.max_nodes, s.provision_s, s.autoscaled_pool, nodes)
+    for node in sim.nodes.nodes:
+        node.image_at = -1e9  # the nodes the scale to zero emptied: its replicas pulled the image there
     woke = None
     for step in range(int(trace.duration_s) + 1):
         sim.step(float(step))

@@ -11,8 +11,8 @@ and with success on any image: a distroless or scratch image has no shell, and a
 statically linked busybox (catalogs/images.py) into an emptyDir, and the image's init container runs
 ``/prepull/busybox true`` from it: nothing of the image is executed. The pod then holds the node with ``pause``
 and requests almost nothing; no GPU, so it does not take a replica's place (the image's init container gets
-``NVIDIA_VISIBLE_DEVICES=void``, so an image that sets ``all`` sees no GPU either). Every container runs under restricted
-Pod Security like the workload's own.
+``NVIDIA_VISIBLE_DEVICES=void``, so an image that sets ``all`` sees no GPU either). Every container runs under
+restricted Pod Security like the workload's own.
 """
 from __future__ import annotations
 

@@ -356,7 +356,7 @@ def startup_rows(cfg: PlatformConfig) -> list[dict]:
         rows.append({"workload": w.name,
                      "weights": None if est is None else {"sizeGib": est.size_gib, "source": est.source,
                                                           "mibPerSecond": est.mib_per_second,
-                                                          "rateBasis": est.rate_basis},
+                                                          "rateBasis": est.rate_basis, "streamed": est.streamed},
                      "expectedLoadSeconds": None if est is None else round(est.expected_seconds),
                      "startupProbeSeconds": startup_seconds(w), "startupProbeBasis": basis, "readiness": check})
     return rows
@@ -369,7 +369,8 @@ def startup_text(rows: list[dict]) -> str:
     for r in rows:
         weights = r["weights"]
         table.append([r["workload"],
-                      f"{weights['sizeGib']:g} GiB ({weights['source']}, {weights['mibPerSecond']:g} MiB/s)"
+                      f"{weights['sizeGib']:g} GiB ({'streamed ' if weights['streamed'] else ''}{weights['source']}, "
+                      f"{weights['mibPerSecond']:g} MiB/s)"
                       if weights else "-",
                       _secs(r["expectedLoadSeconds"]) if weights else "unknown (no model)",
                       f"{r['startupProbeSeconds']}s ({r['startupProbeBasis']})", r["readiness"]])

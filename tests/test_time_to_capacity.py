@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import functools
 
+import kubernetes_validate
 import pytest
 
 from gpuplatform.catalogs import timeouts
@@ -68,7 +69,11 @@ def test_pre_pull_renders_a_daemonset_on_the_pool_that_pulls_the_image_and_holds
         sc = c["securityContext"]
         assert sc["runAsNonRoot"] and not sc["allowPrivilegeEscalation"] and sc["capabilities"] == {"drop": ["ALL"]}
         assert sc["seccompProfile"] == {"type": "RuntimeDefault"} and sc["readOnlyRootFilesystem"]
-    assert [v for v in run_policies(records) if v.resource.endswith("chat-prepull")] == []
+    assert [v for v in run_policies(records) if "chat-prepull" in v.resource_name] == []
+    pull.pop("env")  # without void, an image that sets NVIDIA_VISIBLE_DEVICES=all would see the node's GPUs
+    assert [v.policy_id for v in run_policies(records) if "chat-prepull" in v.resource_name] == [
+        "gpu-node-pod-requests-gpu"]
+    kubernetes_validate.validate(ds, "1.33.0", strict=True)  # as the API server reads it
 
 
 def test_without_pre_pull_there_is_no_daemonset():

@@ -41,6 +41,17 @@ TP, PP, DP, DP_LOCAL, PCP, NUM_SHARD = "tp", "pp", "dp", "dp_local", "pcp", "num
 MAX_BATCH, MAX_CONCURRENT = "max_batch", "max_concurrent"
 MEMORY_FRACTION, API_KEY, RESTRICTED, DOWNLOAD_DIR = "memory_fraction", "api_key", "restricted", "download_dir"
 PROMETHEUS_PORT, HEALTH_TIMEOUT = "prometheus_port", "health_timeout"
+LOAD_FORMAT = "load_format"
+
+RUNAI_STREAMER = "runai_streamer"
+VLLM_RUNAI_STREAMER_SINCE = (0, 6, 6)
+"""vLLM's ``--load-format runai_streamer`` (the Run:ai Model Streamer: safetensors read by concurrent threads and
+streamed to GPU memory) came with vllm-project/vllm PR #10192 and is documented from the v0.6.6 docs on
+(docs.vllm.ai/en/v0.6.6/serving/runai_model_streamer.html: local directories and ``s3://``; GCS ``gs://`` and
+Azure ``az://`` in later releases, docs.vllm.ai/en/stable/models/extensions/runai_model_streamer/). It needs the
+``runai-model-streamer`` package (``pip install vllm[runai]``): the official ``vllm/vllm-openai`` images install it
+(vllm-project/vllm ``Dockerfile``, stage ``vllm-openai-base``: ``... boto3 runai-model-streamer
+runai-model-streamer[s3]``); an image built on another base may lack it."""
 
 
 @dataclass(frozen=True)
@@ -116,7 +127,7 @@ SERVER_CLIS: dict[str, ServerCli] = {c.name: c for c in (
          Flag(PCP, ("--prefill-context-parallel-size", "-pcp"), "int"),
          Flag(MAX_BATCH, ("--max-num-seqs",), "int"), Flag(MEMORY_FRACTION, ("--gpu-memory-utilization",), "float"),
          Flag(API_KEY, ("--api-key",), secret=True, env="VLLM_API_KEY"),
-         Flag(DOWNLOAD_DIR, ("--download-dir",))),
+         Flag(DOWNLOAD_DIR, ("--download-dir",)), Flag(LOAD_FORMAT, ("--load-format",))),
         defaults={HOST: "0.0.0.0", PORT: 8000},
         underscores=True,
         config_files=("--config",),

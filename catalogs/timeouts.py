@@ -92,9 +92,35 @@ MODEL_LOAD_RATES: dict[str, LoadRate] = {
                              "gateway bandwidth and the hub's per-client rate) and then reads them from /tmp"),
 }
 """Load rate per weight source: ``pvc`` and ``nfs`` are the two kinds of workload volume (``source: volume``)."""
+STREAMED_LOAD_RATES: dict[str, LoadRate] = {
+    "pvc": LoadRate(333, "estimate at a cited ceiling: vLLM's Run:ai Model Streamer (--load-format runai_streamer) "
+                         "reads the safetensors with concurrent threads and streams them to GPU memory, so the disk's "
+                         "own ceiling bounds the read, not one reader: a PL1 ESSD delivers at most 350 MB/s "
+                         "= 333 MiB/s (Alibaba ECS 'ESSDs'); a smaller PL1 disk or a PL0 delivers less"),
+    "image": LoadRate(333, "estimate at a cited ceiling: streamed from the node's system disk, an ESSD (at most "
+                           "350 MB/s = 333 MiB/s for PL1)"),
+    "nfs": LoadRate(100, "estimate: the NAS client's throughput bounds a streamed read as it bounds a plain one; no "
+                         "gain assumed"),
+    "download": LoadRate(40, "estimate: vLLM downloads a hub model before it streams it; the download bounds it"),
+}
+"""Load rate per weight source when the server streams the weights (vLLM ``--load-format runai_streamer``). ESTIMATES
+like :data:`MODEL_LOAD_RATES`: ``gpuplatform verify`` (model.load-time) measures them and ``model.loadMibPerSecond``
+replaces them."""
 IMAGE_PULL_RATE = LoadRate(100, "estimate: pulling and unpacking image layers from Container Registry over the "
                                 "VPC; unpacking is single-threaded per layer")
 """How fast image bytes reach a node: an image that carries the weights pulls that much longer."""
+ON_DEMAND_IMAGE_SUFFIXES = {"_containerd_accelerated": "full", "_accelerated": "index-only"}
+"""Tag suffixes of the accelerated (DADI) images Container Registry Enterprise Edition converts a repository's images
+into: ``_containerd_accelerated`` is full mode (containerd only); ``_accelerated`` is index-only mode, or full mode
+for Docker nodes, so it is read as the slower index-only (Alibaba ACR "Load resources of a container image on
+demand"; alibabacloud.com/help/en/acr/user-guide/load-resources-of-a-container-image-on-demand)."""
+ON_DEMAND_PULL_FACTOR = {"full": 9 / 38, "index-only": (38 - 0.7 * (38 - 9)) / 38}
+"""Pull time with on-demand loading over the pull of the whole image. Cited: ACK measured a 1.34 GB NodeBB image
+pulling in 36 s and starting in 38 s, 4 s and 9 s with the accelerated image (full mode), and gives index-only mode
+about 70% of full mode's effect (the ACR page above; ACK "Accelerate container startup with on-demand image
+loading"). The factor is taken on pull + start (9/38), because the data the container reads at start is still
+fetched then; an inference server's image reads more of itself at start (Python, PyTorch, CUDA libraries) than a
+web app, so for it the factor is an ESTIMATE, which ``gpuplatform verify`` (model.load-time, image pull) corrects."""
 STARTUP_SAFETY_FACTOR = 2.0
 """The startup probe allows this many times the expected load: a slower disk, a busy NAS or a cold page cache
 must not restart a replica that is still loading."""

@@ -802,6 +802,11 @@ class Workload(Model):
     either way."""
     model: Optional[ModelWeights] = None
     """Where the model weights come from and their size. Default none: a 600 s startup budget and no fit check."""
+    pre_pull: bool = False
+    """Pull the workload's image onto every node of its pool before a replica needs it: a DaemonSet
+    ``<name>-prepull`` on the pool's nodes (docs/model-startup.md, "Images already on the node"). It starts pulling
+    when a node is Ready, as a replica would, so it spares the pull only on nodes that exist before the replica
+    (the pool's ``minNodes``, warm nodes, nodes a scale-in emptied). Default false."""
     run_as_user: int = Field(1000, ge=1)
     """Non-root UID the container runs as (restricted Pod Security). Default 1000."""
     run_as_root: bool = False

@@ -44,6 +44,7 @@ from gpuplatform.components.namespace import WorkloadNamespace
 from gpuplatform.components.network_policy import network_access
 from gpuplatform.components.node_pool import GpuNodePool
 from gpuplatform.components.pools import PoolFacts
+from gpuplatform.components.pre_pull import pre_pull_daemonset
 from gpuplatform.components.validation import hpa_api_version, kubernetes_version
 from gpuplatform.components.validation import validate as _validate
 from gpuplatform.components.assembly import BUILT, ComposedComponent
@@ -189,7 +190,7 @@ class InferenceService(ComposedComponent, pulumi.ComponentResource):
                                 resource=self)
         for suffix, builder in (("pdb", wm.pod_disruption_budget), ("hpa", wm.hpa),
                                 ("scaledobject", wm.scaled_object), ("podmonitor", wm.pod_monitor),
-                                ("networkpolicy", wm.network_policy)):
+                                ("networkpolicy", wm.network_policy), ("prepull", pre_pull_daemonset)):
             obj = builder(workload, ctx)
             if obj is not None:
                 setattr(self, suffix, add(f"{name}-{suffix}", obj))

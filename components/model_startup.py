@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass
 from typing import Optional
 
-from gpuplatform.catalogs import servers, timeouts
+from gpuplatform.catalogs import server_cli as cli, servers, timeouts
 from gpuplatform.components.config import Workload
 
 STARTUP_PROBE_PERIOD_SECONDS = 10
@@ -33,6 +33,8 @@ class LoadEstimate:
     overhead_seconds: int
     image_pull_extra_seconds: int
     """Seconds the weights add to the image pull (``source: image``), else 0."""
+    streamed: bool = False
+    """The server streams the weights (vLLM ``--load-format runai_streamer``): read at the streamed rate."""
 
     @property
     def read_seconds(self) -> float:
@@ -48,8 +50,9 @@ class LoadEstimate:
 
     def describe(self) -> str:
         """The sum, short enough for an error message."""
+        kind = f"streamed {self.source}" if self.streamed else self.source
         rate = ("model.loadMibPerSecond" if self.rate_basis == "model.loadMibPerSecond"
-                else f"the {self.source} estimate of catalogs/timeouts.py")
+                else f"the {kind} estimate of catalogs/timeouts.py")
         return (f"{self.overhead_seconds}s server start + {self.size_gib:g} GiB at {self.mib_per_second:g} MiB/s "
                 f"({rate})")
 
@@ -70,7 +73,8 @@ def load_estimate(w: Workload) -> Optional[LoadEstimate]:
     if m is None:
         return None
     key = (volume_kind(w) or "pvc") if m.source == "volume" else m.source
-    rate = timeouts.MODEL_LOAD_RATES[key]
+    streamed = streams_weights(w)
+    rate = (timeouts.STREAMED_LOAD_RATES if streamed else timeouts.MODEL_LOAD_RATES)[key]
     if m.load_mib_per_second is not None:
         mib_s, basis = m.load_mib_per_second, "model.loadMibPerSecond"
     else:
@@ -78,7 +82,17 @@ def load_estimate(w: Workload) -> Optional[LoadEstimate]:
     pull = 0
     if m.source == "image":
         pull = math.ceil(m.size_gib * 1024 / timeouts.IMAGE_PULL_RATE.mib_per_second)
-    return LoadEstimate(m.size_gib, key, mib_s, basis, servers.start_overhead_seconds(w.server), pull)
+    return LoadEstimate(m.size_gib, key, mib_s, basis, servers.start_overhead_seconds(w.server), pull, streamed)
+
+
+def streams_weights(w: Workload) -> bool:
+    """The workload's server streams its weights: vLLM with ``--load-format runai_streamer`` on its command line
+    (catalogs/server_cli.py). The command line is the one source: no config field restates it."""
+    from gpuplatform.components import server_args
+    if w.server != "vllm":
+        return False
+    facts = server_args.parse(w)
+    return facts is not None and facts.get(cli.LOAD_FORMAT) == cli.RUNAI_STREAMER
 
 
 def stated_startup_seconds(w: Workload) -> Optional[int]:
@@ -108,3 +122,21 @@ def image_pull_budget_seconds(w: Workload) -> int:
     est = load_estimate(w)
     extra = est.image_pull_extra_seconds if est is not None else 0
     return timeouts.IMAGE_PULL_SECONDS + math.ceil(timeouts.STARTUP_SAFETY_FACTOR * extra)
+
+
+def on_demand_mode(image: str) -> Optional[str]:
+    """``full`` or ``index-only`` for an accelerated (DADI) image of Container Registry Enterprise Edition, by its
+    tag's suffix (catalogs/timeouts.py ``ON_DEMAND_IMAGE_SUFFIXES``); None for any other image."""
+    tag = image.split("@", 1)[0].rsplit("/", 1)[-1].partition(":")[2]
+    return next((mode for suffix, mode in timeouts.ON_DEMAND_IMAGE_SUFFIXES.items() if tag.endswith(suffix)), None)
+
+
+def pull_seconds(w: Workload, whole_image_pull_seconds: int) -> tuple[int, str]:
+    """(seconds, why) a replica's image takes to pull onto a node: the whole image's pull, or with an accelerated
+    image loaded on demand that pull times the cited factor (catalogs/timeouts.py ``ON_DEMAND_PULL_FACTOR``)."""
+    mode = on_demand_mode(w.image)
+    if mode is None:
+        return whole_image_pull_seconds, ""
+    factor = timeouts.ON_DEMAND_PULL_FACTOR[mode]
+    return (math.ceil(whole_image_pull_seconds * factor),
+            f"x {factor:.3g} for on-demand loading of an accelerated image ({mode} mode)")

@@ -23,6 +23,7 @@ from gpuplatform.components.model_startup import (STARTUP_PROBE_PERIOD_SECONDS, 
                                                   startup_seconds)
 from gpuplatform.components.network_policy import NetworkAccess, caller_peer, peer_object
 from gpuplatform.components.pools import PoolFacts
+from gpuplatform.components.pre_pull import pre_pull_daemonset
 
 PART_OF = PLATFORM_PART_OF
 TMP_MOUNT_PATH = "/tmp"
@@ -502,6 +503,6 @@ def workload_objects(w: Workload, ctx: WorkloadContext) -> list[dict]:
     """Every Kubernetes object the InferenceService of ``w`` registers, in the order it registers them (validation
     judges them as the API server would before any is registered: components/validation/authored.py)."""
     optional = (pod_disruption_budget(w, ctx), hpa(w, ctx), scaled_object(w, ctx), pod_monitor(w, ctx),
-                network_policy(w, ctx))
+                network_policy(w, ctx), pre_pull_daemonset(w, ctx))
     return [*nfs_volume_objects(w, ctx), deployment(w, ctx), service(w, ctx), *ingresses(w, ctx),
             *(obj for obj in optional if obj is not None)]

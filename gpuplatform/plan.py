@@ -278,6 +278,9 @@ def latency_rows(cfg: PlatformConfig) -> list[dict]:
 
 
 _STEP_RESPONSES: dict[str, dict] = {}
+STARTUP_FIELDS = ("model", "pre_pull", "server", "args", "command", "env", "volumes")
+"""Workload fields a replica's start-up depends on (the weights' source and size, the load format on the server's
+command line, pre-pulled images): workloads that differ in them do not share a simulation."""
 
 
 def step_response(cfg: PlatformConfig, w) -> dict:
@@ -288,7 +291,8 @@ def step_response(cfg: PlatformConfig, w) -> dict:
     from gpuplatform.simulate.engine import simulate
 
     pool = cfg.pool(w.node_pool)
-    key = "|".join((w.model_dump_json(include={"node_pool", "gpu", "probes", "autoscaling", "service_model"}),
+    key = "|".join((w.model_dump_json(include={"node_pool", "gpu", "probes", "autoscaling", "service_model",
+                                               *STARTUP_FIELDS}),
                     pool.model_dump_json() if pool else "", cfg.monitoring.model_dump_json(),
                     cfg.cluster.model_dump_json(), cfg.settings.namespace))
     if key not in _STEP_RESPONSES:
@@ -304,6 +308,7 @@ def step_response(cfg: PlatformConfig, w) -> dict:
             return _STEP_RESPONSES[key]
         _STEP_RESPONSES[key] = {"trace": "step", "firstScaleUpSeconds": result.first_scale_up_s,
                                 "capacityReadySeconds": result.capacity_ready_s,
+                                "capacityPath": result.tally.capacity_path,
                                 "neverReasons": never_reasons(result), "sweep": cached_sweep(cfg, w.name)}
     return _STEP_RESPONSES[key]
 
@@ -326,7 +331,7 @@ def slo_rows(cfg: PlatformConfig) -> list[dict]:
             continue
         pool = cfg.pool(w.node_pool)
         key = "|".join((w.model_dump_json(include={"node_pool", "gpu", "probes", "autoscaling", "service_model",
-                                                   "slo"}),
+                                                   "slo", *STARTUP_FIELDS}),
                         pool.model_dump_json() if pool else "", cfg.monitoring.model_dump_json(),
                         cfg.cluster.model_dump_json(), cfg.settings.namespace))
         if key not in _SLO_VERDICTS:
@@ -395,7 +400,7 @@ def startup_rows(cfg: PlatformConfig) -> list[dict]:
         rows.append({"workload": w.name,
                      "weights": None if est is None else {"sizeGib": est.size_gib, "source": est.source,
                                                           "mibPerSecond": est.mib_per_second,
-                                                          "rateBasis": est.rate_basis},
+                                                          "rateBasis": est.rate_basis, "streamed": est.streamed},
                      "expectedLoadSeconds": None if est is None else round(est.expected_seconds),
                      "startupProbeSeconds": startup_seconds(w), "startupProbeBasis": basis, "readiness": check})
     return rows
@@ -408,7 +413,8 @@ def startup_text(rows: list[dict]) -> str:
     for r in rows:
         weights = r["weights"]
         table.append([r["workload"],
-                      f"{weights['sizeGib']:g} GiB ({weights['source']}, {weights['mibPerSecond']:g} MiB/s)"
+                      f"{weights['sizeGib']:g} GiB ({'streamed ' if weights['streamed'] else ''}{weights['source']}, "
+                      f"{weights['mibPerSecond']:g} MiB/s)"
                       if weights else "-",
                       _secs(r["expectedLoadSeconds"]) if weights else "unknown (no model)",
                       f"{r['startupProbeSeconds']}s ({r['startupProbeBasis']})", r["readiness"]])
@@ -459,6 +465,9 @@ def latency_text(rows: list[dict]) -> str:
                       f"{_secs(step['firstScaleUpSeconds'])} / {_secs(step['capacityReadySeconds'])}",
                       sweep_cell(sweep), wake_cell(sweep.get("wakeUp"))])
     notes = [f"  {r['workload']}: {n}" for r in rows for n in _never_notes(r["stepResponse"])]
+    from gpuplatform.simulate.startup import path_text
+    notes += [f"  {r['workload']}: time to ready capacity {path_text(r['stepResponse']['capacityPath'])}"
+              for r in rows if r["stepResponse"].get("capacityPath")]
     return _table(table) + ("\n" + "\n".join(dict.fromkeys(notes)) if notes else "")
 
 

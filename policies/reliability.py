@@ -18,16 +18,16 @@ ENVIRONMENT = prop("string", "Environment when no GpuPlatform is checked.", "")
 @resource_policy(
     "container-probes",
     "Long-running containers need readiness and liveness probes: readiness keeps a replica that is still loading "
-    "its model out of the Service (and out of the HPA's average), liveness restarts a hung server.",
+    "its model out of the Service (and out of the HPA's average), liveness restarts a hung server. A pause "
+    "container, which only holds its pod open (an image pre-puller's), has nothing to probe.",
     category=CATEGORY, severity=MEDIUM, level=ADVISORY, hardening=True, kinds=k8s.LONG_RUNNING_KINDS,
     refs=("Kyverno require-probes", "Checkov CKV_K8S_8", "Checkov CKV_K8S_9", "Polaris readinessProbeMissing",
           "Polaris livenessProbeMissing", "kube-score pod-probes"),
     remediation="Set the workload's probes (Triton: /v2/health/ready and /v2/health/live).")
 def container_probes(r, config, report):
-    spec = k8s.pod_spec(r.kind, r.props)
-    if _only_reserves(spec):
-        return
-    for c in k8s.containers(spec, init=False):
+    for c in k8s.containers(k8s.pod_spec(r.kind, r.props), init=False):
+        if matches(str(k8s.get(c, "image") or ""), PAUSE_IMAGES):
+            continue
         missing = [p for p in ("readinessProbe", "livenessProbe") if k8s.get(c, p) is None]
         if missing:
             report(f"{r.label} container {k8s.container_name(c)} has no {' / '.join(missing)}")
@@ -58,16 +58,6 @@ def container_resources(r, config, report):
         if missing:
             report(f"{r.label} container {k8s.container_name(c)} has no {', '.join(missing)}"
                    f"{k8s.at(r.props, c, 'resources')}")
-
-
-def _only_reserves(spec) -> bool:
-    """A pod of nothing but ``pause`` containers (no init containers either): it only reserves resources, as a
-    warm-capacity placeholder does (cluster-autoscaler FAQ, overprovisioning), and runs nothing to probe. A pod
-    whose init containers do the work and that pause then holds open is still judged."""
-    if spec is None or k8s.as_list(k8s.get(spec, "initContainers")):
-        return False
-    own = list(k8s.containers(spec, init=False))
-    return bool(own) and all(matches(str(k8s.get(c, "image") or ""), PAUSE_IMAGES) for c in own)
 
 
 def image_tag(image: str) -> str | None:

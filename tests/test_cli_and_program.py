@@ -33,7 +33,8 @@ def test_plan_json_format(capsys):
     assert doc["capacity"][0]["resources"] == [{"resource": "nvidia.com/mig-1g.5gb", "unitsPerNode": 56,
                                                 "unitsAtMax": 112, "unit": "MIG instance"}]
     step = doc["metricLatency"][0].pop("stepResponse")  # its figures: tests/test_simulate.py
-    assert set(step) == {"trace", "firstScaleUpSeconds", "capacityReadySeconds", "neverReasons", "sweep"}
+    assert set(step) == {"trace", "firstScaleUpSeconds", "capacityReadySeconds", "capacityPath", "neverReasons",
+                         "sweep"}
     assert step["sweep"]["worstSeconds"] <= doc["metricLatency"][0]["worstCaseSeconds"]  # the formula bounds it
     assert doc["metricLatency"][0] == {"workload": "flower", "metric": "triton_queue_time_us",
                                        "apiName": "avg_time_queue_us", "autoscaler": "hpa", "collect": 0,

@@ -162,7 +162,8 @@ def test_plan_prints_the_simulated_step_response_next_to_the_formula() -> None:
     sim = json.loads(sim_out)
     assert flower["stepResponse"] == {"trace": "step", "firstScaleUpSeconds": sim["first_scale_up_s"],
                                       "capacityReadySeconds": sim["capacity_ready_s"],
-                                      "neverReasons": sim["neverReasons"], "sweep": sim["first_scale_up_sweep"]}
+                                      "neverReasons": sim["neverReasons"], "sweep": sim["first_scale_up_sweep"],
+                                      "capacityPath": sim["capacity_path"]}
     code, text, _ = cli("plan", "--stack", "prod")
     line = next(ln for ln in text.splitlines() if ln.startswith("flower ") and "avg_time_queue_us" in ln)
     assert f"{flower['worstCaseSeconds']}s" in line

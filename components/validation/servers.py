@@ -40,6 +40,23 @@ def check_server(cfg: PlatformConfig, p: str, w: Workload, f: Optional[PoolFacts
         _check_gpus(p, w, facts, f, out)
     _check_batch_targets(p, w, facts, f, out)
     _check_writable(p, w, facts, out)
+    _check_load_format(p, w, facts, out)
+
+
+def _check_load_format(p: str, w: Workload, facts: ServerFacts, out: _Issues) -> None:
+    """vLLM's ``--load-format runai_streamer`` needs a release that has it (catalogs/server_cli.py
+    ``VLLM_RUNAI_STREAMER_SINCE``); an image tag that names no version is not judged."""
+    setting = facts.setting(cli.LOAD_FORMAT)
+    if facts.server != "vllm" or setting is None or setting.value != cli.RUNAI_STREAMER:
+        return
+    version = image_version(w.image)
+    since = cli.VLLM_RUNAI_STREAMER_SINCE
+    if version is not None and version < since:
+        out.add(_at(p, setting),
+                f"--load-format {cli.RUNAI_STREAMER} needs vLLM >= {'.'.join(map(str, since))} (the Run:ai Model "
+                f"Streamer loader came with vllm-project/vllm PR #10192), but image {fmt(w.image)} is "
+                f"{'.'.join(map(str, version))}; allowed: a vLLM image >= {'.'.join(map(str, since))}, or another "
+                "--load-format")
 
 
 def _at(p: str, setting) -> str:

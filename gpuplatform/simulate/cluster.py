@@ -48,6 +48,8 @@ class Node:
     pods: list = field(default_factory=list)
     image_at: Optional[float] = None
     empty_since: Optional[float] = None
+    created: float = -1e9
+    """When the cluster autoscaler asked for the node (its provisioning starts)."""
 
 
 class Pods:
@@ -78,6 +80,7 @@ class Pods:
             pod = self._new(-1e9)
             node = next((x for x in nodes.nodes if len(x.pods) < x.slots), None)
             if node is not None:
+                node.image_at = -1e9  # the replica ran there: its image is on the node
                 node.pods.append(pod)
                 pod.node, pod.bound, pod.started, pod.ready_at = node, -1e9, -1e9, -1e9
 
@@ -212,13 +215,14 @@ class NodePool:
     ``--scale-down-delay-after-add`` of the last scale-up). A pool without autoscaling keeps its nodes."""
 
     def __init__(self, slots: int, min_nodes: int, max_nodes: int, provision_s: int, autoscaled: bool,
-                 initial: int, pulled: Optional[int] = None):
-        """``pulled``: how many of the ``initial`` nodes have the workload's image (default all; the nodes beyond
-        them are held by warm-capacity placeholders and never ran a replica)."""
+                 initial: int, pre_pull_s: Optional[int] = None):
         self.slots, self.min_nodes, self.max_nodes = slots, min_nodes, max_nodes
         self.provision_s, self.autoscaled = provision_s, autoscaled
-        pulled = initial if pulled is None else pulled
-        self.nodes = [Node(f"node-{i}", -1e9, slots, image_at=-1e9 if i < pulled else None)
+        self.pre_pull_s = pre_pull_s
+        """With a pre-puller (``prePull``): the image pull its DaemonSet pod starts when a node turns Ready (a
+        DaemonSet pod is created for a node once it is Ready, like a replica); None without one."""
+        # a node present at the start holds the image if a pre-puller ran there or a replica did (start_ready)
+        self.nodes = [Node(f"node-{i}", -1e9, slots, image_at=-1e9 if pre_pull_s is not None else None)
                       for i in range(initial)]
         self._count = initial
         self._last_scale_up = -1e9
@@ -231,7 +235,9 @@ class NodePool:
         short = pending - free
         if short > 0:
             for _ in range(max(min(math.ceil(short / self.slots), self.max_nodes - len(self.nodes)), 0)):
-                self.nodes.append(Node(f"node-{self._count}", t + self.provision_s, self.slots))
+                ready = t + self.provision_s
+                self.nodes.append(Node(f"node-{self._count}", ready, self.slots, created=t,
+                                       image_at=None if self.pre_pull_s is None else ready + self.pre_pull_s))
                 self._count += 1
                 self._last_scale_up = t
         for n in list(self.nodes):

@@ -40,6 +40,7 @@ from gpuplatform.simulate.bounds import LowerBound, lower_bound
 from gpuplatform.simulate.slo import SloVerdict, judge
 from gpuplatform.simulate.cluster import NodePool, Placeholders, Pods
 from gpuplatform.simulate.scrape import SERIES_MODELS, Scraper
+from gpuplatform.simulate.startup import capacity_path
 from gpuplatform.simulate.service import (LATENCY, TIME_UNITS, Queue, ServicePlan, bucket_p90, full_scale,
                                           metric_kind, not_modelled, replica_memory_mib, replica_units, service_plan)
 from gpuplatform.simulate.traces import Trace
@@ -279,6 +280,8 @@ class Tally:
     at_max_s: int = 0
     first_scale_up_s: Optional[float] = None
     capacity_ready_s: Optional[float] = None
+    capacity_path: Optional[dict] = None
+    """Where the time to ready capacity went: :func:`gpuplatform.simulate.startup.capacity_path`."""
     increase_at: Optional[float] = None
     timeline: list = field(default_factory=list)
     seconds: PerSecond = field(default_factory=PerSecond)
@@ -356,6 +359,7 @@ class Result:
     def summary(self) -> dict:
         t, s = self.tally, self.setup
         return {"first_scale_up_s": t.first_scale_up_s, "capacity_ready_s": t.capacity_ready_s,
+                "capacity_path": t.capacity_path,
                 "over_target_s": float(t.over_target_s), "above_target_s": float(t.above_target_s),
                 "failed_requests": round(t.failed_requests, 3),
                 "replica_hours": round(t.replica_s / 3600, 3), "ready_replica_hours": round(t.ready_replica_s / 3600, 3),
@@ -400,7 +404,7 @@ class Simulation:
         warm = s.workload.warm_replicas
         n0 = max(s.min_nodes, math.ceil((r0 + warm) / s.slots)) if s.autoscaled_pool else s.min_nodes
         self.nodes = NodePool(s.slots, s.min_nodes, s.max_nodes, s.provision_s, s.autoscaled_pool,
-                              min(n0, s.max_nodes), pulled=max(s.min_nodes, math.ceil(r0 / s.slots)))
+                              min(n0, s.max_nodes), pre_pull_s=s.plan.image_pull_s if s.workload.pre_pull else None)
         self.pods = Pods(s.workload.name, s.plan.image_pull_s, s.plan.model_load_s)
         self.pods.start_ready(r0, self.nodes)
         self.warm = Placeholders(warm)
@@ -473,6 +477,7 @@ class Simulation:
             tally.increase_at = t
         if tally.increase_at is not None and tally.capacity_ready_s is None and capacity >= demand - 1e-9:
             tally.capacity_ready_s = t - tally.increase_at
+            tally.capacity_path = capacity_path(self.pods.ready(t), tally.increase_at, s)
         level = levels.get(s.first.metric, 0.0)
         failing = served.dropped > 1e-9 or (ready == 0 and demand > 0)
         tally.failed_requests += served.dropped

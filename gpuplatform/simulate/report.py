@@ -13,6 +13,7 @@ from gpuplatform.simulate.bursty import NAME as BURSTY, bursty
 from gpuplatform.simulate.engine import Result, find_workload, progress_bar, service_plan, simulate
 from gpuplatform.simulate.sweep import EDGE_RESOLUTION, SweepResult, WakeUpResult, first_scale_up_sweep, wake_up_sweep
 from gpuplatform.simulate.reasons import capacity_never, first_scale_up_never
+from gpuplatform.simulate.startup import path_text
 from gpuplatform.simulate.traces import SHAPES, ArgumentIssue, Trace, built_in, from_csv, from_prometheus_json
 
 
@@ -212,6 +213,8 @@ def table_text(r: Result, every_s: int = 60, swept: Optional[SweepResult] = None
     if woken is not None:
         lines += wake_text(woken)
     lines += [f"  load increase -> ready capacity covers it  {_s(r.capacity_ready_s, why.get('capacity_ready_s'))}",
+              *([f"    where it went (last replica it needed)  {path_text(s['capacity_path'])}"]
+                if r.capacity_ready_s is not None else []),
               f"  over target beyond the 10% tolerance       {r.over_target_s:g}s (above target at all "
               f"{s['above_target_s']:g}s, failed requests {s['failed_requests']:g})",
               f"  replicas: peak / maxReplicas / at max     {s['peak_replicas']} / {s['max_replicas']} / "

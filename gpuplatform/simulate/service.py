@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from gpuplatform.catalogs.metrics import LATENCY_OBSERVES, METRICS, histogram_p90
 from gpuplatform.catalogs.server_cli import BATCH_METRICS
 from gpuplatform.components.config import PlatformConfig, Workload
-from gpuplatform.components.model_startup import load_estimate, startup_budget_seconds
+from gpuplatform.components.model_startup import load_estimate, pull_seconds, startup_budget_seconds
 from gpuplatform.components.pools import all_pool_facts
 
 TIME_UNITS = {"us": 1e6, "ms": 1e3, "s": 1.0}
@@ -283,6 +283,11 @@ def startup_times(w: Workload) -> tuple[int, int, str]:
     pull_basis = (f"image pull serviceModel.imagePullSeconds {sm.image_pull_seconds}s + "
                   f"{est.image_pull_extra_seconds}s for {est.size_gib:g} GiB of weights in the image"
                   if est is not None and est.image_pull_extra_seconds else "image pull serviceModel.imagePullSeconds")
+    pull, on_demand = pull_seconds(w, pull)
+    if on_demand:
+        pull_basis += f" {on_demand}"
+    if w.pre_pull:
+        pull_basis += "; pre-pulled (prePull) on nodes from their start"
     if sm.model_load_seconds is not None:
         return sm.model_load_seconds, pull, f"model load serviceModel.modelLoadSeconds; {pull_basis}"
     if est is not None:

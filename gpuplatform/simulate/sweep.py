@@ -364,6 +364,8 @@ def _wake_up_run(s: Setup, trace: Trace, phases: Phases, at: int, nodes: int):
     sim = Simulation(s, trace, phases)
     if nodes > len(sim.nodes.nodes):
         sim.nodes = NodePool(s.slots, s.min_nodes, s.max_nodes, s.provision_s, s.autoscaled_pool, nodes)
+    for node in sim.nodes.nodes:
+        node.image_at = -1e9  # the nodes the scale to zero emptied: its replicas pulled the image there
     woke = None
     for step in range(int(trace.duration_s) + 1):
         sim.step(float(step))
@@ -471,7 +473,7 @@ def cached_sweep(cfg: PlatformConfig, workload: str) -> dict:
     pool = cfg.pool(w.node_pool)
     key = hashlib.sha256("|".join((
         w.model_dump_json(include={"node_pool", "gpu", "probes", "autoscaling", "service_model", "exposure", "model",
-                                     "server", "image"}),
+                                     "server", "image", "pre_pull", "args", "command", "env", "volumes"}),
         pool.model_dump_json() if pool else "", cfg.monitoring.model_dump_json(), cfg.cluster.model_dump_json(),
         cfg.workload_namespace(w), _code_digest())).encode()).hexdigest()
     path = _cache_dir() / f"{key}.json"

@@ -21,12 +21,21 @@ What is read, per pod of the workload (label ``app.kubernetes.io/name``):
   "tmp" exceeds the limit ..." (kubernetes ``pkg/kubelet/eviction/helpers.go``, ``emptyDirMessageFmt``): the
   server's caches or downloads outgrew the 1 GiB ``/tmp`` they default to.
 
+Against the estimates: with a ``model``, the slowest load minus the server's start overhead (catalogs/servers.py)
+gives the rate the weights were really read at, next to the estimate it corrects (a plain or a streamed read,
+``--load-format runai_streamer``, of the source: catalogs/timeouts.py ``MODEL_LOAD_RATES``,
+``STREAMED_LOAD_RATES``); ``model.loadMibPerSecond`` takes it. And the kubelet's ``Pulled`` events say how long
+each replica's image took to pull, "Successfully pulled image ... in 4m58.2s (4m58.2s including waiting)", or
+that it was "already present on machine" (kubernetes ``pkg/kubelet/images/image_manager.go``): the figure the
+simulator takes from ``serviceModel.imagePullSeconds``, and whether a pre-puller (``prePull``) did its work.
+
 A load above half the budget warns: the safety factor (catalogs/timeouts.py ``STARTUP_SAFETY_FACTOR``) is meant to
 leave twice the load, and a slower disk or a busy NAS on the next scale-up would eat the rest. A container the
 startup probe killed fails the check: the budget is too small for this source and size.
 """
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from typing import Optional
 
@@ -85,9 +94,61 @@ def _tmp_evicted(pod) -> bool:
     return status is not None and status.reason == "Evicted" and TMP_EVICTION in (status.message or "")
 
 
-def _estimate_text(w: Workload) -> str:
+PULLED = re.compile(r'Successfully pulled image "[^"]*" in ([0-9hms.µu]+)')
+PRESENT = "already present on machine"
+_GO_DURATION = re.compile(r"([0-9.]+)(h|ms|m|s|µs|us)")
+_UNIT_SECONDS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 1e-3, "µs": 1e-6, "us": 1e-6}
+
+
+def go_duration_seconds(text: str) -> Optional[float]:
+    """A Go ``time.Duration`` as printed (``4m58.2s``, ``850ms``) in seconds; None for anything else."""
+    parts = _GO_DURATION.findall(text)
+    if not parts or "".join(v + u for v, u in parts) != text:
+        return None
+    return sum(float(v) * _UNIT_SECONDS[u] for v, u in parts)
+
+
+def _estimate_text(w: Workload, worst: Optional[float] = None) -> str:
+    """The estimate of ``model`` next to the measurement, and the read rate the slowest load implies."""
     est = load_estimate(w)
-    return f"; estimated {est.expected_seconds:.0f}s" if est is not None else ""
+    if est is None:
+        return ""
+    text = f"; estimated {est.expected_seconds:.0f}s"
+    if worst is None:
+        return text
+    kind = f"streamed {est.source}" if est.streamed else est.source
+    reading = worst - est.overhead_seconds
+    if reading <= 0:
+        return (text + f"; the load took less than the {est.overhead_seconds}s server start estimated: the weights' "
+                "rate cannot be told from it")
+    rate = est.size_gib * 1024 / reading
+    return (text + f"; read at {rate:.0f} MiB/s after the {est.overhead_seconds}s server start estimated, against "
+            f"{est.mib_per_second:g} MiB/s ({kind}; model.loadMibPerSecond takes a measured rate)")
+
+
+def _pull_text(events: list, pod_names: set) -> str:
+    """The slowest image pull of the workload's pods from the kubelet's ``Pulled`` events, and how many found it on
+    their node."""
+    pulls, present = [], 0
+    for e in events:
+        if e.involved_object is None or e.involved_object.name not in pod_names or e.reason != "Pulled":
+            continue
+        message = e.message or ""
+        if PRESENT in message:
+            present += 1
+            continue
+        m = PULLED.search(message)
+        seconds = go_duration_seconds(m.group(1)) if m else None
+        if seconds is not None:
+            pulls.append((seconds, e.involved_object.name))
+    parts = []
+    if pulls:
+        worst, at = max(pulls)
+        parts.append(f"slowest image pull {worst:.0f}s ({at}, the kubelet's Pulled event; the simulator's "
+                     "serviceModel.imagePullSeconds)")
+    if present:
+        parts.append(f"{present} container start(s) found the image on the node")
+    return "; ".join(parts)
 
 
 def check_load_time(cfg: PlatformConfig, w: Workload, core: k8s.CoreV1Api) -> CheckResult:
@@ -136,7 +197,10 @@ def check_load_time(cfg: PlatformConfig, w: Workload, core: k8s.CoreV1Api) -> Ch
     if measured:
         worst, at = max(measured)
         parts.append(f"slowest load {worst:.0f}s ({at}) of a {budget}s startup budget "
-                     f"({100 * worst / budget:.0f}%){_estimate_text(w)}; {len(measured)} pod(s) measured")
+                     f"({100 * worst / budget:.0f}%){_estimate_text(w, worst)}; {len(measured)} pod(s) measured")
+    pulled = _pull_text(events, {pod.metadata.name for pod in pods})
+    if pulled:
+        parts.append(pulled)
     if waiting:
         parts.append(f"not ready yet: {', '.join(sorted(waiting))}")
     if restarted:

@@ -4,6 +4,7 @@ half of it, and a failure when the kubelet's startup probe killed a container, a
 evicted for its /tmp."""
 from __future__ import annotations
 
+import pytest
 from k8s_fixture_server import api_client_for
 from kubernetes import client as k8s
 
@@ -87,3 +88,37 @@ def test_a_pod_evicted_for_its_tmp_fails_naming_the_writable_volume_route(fake_a
     assert "evicted for /tmp: bert-intent-detection-7b486f6bf-e1v2c" in result.message
     assert "slowest load 120s (bert-intent-detection-7b486f6bf-j7k8l)" in result.message
     assert "outgrew the 1 GiB /tmp emptyDir" in result.cause and "readOnly: false" in result.cause
+
+
+def test_the_measured_load_corrects_the_read_rate_of_the_estimate(fake_api, staging_cfg):
+    """The slowest load (410 s) minus the 60 s start overhead of a workload without a server is the time the
+    weights took: 30 GiB in 350 s is 88 MiB/s, against the 150 MiB/s estimate for weights in the image."""
+    w = staging_cfg.workloads[0].model_copy(update={"model": ModelWeights(size_gib=30, source="image")})
+    result, _ = load_time(fake_api, staging_cfg, "load-slow", w)
+    assert ("read at 88 MiB/s after the 60s server start estimated, against 150 MiB/s (image; "
+            "model.loadMibPerSecond takes a measured rate)") in result.message
+
+
+def test_a_load_shorter_than_the_start_estimate_tells_no_rate(fake_api, staging_cfg):
+    w = staging_cfg.workloads[0].model_copy(update={"model": ModelWeights(size_gib=2, source="image")})
+    result, _ = load_time(fake_api, staging_cfg, "healthy", w)
+    assert "the load took less than the 60s server start estimated" in result.message
+    assert "read at" not in result.message
+
+
+def test_image_pulls_are_read_from_the_kubelets_pulled_events(fake_api, staging_cfg):
+    """One replica pulled for 4m58.2s, the other found the image on its node (a pre-puller's work, or an earlier
+    replica's); another workload's pull is not counted."""
+    result, _ = load_time(fake_api, staging_cfg, "image-pull")
+    assert ("slowest image pull 298s (bert-intent-detection-7b486f6bf-a1b2c, the kubelet's Pulled event; the "
+            "simulator's serviceModel.imagePullSeconds)") in result.message
+    assert "1 container start(s) found the image on the node" in result.message
+
+
+def test_go_durations_as_the_kubelet_prints_them():
+    from gpuplatform.verify.startup import go_duration_seconds
+
+    assert go_duration_seconds("4m58.2s") == pytest.approx(298.2)
+    assert go_duration_seconds("1h2m3s") == 3723
+    assert go_duration_seconds("850ms") == pytest.approx(0.85)
+    assert go_duration_seconds("soon") is None and go_duration_seconds("3s later") is None

@@ -1,0 +1,70 @@
+"""Time to ready capacity, taken apart: after a load step, the replica whose readiness completed the capacity the
+load needs, and where the seconds from the step to its readiness went.
+
+The phases follow the replica's path through the simulated cluster (gpuplatform/simulate/cluster.py):
+
+* ``scale_up_decision``: the load step to the replica's creation (metric pipeline and HPA or KEDA, and further
+  scale-ups when the first one was not enough);
+* ``autoscaler_scan``: the replica pending until the cluster autoscaler's scan asks for a node for it
+  (``--scan-interval`` 10 s); 0 on a node that already existed;
+* ``node_provisioning``: the node being bought, booted and joined (catalogs/gpus.py ``provisioning``); 0 on a node
+  that was Ready before the replica;
+* ``scheduling``: Ready node to the replica bound to it (the scheduler's next pass);
+* ``image_pull``: bound to the container started: the image pull on the node, 0 where it is already present
+  (a replica ran there, or a pre-puller pulled it: ``prePull``);
+* ``model_load``: the server's start and its weights read (``serverStart`` + ``weights`` when the load is the
+  estimate of ``model``, components/model_startup.py);
+* ``probe``: the wait for the startup probe's next period after loading.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+from gpuplatform.components.model_startup import load_estimate
+
+PHASES = ("scale_up_decision", "autoscaler_scan", "node_provisioning", "scheduling", "image_pull", "model_load",
+          "probe")
+
+
+def capacity_path(ready_pods: list, increase_at: float, setup) -> Optional[dict]:
+    """The phases of the ready replica that turned ready last after ``increase_at`` (None when capacity covered the
+    load without a new replica). ``setup``: the simulation's ``Setup``."""
+    pods = [p for p in ready_pods if p.created >= increase_at and p.node is not None]
+    if not pods:
+        return None
+    pod = max(pods, key=lambda p: (p.ready_at, p.created))
+    node = pod.node
+    load = setup.plan.model_load_s
+    t1 = pod.created
+    t2 = max(t1, node.created)
+    t3 = max(t2, node.ready_at)
+    t4 = max(t3, pod.bound)
+    t5 = pod.started
+    t6 = t5 + load
+    out = {"scale_up_decision": t1 - increase_at, "autoscaler_scan": t2 - t1, "node_provisioning": t3 - t2,
+           "scheduling": t4 - t3, "image_pull": t5 - t4, "model_load": float(load), "probe": pod.ready_at - t6,
+           "total": pod.ready_at - increase_at, "new_node": node.created >= t1}
+    w = setup.workload
+    est = load_estimate(w)
+    if est is not None and w.service_model.model_load_seconds is None:
+        out["model_load_parts"] = {"server_start": est.overhead_seconds, "weights": round(est.read_seconds, 1),
+                                   "weights_mib_per_second": est.mib_per_second, "streamed": est.streamed}
+    return {k: (round(v, 3) if isinstance(v, float) else v) for k, v in out.items()}
+
+
+def path_text(path: Optional[dict]) -> str:
+    """One line: each phase with its seconds, in order."""
+    if not path:
+        return "no new replica was needed"
+    parts = []
+    for name in PHASES:
+        label = name.replace("_", " ").replace("scale up", "scale-up")
+        if name == "model_load" and "model_load_parts" in path:
+            m = path["model_load_parts"]
+            how = "streamed" if m["streamed"] else "read"
+            parts.append(f"{label} {path[name]:.0f}s ({m['server_start']}s server start + {m['weights']:g}s weights "
+                         f"{how} at {m['weights_mib_per_second']:g} MiB/s)")
+        else:
+            parts.append(f"{label} {path[name]:.0f}s")
+    where = "a new node" if path["new_node"] else "an existing node"
+    return f"{path['total']:.0f}s on {where} = " + " + ".join(parts)

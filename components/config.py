@@ -570,7 +570,8 @@ class Behavior(Model):
     scale_up: Optional[ScalingRules] = None
     """Overrides the scale-up defaults (no window, +100% or +4 pods per 15s)."""
     scale_down: Optional[ScalingRules] = None
-    """Overrides the scale-down defaults (300s window, -1 pod per 60s)."""
+    """Overrides the scale-down defaults (300s window raised to the startup budget, -1 pod per 60s). Its window is
+    never below the startup budget (the scale-in floor)."""
 
 
 class Activation(Model):
@@ -611,6 +612,10 @@ class Autoscaling(Model):
     behavior: Optional[Behavior] = None
     """Scaling behavior overrides (autoscaling/v2 and v2beta2; v2beta1 has none). Default: fast scale-up, cautious scale-down (see
     workload_manifests)."""
+    cooldown_period_seconds: Optional[int] = Field(None, ge=0, le=86400)
+    """KEDA only: seconds after the last active trigger before KEDA scales a ``minReplicas: 0`` workload to zero
+    (ScaledObject ``cooldownPeriod``; unused from 1 replica up, where ``behavior.scaleDown`` governs). Never below
+    the startup budget (the scale-in floor). Default: KEDA's 300, raised to the startup budget."""
 
 
 def window_seconds(value: str) -> int:

@@ -126,9 +126,9 @@ def test_simulate_reports_the_slo_in_json_and_the_override_judges_it() -> None:
     slo = json.loads(out)["slo"]
     assert slo["objectives"] == [{"metric": "triton_queue_time_us", "below": 5000.0, "badMinutes": 0}]
     assert (slo["compliance"], slo["minutes"], slo["badMinutes"], slo["met"]) == (99.0, 60, 0, True)
-    code, out, err = cli(*args, "--slo", "1000")  # below what the HPA holds the queue at: every minute is bad
+    code, out, err = cli(*args, "--slo", "800")  # below what the HPA holds the queue at: nearly every minute is bad
     slo = json.loads(out)["slo"]
-    assert slo["objectives"][0]["below"] == 1000 and slo["badMinutes"] > 50 and not slo["met"]
+    assert slo["objectives"][0]["below"] == 800 and slo["badMinutes"] > 50 and not slo["met"]
     code, out, err = cli(*args[:-2])
     assert "SLO " in out and "0 of 60 minutes out" in out and "met" in out
 

@@ -429,10 +429,8 @@ def wake_up_sweep(cfg: PlatformConfig, workload: str) -> Optional[WakeUpResult]:
 
 def _zero_after(s: Setup, load: float) -> Optional[float]:
     """Seconds from the last request of a steady load to zero replicas, in the default alignment."""
-    from gpuplatform.simulate.engine import KEDA_COOLDOWN_S
-
     stop = warm_up_s(s)
-    trace = Trace("gap", (0.0, float(stop)), (load, 0.0), stop + KEDA_COOLDOWN_S + 3 * warm_up_s(s))
+    trace = Trace("gap", (0.0, float(stop)), (load, 0.0), stop + s.cooldown_s + 3 * warm_up_s(s))
     sim = Simulation(s, trace)
     for step in range(int(trace.duration_s) + 1):
         sim.step(float(step))

@@ -559,7 +559,8 @@ class ScalingPolicy(Model):
 
 class ScalingRules(Model):
     stabilization_window_seconds: Optional[int] = None
-    """Stabilization window (0..3600). Default: the platform default for the direction."""
+    """Stabilization window (0..3600). Default: the platform default for the direction (scale-down: 300 s raised to
+    the startup budget, which is also its floor)."""
     select_policy: Literal["Max", "Min", "Disabled"] = "Max"
     """Which policy wins: ``Max``, ``Min`` or ``Disabled``. Default ``Max``."""
     policies: list[ScalingPolicy] = Field(default_factory=list)

@@ -450,7 +450,8 @@ def scaled_object(w: Workload, ctx: WorkloadContext) -> Optional[dict]:
     return {"apiVersion": KEDA_API, "kind": "ScaledObject", "metadata": meta(w.name, ctx, w),
             "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": w.name},
                      "minReplicaCount": a.min_replicas, "maxReplicaCount": a.max_replicas,
-                     "pollingInterval": duration_seconds(ctx.scrape_interval), "cooldownPeriod": keda_cooldown_seconds(w),
+                     "pollingInterval": duration_seconds(ctx.scrape_interval),
+                     "cooldownPeriod": keda_cooldown_seconds(w),
                      "advanced": {"horizontalPodAutoscalerConfig": {"behavior": workload_behavior(w)}},
                      "triggers": triggers}}
 

@@ -399,7 +399,7 @@ def latency_text(rows: list[dict]) -> str:
         return "(no autoscaled workloads)"
     table = [["WORKLOAD", "METRIC", "API NAME", "COLLECT", "SCRAPE", "WINDOW", "POLL", "WORST CASE",
               "SIMULATED STEP: SCALE-UP / READY", "FIRST SCALE-UP OVER PHASES AND STEPS: WORST / MEDIAN",
-              "WAKE-UP FROM ZERO: FIRST READY WORST / MEDIAN, FAILED REQUESTS WORST"]]
+              "WAKE-UP FROM ZERO: FIRST READY WORST / MEDIAN, REQUESTS FAILED / WAITED WORST"]]
     for r in rows:
         step = r["stepResponse"]
         if "notSimulated" in step:
@@ -431,14 +431,17 @@ def sweep_cell(sweep: dict) -> str:
 
 
 def wake_cell(wake: Optional[dict]) -> str:
-    """Per starting point of the pool: first ready replica worst / median, failed requests worst."""
+    """Per starting point of the pool: first ready replica worst / median, requests failed (503 while no replica is
+    ready) and waited (behind a wake short of capacity), worst."""
     if not wake:
         return "-"
     parts = []
     for c in wake["cases"]:
         failed = c["failedRequests"]["worst"]
+        waited = (c.get("waitedRequests") or {}).get("worst")
         parts.append(f"{_secs(c['readySeconds']['worst'])} / {_secs(c['readySeconds']['median'])}, "
-                     f"{'-' if failed is None else f'{failed:g}'} failed ({c['nodes']})")
+                     f"{'-' if failed is None else f'{failed:g}'} failed / "
+                     f"{'-' if waited is None else f'{waited:g}'} waited ({c['nodes']})")
     return "; ".join(parts)
 
 

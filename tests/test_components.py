@@ -178,7 +178,7 @@ def test_hpa_api_version_follows_cluster_version(version, asked, api):
     if api != "autoscaling/v2beta1":
         assert metric == {"metric": {"name": "DCGM_CUSTOM_PROCESS_SM_UTIL"},
                           "target": {"type": "AverageValue", "averageValue": "20"}}
-        assert hpa.inputs["spec"]["behavior"]["scaleDown"]["stabilizationWindowSeconds"] == 600  # the default 300 s raised to the startup budget (no model: 600 s)
+        assert hpa.inputs["spec"]["behavior"]["scaleDown"]["stabilizationWindowSeconds"] == 600  # 300 s raised to the floor
     else:
         assert metric == {"metricName": "DCGM_CUSTOM_PROCESS_SM_UTIL", "targetAverageValue": "20"}
         assert "behavior" not in hpa.inputs["spec"]
@@ -469,3 +469,15 @@ def test_no_duplicate_urns_with_many_workloads():
         raw["workloads"].append(w)
     records = synth(raw)  # synthesize raises on duplicate URNs
     assert len(of_type(records, HPA_V2)) == 3
+
+
+def test_a_stated_keda_cooldown_is_rendered_and_an_unset_one_is_raised_to_the_startup_budget():
+    """batch-embedder states no model nor startup timeout: its floor is 600 s, above KEDA's 300 s default."""
+    raw = stack_raw("local")
+    so = one(synth(raw), "kubernetes:keda.sh/v1alpha1:ScaledObject").inputs["spec"]
+    assert so["cooldownPeriod"] == 600
+    assert so["advanced"]["horizontalPodAutoscalerConfig"]["behavior"]["scaleDown"]["stabilizationWindowSeconds"] \
+        == 600
+    raw["workloads"][1]["autoscaling"]["cooldownPeriodSeconds"] = 1200
+    so = one(synth(raw), "kubernetes:keda.sh/v1alpha1:ScaledObject").inputs["spec"]
+    assert so["cooldownPeriod"] == 1200

@@ -110,8 +110,9 @@ def test_pending_pods_add_nodes_after_provisioning(tmp_path) -> None:
 
 def test_keda_cools_down_to_zero_and_the_ingress_trigger_wakes_it(tmp_path) -> None:
     """local's batch-embedder: KEDA on GPU utilization with minReplicaCount 0 and an ingress activation trigger.
-    After cooldownPeriod (KEDA's 300 s raised to the startup budget, 600 s) without activity it goes to zero; no pod then reports GPU utilization, but the
-    ingress controller's request counter exists without pods, so traffic that comes back wakes it within one
+    After cooldownPeriod (KEDA's 300 s raised to the startup budget: 600 s) without activity it goes to zero; no
+    pod then reports GPU utilization, but the ingress controller's request counter exists without pods, so traffic
+    that comes back wakes it within one
     polling interval plus the rate window (plus the scrape that carries the first new sample)."""
     cfg = cfg_of("local")
     trace = from_csv(csv_trace(tmp_path, [(0, 8), (600, 0), (1500, 8)]), 2400)

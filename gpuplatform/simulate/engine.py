@@ -44,6 +44,7 @@ from gpuplatform.simulate.scrape import SERIES_MODELS, Scraper
 from gpuplatform.simulate.service import (LATENCY, TIME_UNITS, Queue, ServicePlan, bucket_p90, full_scale,
                                           metric_kind, not_modelled, replica_memory_mib, replica_units, service_plan)
 from gpuplatform.simulate.traces import Trace
+from gpuplatform.simulate.wake import WakeTracker
 
 
 
@@ -358,7 +359,9 @@ class Result:
                 "time_at_max_s": float(t.at_max_s), "lower_bound": self.bound.to_json(s)}
 
     def to_json(self) -> dict:
+        wake = self.sim.wake if self.sim is not None else None
         return {**self.summary(), "timeline": self.tally.timeline,
+                "wakeUps": None if wake is None else wake.to_json(),
                 "stack": self.stack, "workload": self.workload, "trace": self.trace,
                 "autoscaler": self.autoscaler, "metric": self.metric, "apiName": self.api_name,
                 "target": self.target, "sloTarget": self.slo_target,
@@ -413,6 +416,8 @@ class Simulation:
         else:
             self.loop = HpaLoop(controller, list(s.triggers), s.namespace, s.window, s.prometheus, s.minor)
         self.tally = Tally()
+        self.wake = WakeTracker(s.plan.rps_at_target) if s.keda and a.min_replicas == 0 else None
+        """The wake-ups from zero of a scale-to-zero workload (simulate.wake); None for any other."""
         self._served = self.queue.now(demand0, len(self.pods.ready(0.0)))
         self._levels = {trig.metric: _level_of(s, trig, self._served) for trig in s.triggers}
         self._shown: Optional[float] = None
@@ -470,6 +475,8 @@ class Simulation:
         tally.replica_s += self.pods.bound()
         tally.ready_replica_s += ready
         tally.node_s += len(self.nodes.nodes)
+        if self.wake is not None:
+            self.wake.record(t, demand, served, ready, self.spec)
         tally.peak_replicas = max(tally.peak_replicas, self.spec)
         tally.at_max_s += self.spec >= s.max_replicas
         nodes = self.nodes.ready_count(t)

@@ -184,7 +184,8 @@ def wake_text(woken: WakeUpResult) -> list[str]:
         lines.append(f"    {c.nodes}: first ready replica worst {_s(c.ready_worst_s, c.never_reason)}, median "
                      f"{_s(c.ready_median_s)}; failed requests worst "
                      f"{'-' if c.failed_worst is None else f'{c.failed_worst:g}'}, median "
-                     f"{'-' if c.failed_median is None else f'{c.failed_median:g}'}")
+                     f"{'-' if c.failed_median is None else f'{c.failed_median:g}'}; waited behind the wake worst "
+                     f"{'-' if c.waited_worst is None else f'{c.waited_worst:g}'}")
     lines.append(f"    it is at zero {_s(woken.zero_after_s)} after the last request (rule window, cooldownPeriod, "
                  "then a poll)")
     return lines
@@ -215,6 +216,7 @@ def table_text(r: Result, every_s: int = 60, swept: Optional[SweepResult] = None
               f"  replicas: peak / maxReplicas / at max     {s['peak_replicas']} / {s['max_replicas']} / "
               f"{s['time_at_max_s']:g}s",
               *([f"  SLO                                       {r.slo.text()}"] if r.slo is not None else []),
+              *(r.sim.wake.text() if r.sim is not None and r.sim.wake is not None else []),
               f"  cost used / lower bound for the SLO       {s['unit_hours']:g} / {lb['unit_hours']:g} {unit}-hours, "
               f"{s['node_hours']:g} / {lb['node_hours']:g} node-hours, {s['gpu_hours']:g} / {lb['gpu_hours']:g} "
               f"GPU-hours of nodes",

@@ -297,16 +297,17 @@ def slo_rows(cfg: PlatformConfig) -> list[dict]:
                 verdicts[trace] = {**r.slo.to_json(), "readyReplicaHours": round(r.tally.ready_replica_s / 3600, 3),
                                    "lowerBoundReadyReplicaHours": round(bound / 3600, 3)}
             _SLO_VERDICTS[key] = verdicts
-        targets = [{"metric": t.metric, "target": t.target} for t in w.autoscaling.metrics]
+        targets = [{"metric": t.metric, "target": t.target, "basis": "derived" if t.derived else "stated"}
+                   for t in w.autoscaling.metrics]
         rows.append({"workload": w.name,
                      "objectives": [{"metric": o.metric, "below": o.below} for o in w.slo.objectives],
                      "compliance": w.slo.compliance, "window": w.slo.window, "targets": targets,
-                     "targetBasis": "stated", "verdicts": _SLO_VERDICTS[key]})
+                     "verdicts": _SLO_VERDICTS[key]})
     return rows
 
 
-SLO_TITLE = ("SLOs (objectives, the HPA's stated targets, simulated verdicts on the built-in traces: bad minutes / "
-             "minutes, ready replica-hours / lower bound at the SLO)")
+SLO_TITLE = ("SLOs (objectives, the HPA's targets, stated or derived from the SLO, simulated verdicts on the "
+             "built-in traces: bad minutes / minutes, ready replica-hours / lower bound at the SLO)")
 
 
 def slo_text(rows: list[dict]) -> str:
@@ -322,7 +323,7 @@ def slo_text(rows: list[dict]) -> str:
                          f"{'met' if v['met'] else 'NOT met'} ({v['badMinutes']}/{v['minutes']} min, "
                          f"{v['readyReplicaHours']:g}/{v['lowerBoundReadyReplicaHours']:g} h)")
         table.append([r["workload"], f"{objectives} in {r['compliance']:g}% of minutes over {r['window']}",
-                      ", ".join(f"{t['metric']} {t['target']:g} ({r['targetBasis']})" for t in r["targets"])
+                      ", ".join(f"{t['metric']} {t['target']:g} ({t['basis']})" for t in r["targets"])
                       or "-", *cells])
     return _table(table)
 

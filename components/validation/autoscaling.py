@@ -8,7 +8,7 @@ from gpuplatform.catalogs.kubernetes import (HPA_DEFAULT_DOWNSCALE_STABILIZATION
                                              KEDA_DEFAULT_COOLDOWN_SECONDS, hpa_replica_bounds, served_by)
 from gpuplatform.catalogs.metrics import LATENCY_OBSERVES, METRICS, histogram_p90, image_version, parse_version
 from gpuplatform.components.config import PlatformConfig, Workload
-from gpuplatform.components.errors import fmt, one_of
+from gpuplatform.components.errors import ConfigIssue, fmt, one_of
 from gpuplatform.components.metric_sources import provider_for
 from gpuplatform.components.model_startup import scale_in_floor_seconds, stated_startup_seconds
 from gpuplatform.components.pools import PoolFacts
@@ -70,16 +70,39 @@ def check_autoscaling(cfg: PlatformConfig, p: str, w: Workload, f: Optional[Pool
     seen = set()
     for k, t in enumerate(a.metrics):
         pm = f"{pa}.metrics[{k}]"
+        if t.target is None:
+            on = [o.metric for o in w.slo.objectives] if w.slo is not None else []
+            why = (f"the slo has no objective on {fmt(t.metric)} (it is on {one_of(on)})" if on
+                   else "the workload states no slo to derive it from")
+            unit = METRICS[t.metric].unit if t.metric in METRICS else "the metric's unit"
+            out.add(f"{pm}.target", f"required: {why}; allowed: a target (in {unit}), or an slo objective on "
+                    f"{fmt(t.metric)}, from whose threshold the target is then derived")
+            seen.add(t.metric)
+            continue
         if t.target <= 0:
             out.add(f"{pm}.target", f"{t.target} is not a positive target; allowed: > 0")
         if t.metric in seen:
             out.add(f"{pm}.metric", f"{fmt(t.metric)} is listed twice")
         seen.add(t.metric)
+        before = len(out)
         if t.metric in METRICS:
             _check_target_range(pm, t.metric, t.target, METRICS[t.metric], out)
         found = check_metric_exported(cfg, pm, w, f, t.metric, out, gpu_in_contract=a.autoscaler != "none")
         if found is not None:
             _check_idle_reading(pm, w, t.metric, t.target, *found, out)
+        if t.derived:
+            _name_the_derivation(pm, w, t, out, before)
+
+
+def _name_the_derivation(pm: str, w: Workload, t, out: _Issues, since: int) -> None:
+    """A target the stack did not state: its issues say where it came from and that a stated one replaces it."""
+    k, o = next((k, o) for k, o in enumerate(w.slo.objectives) if o.metric == t.metric)
+    for i in range(since, len(out)):
+        if out[i].path == f"{pm}.target":
+            out[i] = ConfigIssue(out[i].path, f"the target derived from slo.objectives[{k}].below ({o.below:g} / "
+                                 f"(1.1 x 1.25), catalogs/metrics.py slo_derived_target) is {t.target:g}: "
+                                 f"{out[i].message}; or "
+                                 "state a target, or a higher threshold")
 
 
 def check_metric_exported(cfg: PlatformConfig, pm: str, w: Workload, f: Optional[PoolFacts], name: str,

@@ -201,7 +201,9 @@ def _pool(cfg: PlatformConfig, name: str):
 def with_candidate(cfg: PlatformConfig, workload: str, c: Candidate) -> PlatformConfig:
     w = find_workload(cfg, workload)
     a = w.autoscaling
-    update: dict = {"metrics": [a.metrics[0].model_copy(update={"target": c.target}), *a.metrics[1:]],
+    first = a.metrics[0].model_copy(update={"target": c.target})
+    first._derived = first.derived and c.target == a.metrics[0].target  # a searched target is stated
+    update: dict = {"metrics": [first, *a.metrics[1:]],
                     "min_replicas": c.min_replicas, "max_replicas": c.max_replicas}
     if c.scale_up is not None or c.scale_down_window_s is not None:
         own = a.behavior or Behavior()

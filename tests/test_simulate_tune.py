@@ -199,3 +199,26 @@ def test_a_search_never_suggests_a_window_below_the_floor(example):
     assert floor > 300 and search.default_window_s == floor
     c = apply(Candidate(2, 1, 3), {"scale_down_rate": "all at once"}, search.default_window_s)
     assert c.scale_down_window_s == floor and search.run(c) is not None
+
+
+def test_tune_and_simulate_judge_alike_the_difference_is_the_trace_scaling(example):
+    """Judged at the example's own SLO (4 waiting requests), the stack's own outcome in ``--tune`` is what a plain
+    run gives on the same trace at the same level: the judging function is one. A plain ``simulate`` scales a
+    built-in shape at the load a replica serves at the *target* (2), ``--tune`` at the *SLO level* (so that the trace
+    does not move with the target it adopts): that, not the judge, is why their figures differ."""
+    cfg, _ = example
+    from gpuplatform.simulate.report import resolve_trace, trace_scaling
+    from gpuplatform.simulate.tune import own_candidate
+
+    level = slo_level(cfg, "chat", None)
+    assert level == 4
+    at_slo = resolve_trace(cfg, "chat", "bursty", "10m", level)
+    search = Search(cfg, "005", "chat", at_slo, 0, level)
+    own = search.run(own_candidate(cfg, "chat"), full=True)
+    replay = simulate(cfg, "005", "chat", at_slo, slo_target=level)
+    assert own.violation_s == replay.over_target_s and own.cost == (replay.tally.ready_replica_s,
+                                                                    replay.tally.node_s)
+    plain = simulate(cfg, "005", "chat", resolve_trace(cfg, "chat", "bursty", "10m"), slo_target=level)
+    assert plain.over_target_s != replay.over_target_s
+    scaling = trace_scaling(cfg, "chat", at_slo, level)
+    assert scaling["perReplicaRps"] > scaling["atTargetRps"]

@@ -111,7 +111,8 @@ def _run_tune(cfg: PlatformConfig, stack: str, workload: str, tr: Trace, budget:
     text = snippet(cfg, workload, chosen.candidate)
     if fmt == "json":
         doc = {"trace": tr.name, "budgetSeconds": budget_s, "candidates": tuned.tried, "refused": tuned.refused,
-               "slo": own.slo, "traceScaling": trace_scaling(cfg, workload, tr, own.slo), "own": {"label": own.candidate.label(), **own.result.summary()},
+               "slo": own.slo, "traceScaling": trace_scaling(cfg, workload, tr, own.slo),
+               "own": {"label": own.candidate.label(), **own.result.summary()},
                "best": {"label": best.candidate.label(), **best.result.summary()},
                "feasible": tuned.feasible, "snippet": text if chosen.candidate != own.candidate else None,
                "poolGrowth": None}

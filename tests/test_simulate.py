@@ -243,3 +243,18 @@ def test_a_workload_without_autoscaler_is_refused() -> None:
     cfg = load(raw)
     with pytest.raises(ConfigError, match="no loop to simulate"):
         find_workload(cfg, "flower")
+
+
+def test_a_stated_keda_cooldown_is_the_one_simulated(tmp_path) -> None:
+    """autoscaling.cooldownPeriodSeconds reaches KEDA's loop: at 900 s the workload reaches zero a cooldown later."""
+    from support import stack_raw
+
+    from gpuplatform.components.validation import load
+
+    raw = stack_raw("local")
+    raw["workloads"][1]["autoscaling"]["cooldownPeriodSeconds"] = 900
+    cfg = load(raw)
+    trace = from_csv(csv_trace(tmp_path, [(0, 8), (600, 0)]), 1800)
+    result = simulate(cfg, "local", "batch-embedder", trace)
+    zero = next(e["t"] for e in result.timeline if e["replicas"] == 0)
+    assert 600 + 900 <= zero <= 600 + 900 + 60

@@ -296,6 +296,11 @@ PROMETHEUS_OPERATOR_API = "monitoring.coreos.com/v1"
 """ServiceMonitor, PodMonitor, PrometheusRule: CRDs the kube-prometheus-stack chart (or ARMS) installs."""
 KEDA_API = "keda.sh/v1alpha1"
 """ScaledObject: a CRD the KEDA chart installs."""
+KEDA_DEFAULT_COOLDOWN_SECONDS = 300
+"""A ScaledObject's ``cooldownPeriod`` when it sets none: how long after its last active trigger KEDA waits before
+it scales a ``minReplicaCount: 0`` target to zero; it does not apply between 1 and N replicas, which the HPA's
+scale-down rules govern (keda.sh/docs/2.15/reference/scaledobject-spec, ``cooldownPeriod: 300 # Optional. Default:
+300 seconds``)."""
 
 
 def api_group(api_version: str) -> str:

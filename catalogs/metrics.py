@@ -15,6 +15,7 @@ metrics docs and its k8s-onprem adapter rule; vLLM metrics.
 from __future__ import annotations
 
 import bisect
+import math
 import re
 from dataclasses import dataclass, replace
 
@@ -685,3 +686,25 @@ def histogram_p90(seconds: float, bounds: tuple[float, ...]) -> float:
         return bounds[-1]
     lo = bounds[i - 1] if i > 0 else 0.0
     return lo + 0.9 * (bounds[i] - lo)
+
+
+SLO_TARGET_HEADROOM = 0.25
+"""Estimate: the load growth a workload's running replicas absorb while the ones a scale-up starts become ready (its
+time to capacity), as a fraction of their load. Not sourced: it is what a target derived from an SLO
+(:func:`slo_derived_target`) leaves for the time to capacity. ``gpuplatform simulate --tune`` on the workload's own
+trace replaces it with the target that keeps the SLO on that trace at least cost; state that target instead."""
+
+
+def slo_derived_target(below: float) -> float:
+    """The autoscaling target of a metric derived from an SLO objective ``metric < below``: below it by the HPA's
+    tolerance (the HPA only acts once the metric is more than 10 % above its target) and by the headroom for the
+    time to capacity (:data:`SLO_TARGET_HEADROOM`), so ``target x 1.1 x 1.25 = below``: 0.727 x the threshold.
+    Rounded down to three significant figures (and to Kubernetes' milli precision), so it never reads above the
+    rule."""
+    from gpuplatform.catalogs.kubernetes import HPA_TOLERANCE
+
+    raw = below / ((1 + HPA_TOLERANCE) * (1 + SLO_TARGET_HEADROOM))
+    if raw <= 0:
+        return raw
+    step = max(10 ** (math.floor(math.log10(raw)) - 2), 0.001)
+    return round(max(math.floor(raw / step + 1e-9) * step, 0.001), 3)

@@ -7,11 +7,12 @@ default. Unknown keys are errors (``extra="forbid"``). Cross-field rules live in
 """
 from typing import Annotated, Literal, Optional, Union
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, SecretStr
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PrivateAttr, SecretStr, model_validator
 from pydantic.alias_generators import to_camel
 
 from gpuplatform.catalogs.ack import SYSTEM_POOL_INSTANCE_TYPES as _SYSTEM_TYPES
 from gpuplatform.catalogs.burn_rates import prometheus_duration_seconds
+from gpuplatform.catalogs.metrics import slo_derived_target
 from gpuplatform.catalogs.prices import CURRENCIES
 from gpuplatform.catalogs.sharing import CGPU_PLACEMENTS, CGPU_POLICIES, DEFAULT_GPU_TAINT
 
@@ -541,10 +542,18 @@ class Resources(Model):
 class MetricTarget(Model):
     metric: str
     """Logical metric name from the catalog (``gpuplatform schema`` lists them), e.g. ``gpu_sm_util``."""
-    target: float
+    target: Optional[float] = None
     """Target average value per pod, in the metric's catalog unit (percent 0-100, ratio 0-1, MiB, microseconds,
     requests; README lists each metric's). Bounded units must leave room above the target for the HPA's 10%
-    tolerance (percent <= 90.909, ratio <= 0.909); Kubernetes keeps thousandths."""
+    tolerance (percent <= 90.909, ratio <= 0.909); Kubernetes keeps thousandths. Default: derived from the
+    workload's ``slo`` objective on the same metric (``below`` / (1.1 x 1.25), catalogs/metrics.py
+    ``slo_derived_target``); required when the SLO has no objective on this metric."""
+    _derived: bool = PrivateAttr(default=False)
+
+    @property
+    def derived(self) -> bool:
+        """The target was derived from the workload's SLO, not stated."""
+        return self._derived
     unit: Optional[str] = None
     """The unit ``target`` is written in (``percent``, ``ratio``, ``MiB``, ``us``, ...), checked against the unit the
     metrics adapter serves the metric in: a target written as a ratio against a metric served in percent would
@@ -559,7 +568,8 @@ class ScalingPolicy(Model):
 
 class ScalingRules(Model):
     stabilization_window_seconds: Optional[int] = None
-    """Stabilization window (0..3600). Default: the platform default for the direction."""
+    """Stabilization window (0..3600). Default: the platform default for the direction (scale-down: 300 s raised to
+    the startup budget, which is also its floor)."""
     select_policy: Literal["Max", "Min", "Disabled"] = "Max"
     """Which policy wins: ``Max``, ``Min`` or ``Disabled``. Default ``Max``."""
     policies: list[ScalingPolicy] = Field(default_factory=list)
@@ -570,7 +580,8 @@ class Behavior(Model):
     scale_up: Optional[ScalingRules] = None
     """Overrides the scale-up defaults (no window, +100% or +4 pods per 15s)."""
     scale_down: Optional[ScalingRules] = None
-    """Overrides the scale-down defaults (300s window, -1 pod per 60s)."""
+    """Overrides the scale-down defaults (300s window raised to the startup budget, -1 pod per 60s). Its window is
+    never below the startup budget (the scale-in floor)."""
 
 
 class Activation(Model):
@@ -619,6 +630,10 @@ class Autoscaling(Model):
     cluster-autoscaler FAQ's overprovisioning pattern, docs/simulate.md "Warm capacity"). They hold their GPUs:
     ``plan`` shows what they cost idle. With KEDA and ``minReplicas: 0`` they keep a node ready while the workload
     sleeps. The pool's ``maxNodes`` must hold ``maxReplicas`` plus these. Default 0 (none)."""
+    cooldown_period_seconds: Optional[int] = Field(None, ge=0, le=86400)
+    """KEDA only: seconds after the last active trigger before KEDA scales a ``minReplicas: 0`` workload to zero
+    (ScaledObject ``cooldownPeriod``; unused from 1 replica up, where ``behavior.scaleDown`` governs). Never below
+    the startup budget (the scale-in floor). Default: KEDA's 300, raised to the startup budget."""
 
 
 def window_seconds(value: str) -> int:
@@ -834,6 +849,22 @@ class Workload(Model):
     service_model: ServiceModel = Field(default_factory=ServiceModel)
     """Load model for ``gpuplatform simulate`` only. Default: 10 requests/s per replica at target, 20 ms per
     request, model load = startup probe budget, 60 s image pull."""
+
+    @model_validator(mode="after")
+    def _derive_targets(self) -> "Workload":
+        """A metric stated without ``target`` whose metric an SLO objective is on takes the target derived from it;
+        one without such an objective keeps none, which validation reports."""
+        if self.slo is None or all(t.target is not None for t in self.autoscaling.metrics):
+            return self
+        below = {o.metric: o.below for o in self.slo.objectives}
+        metrics = []
+        for t in self.autoscaling.metrics:
+            if t.target is None and below.get(t.metric, 0) > 0:
+                t = t.model_copy(update={"target": slo_derived_target(below[t.metric])})
+                t._derived = True
+            metrics.append(t)
+        object.__setattr__(self, "autoscaling", self.autoscaling.model_copy(update={"metrics": metrics}))
+        return self
 
     @property
     def fixed(self) -> bool:

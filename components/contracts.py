@@ -60,7 +60,7 @@ def _unit_message(t, served_unit: str, monitoring_name: str) -> str:
     given = UNITS.get(t.unit)
     if given is None:
         return f"{msg}; allowed: {served_unit}"
-    if given.dimension == UNITS[served_unit].dimension:
+    if given.dimension == UNITS[served_unit].dimension and t.target is not None:
         converted = t.target * given.scale / UNITS[served_unit].scale
         return f"{msg}; allowed: unit {served_unit}, with target {converted:g} for the same load"
     return f"{msg}; {t.unit} measures {given.dimension}, not {UNITS[served_unit].dimension}; allowed: {served_unit}"

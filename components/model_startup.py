@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from gpuplatform.catalogs import server_cli as cli, servers, timeouts
+from gpuplatform.catalogs.kubernetes import HPA_DEFAULT_DOWNSCALE_STABILIZATION_SECONDS, KEDA_DEFAULT_COOLDOWN_SECONDS
 from gpuplatform.components.config import Workload
 
 STARTUP_PROBE_PERIOD_SECONDS = 10
@@ -140,3 +141,34 @@ def pull_seconds(w: Workload, whole_image_pull_seconds: int) -> tuple[int, str]:
     factor = timeouts.ON_DEMAND_PULL_FACTOR[mode]
     return (math.ceil(whole_image_pull_seconds * factor),
             f"x {factor:.3g} for on-demand loading of an accelerated image ({mode} mode)")
+
+
+def scale_in_floor_seconds(w: Workload) -> int:
+    """The shortest scale-down stabilization window and KEDA ``cooldownPeriod`` the workload may have: its startup
+    budget (:func:`startup_seconds`). A window only delays the HPA's scale-down recommendation; when it comes, the
+    ReplicaSet deletes not-ready pods first (kubernetes ``pkg/controller/replicaset``, ``getPodsToDelete``), so a
+    window shorter than a replica's load removes the replicas still loading, the ones a burst started. With a
+    window at least the budget, every pod the window's last scale-up started has loaded (or failed its startup
+    probe) before the recommendation can fall below it (docs/simulate.md, "Scale-in floor")."""
+    return startup_seconds(w)
+
+
+def scale_down_window_seconds(w: Workload) -> int:
+    """The scale-down stabilization window the workload's HPA gets: the stack's own, else the platform default
+    (300 s) raised to the scale-in floor."""
+    b = w.autoscaling.behavior
+    rules = b.scale_down if b is not None else None
+    if rules is not None and rules.stabilization_window_seconds is not None:
+        return rules.stabilization_window_seconds
+    return max(HPA_DEFAULT_DOWNSCALE_STABILIZATION_SECONDS, scale_in_floor_seconds(w))
+
+
+def keda_cooldown_seconds(w: Workload) -> int:
+    """The ScaledObject's ``cooldownPeriod``: the stack's own, else KEDA's default (300 s) raised to the scale-in
+    floor when the workload scales to zero (the only case KEDA uses it)."""
+    a = w.autoscaling
+    if a.cooldown_period_seconds is not None:
+        return a.cooldown_period_seconds
+    if a.min_replicas == 0:
+        return max(KEDA_DEFAULT_COOLDOWN_SECONDS, scale_in_floor_seconds(w))
+    return KEDA_DEFAULT_COOLDOWN_SECONDS

@@ -20,6 +20,7 @@ from gpuplatform.components.adapter_rules import render_metrics_query
 from gpuplatform.components.config import Behavior, ScalingRules, Workload, duration_seconds
 from gpuplatform.components.metric_sources import source_for
 from gpuplatform.components.model_startup import (STARTUP_PROBE_PERIOD_SECONDS, image_pull_budget_seconds,
+                                                  keda_cooldown_seconds, scale_down_window_seconds,
                                                   startup_seconds)
 from gpuplatform.components.network_policy import NetworkAccess, caller_peer, peer_object
 from gpuplatform.components.pools import PoolFacts
@@ -367,9 +368,21 @@ def _rules(rules: Optional[ScalingRules], default: dict) -> dict:
     return out
 
 
-def behavior(b: Optional[Behavior]) -> dict:
+def behavior(b: Optional[Behavior], down_window_s: Optional[int] = None) -> dict:
+    """The HPA's ``behavior``: the stack's rules over the defaults. ``down_window_s``: the scale-down window when
+    the stack states none (:func:`workload_behavior` passes the default raised to the scale-in floor)."""
+    down = copy.deepcopy(DEFAULT_SCALE_DOWN)
+    if down_window_s is not None:
+        down["stabilizationWindowSeconds"] = down_window_s
     return {"scaleUp": _rules(b.scale_up if b else None, DEFAULT_SCALE_UP),
-            "scaleDown": _rules(b.scale_down if b else None, DEFAULT_SCALE_DOWN)}
+            "scaleDown": _rules(b.scale_down if b else None, down)}
+
+
+def workload_behavior(w: Workload) -> dict:
+    """A workload's HPA ``behavior`` (its own HPA or the one KEDA creates): a scale-down window the stack leaves
+    unset is the platform default raised to the workload's startup budget (model_startup.scale_down_window_seconds),
+    so a scale-down never removes a replica while it loads."""
+    return behavior(w.autoscaling.behavior, scale_down_window_seconds(w))
 
 
 def hpa(w: Workload, ctx: WorkloadContext) -> Optional[dict]:
@@ -385,7 +398,7 @@ def hpa(w: Workload, ctx: WorkloadContext) -> Optional[dict]:
         spec["metrics"] = [{"type": "Pods", "pods": {
             "metric": {"name": ctx.metric_sources[t.metric].api_name},
             "target": {"type": "AverageValue", "averageValue": quantity(t.target)}}} for t in a.metrics]
-        spec["behavior"] = behavior(a.behavior)
+        spec["behavior"] = workload_behavior(w)
     else:
         spec["metrics"] = [{"type": "Pods", "pods": {"metricName": ctx.metric_sources[t.metric].api_name,
                                                      "targetAverageValue": quantity(t.target)}}
@@ -438,8 +451,9 @@ def scaled_object(w: Workload, ctx: WorkloadContext) -> Optional[dict]:
     return {"apiVersion": KEDA_API, "kind": "ScaledObject", "metadata": meta(w.name, ctx, w),
             "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": w.name},
                      "minReplicaCount": a.min_replicas, "maxReplicaCount": a.max_replicas,
-                     "pollingInterval": duration_seconds(ctx.scrape_interval), "cooldownPeriod": 300,
-                     "advanced": {"horizontalPodAutoscalerConfig": {"behavior": behavior(a.behavior)}},
+                     "pollingInterval": duration_seconds(ctx.scrape_interval),
+                     "cooldownPeriod": keda_cooldown_seconds(w),
+                     "advanced": {"horizontalPodAutoscalerConfig": {"behavior": workload_behavior(w)}},
                      "triggers": triggers}}
 
 

@@ -346,16 +346,17 @@ def slo_rows(cfg: PlatformConfig) -> list[dict]:
                 verdicts[trace] = {**r.slo.to_json(), "readyReplicaHours": round(r.tally.ready_replica_s / 3600, 3),
                                    "lowerBoundReadyReplicaHours": round(bound / 3600, 3)}
             _SLO_VERDICTS[key] = verdicts
-        targets = [{"metric": t.metric, "target": t.target} for t in w.autoscaling.metrics]
+        targets = [{"metric": t.metric, "target": t.target, "basis": "derived" if t.derived else "stated"}
+                   for t in w.autoscaling.metrics]
         rows.append({"workload": w.name,
                      "objectives": [{"metric": o.metric, "below": o.below} for o in w.slo.objectives],
                      "compliance": w.slo.compliance, "window": w.slo.window, "targets": targets,
-                     "targetBasis": "stated", "verdicts": _SLO_VERDICTS[key]})
+                     "verdicts": _SLO_VERDICTS[key]})
     return rows
 
 
-SLO_TITLE = ("SLOs (objectives, the HPA's stated targets, simulated verdicts on the built-in traces: bad minutes / "
-             "minutes, ready replica-hours / lower bound at the SLO)")
+SLO_TITLE = ("SLOs (objectives, the HPA's targets, stated or derived from the SLO, simulated verdicts on the "
+             "built-in traces: bad minutes / minutes, ready replica-hours / lower bound at the SLO)")
 
 
 def slo_text(rows: list[dict]) -> str:
@@ -371,7 +372,7 @@ def slo_text(rows: list[dict]) -> str:
                          f"{'met' if v['met'] else 'NOT met'} ({v['badMinutes']}/{v['minutes']} min, "
                          f"{v['readyReplicaHours']:g}/{v['lowerBoundReadyReplicaHours']:g} h)")
         table.append([r["workload"], f"{objectives} in {r['compliance']:g}% of minutes over {r['window']}",
-                      ", ".join(f"{t['metric']} {t['target']:g} ({r['targetBasis']})" for t in r["targets"])
+                      ", ".join(f"{t['metric']} {t['target']:g} ({t['basis']})" for t in r["targets"])
                       or "-", *cells])
     return _table(table)
 
@@ -451,7 +452,7 @@ def latency_text(rows: list[dict]) -> str:
         return "(no autoscaled workloads)"
     table = [["WORKLOAD", "METRIC", "API NAME", "COLLECT", "SCRAPE", "WINDOW", "POLL", "WORST CASE",
               "SIMULATED STEP: SCALE-UP / READY", "FIRST SCALE-UP OVER PHASES AND STEPS: WORST / MEDIAN",
-              "WAKE-UP FROM ZERO: FIRST READY WORST / MEDIAN, FAILED REQUESTS WORST"]]
+              "WAKE-UP FROM ZERO: FIRST READY WORST / MEDIAN, REQUESTS FAILED / WAITED WORST"]]
     for r in rows:
         step = r["stepResponse"]
         if "notSimulated" in step:
@@ -486,14 +487,17 @@ def sweep_cell(sweep: dict) -> str:
 
 
 def wake_cell(wake: Optional[dict]) -> str:
-    """Per starting point of the pool: first ready replica worst / median, failed requests worst."""
+    """Per starting point of the pool: first ready replica worst / median, requests failed (503 while no replica is
+    ready) and waited (behind a wake short of capacity), worst."""
     if not wake:
         return "-"
     parts = []
     for c in wake["cases"]:
         failed = c["failedRequests"]["worst"]
+        waited = (c.get("waitedRequests") or {}).get("worst")
         parts.append(f"{_secs(c['readySeconds']['worst'])} / {_secs(c['readySeconds']['median'])}, "
-                     f"{'-' if failed is None else f'{failed:g}'} failed ({c['nodes']})")
+                     f"{'-' if failed is None else f'{failed:g}'} failed / "
+                     f"{'-' if waited is None else f'{waited:g}'} waited ({c['nodes']})")
     return "; ".join(parts)
 
 

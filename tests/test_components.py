@@ -178,7 +178,7 @@ def test_hpa_api_version_follows_cluster_version(version, asked, api):
     if api != "autoscaling/v2beta1":
         assert metric == {"metric": {"name": "DCGM_CUSTOM_PROCESS_SM_UTIL"},
                           "target": {"type": "AverageValue", "averageValue": "20"}}
-        assert hpa.inputs["spec"]["behavior"]["scaleDown"]["stabilizationWindowSeconds"] == 300
+        assert hpa.inputs["spec"]["behavior"]["scaleDown"]["stabilizationWindowSeconds"] == 600  # 300 s raised to the floor
     else:
         assert metric == {"metricName": "DCGM_CUSTOM_PROCESS_SM_UTIL", "targetAverageValue": "20"}
         assert "behavior" not in hpa.inputs["spec"]
@@ -208,14 +208,15 @@ def test_default_behavior_scales_up_fast_and_down_cautiously(stack_records):
         assert min(p["periodSeconds"] for p in up["policies"] if p["type"] == policy["type"]) \
             <= policy["periodSeconds"]
     assert {"type": "Percent", "value": 100, "periodSeconds": 15} in up["policies"]
-    assert behavior["scaleDown"] == {"stabilizationWindowSeconds": 300, "selectPolicy": "Max",
+    # the default window (300 s) raised to the scale-in floor: staging's startup budget, 600 s without a model
+    assert behavior["scaleDown"] == {"stabilizationWindowSeconds": 600, "selectPolicy": "Max",
                                      "policies": [{"type": "Pods", "value": 1, "periodSeconds": 60}]}
 
 
 def test_a_stacks_own_scale_down_replaces_the_default(stack_records):
     """prod's tuned scale-down (stacks/Pulumi.prod.yaml): its window, the default select policy, its policies."""
     behavior = one(stack_records("prod"), HPA_V2).inputs["spec"]["behavior"]
-    assert behavior["scaleDown"] == {"stabilizationWindowSeconds": 120, "selectPolicy": "Max",
+    assert behavior["scaleDown"] == {"stabilizationWindowSeconds": 900, "selectPolicy": "Max",
                                      "policies": [{"type": "Pods", "value": 1, "periodSeconds": 60}]}
 
 
@@ -468,3 +469,15 @@ def test_no_duplicate_urns_with_many_workloads():
         raw["workloads"].append(w)
     records = synth(raw)  # synthesize raises on duplicate URNs
     assert len(of_type(records, HPA_V2)) == 3
+
+
+def test_a_stated_keda_cooldown_is_rendered_and_an_unset_one_is_raised_to_the_startup_budget():
+    """batch-embedder states no model nor startup timeout: its floor is 600 s, above KEDA's 300 s default."""
+    raw = stack_raw("local")
+    so = one(synth(raw), "kubernetes:keda.sh/v1alpha1:ScaledObject").inputs["spec"]
+    assert so["cooldownPeriod"] == 600
+    assert so["advanced"]["horizontalPodAutoscalerConfig"]["behavior"]["scaleDown"]["stabilizationWindowSeconds"] \
+        == 600
+    raw["workloads"][1]["autoscaling"]["cooldownPeriodSeconds"] = 1200
+    so = one(synth(raw), "kubernetes:keda.sh/v1alpha1:ScaledObject").inputs["spec"]
+    assert so["cooldownPeriod"] == 1200

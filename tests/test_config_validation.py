@@ -209,6 +209,18 @@ CASES = [
      "workloads[0].ports", ["no serving port", "metricsPath"]),
     ("keda-on-arms", "staging", set_in(["workloads", 0, "autoscaling", "autoscaler"], "keda"),
      "workloads[0].autoscaling.autoscaler", ["'keda'", "self-hosted"]),
+    # prod's flower: probes.startupTimeoutSeconds 900 is its scale-in floor
+    ("scale-down-window-below-startup", "prod", set_in(["workloads", 0, "autoscaling", "behavior", "scaleDown",
+                                                        "stabilizationWindowSeconds"], 120),
+     "workloads[0].autoscaling.behavior.scaleDown.stabilizationWindowSeconds",
+     ["120s", "scale-in floor", "startup budget, 900s", "probes.startupTimeoutSeconds", "not-ready (loading) pods "
+      "first", "allowed: >= 900"]),
+    # local's batch-embedder scales to zero; no model nor startup timeout: the 600 s default budget
+    ("keda-cooldown-below-startup", "local", set_in(["workloads", 1, "autoscaling", "cooldownPeriodSeconds"], 300),
+     "workloads[1].autoscaling.cooldownPeriodSeconds",
+     ["300s", "scale-in floor", "startup budget, 600s", "scales to zero", "allowed: >= 600", "default 600s"]),
+    ("keda-cooldown-on-an-hpa", "staging", set_in(["workloads", 0, "autoscaling", "cooldownPeriodSeconds"], 900),
+     "workloads[0].autoscaling.cooldownPeriodSeconds", ["only used with autoscaler 'keda'"]),
 ]
 
 
@@ -292,3 +304,24 @@ def test_references_to_secrets_in_helm_values_are_fine():
                                                            "basicAuth": {"password": {"name": "rw", "key": "pw"}},
                                                            "bearerTokenFile": "/var/run/token"}]}}}
     load(raw)
+
+
+def test_the_scale_in_floor_raises_unset_defaults_and_accepts_windows_at_it():
+    """A window or cooldown left unset is the default raised to the startup budget; one stated at the floor is
+    accepted and rendered as stated."""
+    from gpuplatform.components.model_startup import (keda_cooldown_seconds, scale_down_window_seconds,
+                                                      scale_in_floor_seconds)
+
+    raw = stack_raw("local")
+    embedder = _wl(raw, 1)
+    cfg = load(raw)
+    w = cfg.workloads[1]
+    assert scale_in_floor_seconds(w) == 600
+    assert (scale_down_window_seconds(w), keda_cooldown_seconds(w)) == (600, 600)
+    embedder["probes"] = {**(embedder.get("probes") or {"port": "http"}), "startupTimeoutSeconds": 120}
+    w = load(raw).workloads[1]
+    assert (scale_down_window_seconds(w), keda_cooldown_seconds(w)) == (300, 300)  # defaults above the floor
+    embedder["autoscaling"]["cooldownPeriodSeconds"] = 120
+    embedder["autoscaling"]["behavior"] = {"scaleDown": {"stabilizationWindowSeconds": 120}}
+    w = load(raw).workloads[1]
+    assert (scale_down_window_seconds(w), keda_cooldown_seconds(w)) == (120, 120)

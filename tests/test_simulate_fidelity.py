@@ -335,13 +335,13 @@ def test_the_tuned_snippet_is_valid_stack_configuration() -> None:
     cfg = cfg_of("staging")
     w = cfg.workloads[0]
     chosen = Candidate(round(w.autoscaling.metrics[0].target * 0.8, 3), w.autoscaling.min_replicas,
-                       w.autoscaling.max_replicas, scale_down_window_s=120, scale_down_rate="half a minute")
+                       w.autoscaling.max_replicas, scale_down_window_s=900, scale_down_rate="half a minute")
     fragment = yaml.safe_load(snippet(cfg, w.name, chosen))["gpu-platform:workloads"][0]
     raw = stack_raw("staging")
     raw["workloads"][0]["autoscaling"].update(fragment["autoscaling"])
     tuned = load(raw).workloads[0].autoscaling
     assert tuned.metrics[0].target == chosen.target
-    assert tuned.behavior.scale_down.stabilization_window_seconds == 120
+    assert tuned.behavior.scale_down.stabilization_window_seconds == 900  # a window the scale-in floor (600) allows
     assert tuned.behavior.scale_down.policies[0].type == "Percent"
 
 

@@ -183,3 +183,30 @@ def test_keda_never_activating_says_the_threshold_and_the_highest_value() -> Non
     assert loop.poll(60.0, 0, storage) == 0
     assert loop.keda_reason(0) == ("KEDA never activates: no trigger's value exceeds its activationThreshold "
                                    "(activation highest 0.4, threshold 2)")
+
+
+def test_a_trace_run_reports_each_wake_up_its_failed_and_waiting_requests(tmp_path) -> None:
+    """local's batch-embedder at zero when a burst of 40 req/s arrives (two replicas at most, 10 req/s each at
+    target): every request before the first ready replica fails (no ready endpoint), and the ones served while the
+    replicas are short of the burst waited behind the wake; once the burst falls to what they serve, it is over."""
+    from gpuplatform.simulate.traces import from_csv
+
+    path = tmp_path / "wake.csv"
+    path.write_text("t,rps\n0,8\n600,0\n1500,40\n1700,8\n")
+    result = simulate(cfg_of("local"), "local", "batch-embedder", from_csv(str(path), 2400))
+    wake = result.sim.wake
+    assert len(wake.episodes) == 1
+    ep = wake.episodes[0]
+    assert ep.start_s == 1500 and 0 < ep.activated_s <= ep.ready_s < ep.capacity_s == 200
+    assert ep.failed == pytest.approx(40 * ep.ready_s, rel=0.01) == result.tally.failed_requests
+    assert ep.waited > 0 and ep.longest_wait_s > 0
+    doc = result.to_json()["wakeUps"]
+    assert doc["count"] == 1 and doc["failedRequests"] == round(ep.failed, 3)
+    assert "wake-ups from zero                        1:" in table_text(result)
+    assert simulate(cfg_of("prod"), "prod", "flower", built_in("step", 10.0, 20.0, 60)).to_json()["wakeUps"] is None
+
+
+def test_the_wake_up_sweep_reports_requests_that_waited(embedder_wake) -> None:
+    """At the sweep's load one replica is enough: nothing waits behind the wake, every loss is a failure."""
+    for case in embedder_wake.cases:
+        assert case.waited_worst == 0 and case.to_json()["waitedRequests"] == {"worst": 0}

@@ -156,3 +156,73 @@ def test_a_keda_workloads_activation_threshold_reaches_the_snippet_and_it_valida
     a = next(x for x in tuned.workloads if x.name == w.name).autoscaling
     assert a.activation.activation_threshold == threshold
     assert a.activation.source == w.autoscaling.activation.source  # the rest of the trigger kept
+
+
+def test_no_window_or_cooldown_below_the_scale_in_floor_is_tried_and_the_floor_is():
+    """Scale-down windows and KEDA cooldowns are searched from the startup budget up (validation refuses shorter
+    ones), the budget itself among them; a cooldown found reaches the snippet, which validates."""
+    from support import cfg_of, stack_raw
+
+    from gpuplatform.components.model_startup import scale_in_floor_seconds
+    from gpuplatform.simulate.traces import Trace
+    from gpuplatform.simulate.tune import dimensions
+
+    cfg = cfg_of("local")
+    w = next(x for x in cfg.workloads if x.name == "batch-embedder")
+    floor = scale_in_floor_seconds(w)
+    dims = dimensions(cfg, w.name, Trace("flat", (0.0,), (1.0,), 60), w.autoscaling.metrics[0].target)
+    windows = [d["scale_down_window_s"] for d in dims["scaleDownWindow"]]
+    cooldowns = [d["cooldown_s"] for d in dims["cooldown"]]
+    assert floor == 600 and min(windows) == floor and min(cooldowns) == floor
+    assert 1800 in windows and 900 in cooldowns
+    c = Candidate(w.autoscaling.metrics[0].target, 0, w.autoscaling.max_replicas, scale_down_window_s=floor,
+                  scale_down_rate="all at once", cooldown_s=900)
+    tuned = _adopted(stack_raw("local"), snippet(cfg, w.name, c))
+    a = next(x for x in tuned.workloads if x.name == w.name).autoscaling
+    assert a.cooldown_period_seconds == 900 and a.behavior.scale_down.stabilization_window_seconds == floor
+    prod = cfg_of("prod")  # a 900 s startup budget: 0..600 s windows are never tried
+    windows = [d["scale_down_window_s"] for d in dimensions(prod, "flower", Trace("flat", (0.0,), (1.0,), 60),
+                                                            3500)["scaleDownWindow"]]
+    assert windows == [900, 1800]
+
+
+def test_a_search_never_suggests_a_window_below_the_floor(example):
+    """A candidate that sets only a scale-down rate keeps the workload's default window raised to its floor, so
+    validation never has to refuse it."""
+    from gpuplatform.components.model_startup import scale_in_floor_seconds
+    from gpuplatform.simulate.report import resolve_trace
+    from gpuplatform.simulate.tune import apply
+
+    raw = copy.deepcopy(example[1])
+    # read without the streamer, the example's budget (420 s) is above the default window
+    raw["workloads"][0]["args"].remove("--load-format=runai_streamer")
+    cfg = load(raw)
+
+    search = Search(cfg, "005", "chat", resolve_trace(cfg, "chat", "bursty", "5m"), 0, 2)
+    floor = scale_in_floor_seconds(cfg.workloads[0])
+    assert floor > 300 and search.default_window_s == floor
+    c = apply(Candidate(2, 1, 3), {"scale_down_rate": "all at once"}, search.default_window_s)
+    assert c.scale_down_window_s == floor and search.run(c) is not None
+
+
+def test_tune_and_simulate_judge_alike_the_difference_is_the_trace_scaling(example):
+    """Judged at the example's own SLO (4 waiting requests), the stack's own outcome in ``--tune`` is what a plain
+    run gives on the same trace at the same level: the judging function is one. A plain ``simulate`` scales a
+    built-in shape at the load a replica serves at the *target* (2), ``--tune`` at the *SLO level* (so that the trace
+    does not move with the target it adopts): that, not the judge, is why their figures differ."""
+    cfg, _ = example
+    from gpuplatform.simulate.report import resolve_trace, trace_scaling
+    from gpuplatform.simulate.tune import own_candidate
+
+    level = slo_level(cfg, "chat", None)
+    assert level == 4
+    at_slo = resolve_trace(cfg, "chat", "bursty", "10m", level)
+    search = Search(cfg, "005", "chat", at_slo, 0, level)
+    own = search.run(own_candidate(cfg, "chat"), full=True)
+    replay = simulate(cfg, "005", "chat", at_slo, slo_target=level)
+    assert own.violation_s == replay.over_target_s and own.cost == (replay.tally.ready_replica_s,
+                                                                    replay.tally.node_s)
+    plain = simulate(cfg, "005", "chat", resolve_trace(cfg, "chat", "bursty", "10m"), slo_target=level)
+    assert plain.over_target_s != replay.over_target_s
+    scaling = trace_scaling(cfg, "chat", at_slo, level)
+    assert scaling["perReplicaRps"] > scaling["atTargetRps"]

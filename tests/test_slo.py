@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from support import cli, stack_raw
+from support import REPO, cfg_of, cli, stack_raw
 
 from gpuplatform.components.errors import ConfigError
 from gpuplatform.components.validation import load
@@ -126,9 +126,9 @@ def test_simulate_reports_the_slo_in_json_and_the_override_judges_it() -> None:
     slo = json.loads(out)["slo"]
     assert slo["objectives"] == [{"metric": "triton_queue_time_us", "below": 5000.0, "badMinutes": 0}]
     assert (slo["compliance"], slo["minutes"], slo["badMinutes"], slo["met"]) == (99.0, 60, 0, True)
-    code, out, err = cli(*args, "--slo", "1000")  # below what the HPA holds the queue at: every minute is bad
+    code, out, err = cli(*args, "--slo", "800")  # below what the HPA holds the queue at: nearly every minute is bad
     slo = json.loads(out)["slo"]
-    assert slo["objectives"][0]["below"] == 1000 and slo["badMinutes"] > 50 and not slo["met"]
+    assert slo["objectives"][0]["below"] == 800 and slo["badMinutes"] > 50 and not slo["met"]
     code, out, err = cli(*args[:-2])
     assert "SLO " in out and "0 of 60 minutes out" in out and "met" in out
 
@@ -152,3 +152,71 @@ def test_keda_allows_zero() -> None:
     cfg = cfg_of("local")
     assert lowest_replicas(next(w for w in cfg.workloads if w.name == "batch-embedder")) == 0
     assert lowest_replicas(next(w for w in cfg.workloads if w.name == "echo-gpu")) == 1
+
+
+def _without_target(stack: str = "prod") -> dict:
+    from support import stack_raw
+
+    raw = stack_raw(stack)
+    del raw["workloads"][0]["autoscaling"]["metrics"][0]["target"]
+    return raw
+
+
+def test_a_target_left_out_is_derived_from_the_slo_rendered_and_shown_as_derived() -> None:
+    """prod's flower: an SLO of 5000 us on Triton's queue time and no target: 5000 / (1.1 x 1.25) = 3636.36, to
+    three figures 3630, which the HPA renders; plan says "derived" (and "stated" for the stack as written)."""
+    from support import one, synth
+
+    from gpuplatform.components.validation import load
+    from gpuplatform.plan import slo_rows, slo_text
+
+    raw = _without_target()
+    t = load(raw).workloads[0].autoscaling.metrics[0]
+    assert (t.target, t.derived) == (3630, True)
+    hpa = one(synth(raw), "kubernetes:autoscaling/v2:HorizontalPodAutoscaler").inputs["spec"]
+    assert hpa["metrics"][0]["pods"]["target"]["averageValue"] == "3630"
+    row = slo_rows(load(raw))[0]
+    assert row["targets"] == [{"metric": "triton_queue_time_us", "target": 3630, "basis": "derived"}]
+    assert "triton_queue_time_us 3630 (derived)" in slo_text([row])
+    stated = slo_rows(cfg_of("prod"))[0]["targets"][0]
+    assert (stated["target"], stated["basis"]) == (3500, "stated")
+
+
+def test_a_target_left_out_with_no_objective_on_its_metric_is_a_clear_error() -> None:
+    from gpuplatform.components.errors import ConfigError
+    from gpuplatform.components.validation import load
+
+    raw = _without_target()
+    del raw["workloads"][0]["slo"]
+    with pytest.raises(ConfigError) as info:
+        load(raw)
+    (issue,) = info.value.issues
+    assert issue.path == "workloads[0].autoscaling.metrics[0].target"
+    assert "required: the workload states no slo" in issue.message and "allowed: a target (in us)" in issue.message
+    raw = _without_target()
+    raw["workloads"][0]["slo"]["objectives"][0]["metric"] = "gpu_engine_active"
+    with pytest.raises(ConfigError) as info:
+        load(raw)
+    assert any(i.path == "workloads[0].autoscaling.metrics[0].target" and "no objective on 'triton_queue_time_us'"
+               in i.message for i in info.value.issues)
+
+
+def test_a_derived_target_that_can_never_be_met_names_its_derivation() -> None:
+    """vLLM's TTFT p90 never reads below 0.9 ms (its first bucket bound is 1 ms): an SLO of 1 ms is allowed, but
+    the target derived from it (0.727 ms) is one the HPA would sit at maxReplicas chasing."""
+    from gpuplatform.components.errors import ConfigError
+    from gpuplatform.components.stack_config import namespace_from_stack_file
+    from gpuplatform.components.validation import load
+
+    raw = namespace_from_stack_file(REPO / "examples" / "005-vllm-queue" / "Pulumi.005-vllm-queue.yaml")
+    w = raw["workloads"][0]
+    w["autoscaling"]["metrics"] = [{"metric": "vllm_ttft_p90_ms"}]
+    w["slo"]["objectives"] = [{"metric": "vllm_ttft_p90_ms", "below": 1}]
+    with pytest.raises(ConfigError) as info:
+        load(raw)
+    (issue,) = info.value.issues
+    assert issue.path == "workloads[0].autoscaling.metrics[0].target"
+    assert issue.message.startswith("the target derived from slo.objectives[0].below (1 / (1.1 x 1.25)")
+    assert "is 0.727:" in issue.message and "can never be met" in issue.message and "state a target" in issue.message
+    w["slo"]["objectives"][0]["below"] = 10
+    assert load(raw).workloads[0].autoscaling.metrics[0].target == 7.27

@@ -4,11 +4,13 @@ import math
 import re
 from typing import Optional
 
-from gpuplatform.catalogs.kubernetes import HPA_TOLERANCE, hpa_replica_bounds, served_by
+from gpuplatform.catalogs.kubernetes import (HPA_DEFAULT_DOWNSCALE_STABILIZATION_SECONDS, HPA_TOLERANCE,
+                                             KEDA_DEFAULT_COOLDOWN_SECONDS, hpa_replica_bounds, served_by)
 from gpuplatform.catalogs.metrics import LATENCY_OBSERVES, METRICS, histogram_p90, image_version, parse_version
 from gpuplatform.components.config import PlatformConfig, Workload
-from gpuplatform.components.errors import fmt, one_of
+from gpuplatform.components.errors import ConfigIssue, fmt, one_of
 from gpuplatform.components.metric_sources import provider_for
+from gpuplatform.components.model_startup import scale_in_floor_seconds, stated_startup_seconds
 from gpuplatform.components.pools import PoolFacts
 from gpuplatform.components.validation.capacity import check_replica_ceiling
 from gpuplatform.components.validation.common import (HPA_API_VERSIONS, _Issues, _suggest, hpa_api_version,
@@ -58,6 +60,7 @@ def check_autoscaling(cfg: PlatformConfig, p: str, w: Workload, f: Optional[Pool
                 if not 1 <= pol.period_seconds <= 1800:
                     out.add(f"{ps}.policies[{k}].periodSeconds", f"{pol.period_seconds} is out of range; "
                             "allowed: 1..1800")
+    check_scale_in_floor(pa, w, out)
     check_replica_ceiling(p, w, f, out)
     _check_scales_down(pa, a.metrics, out)
     sm = w.service_model
@@ -67,16 +70,39 @@ def check_autoscaling(cfg: PlatformConfig, p: str, w: Workload, f: Optional[Pool
     seen = set()
     for k, t in enumerate(a.metrics):
         pm = f"{pa}.metrics[{k}]"
+        if t.target is None:
+            on = [o.metric for o in w.slo.objectives] if w.slo is not None else []
+            why = (f"the slo has no objective on {fmt(t.metric)} (it is on {one_of(on)})" if on
+                   else "the workload states no slo to derive it from")
+            unit = METRICS[t.metric].unit if t.metric in METRICS else "the metric's unit"
+            out.add(f"{pm}.target", f"required: {why}; allowed: a target (in {unit}), or an slo objective on "
+                    f"{fmt(t.metric)}, from whose threshold the target is then derived")
+            seen.add(t.metric)
+            continue
         if t.target <= 0:
             out.add(f"{pm}.target", f"{t.target} is not a positive target; allowed: > 0")
         if t.metric in seen:
             out.add(f"{pm}.metric", f"{fmt(t.metric)} is listed twice")
         seen.add(t.metric)
+        before = len(out)
         if t.metric in METRICS:
             _check_target_range(pm, t.metric, t.target, METRICS[t.metric], out)
         found = check_metric_exported(cfg, pm, w, f, t.metric, out, gpu_in_contract=a.autoscaler != "none")
         if found is not None:
             _check_idle_reading(pm, w, t.metric, t.target, *found, out)
+        if t.derived:
+            _name_the_derivation(pm, w, t, out, before)
+
+
+def _name_the_derivation(pm: str, w: Workload, t, out: _Issues, since: int) -> None:
+    """A target the stack did not state: its issues say where it came from and that a stated one replaces it."""
+    k, o = next((k, o) for k, o in enumerate(w.slo.objectives) if o.metric == t.metric)
+    for i in range(since, len(out)):
+        if out[i].path == f"{pm}.target":
+            out[i] = ConfigIssue(out[i].path, f"the target derived from slo.objectives[{k}].below ({o.below:g} / "
+                                 f"(1.1 x 1.25), catalogs/metrics.py slo_derived_target) is {t.target:g}: "
+                                 f"{out[i].message}; or "
+                                 "state a target, or a higher threshold")
 
 
 def check_metric_exported(cfg: PlatformConfig, pm: str, w: Workload, f: Optional[PoolFacts], name: str,
@@ -183,6 +209,45 @@ def _check_idle_reading(pm: str, w: Workload, name: str, target: float, metric, 
         out.add(f"{pm}.target", f"{target:g} {metric.unit} can never be met: {why}, and the HPA adds replicas while "
                 f"the reading is more than {HPA_TOLERANCE:.0%} above the target, so the workload would sit at "
                 f"maxReplicas; allowed: >= {math.ceil(least * 1000) / 1000:g} ({metric.unit_info.description})")
+
+
+def check_scale_in_floor(pa: str, w: Workload, out: _Issues) -> None:
+    """The startup budget is the floor of the scale-down stabilization window and of KEDA's ``cooldownPeriod``
+    (model_startup.scale_in_floor_seconds): the window only delays the HPA's scale-down, and when it comes the
+    ReplicaSet deletes not-ready pods first (kubernetes ``pkg/controller/replicaset``, ``getPodsToDelete``), so a
+    shorter window removes exactly the replicas still loading; a shorter cooldown takes a woken workload back to zero
+    before its first replica could serve. A window the stack leaves unset is raised to the floor, never refused."""
+    a = w.autoscaling
+    floor = scale_in_floor_seconds(w)
+    why = (f"the floor is the startup budget, {floor}s ({_budget_basis(w)}): a replica may take that long to load")
+    rules = a.behavior.scale_down if a.behavior is not None else None
+    win = rules.stabilization_window_seconds if rules is not None else None
+    if win is not None and 0 <= win < floor:
+        out.add(f"{pa}.behavior.scaleDown.stabilizationWindowSeconds",
+                f"{win}s is shorter than the scale-in floor; {why}, and when the window lets the HPA scale down, "
+                f"the ReplicaSet removes not-ready (loading) pods first, so the replicas a burst started would be "
+                f"deleted before they serve; allowed: >= {floor}, or leave it unset (default "
+                f"{max(HPA_DEFAULT_DOWNSCALE_STABILIZATION_SECONDS, floor)}s)")
+    cool = a.cooldown_period_seconds
+    if cool is None:
+        return
+    if a.autoscaler != "keda":
+        out.add(f"{pa}.cooldownPeriodSeconds", "KEDA's cooldownPeriod; only used with autoscaler 'keda' (an HPA "
+                "scales down by behavior.scaleDown)")
+    elif a.min_replicas == 0 and cool < floor:
+        out.add(f"{pa}.cooldownPeriodSeconds", f"{cool}s is shorter than the scale-in floor; {why}, and KEDA "
+                f"scales to zero once no trigger was active for cooldownPeriod, removing a replica a short burst "
+                f"woke before it ever serves; allowed: >= {floor}, or leave it unset (default "
+                f"{max(KEDA_DEFAULT_COOLDOWN_SECONDS, floor)}s)")
+
+
+def _budget_basis(w: Workload) -> str:
+    """Where the startup budget comes from, for a message."""
+    if stated_startup_seconds(w) is not None:
+        return "probes.startupTimeoutSeconds"
+    if w.model is not None:
+        return "sized from model"
+    return "the default without model or probes.startupTimeoutSeconds"
 
 
 def _check_activation(cfg: PlatformConfig, pa: str, w: Workload, out: _Issues) -> None:

@@ -271,7 +271,7 @@ def _check_batch_targets(p: str, w: Workload, facts: ServerFacts, f: Optional[Po
     if w.fixed:
         return
     for k, t in enumerate(w.autoscaling.metrics):
-        if cli.BATCH_METRICS.get(t.metric) != facts.server or t.target <= 0:
+        if cli.BATCH_METRICS.get(t.metric) != facts.server or t.target is None or t.target <= 0:
             continue
         known = batch_limit(w, facts, f)
         if known is None:

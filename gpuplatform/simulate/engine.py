@@ -32,7 +32,8 @@ from gpuplatform.components.errors import CommandLineIssue, ConfigError, ConfigI
 from gpuplatform.components.metric_sources import source_for
 from gpuplatform.components.pools import all_pool_facts
 from gpuplatform.components.validation import hpa_api_version, kubernetes_version
-from gpuplatform.components.workload_manifests import activation_query, behavior, keda_query
+from gpuplatform.components.model_startup import keda_cooldown_seconds
+from gpuplatform.components.workload_manifests import activation_query, keda_query, workload_behavior
 from gpuplatform.simulate import hpa as hpa_mod
 from gpuplatform.simulate import promql
 from gpuplatform.simulate.autoscaling import HpaLoop, KedaLoop, Trigger
@@ -44,9 +45,8 @@ from gpuplatform.simulate.startup import capacity_path
 from gpuplatform.simulate.service import (LATENCY, TIME_UNITS, Queue, ServicePlan, bucket_p90, full_scale,
                                           metric_kind, not_modelled, replica_memory_mib, replica_units, service_plan)
 from gpuplatform.simulate.traces import Trace
+from gpuplatform.simulate.wake import WakeTracker
 
-KEDA_COOLDOWN_S = 300
-"""The ScaledObject's ``cooldownPeriod`` as generated (workload_manifests.scaled_object)."""
 
 
 # ------------------------------------------------------------------------------------------------ inputs
@@ -115,6 +115,8 @@ class Setup:
     readings: dict
     slo_triggers: tuple = ()
     """The SLO's objectives as the simulator reads them: (metric, below, source), judged by simulate.slo."""
+    cooldown_s: int = 300
+    """The ScaledObject's ``cooldownPeriod`` as rendered (model_startup.keda_cooldown_seconds)."""
 
     @property
     def major(self) -> int:
@@ -191,13 +193,13 @@ def setup(cfg: PlatformConfig, workload: str) -> Setup:
     units, unit = replica_units(cfg, w)
     spec = {"minReplicas": max(a.min_replicas, 1), "maxReplicas": a.max_replicas}
     if keda or hpa_api_version(cfg, w) != "autoscaling/v2beta1":
-        spec["behavior"] = behavior(a.behavior)
+        spec["behavior"] = workload_behavior(w)
     version = kubernetes_version(cfg)
     plan = service_plan(cfg, w)
     _check_reachable(index, w, plan)
     return Setup(
         cfg=cfg, workload=w, plan=plan, namespace=namespace, readings=_readings(cfg, w, plan),
-        slo_triggers=_slo_triggers(cfg, index, w),
+        slo_triggers=_slo_triggers(cfg, index, w), cooldown_s=keda_cooldown_seconds(w),
         collect_s=duration_seconds(iv.exporter_collect), scrape_s=duration_seconds(iv.scrape),
         sync_s=duration_seconds(iv.hpa_sync), window=iv.rule_window, keda=keda, triggers=tuple(triggers),
         needed=needed, slots=slots, gpus_per_node=facts.gpus_per_node, units_per_replica=units, unit=unit,
@@ -370,7 +372,9 @@ class Result:
                 "time_at_max_s": float(t.at_max_s), "lower_bound": self.bound.to_json(s)}
 
     def to_json(self) -> dict:
+        wake = self.sim.wake if self.sim is not None else None
         return {**self.summary(), "timeline": self.tally.timeline,
+                "wakeUps": None if wake is None else wake.to_json(),
                 "stack": self.stack, "workload": self.workload, "trace": self.trace,
                 "autoscaler": self.autoscaler, "metric": self.metric, "apiName": self.api_name,
                 "target": self.target, "sloTarget": self.slo_target,
@@ -422,13 +426,15 @@ class Simulation:
                                 if metric_kind(t.metric) == "utilization"}, s.ingress_labels)
         controller = hpa_mod.Controller.from_spec(s.hpa_spec)
         if s.keda:
-            activation = hpa_mod.KedaActivation(s.scrape_s, KEDA_COOLDOWN_S, a.min_replicas)
+            activation = hpa_mod.KedaActivation(s.scrape_s, s.cooldown_s, a.min_replicas)
             if r0 > 0:
                 activation.last_active = 0.0  # the run starts in steady state: the triggers were active until now
             self.loop = KedaLoop(controller, list(s.triggers), activation, s.prometheus, s.minor)
         else:
             self.loop = HpaLoop(controller, list(s.triggers), s.namespace, s.window, s.prometheus, s.minor)
         self.tally = Tally()
+        self.wake = WakeTracker(s.plan.rps_at_target) if s.keda and a.min_replicas == 0 else None
+        """The wake-ups from zero of a scale-to-zero workload (simulate.wake); None for any other."""
         self._served = self.queue.now(demand0, len(self.pods.ready(0.0)))
         self._levels = {trig.metric: _level_of(s, trig, self._served) for trig in s.triggers}
         self._shown: Optional[float] = None
@@ -489,6 +495,8 @@ class Simulation:
         tally.warm_s += self.warm.bound()
         tally.ready_replica_s += ready
         tally.node_s += len(self.nodes.nodes)
+        if self.wake is not None:
+            self.wake.record(t, demand, served, ready, self.spec)
         tally.peak_replicas = max(tally.peak_replicas, self.spec)
         tally.at_max_s += self.spec >= s.max_replicas
         nodes = self.nodes.ready_count(t)

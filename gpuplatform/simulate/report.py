@@ -87,6 +87,17 @@ def run(cfg: PlatformConfig, stack: str, workload: str, trace: str, duration: st
     return 0
 
 
+def trace_scaling(cfg: PlatformConfig, workload: str, tr: Trace, level: float) -> Optional[dict]:
+    """For a built-in shape: the per-replica load a tuning run scaled it at (what a replica serves at the SLO level
+    judged, so the trace is the same whatever target is adopted) and the one a plain run scales it at (at the
+    target). None for a trace from a file, which both use as it is."""
+    if tr.name not in SHAPES and tr.name != BURSTY:
+        return None
+    plan = service_plan(cfg, find_workload(cfg, workload))
+    return {"level": level, "perReplicaRps": round(plan.served_at_level(level), 6),
+            "atTargetRps": round(plan.rps_at_target, 6)}
+
+
 def _run_tune(cfg: PlatformConfig, stack: str, workload: str, tr: Trace, budget: str, fmt: str,
               out: TextIO, slo: float | None = None) -> int:
     from gpuplatform.simulate.tune import snippet, tune
@@ -101,7 +112,8 @@ def _run_tune(cfg: PlatformConfig, stack: str, workload: str, tr: Trace, budget:
     text = snippet(cfg, workload, chosen.candidate)
     if fmt == "json":
         doc = {"trace": tr.name, "budgetSeconds": budget_s, "candidates": tuned.tried, "refused": tuned.refused,
-               "slo": own.slo, "own": {"label": own.candidate.label(), **own.result.summary()},
+               "slo": own.slo, "traceScaling": trace_scaling(cfg, workload, tr, own.slo),
+               "own": {"label": own.candidate.label(), **own.result.summary()},
                "best": {"label": best.candidate.label(), **best.result.summary()},
                "feasible": tuned.feasible, "snippet": text if chosen.candidate != own.candidate else None,
                "poolGrowth": None}
@@ -124,6 +136,11 @@ def _run_tune(cfg: PlatformConfig, stack: str, workload: str, tr: Trace, budget:
     out.write(f"Tuned {workload} on trace {tr.name} ({tuned.tried} settings simulated, {tuned.refused} refused by "
               f"the stack's validation), budget {budget_s:g}s over the SLO {own.slo:g} {own.result.unit} beyond the "
               f"tolerance\n{line('stack', own)}\n{line('best', best)}\n")
+    scaling = trace_scaling(cfg, workload, tr, own.slo)
+    if scaling is not None:
+        out.write(f"  (trace {tr.name} scaled at {scaling['perReplicaRps']:.4g} req/s per replica, what one serves at "
+                  f"the SLO level {own.slo:g}; plain simulate scales it at the target, {scaling['atTargetRps']:.4g} "
+                  "req/s, so its figures for the same settings differ)\n")
     if growth is not None:
         out.write(f"Nothing the pool holds keeps within the budget (at most {best.result.setup.max_replicas} "
                   f"replicas; the best shown is the least over the SLO). With {growth.extra} more "
@@ -187,7 +204,8 @@ def wake_text(woken: WakeUpResult) -> list[str]:
         lines.append(f"    {c.nodes}: first ready replica worst {_s(c.ready_worst_s, c.never_reason)}, median "
                      f"{_s(c.ready_median_s)}; failed requests worst "
                      f"{'-' if c.failed_worst is None else f'{c.failed_worst:g}'}, median "
-                     f"{'-' if c.failed_median is None else f'{c.failed_median:g}'}")
+                     f"{'-' if c.failed_median is None else f'{c.failed_median:g}'}; waited behind the wake worst "
+                     f"{'-' if c.waited_worst is None else f'{c.waited_worst:g}'}")
     lines.append(f"    it is at zero {_s(woken.zero_after_s)} after the last request (rule window, cooldownPeriod, "
                  "then a poll)")
     return lines
@@ -220,6 +238,7 @@ def table_text(r: Result, every_s: int = 60, swept: Optional[SweepResult] = None
               f"  replicas: peak / maxReplicas / at max     {s['peak_replicas']} / {s['max_replicas']} / "
               f"{s['time_at_max_s']:g}s",
               *([f"  SLO                                       {r.slo.text()}"] if r.slo is not None else []),
+              *(r.sim.wake.text() if r.sim is not None and r.sim.wake is not None else []),
               f"  cost used / lower bound for the SLO       {s['unit_hours']:g} / {lb['unit_hours']:g} {unit}-hours, "
               f"{s['node_hours']:g} / {lb['node_hours']:g} node-hours, {s['gpu_hours']:g} / {lb['gpu_hours']:g} "
               f"GPU-hours of nodes",

@@ -315,6 +315,9 @@ class WakeCase:
     ready_median_s: Optional[float] = None
     failed_worst: Optional[float] = None
     failed_median: Optional[float] = None
+    waited_worst: Optional[float] = None
+    """Requests completed after the first ready replica while the replicas were still short of the load
+    (simulate.wake), worst over the alignments: 0 when one replica serves the sweep's load."""
     never: int = 0
     never_reason: Optional[str] = None
     worst_at: dict = field(default_factory=dict)
@@ -322,6 +325,7 @@ class WakeCase:
     def to_json(self) -> dict:
         return {"nodes": self.nodes, "readySeconds": {"worst": self.ready_worst_s, "median": self.ready_median_s},
                 "failedRequests": {"worst": self.failed_worst, "median": self.failed_median},
+                "waitedRequests": {"worst": self.waited_worst},
                 "never": self.never, "neverReason": self.never_reason, "worstAt": self.worst_at}
 
 
@@ -358,24 +362,27 @@ def scales_to_zero(s: Setup) -> bool:
 
 
 def _wake_up_run(s: Setup, trace: Trace, phases: Phases, at: int, nodes: int):
-    """(seconds to KEDA's 0 -> 1, seconds to the first ready replica, failed requests until then, the run), None
-    for a figure that never came; ``nodes`` of the pool are up (image pulled) at the start. The run stops at the
-    first ready replica."""
+    """(seconds to KEDA's 0 -> 1, seconds to the first ready replica, failed requests until then, requests that
+    waited behind the wake, the run), None for a figure that never came; ``nodes`` of the pool are up (image
+    pulled) at the start. The run stops once the ready replicas cover the load (simulate.wake)."""
     sim = Simulation(s, trace, phases)
     if nodes > len(sim.nodes.nodes):
         sim.nodes = NodePool(s.slots, s.min_nodes, s.max_nodes, s.provision_s, s.autoscaled_pool, nodes)
     for node in sim.nodes.nodes:
         node.image_at = -1e9  # the nodes the scale to zero emptied: its replicas pulled the image there
-    woke = None
+    woke = ready = None
     for step in range(int(trace.duration_s) + 1):
         sim.step(float(step))
         if step < at:
             continue
         if woke is None and sim.spec > 0:
             woke = step - at
-        if sim.pods.ready(float(step)):
-            return woke, step - at, sim.tally.failed_requests, sim
-    return woke, None, sim.tally.failed_requests, sim
+        if ready is None and sim.pods.ready(float(step)):
+            ready = step - at
+        episode = sim.wake.episodes[-1] if sim.wake.episodes else None
+        if episode is not None and episode.done:
+            return woke, ready, sim.tally.failed_requests, episode.waited, sim
+    return woke, ready, sim.tally.failed_requests, None, sim
 
 
 def wake_up_sweep(cfg: PlatformConfig, workload: str) -> Optional[WakeUpResult]:
@@ -397,11 +404,12 @@ def wake_up_sweep(cfg: PlatformConfig, workload: str) -> Optional[WakeUpResult]:
     result = WakeUpResult(load, 0)
     wokes: list = []
     for nodes, label in starts:
-        samples = []
+        samples, waits = [], []
         for sc in range(s.scrape_s):
             for poll in range(s.scrape_s):
-                woke, ready, failed, _ = _wake_up_run(s, trace, Phases(0, sc, 0, poll), at, nodes)
+                woke, ready, failed, waited, _ = _wake_up_run(s, trace, Phases(0, sc, 0, poll), at, nodes)
                 samples.append((ready, round(failed, 3), {"scrape": sc, "poll": poll}))
+                waits.append(waited)
                 if nodes == starts[0][0]:
                     wokes.append(woke)
         result.runs += len(samples)
@@ -412,6 +420,7 @@ def wake_up_sweep(cfg: PlatformConfig, workload: str) -> Optional[WakeUpResult]:
             case.ready_median_s = statistics.median(r for r, _ in done)
             case.failed_worst = None if case.never else max(f for _, f in done)
             case.failed_median = statistics.median(f for _, f in done)
+            case.waited_worst = None if None in waits else round(max(waits), 3)
             case.worst_at = max(samples, key=lambda x: math.inf if x[0] is None else x[0])[2]
         if case.never:
             from gpuplatform.simulate.reasons import wake_up_never
@@ -431,10 +440,8 @@ def wake_up_sweep(cfg: PlatformConfig, workload: str) -> Optional[WakeUpResult]:
 
 def _zero_after(s: Setup, load: float) -> Optional[float]:
     """Seconds from the last request of a steady load to zero replicas, in the default alignment."""
-    from gpuplatform.simulate.engine import KEDA_COOLDOWN_S
-
     stop = warm_up_s(s)
-    trace = Trace("gap", (0.0, float(stop)), (load, 0.0), stop + KEDA_COOLDOWN_S + 3 * warm_up_s(s))
+    trace = Trace("gap", (0.0, float(stop)), (load, 0.0), stop + s.cooldown_s + 3 * warm_up_s(s))
     sim = Simulation(s, trace)
     for step in range(int(trace.duration_s) + 1):
         sim.step(float(step))

@@ -11,8 +11,12 @@ What it searches, each a dimension of a coordinate descent from the stack's own 
 - warm capacity (``autoscaling.warmReplicas``, from 0 up to what the pool holds beyond ``maxReplicas``):
   placeholders that keep nodes provisioned, so a replica skips node provisioning; they cost what they hold;
 - for a KEDA workload waking from zero, the activation threshold (keda.sh/docs/latest/concepts/scaling-deployments,
-  ``activationThreshold``). KEDA's ``cooldownPeriod`` is fixed at 300 s by the generated ScaledObject, so it is not
-  a setting the stack file has and is not searched.
+  ``activationThreshold``) and ``cooldownPeriod`` (``autoscaling.cooldownPeriodSeconds``: how long after the last
+  active trigger it goes back to zero).
+
+Scale-down windows and cooldowns are only tried at or above the workload's startup budget, the scale-in floor that
+validation enforces (model_startup.scale_in_floor_seconds): a shorter one would be refused, and would delete
+replicas while they load.
 
 Every candidate is first run through the stack's own validation (``components.validation.validate`` on the config
 with the candidate applied, the same rules ``load`` runs); one it refuses is never simulated nor suggested.
@@ -38,6 +42,7 @@ import yaml
 from gpuplatform.catalogs.metrics import METRICS
 from gpuplatform.catalogs.prices import ListPrice, list_price
 from gpuplatform.components.config import Behavior, PlatformConfig, ScalingPolicy, ScalingRules
+from gpuplatform.components.model_startup import scale_down_window_seconds, scale_in_floor_seconds
 from gpuplatform.components.pools import all_pool_facts
 from gpuplatform.components.validation import validate
 from gpuplatform.simulate.engine import Result, Simulation, find_workload, setup
@@ -46,6 +51,9 @@ from gpuplatform.simulate.traces import Trace
 
 TARGET_FACTORS = (0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.1, 1.25)
 SCALE_DOWN_WINDOWS_S = (0, 60, 120, 300, 600, 900, 1800)
+"""Scale-down windows tried, those at or above the scale-in floor, and the floor itself (:func:`at_floor`)."""
+COOLDOWNS_S = (300, 600, 900, 1800)
+"""KEDA ``cooldownPeriod`` values tried (seconds), those at or above the scale-in floor, and the floor itself."""
 SCALE_DOWN_RATES = {
     "one pod a minute": (ScalingPolicy(type="Pods", value=1, period_seconds=60),),
     "half a minute": (ScalingPolicy(type="Percent", value=50, period_seconds=60),),
@@ -87,6 +95,7 @@ class Candidate:
     extra_nodes: int = 0
     warm_replicas: int = 0
     """Warm-capacity placeholders (``autoscaling.warmReplicas``)."""
+    cooldown_s: Optional[int] = None
 
     def label(self) -> str:
         parts = [f"target {self.target:g}", f"replicas {self.min_replicas}-{self.max_replicas}"]
@@ -98,6 +107,8 @@ class Candidate:
             parts.append(f"activation threshold {self.activation_threshold:g}")
         if self.warm_replicas:
             parts.append(f"{self.warm_replicas} warm replica{'s' if self.warm_replicas > 1 else ''}")
+        if self.cooldown_s is not None:
+            parts.append(f"cooldown {self.cooldown_s}s")
         if self.extra_nodes:
             parts.append(f"{self.extra_nodes} more node{'s' if self.extra_nodes > 1 else ''} in the pool")
         return ", ".join(parts)
@@ -203,8 +214,11 @@ def _pool(cfg: PlatformConfig, name: str):
 def with_candidate(cfg: PlatformConfig, workload: str, c: Candidate) -> PlatformConfig:
     w = find_workload(cfg, workload)
     a = w.autoscaling
-    update: dict = {"metrics": [a.metrics[0].model_copy(update={"target": c.target}), *a.metrics[1:]],
-                    "min_replicas": c.min_replicas, "max_replicas": c.max_replicas, "warm_replicas": c.warm_replicas}
+    first = a.metrics[0].model_copy(update={"target": c.target})
+    first._derived = first.derived and c.target == a.metrics[0].target  # a searched target is stated
+    update: dict = {"metrics": [first, *a.metrics[1:]],
+                    "min_replicas": c.min_replicas, "max_replicas": c.max_replicas,
+                    "warm_replicas": c.warm_replicas}
     if c.scale_up is not None or c.scale_down_window_s is not None:
         own = a.behavior or Behavior()
         update["behavior"] = Behavior(
@@ -214,6 +228,8 @@ def with_candidate(cfg: PlatformConfig, workload: str, c: Candidate) -> Platform
             if c.scale_down_window_s is not None else own.scale_down)
     if c.activation_threshold is not None and a.activation is not None:
         update["activation"] = a.activation.model_copy(update={"activation_threshold": c.activation_threshold})
+    if c.cooldown_s is not None:
+        update["cooldown_period_seconds"] = c.cooldown_s
     tuned = w.model_copy(update={"autoscaling": a.model_copy(update=update)})
     changes: dict = {"workloads": [tuned if x.name == workload else x for x in cfg.workloads]}
     if c.extra_nodes:
@@ -261,6 +277,7 @@ def dimensions(cfg: PlatformConfig, workload: str, trace: Trace, slo: float,
     up to what the pool holds (at most :data:`REPLICA_VALUES` values)."""
     w = find_workload(cfg, workload)
     a = w.autoscaling
+    floor_s = scale_in_floor_seconds(w)
     ceiling = max(pool_ceiling(cfg, workload, extra_nodes), 1)
     floor = 0 if a.autoscaler == "keda" and a.activation is not None else 1
     per_replica = service_plan(cfg, w).served_at_level(slo)
@@ -272,7 +289,7 @@ def dimensions(cfg: PlatformConfig, workload: str, trace: Trace, slo: float,
         "maxReplicas": [{"max_replicas": n} for n in sorted(set(spread(max(warm - 1, 1), ceiling))
                                                               | {min(a.max_replicas, ceiling)})],
         "target": [{"target": t} for t in targets(cfg, workload)],
-        "scaleDownWindow": [{"scale_down_window_s": win} for win in SCALE_DOWN_WINDOWS_S],
+        "scaleDownWindow": [{"scale_down_window_s": win} for win in at_floor(SCALE_DOWN_WINDOWS_S, floor_s)],
         "scaleDownRate": [{"scale_down_rate": rate} for rate in SCALE_DOWN_RATES],
     }
     if a.autoscaler == "keda" or a.hpa_api_version != "autoscaling/v2beta1":
@@ -287,7 +304,13 @@ def dimensions(cfg: PlatformConfig, workload: str, trace: Trace, slo: float,
     if a.autoscaler == "keda" and a.activation is not None:
         dims["activation"] = [{"activation_threshold": round(a.activation.target * f, 3)}
                               for f in ACTIVATION_FACTORS]
+        dims["cooldown"] = [{"cooldown_s": s} for s in at_floor(COOLDOWNS_S, floor_s)]
     return dims
+
+
+def at_floor(values, floor_s: int) -> list[int]:
+    """The values at or above the scale-in floor, and the floor itself: the shortest allowed is always tried."""
+    return sorted({v for v in values if v >= floor_s} | {floor_s})
 
 
 DEFAULT_SCALE_DOWN_RATE = "one pod a minute"
@@ -296,14 +319,15 @@ DEFAULT_SCALE_DOWN_WINDOW_S = 300
 the two keeps of the other (kubernetes/kubernetes pkg/apis/autoscaling/v2/defaults.go)."""
 
 
-def apply(c: Candidate, change: dict) -> Candidate:
+def apply(c: Candidate, change: dict, default_window_s: int = DEFAULT_SCALE_DOWN_WINDOW_S) -> Candidate:
     """``c`` with one dimension changed; a scale-down window without a rate (or a rate without a window) takes the
-    other from the API server's default."""
+    other from the default (``default_window_s``: the workload's own default window, raised to its scale-in
+    floor)."""
     out = replace(c, **change)
     if out.scale_down_window_s is not None and out.scale_down_rate is None:
         out = replace(out, scale_down_rate=DEFAULT_SCALE_DOWN_RATE)
     if out.scale_down_rate is not None and out.scale_down_window_s is None:
-        out = replace(out, scale_down_window_s=DEFAULT_SCALE_DOWN_WINDOW_S)
+        out = replace(out, scale_down_window_s=default_window_s)
     return out
 
 
@@ -320,6 +344,9 @@ class Search:
         """The best outcome including probes: what a run must beat to go on."""
         self.refused = 0
         self.refusals: list = []
+        self.default_window_s = scale_down_window_seconds(find_workload(cfg, workload).model_copy(
+            update={"autoscaling": find_workload(cfg, workload).autoscaling.model_copy(update={"behavior": None})}))
+        """The scale-down window a candidate that sets only a rate keeps: the default raised to the floor."""
 
     def better(self, o: Outcome, than: Optional[Outcome]) -> bool:
         if not o.complete:
@@ -380,7 +407,7 @@ class Search:
             before = current
             for values in dims.values():
                 for change in values:
-                    self.run(apply(current, change))
+                    self.run(apply(current, change, self.default_window_s))
                 if self.best is not None:
                     current = self.best.candidate
             if current == before:
@@ -464,6 +491,8 @@ def snippet(cfg: PlatformConfig, workload: str, c: Candidate) -> str:
                                    if getattr(behavior, side) is not None}
     if c.activation_threshold is not None and a.activation is not None:
         autoscaling["activation"] = {"activationThreshold": c.activation_threshold}
+    if c.cooldown_s is not None:
+        autoscaling["cooldownPeriodSeconds"] = c.cooldown_s
     doc: dict = {}
     if c.extra_nodes:
         pool = _pool(tuned, w.node_pool)

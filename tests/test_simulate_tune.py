@@ -226,3 +226,20 @@ def test_tune_and_simulate_judge_alike_the_difference_is_the_trace_scaling(examp
     assert plain.over_target_s != replay.over_target_s
     scaling = trace_scaling(cfg, "chat", at_slo, level)
     assert scaling["perReplicaRps"] > scaling["atTargetRps"]
+
+
+def test_a_pool_that_holds_a_setting_within_the_budget_is_never_told_to_grow(example, tmp_path):
+    """The pool grown to what the search said it needs: the same search now finds that setting within the pool as
+    it is, from the most generous setting down, instead of stalling where minReplicas cannot pass maxReplicas."""
+    _, raw = example
+    grown = _tuned("0s")["poolGrowth"]["to"]
+    doc = yaml.safe_load(EXAMPLE.read_text())
+    doc["config"]["gpu-platform:nodePools"][0]["maxNodes"] = grown
+    stack = tmp_path / "Pulumi.005-grown.yaml"
+    stack.write_text(yaml.safe_dump(doc))
+    code, out, err = cli(*[str(stack) if a == str(EXAMPLE) else a for a in ARGS], "--budget", "0s")
+    assert code == 0, err
+    tuned = json.loads(out)
+    assert tuned["feasible"] and tuned["poolGrowth"] is None and tuned["best"]["over_target_s"] == 0
+    adopted = load(merge_snippet(namespace_from_stack_file(stack), tuned["snippet"]))
+    assert adopted.node_pools[0].max_nodes == grown and _replay(adopted, tuned["slo"]).over_target_s == 0

@@ -100,7 +100,7 @@ def trace_scaling(cfg: PlatformConfig, workload: str, tr: Trace, level: float) -
 
 def _run_tune(cfg: PlatformConfig, stack: str, workload: str, tr: Trace, budget: str, fmt: str,
               out: TextIO, slo: float | None = None) -> int:
-    from gpuplatform.simulate.tune import snippet, tune
+    from gpuplatform.simulate.tune import pool_ceiling, snippet, tune
 
     try:
         budget_s = duration_seconds(budget)
@@ -142,13 +142,14 @@ def _run_tune(cfg: PlatformConfig, stack: str, workload: str, tr: Trace, budget:
                   f"the SLO level {own.slo:g}; plain simulate scales it at the target, {scaling['atTargetRps']:.4g} "
                   "req/s, so its figures for the same settings differ)\n")
     if growth is not None:
-        out.write(f"Nothing the pool holds keeps within the budget (at most {best.result.setup.max_replicas} "
+        out.write(f"Nothing the pool holds keeps within the budget (at most {pool_ceiling(cfg, workload)} "
                   f"replicas; the best shown is the least over the SLO). With {growth.extra} more "
                   f"node{'s' if growth.extra > 1 else ''} (pool {growth.pool!r} {growth.field} {growth.nodes_from} "
                   f"-> {growth.nodes_to}) it does:\n{line('grown pool', growth.outcome)}\n  cost: "
                   f"{growth.cost_text()}\n")
         if growth.fixed_at is not None:
-            out.write(f"  With {growth.fixed_at} more only a fixed count would (every replica the pool then holds, "
+            now = "As the pool is" if growth.fixed_at == 0 else f"With {growth.fixed_at} more"
+            out.write(f"  {now} only a fixed count would (every replica the pool then holds, "
                       "warm all the time: autoscaler none); an HPA's minReplicas must be below its maxReplicas.\n")
     elif not tuned.feasible:
         out.write("No setting keeps within the budget, nor does a pool grown by up to "

@@ -428,15 +428,21 @@ def tune(cfg: PlatformConfig, stack: str, workload: str, trace: Trace, budget_s:
     best = search.descend(own_c, dimensions(cfg, workload, trace, level))
     growth = None
     if best.violation_s > budget_s:
+        # the descent can stall on a range its steps cannot cross (minReplicas up to maxReplicas is refused, and
+        # maxReplicas up alone changes little): before any node is added, the pool as it is gets the same search
+        # from its most generous setting down
         growth = _grow(search, cfg, workload, best)
-        if growth is None:
+        if growth is not None and growth.extra == 0:
+            best, growth = growth.outcome, None
+        elif growth is None:
             best = search.best
     tried = sum(1 for o in search.seen.values() if o is not None)
     return TuneResult(own, best, tried, search.refused, budget_s, growth)
 
 
 def _grow(search: Search, cfg: PlatformConfig, workload: str, best: Outcome) -> Optional[PoolGrowth]:
-    """The fewest nodes more with which a setting keeps the budget. A node count is enough only if the most
+    """The fewest nodes more (0: the pool as it is) with which a setting keeps the budget. A node count is enough
+    only if the most
     generous setting it allows keeps the budget (every replica the grown pool holds warm from the start: nothing a
     setting of that pool does reacts faster), so each count is probed with that one run, stopped as soon as it
     goes over the budget; at the first count that passes, a descent over the replica range, the target and the
@@ -447,7 +453,7 @@ def _grow(search: Search, cfg: PlatformConfig, workload: str, best: Outcome) -> 
     now = (pool.max_nodes if pool.autoscaling else pool.desired_nodes) or 0
     price = list_price(pool.instance_types[0]) if pool.instance_types else None
     fixed_at = None
-    for extra in range(1, MAX_EXTRA_NODES + 1):
+    for extra in range(0, MAX_EXTRA_NODES + 1):
         ceiling = pool_ceiling(cfg, workload, extra)
         probe = replace(best.candidate, extra_nodes=extra, min_replicas=ceiling, max_replicas=ceiling,
                         warm_replicas=0)
@@ -457,7 +463,7 @@ def _grow(search: Search, cfg: PlatformConfig, workload: str, best: Outcome) -> 
         o = grown.run(probe, stop_over_budget=True, check=False)
         if o is None or not o.complete or o.violation_s > search.budget_s:
             continue
-        fixed_at = fixed_at or extra
+        fixed_at = extra if fixed_at is None else fixed_at
         dims = dimensions(cfg, workload, search.trace, search.slo, extra)
         # the valid setting nearest the probe first: most likely within the budget, it bounds the runs after it
         start = replace(best.candidate, extra_nodes=extra, min_replicas=max(ceiling - 1, 1), max_replicas=ceiling,

@@ -2,6 +2,7 @@
 validates and keeps the budget when merged into the stack file, and the pool growth it reports when the pool as it
 is cannot. On examples/005 (vLLM, a pool of 4 A10 nodes) with the bursty built-in trace, 30 minutes of it."""
 import copy
+import functools
 import json
 from types import SimpleNamespace
 
@@ -29,10 +30,16 @@ def example():
     return load_stack_file(EXAMPLE), namespace_from_stack_file(EXAMPLE)
 
 
-def _tuned(budget: str) -> dict:
+@functools.cache
+def _tuned_text(budget: str) -> str:
     code, out, err = cli(*ARGS, "--budget", budget)
     assert code == 0, err
-    return json.loads(out)
+    return out
+
+
+def _tuned(budget: str) -> dict:
+    """One tuning run per budget in this module (each takes seconds)."""
+    return json.loads(_tuned_text(budget))
 
 
 def _adopted(raw: dict, text: str):

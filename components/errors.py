@@ -73,5 +73,6 @@ def listing(items, limit: int = LISTED) -> str:
 
 def counted(n: int, unit: str) -> str:
     """``56 MIG instances``, ``1 GPU``, ``14 GiB``: a count of a unit, in the plural where English wants it."""
-    plural = n != 1 and not unit.endswith(("B", "s"))
-    return f"{n} {unit}{'s' if plural else ''}"
+    head, of, rest = unit.partition(" of ")  # ``4 GiB of GPU memory``: the plural is the head noun's
+    plural = n != 1 and not head.endswith(("B", "s"))
+    return f"{n} {head}{'s' if plural else ''}{of}{rest}"

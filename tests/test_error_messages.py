@@ -214,3 +214,10 @@ def test_a_project_folder_problem_is_a_command_line_problem(tmp_path):
     code, err = cli("plan", "--project", str(tmp_path / "nowhere"))
     assert code == 2
     assert err.startswith("invalid command line (1 problem):\n  - --project: ") and "has no Pulumi.yaml" in err
+
+
+def test_a_count_of_a_unit_with_a_complement_pluralizes_its_head_noun():
+    from gpuplatform.components.errors import counted
+
+    assert [counted(4, "GiB of GPU memory"), counted(2, "slice of a card"), counted(1, "GPU"), counted(3, "GPU")] == [
+        "4 GiB of GPU memory", "2 slices of a card", "1 GPU", "3 GPUs"]

@@ -158,14 +158,6 @@ IMAGES: dict[str, str] = {
 }
 """Image tags we set where a chart's default is a moving tag; every other image is the chart's own pin."""
 
-PAUSE_IMAGE = ("registry.k8s.io/pause:3.10"
-               "@sha256:ee6521f290b2168b6e0935a181d4cff9be1ac3f505666ef0e3c98fae8199917a")
-"""The container of warm-capacity placeholders (components/warm_capacity.py): Kubernetes' pause image, pinned by the
-digest of its multi-arch index for tag 3.10 (kubernetes/kubernetes build/pause, published to registry.k8s.io). It
-only sleeps, runs as the non-root user 65535 its Dockerfile sets and needs no writable filesystem."""
-PAUSE_IMAGE_USER = 65535
-"""``USER 65535:65535`` of the pause image (kubernetes/kubernetes build/pause/Dockerfile)."""
-
 ARMS_GPU_EXPORTER = ("arms-prom", "ack-prometheus-gpu-exporter")
 """Namespace and DaemonSet of the GPU exporter ACK managed Prometheus runs; it needs tolerations for tainted
 GPU pools (ACK FAQ "Why can't I deploy GPU monitoring?")."""

@@ -18,7 +18,7 @@ from typing import Optional
 
 from gpuplatform.catalogs.kubernetes import WARM_CAPACITY_PRIORITY
 from gpuplatform.catalogs.network import PLATFORM_PART_OF
-from gpuplatform.catalogs.versions import PAUSE_IMAGE, PAUSE_IMAGE_USER
+from gpuplatform.catalogs.images import PAUSE_IMAGE, PAUSE_IMAGE_USER
 from gpuplatform.components.config import Workload
 
 PRIORITY_CLASS_NAME = "gpu-platform-warm-capacity"

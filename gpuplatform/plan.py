@@ -1,5 +1,6 @@
 """``gpuplatform plan``: synthesize a stack offline and show/write what ``pulumi up`` would register."""
 import json
+import math
 import sys
 from pathlib import Path
 from typing import Any, Optional, TextIO
@@ -374,7 +375,26 @@ def slo_text(rows: list[dict]) -> str:
         table.append([r["workload"], f"{objectives} in {r['compliance']:g}% of minutes over {r['window']}",
                       ", ".join(f"{t['metric']} {t['target']:g} ({t['basis']})" for t in r["targets"])
                       or "-", *cells])
-    return _table(table)
+    return _table(table) + _allowance_note(rows)
+
+
+def _allowance_note(rows: list[dict]) -> str:
+    """How many bad minutes each trace allows at each compliance stated: a 20-minute trace judged at 99 % allows
+    none, so one bad minute is a NOT met there that a day of the same behaviour would pass."""
+    lengths = {}
+    for r in rows:
+        for trace in SLO_TRACES:
+            if "minutes" in r["verdicts"][trace]:
+                lengths.setdefault(trace, r["verdicts"][trace]["minutes"])
+    if not lengths:
+        return ""
+    notes = []
+    for compliance in sorted({r["compliance"] for r in rows}):
+        budget = 1 - compliance / 100
+        per = ", ".join(f"{trace} ({n} min) {math.floor(n * budget + 1e-9)}" for trace, n in lengths.items())
+        notes.append(f"at {compliance:g}%: {per}; a day (1440 min) {math.floor(1440 * budget + 1e-9)}")
+    return ("\nBad minutes a trace allows " + "; ".join(notes) + " (gpuplatform simulate --trace diurnal --duration "
+            "24h judges a whole day)")
 
 
 LATENCY_TITLE = "Metric latency (change on the GPU -> HPA sees it; simulated step: gpuplatform simulate --trace step)"

@@ -220,3 +220,19 @@ def test_a_derived_target_that_can_never_be_met_names_its_derivation() -> None:
     assert "is 0.727:" in issue.message and "can never be met" in issue.message and "state a target" in issue.message
     w["slo"]["objectives"][0]["below"] = 10
     assert load(raw).workloads[0].autoscaling.metrics[0].target == 7.27
+
+
+def test_the_plan_says_how_many_bad_minutes_each_trace_allows() -> None:
+    """A 20-minute run judged at 99 % allows no bad minute: the table says so, for each compliance it shows."""
+    from gpuplatform.plan import slo_text
+
+    verdict = {"met": False, "badMinutes": 1, "readyReplicaHours": 1.0, "lowerBoundReadyReplicaHours": 1.0}
+    rows = [{"workload": name, "objectives": [{"metric": "gpu_util", "below": 55}], "compliance": compliance,
+             "window": "28d", "targets": [],
+             "verdicts": {"step": {**verdict, "minutes": 20}, "spike": {**verdict, "minutes": 30},
+                          "diurnal": {**verdict, "minutes": 120}}}
+            for name, compliance in (("a", 99.0), ("b", 95.0))]
+    note = slo_text(rows).splitlines()[-1]
+    assert note.startswith("Bad minutes a trace allows at 95%: step (20 min) 1, spike (30 min) 1, diurnal (120 min) "
+                           "6; a day (1440 min) 72; at 99%: step (20 min) 0, spike (30 min) 0, diurnal (120 min) 1; "
+                           "a day (1440 min) 14")

@@ -86,6 +86,8 @@ ADDONS: dict[str, AckAddon] = {
     )
 }
 
+FLUID_COMPONENT = "ack-fluid"
+"""The cloud-native AI suite's dataset acceleration (Fluid), which serves ``volumes[].fluid``."""
 PREREQUISITES: dict[str, str] = {
     ACK_LEGACY_SHARING_ADDON: (
         "legacy cGPU of a dedicated cluster: install ack-cgpu from the ACK console (Marketplace > App Catalog > "
@@ -93,6 +95,13 @@ PREREQUISITES: dict[str, str] = {
         "component only on ACK dedicated clusters from the Marketplace page in the console': ack-cgpu release "
         "notes); it is not a cluster add-on (the provider's and the SDK's add-on lists do not name it) and its "
         "chart is not published elsewhere. gpuplatform verify (sharing.cgpu-component) checks it runs"),
+    FLUID_COMPONENT: (
+        "Fluid, for the weights caches of volumes[].fluid: on ACK Pro the ack-fluid component of the cloud-native AI "
+        "suite (ACK console > Cloud-native AI Suite > deploy ack-fluid, or enable Fluid acceleration when deploying "
+        "the suite; ACK 'ack-fluid' overview: ACK Pro, Serverless Pro and Edge Pro clusters only, not on "
+        "ContainerOS nodes; uninstall an open-source Fluid first). ACK documents it as a component of the suite, "
+        "not as a cluster add-on. On another cluster, open-source Fluid (Helm chart fluid/fluid from "
+        "fluid-cloudnative.github.io/charts, namespace fluid-system)"),
 }
 """Components a stack needs that ACK documents installing only by hand: named by the plan, checked by verify."""
 

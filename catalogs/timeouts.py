@@ -80,6 +80,12 @@ class LoadRate:
 ESSD_PL1_MAX_MB_PER_SECOND = 350
 """Alibaba ECS "ESSDs": a PL1 ESSD delivers min{120 + 0.5 x capacity GiB, 350} MB/s, PL0 min{100 + 0.25 x capacity,
 180} (alibabacloud.com/help/en/elastic-compute-service/latest/essds). ACK's default disk StorageClass is a PL1 ESSD."""
+FLUID_CACHE_DOC = ("Alibaba ACK 'Accelerate online applications' with Fluid JindoRuntime "
+                   "(alibabacloud.com/help/en/doc-detail/440265.html): a 2 GB model "
+                   "(BERT wwm_uncased_L-24_H-1024_A-16) loads in 27 s or more per pod from OSS, in under 3 s from "
+                   "the JindoRuntime memory cache")
+FLUID_CACHE_BASIS = ("cited lower bound, rounded down: " + FLUID_CACHE_DOC + ", i.e. 2e9 B / 3 s = 636 MiB/s "
+                     "at least; an SSD tier or a reader on a node without a worker reads slower")
 MODEL_LOAD_RATES: dict[str, LoadRate] = {
     "pvc": LoadRate(150, "estimate within a cited ceiling: a PersistentVolumeClaim, taken as an ESSD disk; a PL1 "
                          "ESSD reads at most 350 MB/s and 170 MB/s at 100 GiB (Alibaba ECS 'ESSDs'); a PL0 at most "
@@ -90,8 +96,10 @@ MODEL_LOAD_RATES: dict[str, LoadRate] = {
                            "system disk after the pull, an ESSD (at most 350 MB/s for PL1)"),
     "download": LoadRate(40, "estimate: the server fetches the weights from a model hub over the Internet (NAT "
                              "gateway bandwidth and the hub's per-client rate) and then reads them from /tmp"),
+    "fluid": LoadRate(600, FLUID_CACHE_BASIS),
 }
-"""Load rate per weight source: ``pvc`` and ``nfs`` are the two kinds of workload volume (``source: volume``)."""
+"""Load rate per weight source: ``pvc``, ``nfs`` and ``fluid`` are the kinds of workload volume (``source: volume``);
+``fluid`` is the rate once the dataset cache holds the weights (:data:`FLUID_FILL_RATE` is the first read's)."""
 STREAMED_LOAD_RATES: dict[str, LoadRate] = {
     "pvc": LoadRate(333, "estimate at a cited ceiling: vLLM's Run:ai Model Streamer (--load-format runai_streamer) "
                          "reads the safetensors with concurrent threads and streams them to GPU memory, so the disk's "
@@ -102,10 +110,20 @@ STREAMED_LOAD_RATES: dict[str, LoadRate] = {
     "nfs": LoadRate(100, "estimate: the NAS client's throughput bounds a streamed read as it bounds a plain one; no "
                          "gain assumed"),
     "download": LoadRate(40, "estimate: vLLM downloads a hub model before it streams it; the download bounds it"),
+    "fluid": LoadRate(600, "estimate at a cited figure: the streamer reads the Fluid mount like a local directory; "
+                           "no gain over one reader assumed, since the cited cache figure (" + FLUID_CACHE_DOC
+                           + ") is the only measurement"),
 }
 """Load rate per weight source when the server streams the weights (vLLM ``--load-format runai_streamer``). ESTIMATES
 like :data:`MODEL_LOAD_RATES`: ``gpuplatform verify`` (model.load-time) measures them and ``model.loadMibPerSecond``
 replaces them."""
+FLUID_FILL_RATE = LoadRate(70, "cited: " + FLUID_CACHE_DOC + ": 2e9 B / 27 s = 70.6 MiB/s, one pod reading OSS "
+                                "through the runtime before the cache holds the data; an estimate for larger weights, "
+                                "whose read the OSS bandwidth of the bucket and the node bounds")
+"""How fast the first replica reads weights from a Fluid (JindoRuntime) dataset whose cache is empty: it reads OSS
+and fills the cache as it goes; later replicas read at the ``fluid`` rate (docs/model-startup.md). Plain and
+streamed alike: the streamer's concurrent reads still come from OSS through one FUSE mount. ``gpuplatform verify``
+(model.load-time) shows the first load against it and the later ones against the cache rate."""
 IMAGE_PULL_RATE = LoadRate(100, "estimate: pulling and unpacking image layers from Container Registry over the "
                                 "VPC; unpacking is single-threaded per layer")
 """How fast image bytes reach a node: an image that carries the weights pulls that much longer."""

@@ -1,6 +1,6 @@
 """Which ACK add-ons a stack needs on its running cluster, and why: one answer for the components that install
 them (each asks its cluster for the ones it needs, :meth:`GpuCluster.require_addons`) and for the tests."""
-from gpuplatform.catalogs.ack import ARMS_ADDON, AUTO_REPAIR_ADDONS, INGRESS_ADDON
+from gpuplatform.catalogs.ack import ARMS_ADDON, AUTO_REPAIR_ADDONS, FLUID_COMPONENT, INGRESS_ADDON
 from gpuplatform.catalogs.sharing import ACK_LEGACY_SHARING_ADDON, ACK_SHARING_ADDON
 from gpuplatform.components.config import PlatformConfig
 
@@ -42,10 +42,13 @@ def sharing_addons(on_ack: bool, ack_pro: bool, mode: str) -> list[str]:
 
 def prerequisites(cfg: PlatformConfig) -> list[str]:
     """Components the stack needs but cannot install (catalogs/ack.py ``PREREQUISITES``): the legacy cGPU component
-    of a dedicated cluster with cGPU pools."""
+    of a dedicated cluster with cGPU pools; Fluid (``ack-fluid``) for the weights caches of ``volumes[].fluid``."""
+    out = []
     if cfg.is_ack and not cfg.is_ack_pro and any(p.sharing.mode == "cgpu" for p in cfg.node_pools):
-        return [ACK_LEGACY_SHARING_ADDON]
-    return []
+        out.append(ACK_LEGACY_SHARING_ADDON)
+    if any(v.fluid is not None for w in cfg.workloads for v in w.volumes):
+        out.append(FLUID_COMPONENT)  # volumes[].fluid: its Dataset and JindoRuntime need Fluid's controllers
+    return out
 
 
 def repair_addons(cfg: PlatformConfig, pool) -> list[str]:

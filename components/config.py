@@ -481,15 +481,51 @@ class NfsVolume(Model):
     """Mount the export read-only. Default true."""
 
 
+class FluidCredentials(Model):
+    """A Secret holding the OSS AccessKey pair, read by Fluid through the Dataset's ``encryptOptions``: the
+    credentials never appear in the stack or the rendered objects. The Secret lives in the cache's namespace
+    (``<workload>-fluid``), where the Dataset that reads OSS is."""
+    secret_name: str
+    """Name of the Secret."""
+    access_key_id_key: str = "fs.oss.accessKeyId"
+    """Key of the AccessKey ID in the Secret. Default ``fs.oss.accessKeyId`` (ACK's Fluid examples)."""
+    access_key_secret_key: str = "fs.oss.accessKeySecret"
+    """Key of the AccessKey secret in the Secret. Default ``fs.oss.accessKeySecret``."""
+
+
+class FluidVolume(Model):
+    """Model weights in an OSS bucket, served through a Fluid dataset cache (ACK's ``ack-fluid``, JindoRuntime):
+    the first replica's read fills the cache, later replicas read it from the cache workers on the pool's nodes
+    (docs/model-startup.md, "A node-local copy of the weights")."""
+    mount_point: str
+    """The OSS directory holding the model, ``oss://<bucket>/<path>``."""
+    endpoint: str
+    """OSS endpoint, e.g. ``oss-cn-hangzhou-internal.aliyuncs.com`` (the region's VPC endpoint)."""
+    credentials: FluidCredentials
+    """The Secret with the OSS AccessKey pair (by reference)."""
+    cache_medium: Literal["MEM", "SSD"] = "MEM"
+    """Where each cache worker keeps its blocks: ``MEM`` (the node's memory, ``/dev/shm``) or ``SSD`` (the node's
+    disk, an emptyDir). Default MEM."""
+    cache_quota_gib: float = Field(gt=0)
+    """Cache each worker may hold, in GiB. The workers together must hold the weights (``model.sizeGib``); a MEM
+    quota comes out of the node's memory, beside the replicas."""
+    cache_workers: int = Field(1, ge=1)
+    """Cache workers (JindoRuntime ``replicas``), one per node of the workload's pool; at most the pool's
+    ``minNodes``, so no worker waits for a node (or makes the autoscaler add a GPU node for it). Default 1."""
+
+
 class Volume(Model):
     name: str
     mount_path: str
     read_only: bool = True
     """Mount read-only. Default true (a model repository)."""
     nfs: Optional[NfsVolume] = None
-    """NFS export (as in the Triton article). Exactly one of ``nfs``/``pvc`` is required. Default none."""
+    """NFS export (as in the Triton article). Exactly one of ``nfs``/``pvc``/``fluid`` is required. Default none."""
     pvc: Optional[str] = None
     """Existing PersistentVolumeClaim name. Default none."""
+    fluid: Optional[FluidVolume] = None
+    """An OSS directory behind a Fluid dataset cache (ACK's ``ack-fluid``, a prerequisite); always mounted
+    read-only. Default none."""
 
 
 class SecretRef(Model):
@@ -520,7 +556,8 @@ class ModelWeights(Model):
     size_gib: float = Field(gt=0, le=4096)
     """Size of the weights in GiB as stored (the checkpoint files), e.g. 15 for a 7B model in bf16."""
     source: Literal["volume", "image", "download"]
-    """``volume``: read from one of the workload's ``volumes`` (a PVC or an NFS export); ``image``: baked into the
+    """``volume``: read from one of the workload's ``volumes`` (a PVC, an NFS export or a Fluid cache of an OSS
+    directory); ``image``: baked into the
     container image, which pulls that much longer; ``download``: the server fetches them at start (e.g. from a
     model hub) into a writable path."""
     volume: Optional[str] = None

@@ -177,6 +177,11 @@ class InferenceService(ComposedComponent, pulumi.ComponentResource):
 
         claims = [add(f"{name}-{obj['kind'].lower()}-{obj['metadata']['name']}", obj)
                   for obj in wm.nfs_volume_objects(workload, ctx)]
+        cache = []  # the cache's namespace first, then the objects in it (components/fluid_cache.py)
+        for obj in wm.fluid_objects(workload, ctx):
+            cache.append(add(f"{name}-{obj['kind'].lower()}-{obj['metadata'].get('namespace', 'cluster')}-"
+                             f"{obj['metadata']['name']}", obj, *cache[:1]))
+        claims += cache
         self.deployment = add(f"{name}-deployment", wm.deployment(workload, ctx), *claims)
         self.service = add(f"{name}-service", wm.service(workload, ctx))
         routes = wm.ingresses(workload, ctx)

@@ -36,6 +36,10 @@ class LoadEstimate:
     """Seconds the weights add to the image pull (``source: image``), else 0."""
     streamed: bool = False
     """The server streams the weights (vLLM ``--load-format runai_streamer``): read at the streamed rate."""
+    fill_mib_per_second: Optional[float] = None
+    """A Fluid dataset cache (``source: volume`` on a ``fluid`` volume): the rate of the first read, which fills the
+    cache from OSS (catalogs/timeouts.py ``FLUID_FILL_RATE``); ``mib_per_second`` is then the cache's rate. None
+    for every other source."""
 
     @property
     def read_seconds(self) -> float:
@@ -46,26 +50,52 @@ class LoadEstimate:
         return timeouts.expected_load_seconds(self.size_gib, self.mib_per_second, self.overhead_seconds)
 
     @property
+    def fill_expected_seconds(self) -> Optional[float]:
+        """Container start to ready of the replica that fills a Fluid cache (None without one)."""
+        if self.fill_mib_per_second is None:
+            return None
+        return timeouts.expected_load_seconds(self.size_gib, self.fill_mib_per_second, self.overhead_seconds)
+
+    @property
+    def slowest_expected_seconds(self) -> float:
+        """The longest load a replica is expected to take: the cache-filling one with a Fluid cache, else the
+        load. The startup budget must cover it, or the kubelet restarts the replica that fills the cache."""
+        fill = self.fill_expected_seconds
+        return max(self.expected_seconds, fill) if fill is not None else self.expected_seconds
+
+    @property
     def sized_budget_seconds(self) -> int:
-        return timeouts.sized_startup_seconds(self.expected_seconds, STARTUP_PROBE_PERIOD_SECONDS)
+        return timeouts.sized_startup_seconds(self.slowest_expected_seconds, STARTUP_PROBE_PERIOD_SECONDS)
 
     def describe(self) -> str:
         """The sum, short enough for an error message."""
         kind = f"streamed {self.source}" if self.streamed else self.source
         rate = ("model.loadMibPerSecond" if self.rate_basis == "model.loadMibPerSecond"
                 else f"the {kind} estimate of catalogs/timeouts.py")
-        return (f"{self.overhead_seconds}s server start + {self.size_gib:g} GiB at {self.mib_per_second:g} MiB/s "
+        text = (f"{self.overhead_seconds}s server start + {self.size_gib:g} GiB at {self.mib_per_second:g} MiB/s "
                 f"({rate})")
+        if self.fill_mib_per_second is not None:
+            text += (f"; the replica that fills the cache reads at {self.fill_mib_per_second:g} MiB/s from OSS "
+                     f"({self.fill_expected_seconds:.0f}s)")
+        return text
 
 
 def volume_kind(w: Workload) -> Optional[str]:
-    """``pvc`` or ``nfs`` for the volume ``model`` reads from; None when it names no volume of the workload."""
-    m = w.model
-    name = m.volume if m.volume is not None else (w.volumes[0].name if len(w.volumes) == 1 else None)
-    vol = next((v for v in w.volumes if v.name == name), None)
+    """``pvc``, ``nfs`` or ``fluid`` for the volume ``model`` reads from; None when it names no volume of the
+    workload."""
+    vol = model_volume(w)
     if vol is None:
         return None
-    return "nfs" if vol.nfs is not None else "pvc"
+    return "nfs" if vol.nfs is not None else "fluid" if vol.fluid is not None else "pvc"
+
+
+def model_volume(w: Workload):
+    """The workload volume ``model`` reads from (``source: volume``), or None."""
+    m = w.model
+    if m is None or m.source != "volume":
+        return None
+    name = m.volume if m.volume is not None else (w.volumes[0].name if len(w.volumes) == 1 else None)
+    return next((v for v in w.volumes if v.name == name), None)
 
 
 def load_estimate(w: Workload) -> Optional[LoadEstimate]:
@@ -83,7 +113,9 @@ def load_estimate(w: Workload) -> Optional[LoadEstimate]:
     pull = 0
     if m.source == "image":
         pull = math.ceil(m.size_gib * 1024 / timeouts.IMAGE_PULL_RATE.mib_per_second)
-    return LoadEstimate(m.size_gib, key, mib_s, basis, servers.start_overhead_seconds(w.server), pull, streamed)
+    fill = timeouts.FLUID_FILL_RATE.mib_per_second if key == "fluid" else None
+    return LoadEstimate(m.size_gib, key, mib_s, basis, servers.start_overhead_seconds(w.server), pull, streamed,
+                        fill)
 
 
 def streams_weights(w: Workload) -> bool:

@@ -24,6 +24,7 @@ from gpuplatform.components.model_startup import (STARTUP_PROBE_PERIOD_SECONDS, 
                                                   startup_seconds)
 from gpuplatform.components.network_policy import NetworkAccess, caller_peer, peer_object
 from gpuplatform.components.pools import PoolFacts
+from gpuplatform.components.fluid_cache import claim_name as fluid_claim_name, fluid_objects
 from gpuplatform.components.pre_pull import pre_pull_daemonset
 
 PART_OF = PLATFORM_PART_OF
@@ -199,7 +200,8 @@ def container(w: Workload, ctx: WorkloadContext) -> dict:
             "seccompProfile": {"type": "RuntimeDefault"},
         },
         "volumeMounts": [{"name": "tmp", "mountPath": TMP_MOUNT_PATH}]
-        + [{"name": v.name, "mountPath": v.mount_path, "readOnly": v.read_only} for v in w.volumes],
+        + [{"name": v.name, "mountPath": v.mount_path, "readOnly": v.read_only or v.fluid is not None}
+           for v in w.volumes],
         **probes(w),
     }
     if w.command:
@@ -211,12 +213,19 @@ def container(w: Workload, ctx: WorkloadContext) -> dict:
     return out
 
 
+def _claim(w: Workload, v) -> dict:
+    """The claim a volume mounts: the stack's PVC, the one rendered for an NFS export, or the one Fluid creates for
+    a ``fluid`` volume's Dataset (always read-only: the cache serves the weights, nothing writes them)."""
+    if v.fluid is not None:
+        return {"claimName": fluid_claim_name(w, v), "readOnly": True}
+    return {"claimName": v.pvc or volume_claim_name(w, v.name), "readOnly": v.read_only}
+
+
 def deployment(w: Workload, ctx: WorkloadContext) -> dict:
     """apps/v1 Deployment; ``spec.replicas`` only for a fixed workload: otherwise the HPA (or KEDA) owns the
     replica count."""
     volumes = [{"name": "tmp", "emptyDir": {"sizeLimit": f"{TMP_SIZE_LIMIT_GIB}Gi"}}]
-    volumes += [{"name": v.name, "persistentVolumeClaim": {"claimName": v.pvc or volume_claim_name(w, v.name),
-                                                            "readOnly": v.read_only}} for v in w.volumes]
+    volumes += [{"name": v.name, "persistentVolumeClaim": _claim(w, v)} for v in w.volumes]
     spread = [{"maxSkew": 1, "topologyKey": key, "whenUnsatisfiable": "ScheduleAnyway",
                "labelSelector": {"matchLabels": selector(w)}}
               for key in ("kubernetes.io/hostname", "topology.kubernetes.io/zone")]
@@ -518,5 +527,5 @@ def workload_objects(w: Workload, ctx: WorkloadContext) -> list[dict]:
     judges them as the API server would before any is registered: components/validation/authored.py)."""
     optional = (pod_disruption_budget(w, ctx), hpa(w, ctx), scaled_object(w, ctx), pod_monitor(w, ctx),
                 network_policy(w, ctx), pre_pull_daemonset(w, ctx))
-    return [*nfs_volume_objects(w, ctx), deployment(w, ctx), service(w, ctx), *ingresses(w, ctx),
-            *(obj for obj in optional if obj is not None)]
+    return [*nfs_volume_objects(w, ctx), *fluid_objects(w, ctx), deployment(w, ctx), service(w, ctx),
+            *ingresses(w, ctx), *(obj for obj in optional if obj is not None)]

@@ -423,6 +423,8 @@ def startup_rows(cfg: PlatformConfig) -> list[dict]:
                                                           "mibPerSecond": est.mib_per_second,
                                                           "rateBasis": est.rate_basis, "streamed": est.streamed},
                      "expectedLoadSeconds": None if est is None else round(est.expected_seconds),
+                     **({"cacheFillLoadSeconds": round(est.fill_expected_seconds)}
+                        if est is not None and est.fill_mib_per_second is not None else {}),
                      "startupProbeSeconds": startup_seconds(w), "startupProbeBasis": basis, "readiness": check})
     return rows
 
@@ -437,7 +439,9 @@ def startup_text(rows: list[dict]) -> str:
                       f"{weights['sizeGib']:g} GiB ({'streamed ' if weights['streamed'] else ''}{weights['source']}, "
                       f"{weights['mibPerSecond']:g} MiB/s)"
                       if weights else "-",
-                      _secs(r["expectedLoadSeconds"]) if weights else "unknown (no model)",
+                      (_secs(r["expectedLoadSeconds"]) + (f" ({_secs(r['cacheFillLoadSeconds'])} filling the cache)"
+                                                          if "cacheFillLoadSeconds" in r else ""))
+                      if weights else "unknown (no model)",
                       f"{r['startupProbeSeconds']}s ({r['startupProbeBasis']})", r["readiness"]])
     return _table(table)
 

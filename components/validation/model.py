@@ -43,7 +43,7 @@ def check_model(cfg: PlatformConfig, p: str, w: Workload, f: Optional[PoolFacts]
     m = w.model
     if _check_source(p, w, out):
         est = load_estimate(w)
-        expected = est.expected_seconds
+        expected = est.slowest_expected_seconds
         stated = stated_startup_seconds(w)
         if expected > STARTUP_BUDGET_MAX_SECONDS and (stated is None or stated < expected):
             out.add(f"{p}.model",

@@ -17,6 +17,7 @@ from gpuplatform.components.validation.cluster import check_ack_cluster, check_c
 from gpuplatform.components.validation.common import Rule, WorkloadRule, _Issues
 from gpuplatform.components.validation.exposure import check_exposure
 from gpuplatform.components.validation.mig import check_mig_configs, check_mig_strategy
+from gpuplatform.components.validation.fluid import check_fluid_volumes
 from gpuplatform.components.validation.model import check_model
 from gpuplatform.components.validation.monitoring import check_adapter_adoption, check_intervals, check_monitoring
 from gpuplatform.components.validation.network import check_network_policy
@@ -34,7 +35,7 @@ from gpuplatform.components.validation.workloads import (check_command_line, che
 # path (a replica ceiling is not computed from a GPU request that is itself wrong).
 WORKLOAD_RULES: tuple[WorkloadRule, ...] = (check_image, check_ports_and_probes, check_env_and_volumes,
                                             check_command_line, check_node_pool, check_gpu_request, check_server,
-                                            check_model, check_node_fit,
+                                            check_model, check_fluid_volumes, check_node_fit,
                                             check_replicas,
                                             check_autoscaling, check_warm_capacity, check_slo, check_exposure,
                                             check_network_policy)

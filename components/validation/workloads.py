@@ -151,8 +151,8 @@ def check_env_and_volumes(cfg: PlatformConfig, p: str, w: Workload, f: Optional[
         out.add(f"{p}.secretEnv.{key}", "is also set in 'env'; set each variable once")
     vnames = set()
     for j, vol in enumerate(w.volumes):
-        if (vol.nfs is None) == (vol.pvc is None):
-            out.add(f"{p}.volumes[{j}]", f"{fmt(vol.name)} needs exactly one source; allowed: nfs or pvc")
+        if sum(x is not None for x in (vol.nfs, vol.pvc, vol.fluid)) != 1:
+            out.add(f"{p}.volumes[{j}]", f"{fmt(vol.name)} needs exactly one source; allowed: nfs, pvc or fluid")
         if vol.name in vnames or vol.name == "tmp":
             out.add(f"{p}.volumes[{j}].name", f"{fmt(vol.name)} is used twice or reserved ('tmp')")
         vnames.add(vol.name)

@@ -32,6 +32,10 @@ class Pod:
     ready_at: Optional[float] = None
     placeholder: bool = False
     """A warm-capacity placeholder (pause at a negative priority): holds a slot, serves nothing."""
+    load_s: Optional[float] = None
+    """Container start to loaded, seconds, before the startup probe's period rounds it (set when bound)."""
+    fills_cache: bool = False
+    """The replica found the Fluid weights cache empty and reads OSS to fill it."""
 
     def phase(self, t: float) -> str:
         return "Running" if self.started is not None and self.started <= t else "Pending"
@@ -56,10 +60,14 @@ class Pods:
     """The Deployment's pods: the ReplicaSet controller creates and deletes them to match ``spec``; the scheduler
     binds them to ready nodes; each pulls its image (once per node) and loads its model before it is ready."""
 
-    def __init__(self, workload: str, image_pull_s: int, model_load_s: int):
+    def __init__(self, workload: str, image_pull_s: int, model_load_s: int, fill_load_s: Optional[int] = None):
         self.workload = workload
         self.image_pull_s = image_pull_s
         self.model_load_s = model_load_s
+        self.fill_load_s = fill_load_s
+        """With a Fluid weights cache: the load of the replica that fills it (``model_load_s`` is a hit's)."""
+        self.cache_filled_at: Optional[float] = None
+        """When the Fluid cache holds the weights: the filling replica's read is done (None: empty, or no cache)."""
         self.pods: list[Pod] = []
         self.deleted: list[tuple[float, Pod]] = []
         """(time, pod) of every deletion since the consumer last took them (the scrape loop does)."""
@@ -81,6 +89,8 @@ class Pods:
             node = next((x for x in nodes.nodes if len(x.pods) < x.slots), None)
             if node is not None:
                 node.image_at = -1e9  # the replica ran there: its image is on the node
+                if self.fill_load_s is not None:
+                    self.cache_filled_at = -1e9  # and its load filled the weights cache
                 node.pods.append(pod)
                 pod.node, pod.bound, pod.started, pod.ready_at = node, -1e9, -1e9, -1e9
 
@@ -92,6 +102,8 @@ class Pods:
             ranked = sorted(self.pods, key=lambda p: (p.node is not None, p.phase(t) == "Running", p.is_ready(t),
                                                       -p.created))
             for pod in ranked[:len(self.pods) - spec]:
+                if pod.fills_cache and not pod.is_ready(t):
+                    self.cache_filled_at = None  # its read of OSS stops: the next replica to start fills the cache
                 self.pods.remove(pod)
                 if pod.node is not None:
                     pod.node.pods.remove(pod)
@@ -121,8 +133,23 @@ class Pods:
             if node.image_at is None:
                 node.image_at = bind_at + self.image_pull_s
             pod.started = max(bind_at, node.image_at)
-            load = STARTUP_PROBE_PERIOD_SECONDS * math.ceil(self.model_load_s / STARTUP_PROBE_PERIOD_SECONDS)
+            pod.load_s = self._load_seconds(pod)
+            load = STARTUP_PROBE_PERIOD_SECONDS * math.ceil(pod.load_s / STARTUP_PROBE_PERIOD_SECONDS)
             pod.ready_at = pod.started + load
+
+    def _load_seconds(self, pod: Pod) -> float:
+        """The pod's load. With a Fluid weights cache (components/fluid_cache.py), the first replica to start while
+        the cache is empty reads OSS and fills it (``fill_load_s``); one that starts later reads the cache
+        (``model_load_s``) but cannot finish before the blocks it reads are cached, i.e. before the filler's read
+        ends: JindoRuntime caches a block as a reader first fetches it from OSS (ACK doc-detail/440265: the first
+        read goes to OSS, the later ones hit the cache). Without a cache every pod loads in ``model_load_s``."""
+        if self.fill_load_s is None:
+            return float(self.model_load_s)
+        if self.cache_filled_at is None:
+            pod.fills_cache = True
+            self.cache_filled_at = pod.started + self.fill_load_s
+            return float(self.fill_load_s)
+        return max(float(self.model_load_s), self.cache_filled_at - pod.started)
 
     def ready(self, t: float) -> list[Pod]:
         memo_t, changes, pods = self._ready_memo

@@ -25,11 +25,13 @@ the rate it was served at, not the queue of the second it completes in.
 """
 from __future__ import annotations
 
+import dataclasses
 import bisect
 import functools
 import math
 from collections import deque
 from dataclasses import dataclass
+from typing import Optional
 
 from gpuplatform.catalogs.metrics import LATENCY_OBSERVES, METRICS, histogram_p90
 from gpuplatform.catalogs.server_cli import BATCH_METRICS
@@ -178,6 +180,9 @@ class ServicePlan:
     """Requests a replica serves at once (``serviceModel.concurrency``)."""
     startup_basis: str = ""
     """Where ``model_load_s`` and ``image_pull_s`` come from (printed by the report)."""
+    cache_fill_load_s: Optional[int] = None
+    """With the weights on a Fluid dataset cache: the load of the replica that finds the cache empty and fills it
+    from OSS; ``model_load_s`` is then the load from the filled cache. None for every other source."""
     buckets: tuple = ()
     """A latency histogram's bucket bounds, seconds (``latency`` kind)."""
     latency: str = ""
@@ -252,6 +257,21 @@ class ServicePlan:
 
 
 def service_plan(cfg: PlatformConfig, w: Workload) -> ServicePlan:
+    """How one replica serves and starts (:func:`_service_plan`), with the load of a cache-filling replica when the
+    weights are on a Fluid dataset cache."""
+    return dataclasses.replace(_service_plan(cfg, w), cache_fill_load_s=cache_fill_seconds(w))
+
+
+def cache_fill_seconds(w: Workload) -> Optional[int]:
+    """The expected load of the replica that fills a Fluid weights cache from OSS (catalogs/timeouts.py
+    ``FLUID_FILL_RATE``); None without such a cache, or when ``serviceModel.modelLoadSeconds`` states the load."""
+    est = load_estimate(w)
+    if est is None or est.fill_expected_seconds is None or w.service_model.model_load_seconds is not None:
+        return None
+    return math.ceil(est.fill_expected_seconds)
+
+
+def _service_plan(cfg: PlatformConfig, w: Workload) -> ServicePlan:
     sm = w.service_model
     first = w.autoscaling.metrics[0]
     kind = metric_kind(first.metric)

@@ -13,7 +13,8 @@ The phases follow the replica's path through the simulated cluster (gpuplatform/
 * ``image_pull``: bound to the container started: the image pull on the node, 0 where it is already present
   (a replica ran there, or a pre-puller pulled it: ``prePull``);
 * ``model_load``: the server's start and its weights read (``serverStart`` + ``weights`` when the load is the
-  estimate of ``model``, components/model_startup.py);
+  estimate of ``model``, components/model_startup.py); with a Fluid weights cache, ``cache`` says whether the
+  replica filled it from OSS, hit it, or waited on the replica filling it;
 * ``probe``: the wait for the startup probe's next period after loading.
 """
 from __future__ import annotations
@@ -34,7 +35,7 @@ def capacity_path(ready_pods: list, increase_at: float, setup) -> Optional[dict]
         return None
     pod = max(pods, key=lambda p: (p.ready_at, p.created))
     node = pod.node
-    load = setup.plan.model_load_s
+    load = pod.load_s if pod.load_s is not None else setup.plan.model_load_s
     t1 = pod.created
     t2 = max(t1, node.created)
     t3 = max(t2, node.ready_at)
@@ -49,7 +50,21 @@ def capacity_path(ready_pods: list, increase_at: float, setup) -> Optional[dict]
     if est is not None and w.service_model.model_load_seconds is None:
         out["model_load_parts"] = {"server_start": est.overhead_seconds, "weights": round(est.read_seconds, 1),
                                    "weights_mib_per_second": est.mib_per_second, "streamed": est.streamed}
+        if est.fill_mib_per_second is not None:
+            out["model_load_parts"].update(_cache_parts(pod, est, float(load), setup.plan.model_load_s))
     return {k: (round(v, 3) if isinstance(v, float) else v) for k, v in out.items()}
+
+
+def _cache_parts(pod, est, load: float, hit_load: int) -> dict:
+    """The weights' part of a load with a Fluid cache: ``cache`` is ``fill`` (the replica read OSS and filled the
+    cache), ``hit`` (it read the filled cache) or ``wait`` (it read the cache while another replica was still
+    filling it, and finished with that replica's read)."""
+    if pod.fills_cache:
+        return {"cache": "fill", "weights": round(est.size_gib * 1024 / est.fill_mib_per_second, 1),
+                "weights_mib_per_second": est.fill_mib_per_second}
+    if load > hit_load:
+        return {"cache": "wait", "weights": round(load - est.overhead_seconds, 1)}
+    return {"cache": "hit"}
 
 
 def path_text(path: Optional[dict]) -> str:
@@ -62,8 +77,11 @@ def path_text(path: Optional[dict]) -> str:
         if name == "model_load" and "model_load_parts" in path:
             m = path["model_load_parts"]
             how = "streamed" if m["streamed"] else "read"
+            where = {"fill": " from OSS, filling the Fluid cache", "hit": " from the Fluid cache",
+                     "wait": " from the Fluid cache as another replica filled it"}.get(m.get("cache"), "")
+            rate = f" at {m['weights_mib_per_second']:g} MiB/s" if m.get("cache") != "wait" else ""
             parts.append(f"{label} {path[name]:.0f}s ({m['server_start']}s server start + {m['weights']:g}s weights "
-                         f"{how} at {m['weights_mib_per_second']:g} MiB/s)")
+                         f"{how}{where}{rate})")
         else:
             parts.append(f"{label} {path[name]:.0f}s")
     where = "a new node" if path["new_node"] else "an existing node"

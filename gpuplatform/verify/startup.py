@@ -108,22 +108,38 @@ def go_duration_seconds(text: str) -> Optional[float]:
     return sum(float(v) * _UNIT_SECONDS[u] for v, u in parts)
 
 
-def _estimate_text(w: Workload, worst: Optional[float] = None) -> str:
-    """The estimate of ``model`` next to the measurement, and the read rate the slowest load implies."""
+def _estimate_text(w: Workload, worst: Optional[float] = None, fastest: Optional[float] = None) -> str:
+    """The estimate of ``model`` next to the measurement, and the read rate the slowest load implies. With a Fluid
+    weights cache the slowest load is the one that filled the cache from OSS (against ``FLUID_FILL_RATE``) and the
+    fastest one read the cache (against the cache's rate, which ``model.loadMibPerSecond`` replaces)."""
     est = load_estimate(w)
     if est is None:
         return ""
     text = f"; estimated {est.expected_seconds:.0f}s"
+    if est.fill_expected_seconds is not None:
+        text += f" ({est.fill_expected_seconds:.0f}s for the replica that fills the Fluid cache)"
     if worst is None:
         return text
     kind = f"streamed {est.source}" if est.streamed else est.source
-    reading = worst - est.overhead_seconds
+    if est.fill_mib_per_second is not None:
+        text += _rate_text(est, worst, est.fill_mib_per_second, "the slowest, as if it filled the cache from OSS; "
+                           "catalogs/timeouts.py FLUID_FILL_RATE")
+        if fastest is None or fastest == worst:
+            return text
+        return text + _rate_text(est, fastest, est.mib_per_second, f"the fastest, from the cache ({kind}); "
+                                 "model.loadMibPerSecond takes a measured rate")
+    return text + _rate_text(est, worst, est.mib_per_second, f"{kind}; model.loadMibPerSecond takes a measured rate")
+
+
+def _rate_text(est, seconds: float, against: float, what: str) -> str:
+    """The read rate a load of ``seconds`` implies after the server's estimated start, against a catalog rate."""
+    reading = seconds - est.overhead_seconds
     if reading <= 0:
-        return (text + f"; the load took less than the {est.overhead_seconds}s server start estimated: the weights' "
-                "rate cannot be told from it")
+        return (f"; the load took less than the {est.overhead_seconds}s server start estimated: the weights' rate "
+                "cannot be told from it")
     rate = est.size_gib * 1024 / reading
-    return (text + f"; read at {rate:.0f} MiB/s after the {est.overhead_seconds}s server start estimated, against "
-            f"{est.mib_per_second:g} MiB/s ({kind}; model.loadMibPerSecond takes a measured rate)")
+    return (f"; read at {rate:.0f} MiB/s after the {est.overhead_seconds}s server start estimated, against "
+            f"{against:g} MiB/s ({what})")
 
 
 def _pull_text(events: list, pod_names: set) -> str:
@@ -197,7 +213,8 @@ def check_load_time(cfg: PlatformConfig, w: Workload, core: k8s.CoreV1Api) -> Ch
     if measured:
         worst, at = max(measured)
         parts.append(f"slowest load {worst:.0f}s ({at}) of a {budget}s startup budget "
-                     f"({100 * worst / budget:.0f}%){_estimate_text(w, worst)}; {len(measured)} pod(s) measured")
+                     f"({100 * worst / budget:.0f}%){_estimate_text(w, worst, min(measured)[0])}; "
+                     f"{len(measured)} pod(s) measured")
     pulled = _pull_text(events, {pod.metadata.name for pod in pods})
     if pulled:
         parts.append(pulled)

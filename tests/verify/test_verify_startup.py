@@ -122,3 +122,19 @@ def test_go_durations_as_the_kubelet_prints_them():
     assert go_duration_seconds("1h2m3s") == 3723
     assert go_duration_seconds("850ms") == pytest.approx(0.85)
     assert go_duration_seconds("soon") is None and go_duration_seconds("3s later") is None
+
+
+def test_weights_on_a_fluid_cache_are_measured_against_the_fill_rate(fake_api, staging_cfg):
+    """With a Fluid weights cache the slowest load is the one that filled the cache from OSS: its rate is set
+    against the fill rate, not the cache's."""
+    from gpuplatform.components.config import FluidCredentials, FluidVolume, Volume
+    vol = Volume(name="models", mount_path="/models", fluid=FluidVolume(
+        mount_point="oss://models/bert", endpoint="oss-cn-hangzhou-internal.aliyuncs.com",
+        credentials=FluidCredentials(secret_name="oss-models"), cache_quota_gib=40))
+    w = staging_cfg.workloads[0].model_copy(update={"volumes": [vol],
+                                                    "model": ModelWeights(size_gib=30, source="volume")})
+    result, _ = load_time(fake_api, staging_cfg, "load-slow", w)
+    assert "for the replica that fills the Fluid cache" in result.message
+    assert ("read at 88 MiB/s after the 60s server start estimated, against 70 MiB/s (the slowest, as if it "
+            "filled the cache from OSS; catalogs/timeouts.py FLUID_FILL_RATE)") in result.message
+    assert "against 600 MiB/s (the fastest, from the cache (fluid)" in result.message

@@ -68,7 +68,7 @@ def cmd_plan(args) -> int:
     if args.project:
         from gpuplatform.project_plan import run_project_plan
 
-        return run_project_plan(args.project, args.stack or DEFAULT_STACK, args.out)
+        return run_project_plan(args.project, args.stack or DEFAULT_STACK, args.out, sweep=args.sweep)
     if args.config and args.stack:
         raise UsageError("--stack", "given with --config, which names the stack file itself; allowed: one of them")
     from gpuplatform.plan import run_plan
@@ -77,7 +77,7 @@ def cmd_plan(args) -> int:
 
     raw, stack = _load_raw(args)
     return run_plan(raw, stack, args.out, args.format,
-                    provider_settings=provider_settings_from_stack_file(stack_file(args)[0]))
+                    provider_settings=provider_settings_from_stack_file(stack_file(args)[0]), sweep=args.sweep)
 
 
 def cmd_schema(args) -> int:
@@ -294,6 +294,9 @@ def parser() -> argparse.ArgumentParser:
     _add_source(plan)
     plan.add_argument("--out", help="write DIR/plan.json and DIR/manifests/")
     plan.add_argument("--format", choices=["table", "json"], default="table")
+    plan.add_argument("--no-sweep", dest="sweep", action="store_false",
+                      help="skip the first scale-up sweep over every loop alignment (seconds per GPU-metric workload "
+                           "on a stack's first plan, e.g. in a CI job that only renders); the simulated step stays")
     plan.set_defaults(func=cmd_plan)
     schema = sub.add_parser("schema", help="JSON Schema of the stack file, for editors")
     schema.add_argument("--out", help="write to FILE instead of stdout")

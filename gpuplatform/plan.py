@@ -258,10 +258,11 @@ def pools_text(rows: list[dict]) -> str:
     return _table(table) + "\n" + legend + ("\n" + "\n".join(notes.values()) if notes else "")
 
 
-def latency_rows(cfg: PlatformConfig) -> list[dict]:
+def latency_rows(cfg: PlatformConfig, sweep: bool = True) -> list[dict]:
     """Worst case from a change on the GPU (or in the server) to the HPA acting on it: the exporter's next
     collection, the next scrape, a full rule window for windowed queries, and the next HPA sync. The adapter
-    queries Prometheus on every HPA request, so its relist interval only delays *new* metric names."""
+    queries Prometheus on every HPA request, so its relist interval only delays *new* metric names. Each row's
+    ``stepResponse`` holds the simulated step, and the sweep unless ``sweep`` is False."""
     iv = cfg.monitoring.intervals
     rows = []
     for w in cfg.workloads:
@@ -274,7 +275,7 @@ def latency_rows(cfg: PlatformConfig) -> list[dict]:
             rows.append({"workload": w.name, "metric": t.metric, "apiName": src.api_name,
                          "autoscaler": w.autoscaling.autoscaler, "collect": collect, "scrape": scrape,
                          "window": window, "poll": poll, "worstCaseSeconds": collect + scrape + window + poll,
-                         "stepResponse": step_response(cfg, w)})
+                         "stepResponse": step_response(cfg, w, sweep)})
     return rows
 
 
@@ -284,10 +285,10 @@ STARTUP_FIELDS = ("model", "pre_pull", "server", "args", "command", "env", "volu
 command line, pre-pulled images): workloads that differ in them do not share a simulation."""
 
 
-def step_response(cfg: PlatformConfig, w) -> dict:
+def step_response(cfg: PlatformConfig, w, sweep: bool = True) -> dict:
     """``gpuplatform simulate --trace step`` for the workload: seconds from the load step to the first scale-up
-    decision and until ready replicas cover the new load. Workloads that differ only in names, images and
-    exposure share one simulation."""
+    decision and until ready replicas cover the new load, and with ``sweep`` the first scale-up over every loop
+    alignment (None without). Workloads that differ only in names, images and exposure share one simulation."""
     from gpuplatform.simulate.report import resolve_trace
     from gpuplatform.simulate.engine import simulate
 
@@ -295,7 +296,7 @@ def step_response(cfg: PlatformConfig, w) -> dict:
     key = "|".join((w.model_dump_json(include={"node_pool", "gpu", "probes", "autoscaling", "service_model",
                                                *STARTUP_FIELDS}),
                     pool.model_dump_json() if pool else "", cfg.monitoring.model_dump_json(),
-                    cfg.cluster.model_dump_json(), cfg.settings.namespace))
+                    cfg.cluster.model_dump_json(), cfg.settings.namespace, str(sweep)))
     if key not in _STEP_RESPONSES:
         from gpuplatform.simulate.report import never_reasons
         from gpuplatform.simulate.sweep import cached_sweep
@@ -310,7 +311,8 @@ def step_response(cfg: PlatformConfig, w) -> dict:
         _STEP_RESPONSES[key] = {"trace": "step", "firstScaleUpSeconds": result.first_scale_up_s,
                                 "capacityReadySeconds": result.capacity_ready_s,
                                 "capacityPath": result.tally.capacity_path,
-                                "neverReasons": never_reasons(result), "sweep": cached_sweep(cfg, w.name)}
+                                "neverReasons": never_reasons(result),
+                                "sweep": cached_sweep(cfg, w.name) if sweep else None}
     return _STEP_RESPONSES[key]
 
 
@@ -488,7 +490,8 @@ def latency_text(rows: list[dict]) -> str:
         table.append([r["workload"], r["metric"], r["apiName"], f"{r['collect']}s", f"{r['scrape']}s",
                       f"{r['window']}s", f"{r['poll']}s ({r['autoscaler']})", f"{r['worstCaseSeconds']}s",
                       f"{_secs(step['firstScaleUpSeconds'])} / {_secs(step['capacityReadySeconds'])}",
-                      sweep_cell(sweep), wake_cell(sweep.get("wakeUp"))])
+                      *((sweep_cell(sweep), wake_cell(sweep.get("wakeUp"))) if sweep is not None
+                        else ("not swept (--no-sweep)", "-"))])
     notes = [f"  {r['workload']}: {n}" for r in rows for n in _never_notes(r["stepResponse"])]
     from gpuplatform.simulate.startup import path_text
     notes += [f"  {r['workload']}: time to ready capacity {path_text(r['stepResponse']['capacityPath'])}"
@@ -592,9 +595,9 @@ def write_records(out_dir: Path, stack: str, records: list[RegisteredResource], 
 
 
 def write_plan(out_dir: Path, stack: str, records: list[RegisteredResource], cfg: PlatformConfig,
-               secrets: set[str]) -> None:
+               secrets: set[str], sweep: bool = True) -> None:
     write_records(out_dir, stack, records, secrets, pools=pool_rows(cfg), placement=placement_report(cfg),
-                  capacity=capacity_rows(cfg), startup=startup_rows(cfg), metricLatency=latency_rows(cfg))
+                  capacity=capacity_rows(cfg), startup=startup_rows(cfg), metricLatency=latency_rows(cfg, sweep))
 
 
 def file_warnings(cfg: PlatformConfig) -> list[str]:
@@ -644,7 +647,9 @@ def end_of_life_warnings(cfg: PlatformConfig) -> list[str]:
 
 
 def run_plan(raw: dict[str, Any], stack: str, out_dir: str | None, fmt: str, out: TextIO | None = None,
-             provider_settings: dict[str, Any] | None = None) -> int:
+             provider_settings: dict[str, Any] | None = None, sweep: bool = True) -> int:
+    """``gpuplatform plan``. ``sweep``: False skips the first scale-up sweep over every loop alignment (seconds per
+    GPU-metric workload the first time a stack is planned); the single simulated step is still shown."""
     out = out or sys.stdout
     provider_settings = provider_settings or {}
     # ConfigError propagates to the CLI (exit 2) before anything is registered
@@ -659,13 +664,13 @@ def run_plan(raw: dict[str, Any], stack: str, out_dir: str | None, fmt: str, out
     raise_for_refusals(records, cfg)  # what the API server would refuse is a config error, as validation's are
     secrets = {str(raw[k]) for k in SECRET_KEYS if raw.get(k)} | OFFLINE_SECRETS
     if out_dir:
-        write_plan(Path(out_dir), stack, records, cfg, secrets)
+        write_plan(Path(out_dir), stack, records, cfg, secrets, sweep)
     if fmt == "json":
         json.dump({"stack": stack, "resourceCount": len(records),
                    "tree": [{"depth": d, "type": r.type, "name": r.name, "urn": r.urn, "protect": r.protect}
                             for d, r in ordered(records)],
                    "pools": pool_rows(cfg), "placement": placement_report(cfg), "capacity": capacity_rows(cfg),
-                   "startup": startup_rows(cfg), "metricLatency": latency_rows(cfg), "slo": slo_rows(cfg)},
+                   "startup": startup_rows(cfg), "metricLatency": latency_rows(cfg, sweep), "slo": slo_rows(cfg)},
                   out, indent=2)
         out.write("\n")
     else:
@@ -674,7 +679,7 @@ def run_plan(raw: dict[str, Any], stack: str, out_dir: str | None, fmt: str, out
         out.write(f"{PLACEMENT_TITLE}\n{placement_text(placement_report(cfg))}\n\n")
         out.write(f"GPU capacity\n{capacity_text(capacity_rows(cfg))}\n\n")
         out.write(f"{STARTUP_TITLE}\n{startup_text(startup_rows(cfg))}\n\n")
-        out.write(f"{LATENCY_TITLE}\n{latency_text(latency_rows(cfg))}\n")
+        out.write(f"{LATENCY_TITLE}\n{latency_text(latency_rows(cfg, sweep))}\n")
         slos = slo_rows(cfg)
         if slos:
             out.write(f"\n{SLO_TITLE}\n{slo_text(slos)}\n")

@@ -147,7 +147,8 @@ def unmanaged_namespaces(records, views) -> list[str]:
     return sorted(used - created)
 
 
-def run_project_plan(project_dir: str, stack: str, out_dir: str | None, out: TextIO | None = None) -> int:
+def run_project_plan(project_dir: str, stack: str, out_dir: str | None, out: TextIO | None = None,
+                     sweep: bool = True) -> int:
     from gpuplatform.plan import (LATENCY_TITLE, SLO_TITLE, STARTUP_TITLE, capacity_rows, capacity_text,
                                   latency_rows, latency_text, pool_rows, pools_text, slo_rows, slo_text,
                                   startup_rows, startup_text, tree_text, write_records)
@@ -158,7 +159,7 @@ def run_project_plan(project_dir: str, stack: str, out_dir: str | None, out: Tex
     pools = [row for cfg in views for row in pool_rows(cfg)]
     capacity = [row for cfg in views for row in capacity_rows(cfg)]
     startup = [row for cfg in views for row in startup_rows(cfg)]
-    latency = [row for cfg in views for row in latency_rows(cfg)]
+    latency = [row for cfg in views for row in latency_rows(cfg, sweep)]
     if out_dir:
         write_records(Path(out_dir), stack, records, {SECRET_PLACEHOLDER} | OFFLINE_SECRETS, pools=pools,
                       capacity=capacity, startup=startup, metricLatency=latency)

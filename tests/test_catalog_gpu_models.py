@@ -49,7 +49,7 @@ def _mig_parted(tmp_path) -> dict:
 
 def test_a_plan_of_an_existing_cluster_with_an_h20_mig_layout_passes(tmp_path, capsys):
     raw = _on(example_raw("003"), "H20", layout=[{"devices": [0], "profiles": {"1g.12gb": 7}}, {"devices": [1]}])
-    assert run_plan(raw, "h20", str(tmp_path), "table", out=open(tmp_path / "out", "w")) == 0
+    assert run_plan(raw, "h20", str(tmp_path), "table", out=open(tmp_path / "out", "w"), sweep=False) == 0
     devices = _mig_parted(tmp_path)["mig-configs"]["triton-7x1g-1whole"]
     assert devices[0] == {"devices": [0], "mig-enabled": True,
                           "mig-devices": {"1g.12gb": 7}}
@@ -62,7 +62,7 @@ def test_one_profile_for_every_gpu_plans_on_each_new_mig_model(tmp_path, model, 
     raw = _on(example_raw("003"), model, profile=profile)
     per_node = 2 * MIG_PROFILES[model][profile]  # seed 003's node has two GPUs
     raw["workloads"][0]["autoscaling"]["maxReplicas"] = min(raw["workloads"][0]["autoscaling"]["maxReplicas"], per_node)
-    assert run_plan(raw, "mig", str(tmp_path), "table", out=open(tmp_path / "out", "w")) == 0
+    assert run_plan(raw, "mig", str(tmp_path), "table", out=open(tmp_path / "out", "w"), sweep=False) == 0
     facts = all_pool_facts(load(raw))["a100-mig"]
     assert (facts.model.name, facts.resource_name) == (model, f"nvidia.com/mig-{profile}")
     assert facts.units_per_node == per_node

@@ -113,7 +113,7 @@ def test_reuse_example_synthesizes_offline(tmp_path):
     from gpuplatform.project_plan import run_project_plan
 
     out = io.StringIO()
-    assert run_project_plan(str(REPO / "examples" / "reuse"), "dev", str(tmp_path), out) == 0
+    assert run_project_plan(str(REPO / "examples" / "reuse"), "dev", str(tmp_path), out, sweep=False) == 0
     plan = json.loads((tmp_path / "plan.json").read_text())
     records = [RegisteredResource(type=r["type"], name=r["name"], inputs=r["inputs"]) for r in plan["resources"]]
     assert one(records, "pulumi:providers:kubernetes").inputs == {"context": "ml-cluster"}  # project config

@@ -84,7 +84,7 @@ def test_legacy_cgpu_label_and_ack_cgpu_as_a_prerequisite_on_dedicated_cluster(t
     addons = {r.inputs["name"] for r in of_type(records, "alicloud:cs/kubernetesAddon:KubernetesAddon")}
     assert not {sharing.ACK_LEGACY_SHARING_ADDON, sharing.ACK_SHARING_ADDON} & addons
     with open(tmp_path / "out", "w") as out:
-        assert run_plan(raw, "dedicated", None, "table", out=out) == 0
+        assert run_plan(raw, "dedicated", None, "table", out=out, sweep=False) == 0
     assert "Prerequisite: ack-cgpu: legacy cGPU of a dedicated cluster: install ack-cgpu from the ACK console" in (
         tmp_path / "out").read_text()
     assert one(records, "kubernetes:autoscaling/v2beta2:HorizontalPodAutoscaler")  # 1.22: v2beta2, not v2beta1

@@ -44,7 +44,8 @@ def test_every_plan_says_the_facts_are_the_stacks(tmp_path, capsys):
     warnings = custom_gpu_warnings(load(described(stack_raw("staging"))))
     assert len(warnings) == 1 and "nodePools[0].customGpu 'gn8v-card'" in warnings[0]
     assert "95 GiB" in warnings[0] and "this stack's statement" in warnings[0]
-    assert run_plan(described(stack_raw("staging")), "staging", None, "table", out=open(tmp_path / "o", "w")) == 0
+    assert run_plan(described(stack_raw("staging")), "staging", None, "table", out=open(tmp_path / "o", "w"),
+                    sweep=False) == 0
     assert "customGpu 'gn8v-card' is not in the GPU catalog" in capsys.readouterr().err
 
 

@@ -47,5 +47,5 @@ def test_plan_prints_the_note(monkeypatch):
     vllm_workload("vllm/vllm-openai" + DIGEST)(raw)
     err = io.StringIO()
     monkeypatch.setattr(sys, "stderr", err)
-    assert run_plan(raw, "prod", None, "json", out=io.StringIO()) == 0
+    assert run_plan(raw, "prod", None, "json", out=io.StringIO(), sweep=False) == 0
     assert "NOTE: workloads[0].image" in err.getvalue()

@@ -21,7 +21,7 @@ def write_stack(tmp_path, raw: dict):
 
 
 def plan(tmp_path, raw: dict, capsys) -> tuple[int, str]:
-    code = main(["plan", "--config", str(write_stack(tmp_path, raw)), "--out", str(tmp_path / "out")])
+    code = main(["plan", "--config", str(write_stack(tmp_path, raw)), "--out", str(tmp_path / "out"), "--no-sweep"])
     captured = capsys.readouterr()
     return code, captured.out + captured.err
 
@@ -155,7 +155,7 @@ def test_an_unusual_but_valid_config_is_planned(name, tmp_path, capsys):
 @pytest.mark.parametrize("seed", ["005", "006"])
 def test_the_rendered_llm_examples_pass_the_policy_pack(seed, tmp_path, capsys):
     out = tmp_path / "out"
-    assert main(["plan", "--config", str(EXAMPLES[seed]), "--out", str(out)]) == 0
+    assert main(["plan", "--config", str(EXAMPLES[seed]), "--out", str(out), "--no-sweep"]) == 0
     capsys.readouterr()
     code = main(["check", "--manifests", str(out / "manifests"), "--format", "json"])
     violations = json.loads(capsys.readouterr().out)

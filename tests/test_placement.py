@@ -116,7 +116,7 @@ def test_without_the_system_pool_the_stack_says_what_it_assumes(tmp_path):
     with open(out, "w") as handle:
         from contextlib import redirect_stdout
         with redirect_stdout(handle):
-            assert main(["plan", "--config", str(path)]) == 0
+            assert main(["plan", "--config", str(path), "--no-sweep"]) == 0
     text = out.read_text()
     assert "Assumed: cluster.systemPool.enabled is false" in text
     assert "existing nodes (assumed)" in text
@@ -189,7 +189,7 @@ def test_the_plan_of_a_stack_that_creates_a_cluster_holds_what_its_first_up_need
     every add-on config is Go's compact JSON; the version is ACK's X.Y.Z-aliyun.N; every pod has a node."""
     from gpuplatform.catalogs.ack import go_json, parse_ack_version
 
-    assert main(["plan", "--config", str(ACK_CREATING[name]), "--out", str(tmp_path)]) == 0
+    assert main(["plan", "--config", str(ACK_CREATING[name]), "--out", str(tmp_path), "--no-sweep"]) == 0
     capsys.readouterr()
     plan = json.loads((tmp_path / "plan.json").read_text())
     system = [p for p in plan["pools"] if not p["taints"] and not p["autoscaled"]]

@@ -259,3 +259,17 @@ def test_a_stated_keda_cooldown_is_the_one_simulated(tmp_path) -> None:
     result = simulate(cfg, "local", "batch-embedder", trace)
     zero = next(e["t"] for e in result.timeline if e["replicas"] == 0)
     assert 600 + 900 <= zero <= 600 + 900 + 60
+
+
+def test_plan_without_the_sweep_keeps_the_simulated_step_and_says_what_it_skipped(tmp_path) -> None:
+    code, out, err = cli("plan", "--stack", "prod", "--format", "json", "--no-sweep")
+    assert code == 0, err
+    flower = next(r for r in json.loads(out)["metricLatency"] if r["workload"] == "flower")["stepResponse"]
+    code, sim_out, _ = cli("simulate", "--stack", "prod", "--workload", "flower", "--trace", "step", "--format",
+                           "json")
+    assert flower["sweep"] is None and flower["firstScaleUpSeconds"] == json.loads(sim_out)["first_scale_up_s"]
+    code, text, _ = cli("plan", "--stack", "prod", "--no-sweep", "--out", str(tmp_path))
+    line = next(ln for ln in text.splitlines() if ln.startswith("flower ") and "avg_time_queue_us" in ln)
+    assert "not swept (--no-sweep)" in line and "runs; steps from" not in line
+    written = json.loads((tmp_path / "plan.json").read_text())
+    assert next(r for r in written["metricLatency"] if r["workload"] == "flower")["stepResponse"]["sweep"] is None

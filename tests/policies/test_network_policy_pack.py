@@ -85,7 +85,7 @@ def test_a_gpu_platform_pod_is_judged_even_with_no_policy_at_all():
 @pytest.fixture(scope="module")
 def local_plan(tmp_path_factory):
     out = tmp_path_factory.mktemp("plan")
-    assert main(["plan", "--stack", "local", "--out", str(out), "--format", "json"]) == 0
+    assert main(["plan", "--stack", "local", "--out", str(out), "--format", "json", "--no-sweep"]) == 0
     return out / "manifests"
 
 

@@ -1,4 +1,8 @@
 """Session fixtures shared by the test modules."""
+import os
+import shutil
+import tempfile
+
 import pytest
 
 from support import stack_raw, synth
@@ -30,3 +34,21 @@ def pytest_terminal_summary(terminalreporter) -> None:
         terminalreporter.section("measured figures")
         for line in lines:
             terminalreporter.write_line(line)
+
+
+_SWEEP_CACHE = None
+
+
+def pytest_configure(config) -> None:
+    """The sweeps a plan keeps (gpuplatform/simulate/sweep.py ``cached_sweep``) go to a directory of this run, shared
+    by its workers (they start after this, with this environment): the suite neither reads a developer's
+    ``~/.cache/gpuplatform`` nor writes to it, and takes as long on every machine as on a fresh one."""
+    global _SWEEP_CACHE
+    if "PYTEST_XDIST_WORKER" not in os.environ and "GPUPLATFORM_CACHE_DIR" not in os.environ:
+        _SWEEP_CACHE = tempfile.mkdtemp(prefix="gpuplatform-cache-")
+        os.environ["GPUPLATFORM_CACHE_DIR"] = _SWEEP_CACHE
+
+
+def pytest_unconfigure(config) -> None:
+    if _SWEEP_CACHE is not None:
+        shutil.rmtree(_SWEEP_CACHE, ignore_errors=True)

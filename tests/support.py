@@ -101,3 +101,17 @@ def scaled_on(w: dict, metric: str, target: float) -> dict:
     if "slo" in w:
         w["slo"] = {**w["slo"], "objectives": [{"metric": metric, "below": round(target * 1.1, 3)}]}
     return w
+
+
+def assert_rejected(raw: dict, path: str, *fragments: str) -> None:
+    """Validation refuses ``raw`` at ``path`` with a message holding every fragment."""
+    from gpuplatform.components.errors import ConfigError
+    from gpuplatform.components.validation import load
+
+    with pytest.raises(ConfigError) as info:
+        load(raw)
+    issues = [i for i in info.value.issues if i.path == path]
+    assert issues, info.value.render()
+    message = " ".join(i.message for i in issues)
+    for fragment in fragments:
+        assert fragment in message, message

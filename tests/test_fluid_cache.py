@@ -6,11 +6,11 @@ from __future__ import annotations
 import copy
 
 import pytest
+from support import assert_rejected
 from test_time_to_capacity import example, objects, step
 
 from gpuplatform.catalogs import timeouts
 from gpuplatform.check import run_policies
-from gpuplatform.components.errors import ConfigError
 from gpuplatform.components.model_startup import load_estimate
 from gpuplatform.components.validation import load
 from gpuplatform.simulate.cluster import NodePool, Pods
@@ -26,38 +26,28 @@ def fluid(volume: dict | None = None, **workload) -> dict:
     return example(volumes=[{"name": "models", "mountPath": "/models", "fluid": spec}], **workload)
 
 
-def _rejected(raw: dict, path: str, *fragments: str) -> None:
-    with pytest.raises(ConfigError) as info:
-        load(raw)
-    issues = [i for i in info.value.issues if i.path == path]
-    assert issues, info.value.render()
-    message = " ".join(i.message for i in issues)
-    for fragment in fragments:
-        assert fragment in message, message
-
-
 # ------------------------------------------------------------------------------------------------ validation
 def test_the_cache_must_hold_the_weights():
-    _rejected(fluid({"cacheQuotaGib": 8}), "workloads[0].volumes[0].fluid.cacheQuotaGib",
+    assert_rejected(fluid({"cacheQuotaGib": 8}), "workloads[0].volumes[0].fluid.cacheQuotaGib",
               "8 GiB x 1 cache worker(s) = 8 GiB", "15 GiB of weights", "allowed: >= 15")
 
 
 def test_cache_workers_beyond_the_nodes_the_pool_keeps_are_refused():
-    _rejected(fluid({"cacheWorkers": 2, "cacheQuotaGib": 8}), "workloads[0].volumes[0].fluid.cacheWorkers",
+    assert_rejected(fluid({"cacheWorkers": 2, "cacheQuotaGib": 8}), "workloads[0].volumes[0].fluid.cacheWorkers",
               "keeps 1 node(s)", "allowed: <= 1", "minNodes")
 
 
 def test_the_mount_point_must_be_an_oss_directory_and_the_mount_read_only():
     raw = fluid({"mountPoint": "s3://models/qwen"})
     raw["workloads"][0]["volumes"][0]["readOnly"] = False
-    _rejected(raw, "workloads[0].volumes[0].fluid.mountPoint", "'s3://models/qwen'", "oss://<bucket>/<path>")
-    _rejected(raw, "workloads[0].volumes[0].readOnly", "read-only", "allowed: true")
+    assert_rejected(raw, "workloads[0].volumes[0].fluid.mountPoint", "'s3://models/qwen'", "oss://<bucket>/<path>")
+    assert_rejected(raw, "workloads[0].volumes[0].readOnly", "read-only", "allowed: true")
 
 
 def test_a_volume_with_two_sources_is_refused():
     raw = fluid()
     raw["workloads"][0]["volumes"][0]["pvc"] = "qwen-weights"
-    _rejected(raw, "workloads[0].volumes[0]", "exactly one source", "nfs, pvc or fluid")
+    assert_rejected(raw, "workloads[0].volumes[0]", "exactly one source", "nfs, pvc or fluid")
 
 
 def test_a_memory_tier_must_fit_the_node_beside_a_replica():

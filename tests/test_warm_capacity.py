@@ -4,12 +4,11 @@ import copy
 
 import pytest
 
-from support import REPO, of_type, stack_raw, synth
+from support import REPO, assert_rejected, of_type, stack_raw, synth
 
 from gpuplatform.catalogs.kubernetes import CA_EXPENDABLE_PODS_PRIORITY_CUTOFF, SCHEDULER_POD_INITIAL_BACKOFF_S
 from gpuplatform.check import run_policies
 from gpuplatform.components import warm_capacity
-from gpuplatform.components.errors import ConfigError
 from gpuplatform.components.stack_config import namespace_from_stack_file
 from gpuplatform.components.validation import load
 from gpuplatform.simulate.engine import Simulation, setup
@@ -18,21 +17,11 @@ from gpuplatform.simulate.traces import built_in
 EXAMPLE = REPO / "examples" / "005-vllm-queue" / "Pulumi.005-vllm-queue.yaml"
 
 
-def _rejected(raw: dict, path: str, *fragments: str) -> None:
-    with pytest.raises(ConfigError) as info:
-        load(raw)
-    issues = [i for i in info.value.issues if i.path == path]
-    assert issues, info.value.render()
-    message = " ".join(i.message for i in issues)
-    for fragment in fragments:
-        assert fragment in message, message
-
-
 # ------------------------------------------------------------------------------------------------ validation
 def test_placeholders_beyond_what_the_pool_holds_beside_max_replicas_are_refused():
     raw = stack_raw("staging")  # pool a10 holds 10 replicas, maxReplicas 10
     raw["workloads"][0]["autoscaling"]["warmReplicas"] = 2
-    _rejected(raw, "workloads[0].autoscaling.warmReplicas", "2 placeholders", "maxReplicas 10", "allowed: <= 0",
+    assert_rejected(raw, "workloads[0].autoscaling.warmReplicas", "2 placeholders", "maxReplicas 10", "allowed: <= 0",
               "maxNodes")
     raw["workloads"][0]["autoscaling"]["maxReplicas"] = 8
     assert load(raw).workloads[0].warm_replicas == 2
@@ -41,7 +30,7 @@ def test_placeholders_beyond_what_the_pool_holds_beside_max_replicas_are_refused
 def test_placeholders_count_in_the_pools_total_with_its_other_workloads():
     raw = stack_raw("local")  # sim-t4 holds 4: echo-gpu 2 + batch-embedder 2
     raw["workloads"][0]["autoscaling"]["warmReplicas"] = 1
-    _rejected(raw, "nodePools[0].maxNodes", "echo-gpu (3)")
+    assert_rejected(raw, "nodePools[0].maxNodes", "echo-gpu (3)")
 
 
 def test_placeholders_need_an_autoscaler_and_an_autoscaled_pool():
@@ -50,12 +39,13 @@ def test_placeholders_need_an_autoscaler_and_an_autoscaled_pool():
     w.pop("autoscaling")
     w["replicas"] = 2
     w["autoscaling"] = {"autoscaler": "none", "warmReplicas": 1}
-    _rejected(raw, "workloads[0].autoscaling.warmReplicas", "fixed count", "allowed: 0, or autoscaler hpa or keda")
+    assert_rejected(raw, "workloads[0].autoscaling.warmReplicas", "fixed count",
+                    "allowed: 0, or autoscaler hpa or keda")
     raw = stack_raw("dev")
     raw["workloads"][0]["autoscaling"]["warmReplicas"] = 1
     pool = raw["nodePools"][0]
     pool.update({"autoscaling": False, "desiredNodes": pool["maxNodes"]})
-    _rejected(raw, "workloads[0].autoscaling.warmReplicas", "fixed size", "allowed: 0")
+    assert_rejected(raw, "workloads[0].autoscaling.warmReplicas", "fixed size", "allowed: 0")
 
 
 def test_a_keda_workload_asleep_at_zero_may_keep_a_node_warm():

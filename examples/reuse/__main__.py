@@ -67,6 +67,9 @@ ranker = InferenceService("ranker", {
         # the ranking models are baked into the team's image: the startup probe's budget is sized from them, and
         # the probes are Triton's own /v2/health/ready and /v2/health/live (the server profile's)
         "model": {"sizeGib": 2, "source": "image"},
+        # the team's nodes exist already: a DaemonSet pulls the image (and the weights in it) onto each of them
+        # before a replica needs it, so a scale-up starts without the 240 s pull
+        "prePull": True,
         "autoscaling": {"minReplicas": 1, "maxReplicas": 2,
                         "metrics": [{"metric": "triton_queue_time_us", "target": 8000, "unit": "us"}]},
         "serviceModel": {"serviceTimeMs": 8, "imagePullSeconds": 240},

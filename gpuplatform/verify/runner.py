@@ -11,6 +11,8 @@ from gpuplatform.catalogs.versions import chart
 from gpuplatform.components.config import PlatformConfig
 from gpuplatform.components.pools import all_pool_facts
 from gpuplatform.components.workload_manifests import uses_app_metrics
+from gpuplatform.verify.capacity import (check_fluid_cache, check_pre_pull, check_warm_capacity,
+                                         check_warm_priority_class)
 from gpuplatform.verify.cluster import (check_cgpu_component, check_credential, check_csi_driver, check_pod_network,
                                        check_system_pods)
 from gpuplatform.verify.ingress import check_ingress, ingress_names
@@ -89,6 +91,18 @@ def run_verify(cfg: PlatformConfig, api_client: k8s.ApiClient) -> list[CheckResu
             results += check_hpa(cfg, w, auto)
     for w in cfg.workloads:
         results.append(check_load_time(cfg, w, core))
+    # the time-to-capacity measures, for the workloads that use them (docs/model-startup.md, "Time to capacity")
+    if any(w.warm_replicas for w in cfg.workloads):
+        results.append(check_warm_priority_class(k8s.SchedulingV1Api(api_client)))
+    for w in cfg.workloads:
+        if w.warm_replicas:
+            results += check_warm_capacity(cfg, w, core, apps)
+    for w in cfg.workloads:
+        if w.pre_pull:
+            results += check_pre_pull(cfg, w, core, apps)
+    for w in cfg.workloads:
+        if any(v.fluid is not None for v in w.volumes):
+            results += check_fluid_cache(cfg, w, core, k8s.CustomObjectsApi(api_client))
     custom = k8s.CustomObjectsApi(api_client)
     for w in cfg.workloads:
         if uses_app_metrics(w):

@@ -15,6 +15,7 @@ def test_marked_and_conftest_grouped_tests_run_on_one_worker(tmp_path):
     (tmp_path / "conftest.py").write_text(textwrap.dedent('''
         import pytest
 
+        @pytest.hookimpl(tryfirst=True)
         def pytest_collection_modifyitems(items):
             for item in items:
                 if "by_conftest" in item.name:

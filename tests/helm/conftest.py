@@ -33,10 +33,13 @@ def charts() -> helm_engine.ChartsDir:
 RENDER_GROUP = "helm-render"
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items):
     """Every test that reads a rendered configuration runs in one xdist worker (``--dist loadgroup``, pyproject's
     addopts): each configuration is then rendered once per run, not once per worker that happens to get one of
-    its tests (rendering is most of these tests' cost)."""
+    its tests (rendering is most of these tests' cost). First among the hooks: pytest-xdist reads the groups in its
+    own ``pytest_collection_modifyitems`` (xdist/remote.py), registered before this conftest, so called after it
+    only when this one asks to go first."""
     for item in items:
         if "rendered" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.xdist_group(RENDER_GROUP))

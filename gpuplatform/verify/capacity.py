@@ -245,9 +245,16 @@ def size_gib(text: Optional[str]) -> Optional[float]:
     return value * base ** _SIZE_EXP[unit[0]] / 1024 ** 3
 
 
-def _get(custom: k8s.CustomObjectsApi, ns: str, plural: str, name: str):
-    return custom.get_namespaced_custom_object(FLUID_GROUP, FLUID_VERSION, ns, plural, name,
-                                               _request_timeout=REQUEST_TIMEOUT)
+def _fluid_status(custom: k8s.CustomObjectsApi, ns: str, plural: str, name: str, kind: str, subject: str,
+                  out: list[CheckResult]) -> Optional[dict]:
+    """The ``status`` of a Fluid object, or None with the failure of reading it appended to ``out``."""
+    try:
+        obj = custom.get_namespaced_custom_object(FLUID_GROUP, FLUID_VERSION, ns, plural, name,
+                                                  _request_timeout=REQUEST_TIMEOUT)
+    except Exception as exc:  # noqa: BLE001
+        out.append(_missing(kind, subject, exc))
+        return None
+    return obj.get("status") or {}
 
 
 def _missing(kind: str, subject: str, exc: Exception) -> CheckResult:
@@ -290,11 +297,8 @@ def check_fluid_cache(cfg: PlatformConfig, w: Workload, core: k8s.CoreV1Api,
             continue
         name = dataset_name(w, v)
         subject = f"dataset/{cache_ns}/{name}"
-        try:
-            status = (_get(custom, cache_ns, "datasets", name).get("status") or {})
-        except Exception as exc:  # noqa: BLE001
-            out.append(_missing("Dataset", subject, exc))
-        else:
+        status = _fluid_status(custom, cache_ns, "datasets", name, "Dataset", subject, out)
+        if status is not None:
             phase = status.get("phase") or "(none)"
             capacity, short, wide = _capacity(w, status)
             if phase != "Bound":
@@ -310,11 +314,8 @@ def check_fluid_cache(cfg: PlatformConfig, w: Workload, core: k8s.CoreV1Api,
             else:
                 out.append(_pass(FLUID_CHECK, subject, f"phase Bound; {capacity}"))
         subject = f"jindoruntime/{cache_ns}/{name}"
-        try:
-            rs = (_get(custom, cache_ns, "jindoruntimes", name).get("status") or {})
-        except Exception as exc:  # noqa: BLE001
-            out.append(_missing("JindoRuntime", subject, exc))
-        else:
+        rs = _fluid_status(custom, cache_ns, "jindoruntimes", name, "JindoRuntime", subject, out)
+        if rs is not None:
             desired = rs.get("desiredWorkerNumberScheduled") or 0
             ready = rs.get("workerNumberReady") or 0
             phase = rs.get("workerPhase") or "(none)"
@@ -329,11 +330,8 @@ def check_fluid_cache(cfg: PlatformConfig, w: Workload, core: k8s.CoreV1Api,
                 out.append(_pass(FLUID_CHECK, subject, message))
         claim = claim_name(w, v)
         subject = f"dataset/{ns}/{claim}"
-        try:
-            ref = (_get(custom, ns, "datasets", claim).get("status") or {})
-        except Exception as exc:  # noqa: BLE001
-            out.append(_missing("Dataset", subject, exc))
-        else:
+        ref = _fluid_status(custom, ns, "datasets", claim, "Dataset", subject, out)
+        if ref is not None:
             phase = ref.get("phase") or "(none)"
             if phase == "Bound":
                 out.append(_pass(FLUID_CHECK, subject, f"phase Bound (references dataset://{cache_ns}/{name})"))

@@ -185,22 +185,29 @@ def scale_in_floor_seconds(w: Workload) -> int:
     return startup_seconds(w)
 
 
+def default_scale_down_window_seconds(w: Workload) -> int:
+    """The window a workload that states none gets: the platform default (300 s) raised to the scale-in floor."""
+    return max(HPA_DEFAULT_DOWNSCALE_STABILIZATION_SECONDS, scale_in_floor_seconds(w))
+
+
 def scale_down_window_seconds(w: Workload) -> int:
-    """The scale-down stabilization window the workload's HPA gets: the stack's own, else the platform default
-    (300 s) raised to the scale-in floor."""
+    """The scale-down stabilization window the workload's HPA gets: the stack's own, else the default."""
     b = w.autoscaling.behavior
     rules = b.scale_down if b is not None else None
     if rules is not None and rules.stabilization_window_seconds is not None:
         return rules.stabilization_window_seconds
-    return max(HPA_DEFAULT_DOWNSCALE_STABILIZATION_SECONDS, scale_in_floor_seconds(w))
+    return default_scale_down_window_seconds(w)
+
+
+def default_keda_cooldown_seconds(w: Workload) -> int:
+    """The ``cooldownPeriod`` a workload that states none gets: KEDA's default (300 s), raised to the scale-in
+    floor when the workload scales to zero (the only case KEDA uses it)."""
+    if w.autoscaling.min_replicas == 0:
+        return max(KEDA_DEFAULT_COOLDOWN_SECONDS, scale_in_floor_seconds(w))
+    return KEDA_DEFAULT_COOLDOWN_SECONDS
 
 
 def keda_cooldown_seconds(w: Workload) -> int:
-    """The ScaledObject's ``cooldownPeriod``: the stack's own, else KEDA's default (300 s) raised to the scale-in
-    floor when the workload scales to zero (the only case KEDA uses it)."""
+    """The ScaledObject's ``cooldownPeriod``: the stack's own, else the default."""
     a = w.autoscaling
-    if a.cooldown_period_seconds is not None:
-        return a.cooldown_period_seconds
-    if a.min_replicas == 0:
-        return max(KEDA_DEFAULT_COOLDOWN_SECONDS, scale_in_floor_seconds(w))
-    return KEDA_DEFAULT_COOLDOWN_SECONDS
+    return a.cooldown_period_seconds if a.cooldown_period_seconds is not None else default_keda_cooldown_seconds(w)

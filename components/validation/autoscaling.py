@@ -4,13 +4,13 @@ import math
 import re
 from typing import Optional
 
-from gpuplatform.catalogs.kubernetes import (HPA_DEFAULT_DOWNSCALE_STABILIZATION_SECONDS, HPA_TOLERANCE,
-                                             KEDA_DEFAULT_COOLDOWN_SECONDS, hpa_replica_bounds, served_by)
+from gpuplatform.catalogs.kubernetes import HPA_TOLERANCE, hpa_replica_bounds, served_by
 from gpuplatform.catalogs.metrics import LATENCY_OBSERVES, METRICS, histogram_p90, image_version, parse_version
 from gpuplatform.components.config import PlatformConfig, Workload
 from gpuplatform.components.errors import ConfigIssue, fmt, one_of
 from gpuplatform.components.metric_sources import provider_for
-from gpuplatform.components.model_startup import scale_in_floor_seconds, stated_startup_seconds
+from gpuplatform.components.model_startup import (default_keda_cooldown_seconds, default_scale_down_window_seconds,
+                                                  scale_in_floor_seconds, stated_startup_seconds)
 from gpuplatform.components.pools import PoolFacts
 from gpuplatform.components.validation.capacity import check_replica_ceiling
 from gpuplatform.components.validation.common import (HPA_API_VERSIONS, _Issues, _suggest, hpa_api_version,
@@ -227,7 +227,7 @@ def check_scale_in_floor(pa: str, w: Workload, out: _Issues) -> None:
                 f"{win}s is shorter than the scale-in floor; {why}, and when the window lets the HPA scale down, "
                 f"the ReplicaSet removes not-ready (loading) pods first, so the replicas a burst started would be "
                 f"deleted before they serve; allowed: >= {floor}, or leave it unset (default "
-                f"{max(HPA_DEFAULT_DOWNSCALE_STABILIZATION_SECONDS, floor)}s)")
+                f"{default_scale_down_window_seconds(w)}s)")
     cool = a.cooldown_period_seconds
     if cool is None:
         return
@@ -238,7 +238,7 @@ def check_scale_in_floor(pa: str, w: Workload, out: _Issues) -> None:
         out.add(f"{pa}.cooldownPeriodSeconds", f"{cool}s is shorter than the scale-in floor; {why}, and KEDA "
                 f"scales to zero once no trigger was active for cooldownPeriod, removing a replica a short burst "
                 f"woke before it ever serves; allowed: >= {floor}, or leave it unset (default "
-                f"{max(KEDA_DEFAULT_COOLDOWN_SECONDS, floor)}s)")
+                f"{default_keda_cooldown_seconds(w)}s)")
 
 
 def _budget_basis(w: Workload) -> str:

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 from gpuplatform.catalogs.gpus import MIG_RECONFIGURE, instance_type, provisioning
+from gpuplatform.catalogs.kubernetes import KEDA_DEFAULT_COOLDOWN_SECONDS
 from gpuplatform.catalogs.metrics import METRICS
 from gpuplatform.catalogs.versions import PrometheusVersion, prometheus_version
 from gpuplatform.components.adapter_rules import render_for_pods
@@ -115,7 +116,7 @@ class Setup:
     readings: dict
     slo_triggers: tuple = ()
     """The SLO's objectives as the simulator reads them: (metric, below, source), judged by simulate.slo."""
-    cooldown_s: int = 300
+    cooldown_s: int = KEDA_DEFAULT_COOLDOWN_SECONDS
     """The ScaledObject's ``cooldownPeriod`` as rendered (model_startup.keda_cooldown_seconds)."""
 
     @property

@@ -39,6 +39,7 @@ from typing import Optional
 
 import yaml
 
+from gpuplatform.catalogs.kubernetes import HPA_DEFAULT_DOWNSCALE_STABILIZATION_SECONDS
 from gpuplatform.catalogs.metrics import METRICS
 from gpuplatform.catalogs.prices import ListPrice, list_price
 from gpuplatform.components.config import Behavior, PlatformConfig, ScalingPolicy, ScalingRules
@@ -314,7 +315,7 @@ def at_floor(values, floor_s: int) -> list[int]:
 
 
 DEFAULT_SCALE_DOWN_RATE = "one pod a minute"
-DEFAULT_SCALE_DOWN_WINDOW_S = 300
+DEFAULT_SCALE_DOWN_WINDOW_S = HPA_DEFAULT_DOWNSCALE_STABILIZATION_SECONDS
 """The API server's scale-down default (300 s window, one pod a minute): what a candidate that sets only one of
 the two keeps of the other (kubernetes/kubernetes pkg/apis/autoscaling/v2/defaults.go)."""
 

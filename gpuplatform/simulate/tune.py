@@ -43,7 +43,7 @@ from gpuplatform.catalogs.kubernetes import HPA_DEFAULT_DOWNSCALE_STABILIZATION_
 from gpuplatform.catalogs.metrics import METRICS
 from gpuplatform.catalogs.prices import ListPrice, list_price
 from gpuplatform.components.config import Behavior, PlatformConfig, ScalingPolicy, ScalingRules
-from gpuplatform.components.model_startup import scale_down_window_seconds, scale_in_floor_seconds
+from gpuplatform.components.model_startup import default_scale_down_window_seconds, scale_in_floor_seconds
 from gpuplatform.components.pools import all_pool_facts
 from gpuplatform.components.validation import validate
 from gpuplatform.simulate.engine import Result, Simulation, find_workload, setup
@@ -345,8 +345,7 @@ class Search:
         """The best outcome including probes: what a run must beat to go on."""
         self.refused = 0
         self.refusals: list = []
-        self.default_window_s = scale_down_window_seconds(find_workload(cfg, workload).model_copy(
-            update={"autoscaling": find_workload(cfg, workload).autoscaling.model_copy(update={"behavior": None})}))
+        self.default_window_s = default_scale_down_window_seconds(find_workload(cfg, workload))
         """The scale-down window a candidate that sets only a rate keeps: the default raised to the floor."""
 
     def better(self, o: Outcome, than: Optional[Outcome]) -> bool:

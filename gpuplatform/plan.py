@@ -111,11 +111,11 @@ def warm_capacity_row(cfg: PlatformConfig, pool, f, w) -> dict:
     ``price``, else the catalog's (gpuplatform/pricing.py): the dearest instance type, as the autoscaler may start
     it."""
     from gpuplatform.pricing import node_price
+    from gpuplatform.simulate.service import replica_units
 
     n = w.warm_replicas
-    resource = f.resource_for(w.gpu)
-    units = n * (float(w.gpu.memory_gib or 0) if f.mode == "cgpu" else float(w.gpu.count or 1))
-    unit = "GiB of GPU memory" if f.mode == "cgpu" else (f.unit_of(resource) if resource else f.unit)
+    per_replica, unit = replica_units(cfg, w)
+    units = n * per_replica
     nodes = n / max(f.replicas_per_node(w.gpu), 1)
     price = node_price(pool.instance_types, pool.price)
     row = {"placeholders": n, "unitsHeld": round(units, 3), "unit": unit, "nodeShare": round(nodes, 3),

@@ -13,7 +13,7 @@ Autoscaler work with Pod Priority and Preemption?"); a pool at its maximum shows
 in the ``NotTriggerScaleUp`` message.
 
 ``startup.pre-pull``: the DaemonSet ``<name>-prepull`` ready on every node of the pool (``numberReady`` and
-``desiredNumberScheduled`` of the DaemonSetStatus against the nodes labelled ``gpuplatform.io/pool=<pool>``), and
+``desiredNumberScheduled`` of the DaemonSetStatus against the nodes its nodeSelector (the pool's) picks), and
 no pod whose ``pull`` init container cannot pull the image or exits non-zero (an image of another architecture
 than the static busybox the pre-puller runs it with).
 
@@ -33,11 +33,11 @@ from typing import Optional
 
 from kubernetes import client as k8s
 
-from gpuplatform.catalogs import sharing
 from gpuplatform.catalogs.gpus import GENERIC_NODE, instance_type, provisioning
 from gpuplatform.catalogs.kubernetes import CA_EXPENDABLE_PODS_PRIORITY_CUTOFF, WARM_CAPACITY_PRIORITY
 from gpuplatform.components.config import PlatformConfig, Workload
 from gpuplatform.components.fluid_cache import FLUID_API_VERSION, cache_namespace, claim_name, dataset_name
+from gpuplatform.components.pools import all_pool_facts
 from gpuplatform.components.pre_pull import pre_pull_name
 from gpuplatform.components.warm_capacity import PRIORITY_CLASS_NAME, placeholder_name
 from gpuplatform.verify.kube import REQUEST_TIMEOUT, _api_error, _not_found, _selector_string
@@ -192,7 +192,8 @@ def check_pre_pull(cfg: PlatformConfig, w: Workload, core: k8s.CoreV1Api,
                           "the stack is not applied to this cluster (run pulumi up) or it was deleted")]
         return [_fail(PRE_PULL_CHECK, subject, f"cannot read it ({_api_error(exc)})",
                       f"the credentials lack 'get daemonsets' in {ns}")]
-    selector = {sharing.POOL_LABEL: w.node_pool}
+    # the nodes the DaemonSet's own nodeSelector picks (the pool's, as nodes.present reads them)
+    selector = all_pool_facts(cfg)[w.node_pool].node_selector
     try:
         nodes = len(core.list_node(label_selector=_selector_string(selector),
                                    _request_timeout=REQUEST_TIMEOUT).items)

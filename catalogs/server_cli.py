@@ -41,7 +41,7 @@ TP, PP, DP, DP_LOCAL, PCP, NUM_SHARD = "tp", "pp", "dp", "dp_local", "pcp", "num
 MAX_BATCH, MAX_CONCURRENT = "max_batch", "max_concurrent"
 MEMORY_FRACTION, API_KEY, RESTRICTED, DOWNLOAD_DIR = "memory_fraction", "api_key", "restricted", "download_dir"
 PROMETHEUS_PORT, HEALTH_TIMEOUT = "prometheus_port", "health_timeout"
-LOAD_FORMAT = "load_format"
+LOAD_FORMAT, ENFORCE_EAGER = "load_format", "enforce_eager"
 
 RUNAI_STREAMER = "runai_streamer"
 VLLM_RUNAI_STREAMER_SINCE = (0, 6, 6)
@@ -127,7 +127,8 @@ SERVER_CLIS: dict[str, ServerCli] = {c.name: c for c in (
          Flag(PCP, ("--prefill-context-parallel-size", "-pcp"), "int"),
          Flag(MAX_BATCH, ("--max-num-seqs",), "int"), Flag(MEMORY_FRACTION, ("--gpu-memory-utilization",), "float"),
          Flag(API_KEY, ("--api-key",), secret=True, env="VLLM_API_KEY"),
-         Flag(DOWNLOAD_DIR, ("--download-dir",)), Flag(LOAD_FORMAT, ("--load-format",))),
+         Flag(DOWNLOAD_DIR, ("--download-dir",)), Flag(LOAD_FORMAT, ("--load-format",)),
+         Flag(ENFORCE_EAGER, ("--enforce-eager",), "switch")),
         defaults={HOST: "0.0.0.0", PORT: 8000},
         underscores=True,
         config_files=("--config",),

@@ -29,9 +29,11 @@ Health paths, each checked in the server's own source or docs:
   its HTTP and gRPC services ("Started HTTPService" follows the model table in its log), so its port opens late;
   ``/v2/health/ready`` also turns false when a model becomes unavailable later.
 
-Start overheads are ESTIMATES (no server documents them): process start, CUDA context, and after the weights are
-in GPU memory the warm-up each server runs (vLLM and SGLang profile memory and capture CUDA graphs; TGI warms up
-its batch sizes). Replace them with ``gpuplatform verify``'s ``model.load-time`` measurements (docs/verify.md).
+Start overheads: no server documents them. vLLM's is the sum of its start phases as its own logs report them in
+public measurements (``VLLM_START``, below); SGLang's, TGI's and Triton's are ESTIMATES of the same parts (process
+start, CUDA context, and after the weights are in GPU memory the warm-up each server runs: SGLang profiles memory
+and captures CUDA graphs; TGI warms up its batch sizes). Replace them with ``gpuplatform verify``'s
+``model.load-time`` measurements (docs/verify.md).
 """
 from __future__ import annotations
 
@@ -67,12 +69,65 @@ SGLANG_PROBE_TIMEOUT_SECONDS = SGLANG_HEALTH_CHECK_TIMEOUT_SECONDS + 1
 """A second over SGLang's own health timeout, so the kubelet reads the server's verdict (200 or its 503) rather
 than timing out while a busy server is still generating the probe's token."""
 
+@dataclass(frozen=True)
+class StartPhase:
+    seconds: int
+    basis: str
+
+
+@dataclass(frozen=True)
+class VllmStart:
+    """vLLM's start from container start to ready, less the weights' read, in the phases its logs name. The V1
+    engine (the default from 0.8.0) compiles the model with torch.compile at every start unless it finds the
+    compiled graphs in its cache directory, ``$VLLM_CACHE_ROOT/torch_compile_cache`` (docs.vllm.ai design
+    "torch.compile integration", "Compilation Cache": the directory can be copied to another deployment to skip the
+    compilation; keyed by the configs, PyTorch's and the model's code, so a replica of the same image, model and
+    arguments hits it). ``--enforce-eager`` leaves the V1 engine without compilation and CUDA graphs."""
+    process: StartPhase
+    compile_cold: StartPhase
+    compile_cached: StartPhase
+    warmup: StartPhase
+    compile_since: tuple[int, ...]
+
+    def seconds(self, compiles: bool, cached: bool) -> int:
+        compile_s = (self.compile_cached if cached else self.compile_cold).seconds if compiles else 0
+        return self.process.seconds + compile_s + self.warmup.seconds
+
+
+VLLM_START = VllmStart(
+    process=StartPhase(25, "measured, vllm-project/vllm issue #20264 (V1, about 0.9, a 3.4 GiB model, GPU not "
+                           "stated): the first response 59 s after start, of which the engine's init took 34.11 s "
+                           "and the weights 0.9 s; the rest is the process, imports, engine config and API server"),
+    compile_cold=StartPhase(44, "estimate between two measurements: 'torch.compile takes 28.77 s in total' on an "
+                                "80 GB GPU (kubernetes-sigs/gateway-api-inference-extension PR #550, a 7B model) "
+                                "and 66.5 s more engine init with compilation than without on an L4 (vllm-project/"
+                                "vllm PR #11078, Llama-3-8B, with autotuning)"),
+    compile_cached=StartPhase(12, "measured: Dynamo 6.41 s + loading the cached graph 4.67 s on an L40S (vllm-"
+                                  "project/vllm PR #17122, V1 0.8, Llama-3.1-8B); 5.03 s + 4.19 s in PR #16848"),
+    warmup=StartPhase(21, "measured: engine init without compilation, i.e. memory profiling, the KV cache and CUDA "
+                          "graph capture, 20.63 s on an L4 (vllm-project/vllm PR #11078, Llama-3-8B); 14.18 s with "
+                          "'Graph capturing finished in 10 secs' in PR #11005"),
+    compile_since=(0, 8, 0),
+)
+"""V1 and its compilation became the default in v0.8.0 (release notes: "enabled V1 engine by default", PR #13726).
+Measured on other GPUs and models than a given stack's: ``gpuplatform verify`` (``model.load-time``) measures the
+cluster's. 90 s cold, 58 s with the compile cache, 46 s for the V0 engine (no compilation)."""
+
+SGLANG_START_SECONDS = 50
+"""SGLang's start less the weights' read, from the phases its log names (docs.sglang.ai "Sending Requests", SGLang
+0.4.1, Llama-3.1-8B on an 80 GB GPU): 19 s from the process start to "Init torch distributed begin", "Capture cuda
+graph end. Time elapsed: 6.57 s", 5 s from the warm-up request to "The server is fired up and ready to roll!"
+(issue #6291, 0.4.6, Qwen3-8B: capture 5.92 s). The capture runs the model's forward pass for each batch size, so
+it is taken at 26 s for a GPU with a quarter of that card's memory bandwidth (an L20's 864 GB/s): an ESTIMATE
+(19 + 26 + 5). SGLang compiles nothing by default (``--enable-torch-compile`` is off) and keeps no CUDA graphs
+across starts, so no cache shortens it."""
+
 SERVER_PROFILES: dict[str, ServerProfile] = {
     p.name: p
     for p in (
-        ServerProfile("vllm", "/health", "/health", False, 90, PROBE_TIMEOUT_SECONDS,
+        ServerProfile("vllm", "/health", "/health", False, VLLM_START.seconds(True, False), PROBE_TIMEOUT_SECONDS,
                       "vllm-project/vllm vllm/entrypoints/openai/api_server.py (setup_server, /health)"),
-        ServerProfile("sglang", "/health", "/health", True, 90, SGLANG_PROBE_TIMEOUT_SECONDS,
+        ServerProfile("sglang", "/health", "/health", True, SGLANG_START_SECONDS, SGLANG_PROBE_TIMEOUT_SECONDS,
                       "sgl-project/sglang python/sglang/srt/entrypoints/http_server.py (health_generate)"),
         ServerProfile("tgi", "/health", "/health", False, 60, PROBE_TIMEOUT_SECONDS,
                       "huggingface/text-generation-inference router/src/server.rs (health), launcher/src/main.rs"),

@@ -40,6 +40,17 @@ class LoadEstimate:
     """A Fluid dataset cache (``source: volume`` on a ``fluid`` volume): the rate of the first read, which fills the
     cache from OSS (catalogs/timeouts.py ``FLUID_FILL_RATE``); ``mib_per_second`` is then the cache's rate. None
     for every other source."""
+    cold_overhead_seconds: Optional[int] = None
+    """With a compile cache on a shared volume (:func:`compile_cache_volume`): the server's start while the cache
+    is still empty (``overhead_seconds`` is then the start that finds it filled). None without one: every replica
+    starts in ``overhead_seconds``."""
+    compile_cache_volume: Optional[str] = None
+    """The workload volume vLLM keeps its torch.compile cache on, when that cache outlives a replica."""
+
+    @property
+    def first_overhead_seconds(self) -> int:
+        """The start of a replica that finds no cache filled: the first one, or the only kind without a cache."""
+        return self.cold_overhead_seconds if self.cold_overhead_seconds is not None else self.overhead_seconds
 
     @property
     def read_seconds(self) -> float:
@@ -51,17 +62,26 @@ class LoadEstimate:
 
     @property
     def fill_expected_seconds(self) -> Optional[float]:
-        """Container start to ready of the replica that fills a Fluid cache (None without one)."""
+        """Container start to ready of the replica that fills a Fluid cache (None without one), at the start a
+        replica has once the compile cache (if any) is filled; :attr:`first_expected_seconds` is the first
+        replica's, which fills both."""
         if self.fill_mib_per_second is None:
             return None
         return timeouts.expected_load_seconds(self.size_gib, self.fill_mib_per_second, self.overhead_seconds)
 
     @property
+    def first_expected_seconds(self) -> float:
+        """Container start to ready of a replica that finds every cache empty: it reads the weights at the fill
+        rate of a Fluid cache (else at the source's rate) and compiles cold."""
+        rate = self.fill_mib_per_second if self.fill_mib_per_second is not None else self.mib_per_second
+        return timeouts.expected_load_seconds(self.size_gib, rate, self.first_overhead_seconds)
+
+    @property
     def slowest_expected_seconds(self) -> float:
-        """The longest load a replica is expected to take: the cache-filling one with a Fluid cache, else the
-        load. The startup budget must cover it, or the kubelet restarts the replica that fills the cache."""
-        fill = self.fill_expected_seconds
-        return max(self.expected_seconds, fill) if fill is not None else self.expected_seconds
+        """The longest load a replica is expected to take: the one that fills the caches (Fluid's weights, vLLM's
+        compiled graphs), else the load. The startup budget must cover it, or the kubelet restarts the replica
+        that fills a cache."""
+        return max(self.expected_seconds, self.first_expected_seconds)
 
     @property
     def sized_budget_seconds(self) -> int:
@@ -74,9 +94,13 @@ class LoadEstimate:
                 else f"the {kind} estimate of catalogs/timeouts.py")
         text = (f"{self.overhead_seconds}s server start + {self.size_gib:g} GiB at {self.mib_per_second:g} MiB/s "
                 f"({rate})")
+        firsts = []
         if self.fill_mib_per_second is not None:
-            text += (f"; the replica that fills the cache reads at {self.fill_mib_per_second:g} MiB/s from OSS "
-                     f"({self.fill_expected_seconds:.0f}s)")
+            firsts.append(f"reads at {self.fill_mib_per_second:g} MiB/s from OSS")
+        if self.cold_overhead_seconds is not None:
+            firsts.append(f"compiles in a {self.cold_overhead_seconds}s server start")
+        if firsts:
+            text += f"; the replica that fills the cache {' and '.join(firsts)} ({self.first_expected_seconds:.0f}s)"
         return text
 
 
@@ -114,8 +138,59 @@ def load_estimate(w: Workload) -> Optional[LoadEstimate]:
     if m.source == "image":
         pull = math.ceil(m.size_gib * 1024 / timeouts.IMAGE_PULL_RATE.mib_per_second)
     fill = timeouts.FLUID_FILL_RATE.mib_per_second if key == "fluid" else None
-    return LoadEstimate(m.size_gib, key, mib_s, basis, servers.start_overhead_seconds(w.server), pull, streamed,
-                        fill)
+    overhead, cold, cache = server_start_seconds(w)
+    return LoadEstimate(m.size_gib, key, mib_s, basis, overhead, pull, streamed, fill, cold, cache)
+
+
+VLLM_DISABLE_COMPILE_CACHE = "VLLM_DISABLE_COMPILE_CACHE"
+"""vLLM's switch that makes every start compile, whatever the cache holds (vllm/envs.py: read as an integer, any
+value but 0 turns the cache off)."""
+
+
+def vllm_compiles(w: Workload) -> bool:
+    """vLLM compiles the model with torch.compile at start: the V1 engine (the default from
+    ``VLLM_START.compile_since``; an image whose tag names no version is taken as a current one) without
+    ``--enforce-eager``."""
+    from gpuplatform.catalogs.metrics import image_version
+    from gpuplatform.components import server_args
+    if w.server != "vllm":
+        return False
+    version = image_version(w.image)
+    if version is not None and version < servers.VLLM_START.compile_since:
+        return False
+    facts = server_args.parse(w)
+    return not (facts is not None and facts.get(cli.ENFORCE_EAGER))
+
+
+def compile_cache_volume(w: Workload) -> Optional[str]:
+    """The workload volume on which vLLM keeps its compiled graphs (``$VLLM_CACHE_ROOT/torch_compile_cache``,
+    resolved from the workload's environment as vLLM resolves it) when that volume outlives a replica: a writable
+    PVC or NFS volume, which every replica mounts, so the first replica's compilation serves the next ones. None
+    when the server does not compile or the directory is on the root filesystem or the pod's own /tmp."""
+    from gpuplatform.components import server_args
+    if not vllm_compiles(w) or server_args.effective_env(w).get(VLLM_DISABLE_COMPILE_CACHE, "0") not in ("", "0"):
+        return None
+    spec = cli.SERVER_CLIS["vllm"]
+    facts = server_args.parse(w)
+    image_env = dict(spec.image_env) if facts is not None and facts.official_image else {}
+    cache = next(c for c in spec.caches if "VLLM_CACHE_ROOT" in c.envs)
+    path, _ = server_args.resolve_dir(cache, server_args.effective_env(w), image_env)
+    holders = [v for v in w.volumes if not v.read_only and v.fluid is None
+               and (path == v.mount_path or path.startswith(v.mount_path.rstrip("/") + "/"))]
+    return max(holders, key=lambda v: len(v.mount_path)).name if holders else None
+
+
+def server_start_seconds(w: Workload) -> tuple[int, Optional[int], Optional[str]]:
+    """(start of a replica, start of a replica that finds the compile cache empty or None without a cache, the
+    cache's volume): vLLM's from its phases (catalogs/servers.py ``VLLM_START``), the other servers' estimate."""
+    if w.server != "vllm":
+        return servers.start_overhead_seconds(w.server), None, None
+    compiles = vllm_compiles(w)
+    cache = compile_cache_volume(w)
+    cold = servers.VLLM_START.seconds(compiles, cached=False)
+    if cache is None:
+        return cold, None, None
+    return servers.VLLM_START.seconds(compiles, cached=True), cold, cache
 
 
 def streams_weights(w: Workload) -> bool:

@@ -425,8 +425,9 @@ def startup_rows(cfg: PlatformConfig) -> list[dict]:
                                                           "mibPerSecond": est.mib_per_second,
                                                           "rateBasis": est.rate_basis, "streamed": est.streamed},
                      "expectedLoadSeconds": None if est is None else round(est.expected_seconds),
-                     **({"cacheFillLoadSeconds": round(est.fill_expected_seconds)}
-                        if est is not None and est.fill_mib_per_second is not None else {}),
+                     **({"cacheFillLoadSeconds": round(est.first_expected_seconds)}
+                        if est is not None and (est.fill_mib_per_second is not None
+                                                or est.cold_overhead_seconds is not None) else {}),
                      "startupProbeSeconds": startup_seconds(w), "startupProbeBasis": basis, "readiness": check})
     return rows
 

@@ -36,6 +36,8 @@ class Pod:
     """Container start to loaded, seconds, before the startup probe's period rounds it (set when bound)."""
     fills_cache: bool = False
     """The replica found the Fluid weights cache empty and reads OSS to fill it."""
+    compiles: bool = False
+    """The replica found vLLM's shared compile cache empty and compiles the model (its start is the cold one)."""
 
     def phase(self, t: float) -> str:
         return "Running" if self.started is not None and self.started <= t else "Pending"
@@ -60,7 +62,8 @@ class Pods:
     """The Deployment's pods: the ReplicaSet controller creates and deletes them to match ``spec``; the scheduler
     binds them to ready nodes; each pulls its image (once per node) and loads its model before it is ready."""
 
-    def __init__(self, workload: str, image_pull_s: int, model_load_s: int, fill_load_s: Optional[int] = None):
+    def __init__(self, workload: str, image_pull_s: int, model_load_s: int, fill_load_s: Optional[int] = None,
+                 compile_extra_s: int = 0):
         self.workload = workload
         self.image_pull_s = image_pull_s
         self.model_load_s = model_load_s
@@ -68,6 +71,11 @@ class Pods:
         """With a Fluid weights cache: the load of the replica that fills it (``model_load_s`` is a hit's)."""
         self.cache_filled_at: Optional[float] = None
         """When the Fluid cache holds the weights: the filling replica's read is done (None: empty, or no cache)."""
+        self.compile_extra_s = compile_extra_s
+        """With vLLM's compile cache on a shared volume: what compiling adds to a load (0: no such cache)."""
+        self.compiled_at: Optional[float] = None
+        """When the compile cache holds the compiled graphs: the first compiling replica has loaded (None: empty)."""
+        self._compiler: Optional[Pod] = None
         self.pods: list[Pod] = []
         self.deleted: list[tuple[float, Pod]] = []
         """(time, pod) of every deletion since the consumer last took them (the scrape loop does)."""
@@ -91,6 +99,8 @@ class Pods:
                 node.image_at = -1e9  # the replica ran there: its image is on the node
                 if self.fill_load_s is not None:
                     self.cache_filled_at = -1e9  # and its load filled the weights cache
+                if self.compile_extra_s:
+                    self.compiled_at = -1e9  # and its start filled the compile cache
                 node.pods.append(pod)
                 pod.node, pod.bound, pod.started, pod.ready_at = node, -1e9, -1e9, -1e9
 
@@ -104,6 +114,8 @@ class Pods:
             for pod in ranked[:len(self.pods) - spec]:
                 if pod.fills_cache and not pod.is_ready(t):
                     self.cache_filled_at = None  # its read of OSS stops: the next replica to start fills the cache
+                if pod is self._compiler and not pod.is_ready(t):
+                    self.compiled_at, self._compiler = None, None  # it never wrote the compiled graphs
                 self.pods.remove(pod)
                 if pod.node is not None:
                     pod.node.pods.remove(pod)
@@ -138,11 +150,27 @@ class Pods:
             pod.ready_at = pod.started + load
 
     def _load_seconds(self, pod: Pod) -> float:
-        """The pod's load. With a Fluid weights cache (components/fluid_cache.py), the first replica to start while
-        the cache is empty reads OSS and fills it (``fill_load_s``); one that starts later reads the cache
-        (``model_load_s``) but cannot finish before the blocks it reads are cached, i.e. before the filler's read
-        ends: JindoRuntime caches a block as a reader first fetches it from OSS (ACK doc-detail/440265: the first
-        read goes to OSS, the later ones hit the cache). Without a cache every pod loads in ``model_load_s``."""
+        """The pod's load: its weights (:meth:`_weights_load_seconds`) plus, with vLLM's compile cache on a shared
+        volume, the compilation of a replica that starts before any replica has written the compiled graphs. vLLM
+        looks the graphs up once, at its start, and writes them when it has compiled (docs.vllm.ai
+        "torch.compile integration", "Compilation Cache"); the graphs are taken as written when the compiling
+        replica has loaded, so a replica starting while the first still compiles compiles too."""
+        load = self._weights_load_seconds(pod)
+        if not self.compile_extra_s or (self.compiled_at is not None and pod.started >= self.compiled_at):
+            return load
+        pod.compiles = True
+        load += self.compile_extra_s
+        if self.compiled_at is None:
+            self.compiled_at, self._compiler = pod.started + load, pod
+        return load
+
+    def _weights_load_seconds(self, pod: Pod) -> float:
+        """The pod's load without compilation. With a Fluid weights cache (components/fluid_cache.py), the first
+        replica to start while the cache is empty reads OSS and fills it (``fill_load_s``); one that starts later
+        reads the cache (``model_load_s``) but cannot finish before the blocks it reads are cached, i.e. before the
+        filler's read ends: JindoRuntime caches a block as a reader first fetches it from OSS (ACK doc-detail/440265:
+        the first read goes to OSS, the later ones hit the cache). Without a cache every pod loads in
+        ``model_load_s``."""
         if self.fill_load_s is None:
             return float(self.model_load_s)
         if self.cache_filled_at is None:

@@ -183,6 +183,9 @@ class ServicePlan:
     cache_fill_load_s: Optional[int] = None
     """With the weights on a Fluid dataset cache: the load of the replica that finds the cache empty and fills it
     from OSS; ``model_load_s`` is then the load from the filled cache. None for every other source."""
+    compile_cold_extra_s: int = 0
+    """With vLLM's compile cache on a shared volume: the seconds a replica that finds it empty adds to
+    ``model_load_s`` (it compiles the model instead of loading the compiled graphs). 0 without such a cache."""
     buckets: tuple = ()
     """A latency histogram's bucket bounds, seconds (``latency`` kind)."""
     latency: str = ""
@@ -259,7 +262,17 @@ class ServicePlan:
 def service_plan(cfg: PlatformConfig, w: Workload) -> ServicePlan:
     """How one replica serves and starts (:func:`_service_plan`), with the load of a cache-filling replica when the
     weights are on a Fluid dataset cache."""
-    return dataclasses.replace(_service_plan(cfg, w), cache_fill_load_s=cache_fill_seconds(w))
+    return dataclasses.replace(_service_plan(cfg, w), cache_fill_load_s=cache_fill_seconds(w),
+                               compile_cold_extra_s=compile_cold_extra_seconds(w))
+
+
+def compile_cold_extra_seconds(w: Workload) -> int:
+    """What a replica that finds vLLM's shared compile cache empty adds to the load (components/model_startup.py
+    ``server_start_seconds``); 0 without such a cache, or when ``serviceModel.modelLoadSeconds`` states the load."""
+    est = load_estimate(w)
+    if est is None or est.cold_overhead_seconds is None or w.service_model.model_load_seconds is not None:
+        return 0
+    return est.cold_overhead_seconds - est.overhead_seconds
 
 
 def cache_fill_seconds(w: Workload) -> Optional[int]:

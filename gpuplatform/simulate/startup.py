@@ -14,7 +14,8 @@ The phases follow the replica's path through the simulated cluster (gpuplatform/
   (a replica ran there, or a pre-puller pulled it: ``prePull``);
 * ``model_load``: the server's start and its weights read (``serverStart`` + ``weights`` when the load is the
   estimate of ``model``, components/model_startup.py); with a Fluid weights cache, ``cache`` says whether the
-  replica filled it from OSS, hit it, or waited on the replica filling it;
+  replica filled it from OSS, hit it, or waited on the replica filling it; with vLLM's compile cache on a shared
+  volume, ``compile`` says whether the replica compiled (``cold``) or loaded the compiled graphs (``cached``);
 * ``probe``: the wait for the startup probe's next period after loading.
 """
 from __future__ import annotations
@@ -50,6 +51,10 @@ def capacity_path(ready_pods: list, increase_at: float, setup) -> Optional[dict]
     if est is not None and w.service_model.model_load_seconds is None:
         out["model_load_parts"] = {"server_start": est.overhead_seconds, "weights": round(est.read_seconds, 1),
                                    "weights_mib_per_second": est.mib_per_second, "streamed": est.streamed}
+        if est.cold_overhead_seconds is not None:
+            out["model_load_parts"].update(
+                {"compile": "cold" if pod.compiles else "cached",
+                 "server_start": est.cold_overhead_seconds if pod.compiles else est.overhead_seconds})
         if est.fill_mib_per_second is not None:
             out["model_load_parts"].update(_cache_parts(pod, est, float(load), setup.plan.model_load_s))
     return {k: (round(v, 3) if isinstance(v, float) else v) for k, v in out.items()}
@@ -62,8 +67,9 @@ def _cache_parts(pod, est, load: float, hit_load: int) -> dict:
     if pod.fills_cache:
         return {"cache": "fill", "weights": round(est.size_gib * 1024 / est.fill_mib_per_second, 1),
                 "weights_mib_per_second": est.fill_mib_per_second}
-    if load > hit_load:
-        return {"cache": "wait", "weights": round(load - est.overhead_seconds, 1)}
+    if load > hit_load + (est.first_overhead_seconds - est.overhead_seconds if pod.compiles else 0):
+        start = est.first_overhead_seconds if pod.compiles else est.overhead_seconds
+        return {"cache": "wait", "weights": round(load - start, 1)}
     return {"cache": "hit"}
 
 
@@ -80,8 +86,10 @@ def path_text(path: Optional[dict]) -> str:
             where = {"fill": " from OSS, filling the Fluid cache", "hit": " from the Fluid cache",
                      "wait": " from the Fluid cache as another replica filled it"}.get(m.get("cache"), "")
             rate = f" at {m['weights_mib_per_second']:g} MiB/s" if m.get("cache") != "wait" else ""
-            parts.append(f"{label} {path[name]:.0f}s ({m['server_start']}s server start + {m['weights']:g}s weights "
-                         f"{how}{where}{rate})")
+            start = {"cold": " compiling the model", "cached": " with the compiled graphs cached"}.get(
+                m.get("compile"), "")
+            parts.append(f"{label} {path[name]:.0f}s ({m['server_start']}s server start{start} + {m['weights']:g}s "
+                         f"weights {how}{where}{rate})")
         else:
             parts.append(f"{label} {path[name]:.0f}s")
     where = "a new node" if path["new_node"] else "an existing node"

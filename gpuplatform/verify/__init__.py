@@ -18,8 +18,8 @@ Check ids (stable; ``docs/verify.md`` describes each):
 * ``model.load-time`` (one per workload): measured container start to ready against the startup budget; warns
   above half of it, fails when the startup probe killed a container
 * ``startup.warm-capacity`` (workloads with ``autoscaling.warmReplicas``), ``startup.pre-pull`` (with ``prePull``),
-  ``startup.fluid-cache`` (with a ``fluid`` volume): the time-to-capacity measures hold on the cluster, one result
-  per object the stack rendered
+  ``startup.fluid-cache`` (with a ``fluid`` volume), ``startup.compile-cache`` (vLLM with its compile cache on a
+  shared volume): the time-to-capacity measures hold on the cluster, one result per object the stack rendered
 * ``nodes.mig-partitioned`` (one per mixed-strategy MIG pool with nodes), ``nodes.mig-config`` (one per MIG pool with
   nodes that the GPU Operator's mig-manager partitions)
 * ``ingress.address`` (one per workload with an ingress)
@@ -37,7 +37,7 @@ MIG), ``monitoring`` (APIServices, adapter, exporter, custom metrics), ``workloa
 ``kube`` reaches the cluster,
 ``output`` formats the report.
 """
-from gpuplatform.verify.capacity import (check_fluid_cache, check_pre_pull, check_warm_capacity,
+from gpuplatform.verify.capacity import (check_compile_cache, check_fluid_cache, check_pre_pull, check_warm_capacity,
                                          check_warm_priority_class)
 from gpuplatform.verify.cluster import (ACK_DISK_CSI_DRIVER, CREDENTIAL_MIN_DAYS, certificate_not_after,
                                        check_cgpu_component, check_credential, check_csi_driver, check_pod_network,
@@ -57,4 +57,4 @@ from gpuplatform.verify.workloads import KEDA_HPA_PREFIX, PODMONITOR, check_hpa,
 __all__ = ["CheckResult", "run_verify", "verify_main", "build_api_client", "format_table", "format_json",
            "progress_line", "check_credential", "check_hpa", "check_pool", "check_ingress", "ingress_names",
            "check_load_time", "check_warm_priority_class", "check_warm_capacity", "check_pre_pull",
-           "check_fluid_cache"]
+           "check_fluid_cache", "check_compile_cache"]

@@ -24,6 +24,13 @@ Dataset in the workload's namespace Bound with its PersistentVolumeClaim Bound, 
 done, pkg/ddc/jindo/const.go) and ``cacheStates`` (``cacheCapacity``, ``cached``: pkg/common/types.go) in
 ``dataset_types.go``; ``RuntimeStatus.workerPhase``, ``desiredWorkerNumberScheduled`` and ``workerNumberReady`` in
 ``status.go``, the status of ``jindoruntime_types.go``.
+
+``startup.compile-cache``: the claim of the volume vLLM keeps its compiled graphs on (components/model_startup.py
+``compile_cache_volume``) Bound, and mountable by replicas on different nodes (``ReadWriteMany`` in the claim's
+``status.accessModes``) when the workload can run more than one: a ``ReadWriteOnce`` volume attaches to one node,
+and a replica on another stays ``ContainerCreating`` with a ``Multi-Attach`` error (Kubernetes "Persistent
+Volumes", access modes). Whether a replica found the graphs is in its log ("Directly load the compiled graph"),
+which ``model.load-time`` sees as the faster later loads.
 """
 from __future__ import annotations
 
@@ -37,6 +44,7 @@ from gpuplatform.catalogs.gpus import GENERIC_NODE, instance_type, provisioning
 from gpuplatform.catalogs.kubernetes import CA_EXPENDABLE_PODS_PRIORITY_CUTOFF, WARM_CAPACITY_PRIORITY
 from gpuplatform.components.config import PlatformConfig, Workload
 from gpuplatform.components.fluid_cache import FLUID_API_VERSION, cache_namespace, claim_name, dataset_name
+from gpuplatform.components.model_startup import compile_cache_volume
 from gpuplatform.components.pools import all_pool_facts
 from gpuplatform.components.pre_pull import pre_pull_name
 from gpuplatform.components.warm_capacity import PRIORITY_CLASS_NAME, placeholder_name
@@ -46,6 +54,7 @@ from gpuplatform.verify.results import CheckResult, _fail, _pass, _warn
 WARM_CHECK = "startup.warm-capacity"
 PRE_PULL_CHECK = "startup.pre-pull"
 FLUID_CHECK = "startup.fluid-cache"
+COMPILE_CACHE_CHECK = "startup.compile-cache"
 MAX_NODES_REACHED = "max node group size reached"
 """What the cluster autoscaler's ``NotTriggerScaleUp`` event says of a node group at its maximum size."""
 PULL_FAILURES = ("ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull")
@@ -360,3 +369,36 @@ def check_fluid_cache(cfg: PlatformConfig, w: Workload, core: k8s.CoreV1Api,
                                  "Fluid's CSI plugin has not bound it: see the PVC's events and Fluid's csi-nodeplugin "
                                  "pods"))
     return out
+
+
+# ------------------------------------------------------------------------------------- compile cache
+def check_compile_cache(cfg: PlatformConfig, w: Workload, core: k8s.CoreV1Api) -> list[CheckResult]:
+    name = compile_cache_volume(w)
+    vol = next((v for v in w.volumes if v.name == name), None)
+    if vol is None:
+        return []
+    if vol.pvc is None:
+        return [_pass(COMPILE_CACHE_CHECK, f"volume/{w.name}/{vol.name}",
+                      "an NFS export: every replica mounts it read-write, whatever its node")]
+    ns = cfg.workload_namespace(w)
+    subject = f"pvc/{ns}/{vol.pvc}"
+    try:
+        pvc = core.read_namespaced_persistent_volume_claim(vol.pvc, ns, _request_timeout=REQUEST_TIMEOUT)
+    except Exception as exc:  # noqa: BLE001
+        if _not_found(exc):
+            return [_fail(COMPILE_CACHE_CHECK, subject, "PersistentVolumeClaim not found",
+                          f"the claim of volume '{vol.name}' must exist before the replicas start: they stay Pending")]
+        return [_fail(COMPILE_CACHE_CHECK, subject, f"cannot read it ({_api_error(exc)})",
+                      f"the credentials lack 'get persistentvolumeclaims' in {ns}")]
+    phase = (pvc.status.phase if pvc.status else None) or "(none)"
+    modes = list((pvc.status.access_modes if pvc.status else None) or pvc.spec.access_modes or [])
+    message = f"phase {phase}, access modes {', '.join(modes) or '(none)'}"
+    if phase != "Bound":
+        return [_fail(COMPILE_CACHE_CHECK, subject, message,
+                      "no volume is bound to the claim yet: see its events (storage class, capacity)")]
+    if w.replica_ceiling > 1 and "ReadWriteMany" not in modes:
+        return [_fail(COMPILE_CACHE_CHECK, subject, message,
+                      f"up to {w.replica_ceiling} replicas mount it, but without ReadWriteMany only the "
+                      "node it is attached to can: a replica on another node stays ContainerCreating "
+                      "(Multi-Attach error). Use a file system claim (NAS) for the compile cache")]
+    return [_pass(COMPILE_CACHE_CHECK, subject, message)]

@@ -11,7 +11,7 @@ from gpuplatform.catalogs.versions import chart
 from gpuplatform.components.config import PlatformConfig
 from gpuplatform.components.pools import all_pool_facts
 from gpuplatform.components.workload_manifests import uses_app_metrics
-from gpuplatform.verify.capacity import (check_fluid_cache, check_pre_pull, check_warm_capacity,
+from gpuplatform.verify.capacity import (check_compile_cache, check_fluid_cache, check_pre_pull, check_warm_capacity,
                                          check_warm_priority_class)
 from gpuplatform.verify.cluster import (check_cgpu_component, check_credential, check_csi_driver, check_pod_network,
                                        check_system_pods)
@@ -103,6 +103,8 @@ def run_verify(cfg: PlatformConfig, api_client: k8s.ApiClient) -> list[CheckResu
     for w in cfg.workloads:
         if any(v.fluid is not None for v in w.volumes):
             results += check_fluid_cache(cfg, w, core, k8s.CustomObjectsApi(api_client))
+    for w in cfg.workloads:
+        results += check_compile_cache(cfg, w, core)
     custom = k8s.CustomObjectsApi(api_client)
     for w in cfg.workloads:
         if uses_app_metrics(w):

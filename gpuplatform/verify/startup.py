@@ -116,30 +116,34 @@ def _estimate_text(w: Workload, worst: Optional[float] = None, fastest: Optional
     if est is None:
         return ""
     text = f"; estimated {est.expected_seconds:.0f}s"
-    if est.fill_expected_seconds is not None:
-        text += f" ({est.fill_expected_seconds:.0f}s for the replica that fills the Fluid cache)"
+    if est.fill_mib_per_second is not None or est.cold_overhead_seconds is not None:
+        caches = " and ".join(what for what, on in (("the Fluid cache", est.fill_mib_per_second is not None),
+                                                     ("the compile cache", est.cold_overhead_seconds is not None))
+                              if on)
+        text += f" ({est.first_expected_seconds:.0f}s for the replica that fills {caches})"
     if worst is None:
         return text
     kind = f"streamed {est.source}" if est.streamed else est.source
     if est.fill_mib_per_second is not None:
         text += _rate_text(est, worst, est.fill_mib_per_second, "the slowest, as if it filled the cache from OSS; "
-                           "catalogs/timeouts.py FLUID_FILL_RATE")
+                           "catalogs/timeouts.py FLUID_FILL_RATE", est.first_overhead_seconds)
         if fastest is None or fastest == worst:
             return text
         return text + _rate_text(est, fastest, est.mib_per_second, f"the fastest, from the cache ({kind}); "
-                                 "model.loadMibPerSecond takes a measured rate")
-    return text + _rate_text(est, worst, est.mib_per_second, f"{kind}; model.loadMibPerSecond takes a measured rate")
+                                 "model.loadMibPerSecond takes a measured rate", est.overhead_seconds)
+    return text + _rate_text(est, worst, est.mib_per_second, f"{kind}; model.loadMibPerSecond takes a measured rate",
+                             est.first_overhead_seconds)
 
 
-def _rate_text(est, seconds: float, against: float, what: str) -> str:
-    """The read rate a load of ``seconds`` implies after the server's estimated start, against a catalog rate."""
-    reading = seconds - est.overhead_seconds
+def _rate_text(est, seconds: float, against: float, what: str, start: int) -> str:
+    """The read rate a load of ``seconds`` implies after the server's estimated ``start``, against a catalog rate
+    (the slowest load is taken as a replica that found the compile cache, if any, empty)."""
+    reading = seconds - start
     if reading <= 0:
-        return (f"; the load took less than the {est.overhead_seconds}s server start estimated: the weights' rate "
-                "cannot be told from it")
+        return (f"; the load took less than the {start}s server start estimated: the weights' rate cannot be told "
+                "from it")
     rate = est.size_gib * 1024 / reading
-    return (f"; read at {rate:.0f} MiB/s after the {est.overhead_seconds}s server start estimated, against "
-            f"{against:g} MiB/s ({what})")
+    return f"; read at {rate:.0f} MiB/s after the {start}s server start estimated, against {against:g} MiB/s ({what})"
 
 
 def _pull_text(events: list, pod_names: set) -> str:

@@ -1,6 +1,7 @@
-"""``startup.warm-capacity``, ``startup.pre-pull`` and ``startup.fluid-cache`` against recorded API responses
-(tests/fixtures/k8s_api/staging/<variant>/): the staging workload given warm replicas, a pre-puller and a Fluid
-weights cache; ``time-to-capacity`` is the working cluster, every other variant one way each measure fails."""
+"""``startup.warm-capacity``, ``startup.pre-pull``, ``startup.fluid-cache`` and ``startup.compile-cache`` against
+recorded API responses (tests/fixtures/k8s_api/staging/<variant>/): the staging workload given warm replicas, a
+pre-puller, a Fluid weights cache or a vLLM compile cache; ``time-to-capacity`` is the working cluster, every other
+variant one way each measure fails."""
 from __future__ import annotations
 
 from datetime import datetime, timezone
@@ -10,8 +11,8 @@ from k8s_fixture_server import api_client_for
 from kubernetes import client as k8s
 
 from gpuplatform.components.config import FluidCredentials, FluidVolume, ModelWeights, Volume
-from gpuplatform.verify import (check_fluid_cache, check_pre_pull, check_warm_capacity, check_warm_priority_class,
-                                run_verify)
+from gpuplatform.verify import (check_compile_cache, check_fluid_cache, check_pre_pull, check_warm_capacity,
+                                check_warm_priority_class, run_verify)
 from gpuplatform.verify.capacity import provisioning_seconds, size_gib
 
 NOW = datetime(2025, 6, 3, 8, 30, tzinfo=timezone.utc)
@@ -188,3 +189,33 @@ def test_the_runner_lists_the_measures_only_for_workloads_that_use_them(fake_api
     # after the workload's load time, in the order the measures shorten the path
     assert checks.index("model.load-time") < checks.index("startup.warm-capacity")
     assert all(r.ok for r in measured if r.check.startswith("startup."))
+
+
+# ------------------------------------------------------------------------------------- compile cache
+def compile_cached_workload(cfg):
+    """The staging workload as vLLM with its compile cache on the claim ``vllm-compile-cache``."""
+    w = cfg.workloads[0]
+    cache = Volume(name="vllm-cache", mount_path="/cache", pvc="vllm-compile-cache", read_only=False)
+    return w.model_copy(update={"server": "vllm", "image": "vllm/vllm-openai:v0.9.2", "volumes": [cache],
+                                "env": {**w.env, "HOME": "/tmp", "VLLM_CACHE_ROOT": "/cache/vllm"}})
+
+
+def test_a_shared_compile_cache_claim_passes(apis, staging_cfg):
+    (result,) = check_compile_cache(staging_cfg, compile_cached_workload(staging_cfg),
+                                    k8s.CoreV1Api(apis("time-to-capacity")))
+    assert result.ok and result.subject == "pvc/inference/vllm-compile-cache"
+    assert result.message == "phase Bound, access modes ReadWriteMany"
+
+
+def test_a_compile_cache_on_a_disk_fails_for_replicas_on_other_nodes(apis, staging_cfg):
+    (result,) = check_compile_cache(staging_cfg, compile_cached_workload(staging_cfg),
+                                    k8s.CoreV1Api(apis("compile-cache-rwo")))
+    assert not result.ok and result.message == "phase Bound, access modes ReadWriteOnce"
+    assert "Multi-Attach" in result.cause and "ReadWriteMany" in result.cause
+
+
+def test_a_missing_compile_cache_claim_fails_and_a_workload_without_one_gets_no_result(apis, staging_cfg):
+    api = k8s.CoreV1Api(apis("healthy"))
+    (result,) = check_compile_cache(staging_cfg, compile_cached_workload(staging_cfg), api)
+    assert not result.ok and result.message == "PersistentVolumeClaim not found"
+    assert check_compile_cache(staging_cfg, staging_cfg.workloads[0], api) == []

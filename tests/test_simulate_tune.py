@@ -227,8 +227,8 @@ def test_tune_and_simulate_judge_alike_the_difference_is_the_trace_scaling(examp
     search = Search(cfg, "005", "chat", at_slo, 0, level)
     own = search.run(own_candidate(cfg, "chat"), full=True)
     replay = simulate(cfg, "005", "chat", at_slo, slo_target=level)
-    assert own.violation_s == replay.over_target_s and own.cost == (replay.tally.ready_replica_s,
-                                                                    replay.tally.node_s)
+    assert own.violation_s == replay.over_target_s and own.cost == (replay.tally.node_s,
+                                                                    replay.tally.ready_replica_s)
     plain = simulate(cfg, "005", "chat", resolve_trace(cfg, "chat", "bursty", "10m"), slo_target=level)
     assert plain.over_target_s != replay.over_target_s
     scaling = trace_scaling(cfg, "chat", at_slo, level)
@@ -250,3 +250,17 @@ def test_a_pool_that_holds_a_setting_within_the_budget_is_never_told_to_grow(exa
     assert tuned["feasible"] and tuned["poolGrowth"] is None and tuned["best"]["over_target_s"] == 0
     adopted = load(merge_snippet(namespace_from_stack_file(stack), tuned["snippet"]))
     assert adopted.node_pools[0].max_nodes == grown and _replay(adopted, tuned["slo"]).over_target_s == 0
+
+
+def test_a_candidate_is_charged_what_the_pool_bills_not_only_its_ready_replicas(example):
+    """On one-GPU nodes a reactive setting also pays for nodes provisioning, replicas loading and nodes waiting for
+    scale-down: ranked by ready replicas alone it would look cheaper than it is."""
+    from gpuplatform.simulate.report import resolve_trace
+
+    cfg, _ = example
+    level = slo_level(cfg, "chat", None)
+    search = Search(cfg, "005", "chat", resolve_trace(cfg, "chat", "bursty", "30m", level), 0, level)
+    reactive = search.run(Candidate(2.0, 1, 4), full=True)
+    tally = reactive.result.tally
+    assert reactive.cost == (tally.node_s, tally.ready_replica_s)
+    assert tally.node_s > tally.ready_replica_s * 1.05

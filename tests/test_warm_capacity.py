@@ -177,10 +177,11 @@ def test_tune_searches_warm_replicas_and_charges_what_placeholders_hold():
     search = Search(cfg, "x", "chat", trace, 0.0, level)
     more_min = search.run(Candidate(2.0, 2, 4), full=True)
     warm = search.run(Candidate(2.0, 1, 4, warm_replicas=1), full=True)
-    assert warm.cost[0] == warm.result.tally.ready_replica_s + warm.result.tally.warm_s
+    # ranked by what the pool bills: the node a placeholder keeps counts like the one a replica keeps
+    assert warm.cost == (warm.result.tally.node_s, warm.result.tally.ready_replica_s + warm.result.tally.warm_s)
     assert warm.result.tally.warm_s > 0
-    # the same GPU units held as one more ready replica, which serves at once: never better on both counts
-    assert more_min.violation_s <= warm.violation_s
+    # the same node held as one more ready replica, which serves at once: never better on both counts
+    assert more_min.violation_s <= warm.violation_s and more_min.cost[0] <= warm.cost[0]
     refused = search.run(Candidate(2.0, 1, 6, warm_replicas=1))
     assert refused is None and search.refused == 1
 

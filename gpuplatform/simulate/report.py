@@ -129,9 +129,9 @@ def _run_tune(cfg: PlatformConfig, stack: str, workload: str, tr: Trace, budget:
         r = o.result
         warm = (f" + {r.tally.warm_s / 3600:.4g} warm (placeholder) replica-hours, idle cost "
                 f"{r.warm_unit_hours:g} {unit}-hours" if r.tally.warm_s else "")
-        return (f"  {name:<11} {o.candidate.label()}: {r.tally.ready_replica_s / 3600:.4g} ready replica-hours{warm}, "
-                f"{r.unit_hours:g} {unit}-hours, {r.gpu_hours:g} GPU-hours of nodes, {r.over_target_s:g}s over the "
-                f"SLO, peak {r.replicas_max} replicas")
+        return (f"  {name:<11} {o.candidate.label()}: {r.tally.node_s / 3600:.4g} node-hours ({r.gpu_hours:g} "
+                f"GPU-hours of nodes, what is ranked), {r.tally.ready_replica_s / 3600:.4g} ready replica-hours{warm}, "
+                f"{r.unit_hours:g} {unit}-hours, {r.over_target_s:g}s over the SLO, peak {r.replicas_max} replicas")
 
     out.write(f"Tuned {workload} on trace {tr.name} ({tuned.tried} settings simulated, {tuned.refused} refused by "
               f"the stack's validation), budget {budget_s:g}s over the SLO {own.slo:g} {own.result.unit} beyond the "

@@ -22,10 +22,10 @@ Every candidate is first run through the stack's own validation (``components.va
 with the candidate applied, the same rules ``load`` runs); one it refuses is never simulated nor suggested.
 
 Judge: a candidate is feasible when its time over the SLO beyond the HPA's tolerance (plus seconds of failed
-requests) stays within the budget; the cheapest feasible one wins, cheapest by the GPU units held by ready
-replicas and by warm-capacity placeholders (what holds the GPUs while serving or waiting to serve), then
-node-hours. Runs stop early once they cannot win: over the budget when a feasible
-candidate is known, or costing more than the best so far (both tallies only grow).
+requests) stays within the budget; the cheapest feasible one wins, cheapest by node-hours (what the pool bills:
+nodes provisioning, replicas loading, warm-capacity placeholders and nodes waiting for scale-down all hold a
+node), then by the GPU units ready replicas and placeholders held. Runs stop early once they cannot win: over the
+budget when a feasible candidate is known, or costing more than the best so far (both tallies only grow).
 
 When nothing within the pool keeps the budget, the search grows the pool a node at a time (``maxNodes``, or
 ``desiredNodes`` for a fixed pool) with ``maxReplicas`` at what it then holds, and reports the fewest nodes more
@@ -135,9 +135,11 @@ class Outcome:
 
 
 def cost_of(tally) -> tuple:
-    """What a run costs, compared in order: replica-seconds holding GPU units to serve (ready replicas) or to keep
-    room warm (bound placeholders, which hold one replica's units each), then node-seconds."""
-    return (tally.ready_replica_s + tally.warm_s, tally.node_s)
+    """What a run costs, compared in order: node-seconds, what the pool bills while it runs the workload (every node
+    from the autoscaler's request until it is removed: nodes provisioning, replicas loading, placeholders and
+    empty nodes waiting for scale-down included; the simulator's pool holds this workload only), then the
+    replica-seconds holding GPU units to serve (ready replicas) or to keep room warm (bound placeholders)."""
+    return (tally.node_s, tally.ready_replica_s + tally.warm_s)
 
 
 @dataclass

@@ -212,3 +212,29 @@ def test_placeholder_objects_pass_the_api_servers_strict_schemas():
     for doc in docs:
         for version in (versions[0], versions[-1]):
             kubernetes_validate.validate(doc, version, strict=True)
+
+
+def test_with_the_measures_on_a_bursty_trace_a_replica_more_beats_a_placeholder_in_slo_and_node_hours():
+    """Example 005 with its weights on a Fluid cache, the pre-puller and room for 7 nodes, on 2 hours of ``bursty``
+    (scaled at one replica's load): a placeholder's replica serves about 2 minutes into a burst, when most of it is
+    over; a replica more at minReplicas serves at once, for fewer node-hours (docs/simulate.md, "Warm capacity")."""
+    from test_fluid_cache import fluid
+
+    from gpuplatform.simulate.engine import simulate
+    from gpuplatform.simulate.report import resolve_trace
+
+    def run(min_replicas: int, warm: int):
+        raw = copy.deepcopy(fluid())
+        raw["nodePools"][0]["maxNodes"] = 7
+        w = raw["workloads"][0]
+        w["prePull"] = True
+        w["autoscaling"].update(minReplicas=min_replicas, warmReplicas=warm)
+        cfg = load(raw)
+        return simulate(cfg, "005", "chat", trace)
+
+    trace = resolve_trace(load(fluid()), "chat", "bursty", None)
+    reactive, placeholder, floor = run(1, 0), run(1, 1), run(3, 0)
+    bad = [r.slo.bad_minutes for r in (reactive, placeholder, floor)]
+    assert bad == [12, 8, 0]
+    assert placeholder.tally.warm_s > 0 and floor.tally.node_s < placeholder.tally.node_s
+    assert (round(placeholder.tally.node_s / 3600, 1), round(floor.tally.node_s / 3600, 2)) == (9.6, 7.45)

@@ -69,6 +69,7 @@ SGLANG_PROBE_TIMEOUT_SECONDS = SGLANG_HEALTH_CHECK_TIMEOUT_SECONDS + 1
 """A second over SGLang's own health timeout, so the kubelet reads the server's verdict (200 or its 503) rather
 than timing out while a busy server is still generating the probe's token."""
 
+
 @dataclass(frozen=True)
 class StartPhase:
     seconds: int

@@ -33,7 +33,8 @@ def ranked():
     return cfg, trace, compare(cfg, "test", "classifier", trace, str(CANDIDATES), slo=0.75)
 
 
-def test_cost_per_day_is_ready_replica_hours_at_the_replica_price_scaled_to_a_day(ranked):
+def test_cost_per_day_is_bound_replica_hours_at_the_replica_price_scaled_to_a_day(ranked):
+    """Replicas pulling and loading hold their GPU units as much as serving ones: every bound replica is paid."""
     cfg, trace, (outcomes, _, _) = ranked
     prices = {p.name: p.price.per_hour for p in cfg.node_pools} | {"a100-mig-3g": 24.0}
     assert sorted(o.pool for o in outcomes) == ["a10", "a100-mig-3g", "l20"]
@@ -41,7 +42,8 @@ def test_cost_per_day_is_ready_replica_hours_at_the_replica_price_scaled_to_a_da
         s = o.result.summary()
         length = trace.times[-1]
         per_replica_hour = prices[o.pool] / o.replicas_per_node
-        assert o.cost_per_day == round(s["ready_replica_hours"] * per_replica_hour * SECONDS_PER_DAY / length, 2)
+        assert o.cost_per_day == round(s["replica_hours"] * per_replica_hour * SECONDS_PER_DAY / length, 2)
+        assert s["replica_hours"] > s["ready_replica_hours"]
         assert o.node_cost_per_day == round(s["node_hours"] * prices[o.pool] * SECONDS_PER_DAY / length, 2)
     mig = next(o for o in outcomes if o.pool == "a100-mig-3g")
     # ebmgn7.26xlarge: 8 A100-40GB, two 3g.20gb instances each

@@ -178,7 +178,7 @@ def test_tune_searches_warm_replicas_and_charges_what_placeholders_hold():
     more_min = search.run(Candidate(2.0, 2, 4), full=True)
     warm = search.run(Candidate(2.0, 1, 4, warm_replicas=1), full=True)
     # ranked by what the pool bills: the node a placeholder keeps counts like the one a replica keeps
-    assert warm.cost == (warm.result.tally.node_s, warm.result.tally.ready_replica_s + warm.result.tally.warm_s)
+    assert warm.cost == (warm.result.tally.node_s, warm.result.tally.replica_s + warm.result.tally.warm_s)
     assert warm.result.tally.warm_s > 0
     # the same node held as one more ready replica, which serves at once: never better on both counts
     assert more_min.violation_s <= warm.violation_s and more_min.cost[0] <= warm.cost[0]

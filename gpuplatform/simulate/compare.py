@@ -17,8 +17,9 @@ gpu request, and may define pools the stack lacks::
         serviceModel: {requestsPerSecondAtTarget: 16}
         gpu: {count: 1}                  # default: the workload's own
 
-Cost per day is ready replica-hours x the price of one replica-hour (the node's price, stated or catalog
-(gpuplatform/pricing.py), divided by the replicas one node holds), scaled from the trace's length to 24 hours; the
+Cost per day is replica-hours (every replica bound to a node: pulling its image, loading or serving, since each
+holds its GPU units) x the price of one replica-hour (the node's price, stated or catalog (gpuplatform/pricing.py),
+divided by the replicas one node holds), scaled from the trace's length to 24 hours; the
 cost of the nodes the run kept up (partly empty ones included) is reported beside it. A candidate the stack's
 validation refuses (the request does not fit the pool's sharing mode, maxReplicas over what the pool holds) is
 listed with the refusal, not run.
@@ -82,7 +83,8 @@ class Outcome:
         return {**doc, "serviceModel": self.service_model.model_dump(by_alias=True, exclude_none=True),
                 "ownServiceModel": self.own_service_model, "sloMet": self.slo_met,
                 "overLevelSeconds": self.over_level_s,
-                "readyReplicaHours": s["ready_replica_hours"], "nodeHours": s["node_hours"],
+                "replicaHours": s["replica_hours"], "readyReplicaHours": s["ready_replica_hours"],
+                "nodeHours": s["node_hours"],
                 "peakReplicas": s["peak_replicas"], "replicasPerNode": self.replicas_per_node,
                 "costPerDay": self.cost_per_day, "nodeCostPerDay": self.node_cost_per_day,
                 "currency": p.currency if p.known else None, "nodePricePerHour": p.dearest,
@@ -191,7 +193,7 @@ def compare(cfg: PlatformConfig, stack: str, workload: str, trace: Trace, arg: s
         s = r.summary()
         if o.price.known:
             per_replica_hour = o.price.dearest / o.replicas_per_node
-            o.cost_per_day = round(s["ready_replica_hours"] * per_replica_hour * SECONDS_PER_DAY / length, 2)
+            o.cost_per_day = round(s["replica_hours"] * per_replica_hour * SECONDS_PER_DAY / length, 2)
             o.node_cost_per_day = round(s["node_hours"] * o.price.dearest * SECONDS_PER_DAY / length, 2)
     outcomes.sort(key=_rank)
     return outcomes, basis, budget
@@ -224,7 +226,7 @@ def run_compare(cfg: PlatformConfig, stack: str, workload: str, trace: Trace, ar
 def compare_text(workload: str, trace: str, basis: str, budget: float, outcomes: list[Outcome]) -> str:
     from gpuplatform.plan import _table
 
-    rows = [["RANK", "POOL", "GPU PER REPLICA", "SLO MET", "OVER LEVEL", "READY REPLICA-H", "PER DAY",
+    rows = [["RANK", "POOL", "GPU PER REPLICA", "SLO MET", "OVER LEVEL", "REPLICA-H", "PER DAY",
              "NODES PER DAY", "PRICE BASIS"]]
     notes = []
     for rank, o in enumerate(outcomes, 1):
@@ -244,9 +246,9 @@ def compare_text(workload: str, trace: str, basis: str, budget: float, outcomes:
             notes.append(f"  {o.pool}: runs the workload's own serviceModel; state how fast this GPU serves in a "
                          "candidates file")
         rows.append([str(rank), o.pool, o.gpu, "yes" if o.slo_met else "no", f"{o.over_level_s:g}s",
-                     f"{s['ready_replica_hours']:g}", day, nodes, price_basis])
+                     f"{s['replica_hours']:g}", day, nodes, price_basis])
     allowed = f"{budget * 100:g} % of the trace" if budget else "no time"
     head = (f"Pools compared for {workload} on trace {trace}; SLO: {basis}, {allowed} allowed over it.\n"
-            "Per day: ready replica-hours x (node price / replicas per node), scaled to 24 h; nodes per day: the "
-            "nodes the run kept up.\n")
+            "Per day: replica-hours (bound replicas: pulling, loading, serving) x (node price / replicas per node), "
+            "scaled to 24 h; nodes per day: the nodes the run kept up.\n")
     return head + _table(rows) + "\n" + ("\n".join(notes) + "\n" if notes else "")

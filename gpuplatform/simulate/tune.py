@@ -24,7 +24,7 @@ with the candidate applied, the same rules ``load`` runs); one it refuses is nev
 Judge: a candidate is feasible when its time over the SLO beyond the HPA's tolerance (plus seconds of failed
 requests) stays within the budget; the cheapest feasible one wins, cheapest by node-hours (what the pool bills:
 nodes provisioning, replicas loading, warm-capacity placeholders and nodes waiting for scale-down all hold a
-node), then by the GPU units ready replicas and placeholders held. Runs stop early once they cannot win: over the
+node), then by the GPU units bound replicas and placeholders held. Runs stop early once they cannot win: over the
 budget when a feasible candidate is known, or costing more than the best so far (both tallies only grow).
 
 When nothing within the pool keeps the budget, the search grows the pool a node at a time (``maxNodes``, or
@@ -138,8 +138,9 @@ def cost_of(tally) -> tuple:
     """What a run costs, compared in order: node-seconds, what the pool bills while it runs the workload (every node
     from the autoscaler's request until it is removed: nodes provisioning, replicas loading, placeholders and
     empty nodes waiting for scale-down included; the simulator's pool holds this workload only), then the
-    replica-seconds holding GPU units to serve (ready replicas) or to keep room warm (bound placeholders)."""
-    return (tally.node_s, tally.ready_replica_s + tally.warm_s)
+    replica-seconds holding GPU units to serve (replicas bound to a node: pulling, loading or ready) or to keep room
+    warm (bound placeholders)."""
+    return (tally.node_s, tally.replica_s + tally.warm_s)
 
 
 @dataclass

@@ -163,3 +163,34 @@ def test_plan_shows_the_load_that_finds_the_graphs_and_the_one_that_compiles():
     rows = startup_rows(load(cached(example())))
     assert (rows[0]["expectedLoadSeconds"], rows[0]["cacheFillLoadSeconds"]) == (104, 136)
     assert "104s (136s filling the cache)" in startup_text(rows)
+
+
+def test_a_composed_service_reads_its_compile_cache_as_the_stack_does(tmp_path, capsys):
+    """A consumer's program composing an InferenceService gets the same reading of its command line and volumes."""
+    from test_composed_program import write_project
+
+    from gpuplatform.cli import main
+
+    project = write_project(tmp_path / "team", '''
+        from gpuplatform.components import GpuCluster, GpuNodePool, InferenceService, WorkloadNamespace
+
+        cluster = GpuCluster("ml", {"cluster": {"kind": "kubeconfig", "kubernetesVersion": "1.34"}})
+        a10 = GpuNodePool("a10", {"cluster": cluster, "pool": {"name": "a10", "gpuModel": "A10", "gpusPerNode": 1,
+                                                                "maxNodes": 3}})
+        namespace = WorkloadNamespace("serving", {"cluster": cluster, "name": "ml-serving"})
+        InferenceService("chat", {"workload": {
+            "name": "chat", "image": "vllm/vllm-openai:v0.9.2", "server": "vllm", "gpu": {"count": 1},
+            "ports": [{"name": "http", "containerPort": 8000, "protocol": "http"}],
+            "args": ["--model=/models/qwen", "--port=8000"],
+            "env": {"HOME": "/tmp", "VLLM_CACHE_ROOT": "/cache/vllm"},
+            "volumes": [{"name": "models", "mountPath": "/models", "pvc": "qwen-weights"},
+                        {"name": "vllm-cache", "mountPath": "/cache", "pvc": "vllm-compile-cache",
+                         "readOnly": False}],
+            "model": {"sizeGib": 15, "source": "volume", "volume": "models"},
+            "replicas": 2,
+        }, "node_pool": a10, "namespace": namespace})
+    ''', {"dev": "config: {}\n"})
+    assert main(["plan", "--project", str(project), "--stack", "dev", "--no-sweep"]) == 0
+    out = capsys.readouterr().out
+    # 58 s + 15 GiB at 150 MiB/s; the replica that compiles: 90 s + the same read
+    assert "160s (192s filling the cache)" in out

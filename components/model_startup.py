@@ -44,8 +44,6 @@ class LoadEstimate:
     """With a compile cache on a shared volume (:func:`compile_cache_volume`): the server's start while the cache
     is still empty (``overhead_seconds`` is then the start that finds it filled). None without one: every replica
     starts in ``overhead_seconds``."""
-    compile_cache_volume: Optional[str] = None
-    """The workload volume vLLM keeps its torch.compile cache on, when that cache outlives a replica."""
 
     @property
     def first_overhead_seconds(self) -> int:
@@ -138,8 +136,8 @@ def load_estimate(w: Workload) -> Optional[LoadEstimate]:
     if m.source == "image":
         pull = math.ceil(m.size_gib * 1024 / timeouts.IMAGE_PULL_RATE.mib_per_second)
     fill = timeouts.FLUID_FILL_RATE.mib_per_second if key == "fluid" else None
-    overhead, cold, cache = server_start_seconds(w)
-    return LoadEstimate(m.size_gib, key, mib_s, basis, overhead, pull, streamed, fill, cold, cache)
+    overhead, cold = server_start_seconds(w)
+    return LoadEstimate(m.size_gib, key, mib_s, basis, overhead, pull, streamed, fill, cold)
 
 
 VLLM_DISABLE_COMPILE_CACHE = "VLLM_DISABLE_COMPILE_CACHE"
@@ -168,29 +166,29 @@ def compile_cache_volume(w: Workload) -> Optional[str]:
     PVC or NFS volume, which every replica mounts, so the first replica's compilation serves the next ones. None
     when the server does not compile or the directory is on the root filesystem or the pod's own /tmp."""
     from gpuplatform.components import server_args
-    if not vllm_compiles(w) or server_args.effective_env(w).get(VLLM_DISABLE_COMPILE_CACHE, "0") not in ("", "0"):
+    from gpuplatform.components.validation.servers import writable_mount
+    env = server_args.effective_env(w)
+    if not vllm_compiles(w) or env.get(VLLM_DISABLE_COMPILE_CACHE, "0") not in ("", "0"):
         return None
     spec = cli.SERVER_CLIS["vllm"]
     facts = server_args.parse(w)
     image_env = dict(spec.image_env) if facts is not None and facts.official_image else {}
     cache = next(c for c in spec.caches if "VLLM_CACHE_ROOT" in c.envs)
-    path, _ = server_args.resolve_dir(cache, server_args.effective_env(w), image_env)
-    holders = [v for v in w.volumes if not v.read_only and v.fluid is None
-               and (path == v.mount_path or path.startswith(v.mount_path.rstrip("/") + "/"))]
-    return max(holders, key=lambda v: len(v.mount_path)).name if holders else None
+    mount = writable_mount(server_args.resolve_dir(cache, env, image_env)[0], w)
+    return next((v.name for v in w.volumes if mount is not None and v.mount_path == mount and not v.read_only),
+                None)
 
 
-def server_start_seconds(w: Workload) -> tuple[int, Optional[int], Optional[str]]:
-    """(start of a replica, start of a replica that finds the compile cache empty or None without a cache, the
-    cache's volume): vLLM's from its phases (catalogs/servers.py ``VLLM_START``), the other servers' estimate."""
+def server_start_seconds(w: Workload) -> tuple[int, Optional[int]]:
+    """(start of a replica, start of a replica that finds the compile cache empty, None without such a cache):
+    vLLM's from its phases (catalogs/servers.py ``VLLM_START``), the other servers' estimate."""
     if w.server != "vllm":
-        return servers.start_overhead_seconds(w.server), None, None
+        return servers.start_overhead_seconds(w.server), None
     compiles = vllm_compiles(w)
-    cache = compile_cache_volume(w)
     cold = servers.VLLM_START.seconds(compiles, cached=False)
-    if cache is None:
-        return cold, None, None
-    return servers.VLLM_START.seconds(compiles, cached=True), cold, cache
+    if compile_cache_volume(w) is None:
+        return cold, None
+    return servers.VLLM_START.seconds(compiles, cached=True), cold
 
 
 def streams_weights(w: Workload) -> bool:

@@ -289,7 +289,7 @@ def _check_batch_targets(p: str, w: Workload, facts: ServerFacts, f: Optional[Po
 
 
 # ---------------------------------------------------------------------------------------------- writable paths
-def _writable(path: str, w: Workload) -> Optional[str]:
+def writable_mount(path: str, w: Workload) -> Optional[str]:
     """The writable mount that holds ``path`` (``/tmp`` or a volume with readOnly false), None when it is on the
     read-only root filesystem."""
     mounts = [TMP_MOUNT_PATH] + [v.mount_path for v in w.volumes if not v.read_only]
@@ -309,7 +309,7 @@ def _check_writable(p: str, w: Workload, facts: ServerFacts, out: _Issues) -> No
         if cache.since and version is not None and version < parse_version(cache.since):
             continue
         path, why = resolve_dir(cache, env, image_env)
-        if "$" in path or _writable(path, w) is not None:
+        if "$" in path or writable_mount(path, w) is not None:
             continue
         var = next((name for name in cache.envs if name in w.env), None)
         where = f"{p}.env.{var}" if var else (f"{p}.env.HOME" if "HOME" in w.env else f"{p}.env")
@@ -328,7 +328,7 @@ def _check_writable(p: str, w: Workload, facts: ServerFacts, out: _Issues) -> No
         where = f"{p}.env.{var}" if var else f"{p}.model.source"
     if "$" in path:
         return
-    mount = _writable(path, w)
+    mount = writable_mount(path, w)
     if mount is None:
         out.add(where, f"source 'download': {spec.name} downloads the weights to {path} ({why}), on the read-only "
                 "root filesystem; allowed: a volume mounted there with readOnly: false, or the download directory "

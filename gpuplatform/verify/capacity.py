@@ -275,6 +275,19 @@ def _missing(kind: str, subject: str, exc: Exception) -> CheckResult:
                  f"the credentials lack 'get' on {kind.lower()}s in its namespace")
 
 
+def _read_claim(core: k8s.CoreV1Api, check: str, ns: str, claim: str,
+                missing_cause: str) -> tuple[Optional[k8s.V1PersistentVolumeClaim], Optional[CheckResult]]:
+    """(the claim, None), or (None, the failure of ``check`` saying why it could not be read)."""
+    subject = f"pvc/{ns}/{claim}"
+    try:
+        return core.read_namespaced_persistent_volume_claim(claim, ns, _request_timeout=REQUEST_TIMEOUT), None
+    except Exception as exc:  # noqa: BLE001
+        if _not_found(exc):
+            return None, _fail(check, subject, "PersistentVolumeClaim not found", missing_cause)
+        return None, _fail(check, subject, f"cannot read it ({_api_error(exc)})",
+                           f"the credentials lack 'get persistentvolumeclaims' in {ns}")
+
+
 def _capacity(w: Workload, status: dict) -> tuple[str, Optional[str], Optional[str]]:
     """Text on the cache's capacity, and a failure cause or a warning when it is short of the weights."""
     states = status.get("cacheStates") or {}
@@ -350,16 +363,10 @@ def check_fluid_cache(cfg: PlatformConfig, w: Workload, core: k8s.CoreV1Api,
                                  f"Fluid binds a referencing Dataset once the one it references is Bound; see "
                                  f"dataset/{cache_ns}/{name}"))
         subject = f"pvc/{ns}/{claim}"
-        try:
-            pvc = core.read_namespaced_persistent_volume_claim(claim, ns, _request_timeout=REQUEST_TIMEOUT)
-        except Exception as exc:  # noqa: BLE001
-            if _not_found(exc):
-                out.append(_fail(FLUID_CHECK, subject, "PersistentVolumeClaim not found",
-                                 "Fluid creates it when the referencing Dataset is bound: the replicas stay "
-                                 "ContainerCreating until then"))
-            else:
-                out.append(_fail(FLUID_CHECK, subject, f"cannot read it ({_api_error(exc)})",
-                                 f"the credentials lack 'get persistentvolumeclaims' in {ns}"))
+        pvc, failure = _read_claim(core, FLUID_CHECK, ns, claim, "Fluid creates it when the referencing Dataset is "
+                                   "bound: the replicas stay ContainerCreating until then")
+        if failure is not None:
+            out.append(failure)
         else:
             phase = (pvc.status.phase if pvc.status else None) or "(none)"
             if phase == "Bound":
@@ -382,14 +389,10 @@ def check_compile_cache(cfg: PlatformConfig, w: Workload, core: k8s.CoreV1Api) -
                       "an NFS export: every replica mounts it read-write, whatever its node")]
     ns = cfg.workload_namespace(w)
     subject = f"pvc/{ns}/{vol.pvc}"
-    try:
-        pvc = core.read_namespaced_persistent_volume_claim(vol.pvc, ns, _request_timeout=REQUEST_TIMEOUT)
-    except Exception as exc:  # noqa: BLE001
-        if _not_found(exc):
-            return [_fail(COMPILE_CACHE_CHECK, subject, "PersistentVolumeClaim not found",
-                          f"the claim of volume '{vol.name}' must exist before the replicas start: they stay Pending")]
-        return [_fail(COMPILE_CACHE_CHECK, subject, f"cannot read it ({_api_error(exc)})",
-                      f"the credentials lack 'get persistentvolumeclaims' in {ns}")]
+    pvc, failure = _read_claim(core, COMPILE_CACHE_CHECK, ns, vol.pvc, f"the claim of volume '{vol.name}' must exist "
+                               "before the replicas start: they stay Pending")
+    if failure is not None:
+        return [failure]
     phase = (pvc.status.phase if pvc.status else None) or "(none)"
     modes = list((pvc.status.access_modes if pvc.status else None) or pvc.spec.access_modes or [])
     message = f"phase {phase}, access modes {', '.join(modes) or '(none)'}"

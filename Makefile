@@ -31,10 +31,18 @@ install: $(VENV)/.installed $(WHEELHOUSE)/.complete
 plan: $(VENV)/.installed
 	$(VENV)/bin/gpuplatform plan --stack $(STACK) --out build/plan-$(STACK)
 
+# The engines the rehearsal and the engine tests run (engines/versions.env), built from the Go module proxy into a
+# cache keyed by version (engines/build): the first build takes a while and says so; later runs build nothing.
+engines:
+	@bash engines/build
+
+# The unit suite first, then the tests that run the real engines (marker `realengines`).
 # -rs: the reason of every skip (a missing tool or chart directory, and how to get it)
-test: $(VENV)/.installed $(WHEELHOUSE)/.complete
+test: $(VENV)/.installed $(WHEELHOUSE)/.complete engines
 	@echo "chart packages: $(or $(GPUPLATFORM_CHARTS_DIR),none (the Helm render tests skip; see make charts))"
-	GPUPLATFORM_WHEELHOUSE=$(WHEELHOUSE) $(PY) -m pytest -n 2 -rs
+	GPUPLATFORM_WHEELHOUSE=$(WHEELHOUSE) $(PY) -m pytest -n 2 -rs -m "not realengines"
+	GPUPLATFORM_ENGINES_BIN=$$(bash engines/build --dir) GPUPLATFORM_WHEELHOUSE=$(WHEELHOUSE) \
+	  $(PY) -m pytest -n 2 -rs -m realengines
 
 # Fetch the pinned chart packages with `helm pull` (needs helm and network) into charts/.
 charts: $(VENV)/.installed
@@ -56,4 +64,4 @@ figures: $(VENV)/.installed
 	$(VENV)/bin/gpuplatform simulate --stack dev --workload bert-intent-detection --trace spike --plot $(FIGURES)/dev-bert-spike.png >/dev/null
 	$(VENV)/bin/gpuplatform simulate --stack local --workload batch-embedder --trace $(FIGURES)/quiet-hour.csv --duration 40m --plot $(FIGURES)/local-embedder-quiet-hour.png >/dev/null
 
-.PHONY: install plan test bench charts figures
+.PHONY: install plan test engines bench charts figures

@@ -1,0 +1,72 @@
+"""What a rehearsal builds before any engine runs: the stack it deploys and the kwok nodes it creates."""
+from support import REPO, stack_raw
+
+from gpuplatform.components.placement import node_groups
+from gpuplatform.components.stack_config import load, load_stack_file
+from gpuplatform.rehearse.nodes import controller_objects, planned_nodes
+from gpuplatform.rehearse.stack import kubernetes_minor, rehearsal_namespace
+
+
+def test_an_ack_stack_is_rehearsed_as_an_existing_cluster_and_says_what_it_replaced():
+    raw, notes = rehearsal_namespace(stack_raw("prod"), "/rehearsal/admin.kubeconfig")
+    assert raw["cluster"] == {"kind": "kubeconfig", "kubernetesVersion": "1.35",
+                              "kubeconfigPath": "/rehearsal/admin.kubeconfig"}
+    assert any("ack-managed cluster and its node pools are not created" in n for n in notes)
+    cfg = load(raw, {})  # the rehearsed stack is a valid stack of the package
+    assert cfg.cluster.kind == "kubeconfig"
+    assert [p.name for p in cfg.node_pools] == ["a100-mig"]
+
+
+def test_a_kubeconfig_stack_is_rehearsed_as_it_is_with_the_rehearsals_kubeconfig():
+    original = stack_raw("local")
+    raw, notes = rehearsal_namespace(original, "/k")
+    assert notes == []
+    assert raw["cluster"] == {"kind": "kubeconfig", "kubernetesVersion": "1.35", "kubeconfigPath": "/k",
+                              "simulateGpus": True}
+    assert raw["workloads"] == original["workloads"]
+
+
+def test_arms_monitoring_is_replaced_by_the_self_hosted_stack_and_said():
+    original = stack_raw("prod")
+    original["monitoring"] = {"backend": "arms", "gpuExporter": "ack"}
+    raw, notes = rehearsal_namespace(original, "/k")
+    assert raw["monitoring"]["backend"] == "self-hosted" and raw["monitoring"]["gpuExporter"] == "dcgm"
+    assert any("ARMS" in n for n in notes) and any("dcgm-exporter" in n for n in notes)
+
+
+def test_kubernetes_minor_drops_acks_patch_and_suffix():
+    assert kubernetes_minor("1.35.2-aliyun.1") == "1.35"
+    assert kubernetes_minor("1.34") == "1.34"
+
+
+def test_kwok_nodes_carry_each_groups_labels_taints_and_allocatable():
+    cfg = load_stack_file(REPO / "stacks" / "Pulumi.prod.yaml")
+    nodes, notes = planned_nodes(node_groups(cfg))
+    by_group: dict = {}
+    for n in nodes:
+        by_group.setdefault(n.group, []).append(n)
+    assert len(by_group["system pool"]) == cfg.cluster.system_pool.nodes
+    gpu = by_group["pool a100-mig"][0].body
+    assert {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"} in gpu["spec"]["taints"]
+    assert gpu["metadata"]["annotations"]["kwok.x-k8s.io/node"] == "fake"
+    allocatable = gpu["status"]["allocatable"]
+    assert allocatable["nvidia.com/mig-1g.5gb"] == str(8 * 7)  # 8 A100s, 7 1g.5gb slices each
+    assert allocatable["pods"] and allocatable["cpu"].endswith("m")
+    assert len(by_group["pool a100-mig"]) == 2  # the pool's most
+    assert notes == [] or all("assumed" in n or "rehearsed with" in n for n in notes)
+
+
+def test_existing_nodes_of_a_kubeconfig_cluster_are_assumed_and_said():
+    cfg = load_stack_file(REPO / "stacks" / "Pulumi.local.yaml")
+    _nodes, notes = planned_nodes(node_groups(cfg))
+    assert any(n.startswith("existing nodes (assumed): not planned, assumed cpu 8000m") for n in notes)
+
+
+def test_a_controller_with_one_pod_per_node_keeps_that_rule():
+    body = controller_objects("Deployment kube-system/coredns", {"tolerations": [{"operator": "Exists"}]}, 2, True)
+    assert body["spec"]["replicas"] == 2
+    spec = body["spec"]["template"]["spec"]
+    assert spec["tolerations"] == [{"operator": "Exists"}]
+    term = spec["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][0]
+    assert term["topologyKey"] == "kubernetes.io/hostname"
+    assert controller_objects("Job kube-system/x", {}, 1, False) is None

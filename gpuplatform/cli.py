@@ -287,6 +287,23 @@ def cmd_simulate(args) -> int:
     return run(load(raw), stack, args.workload, args.trace, args.duration, args.format, args.plot, **options)
 
 
+def cmd_rehearse(args) -> int:
+    from gpuplatform.components.validation import load
+    from gpuplatform.rehearse.engines import EnginesMissing
+    from gpuplatform.rehearse.run import rehearse
+
+    if args.config and args.stack:
+        raise UsageError("--stack", "given with --config, which names the stack file itself; allowed: one of them")
+    raw, stack = _load_raw(args)
+    cfg = load(raw)  # a stack the package refuses is said before any engine starts
+    try:
+        report = rehearse(raw, stack, cfg, keep=Path(args.keep) if args.keep else None)
+    except EnginesMissing as exc:
+        raise UsageError("rehearse", str(exc)) from None
+    print(report.as_json() if args.format == "json" else report.text())
+    return 0 if report.ok else 1
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="gpuplatform", description="GPU inference platform on Kubernetes / ACK")
     sub = p.add_subparsers(dest="command", required=True)
@@ -337,6 +354,15 @@ def parser() -> argparse.ArgumentParser:
     verify.add_argument("--format", choices=["table", "json"], default="table")
     verify.add_argument("--wait", type=int, default=0, metavar="SECONDS", help="poll until all checks pass")
     verify.set_defaults(func=cmd_verify)
+    rehearse = sub.add_parser("rehearse", help="the stack's real `pulumi up` against a local control plane shaped "
+                              "like its pools (the engines of `make engines`): applied, scheduled, second up a "
+                              "no-op, destroy leaves nothing")
+    rehearse.add_argument("--stack", help=f"stack name: stacks/Pulumi.<NAME>.yaml (default {DEFAULT_STACK})")
+    rehearse.add_argument("--config", help="any file in the stack-file format")
+    rehearse.add_argument("--format", choices=["table", "json"], default="table")
+    rehearse.add_argument("--keep", metavar="DIR", help="keep the control plane's logs, the Pulumi state and the "
+                          "engine's event logs in DIR")
+    rehearse.set_defaults(func=cmd_rehearse, project=None)
     sim = sub.add_parser("simulate", help="replay a load trace through the metric pipeline, the HPA and GPU capacity")
     _add_source(sim)
     sim.add_argument("--workload", required=True, metavar="NAME", help="an autoscaled workload of the stack")

@@ -53,13 +53,14 @@ def test_kwok_nodes_carry_each_groups_labels_taints_and_allocatable():
     assert allocatable["nvidia.com/mig-1g.5gb"] == str(8 * 7)  # 8 A100s, 7 1g.5gb slices each
     assert allocatable["pods"] and allocatable["cpu"].endswith("m")
     assert len(by_group["pool a100-mig"]) == 2  # the pool's most
-    assert notes == [] or all("assumed" in n or "rehearsed with" in n for n in notes)
+    assert notes == [] or all("not limited" in n or "rehearsed with" in n for n in notes)
 
 
 def test_existing_nodes_of_a_kubeconfig_cluster_are_assumed_and_said():
     cfg = load_stack_file(REPO / "stacks" / "Pulumi.local.yaml")
     _nodes, notes = planned_nodes(node_groups(cfg))
-    assert any(n.startswith("existing nodes (assumed): not planned, assumed cpu 8000m") for n in notes)
+    assert any(n.startswith("existing nodes (assumed): size not known to the plan, not limited (cpu 1000000m")
+               for n in notes)
 
 
 def test_a_controller_with_one_pod_per_node_keeps_that_rule():

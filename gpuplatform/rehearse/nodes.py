@@ -18,9 +18,10 @@ PAUSE_IMAGE = "registry.k8s.io/pause:3.10"
 """What the stand-in containers of ACK's pods name (kwok pulls nothing)."""
 DEFAULT_MAX_PODS = 110
 """The kubelet's default ``maxPods``, for a group whose max pods the plan does not know."""
-ASSUMED_NODE = {"cpu": 8.0, "memory": 32 * 2 ** 30}
-"""What a node of a cluster's existing nodes is assumed to offer (the plan does not know them): a common
-8 vCPU / 32 GiB worker, said in the rehearsal's report."""
+ASSUMED_NODE = {"cpu": 1000.0, "memory": 2 ** 40}
+"""What a node offers where the plan does not know its size (a cluster's existing nodes, a pool of an existing
+cluster described by its GPUs only): not limited, as the plan does not limit it (kwok's own default for a node
+without capacity), so neither a fit nor a shortage is claimed that the stack does not state; the report says so."""
 REHEARSAL_LABEL = ("gpuplatform.io/rehearsal", "true")
 
 
@@ -64,7 +65,7 @@ def planned_nodes(groups: list[NodeGroup], most_per_group: int = 10) -> tuple[li
     for group in groups:
         resources, assumed = node_resources(group)
         if assumed:
-            notes.append(f"{group.name}: not planned, assumed {', '.join(assumed)} per node")
+            notes.append(f"{group.name}: size not known to the plan, not limited ({', '.join(assumed)} per node)")
         count = max(1, min(group.nodes, most_per_group))
         if group.nodes > most_per_group:
             notes.append(f"{group.name}: {group.nodes} nodes at its most, rehearsed with {most_per_group}")

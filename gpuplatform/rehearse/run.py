@@ -1,0 +1,194 @@
+"""``gpuplatform rehearse``: the stack's real ``pulumi up`` against a local control plane shaped like its pools.
+
+1. A local control plane on loopback (:mod:`gpuplatform.rehearse.controlplane`: TLS, RBAC, no anonymous access).
+2. kwok nodes shaped like the stack's node groups at their most, and on an ACK stack ACK's own system pods and its
+   add-ons' pods, so the stack's pods compete for what a real cluster would have left.
+3. The real Pulumi engine with the real kubernetes provider runs the package's own ``__main__.py`` on the stack
+   (:mod:`gpuplatform.rehearse.stack` says what an ACK stack gives up here).
+4. The report: every object applied (or the engine's error, which carries the API server's own refusal), every pod
+   placed by the real scheduler (or its own message), the Deployments available, the autoscalers made.
+5. A second ``up`` must change nothing (``preview --expect-no-changes``), and ``destroy`` must leave nothing.
+
+Every step is bounded; a failed step ends the run with its own message, the control plane is always stopped.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Optional
+
+import yaml
+
+from gpuplatform.rehearse.apply import Discovery, apply
+from gpuplatform.rehearse.controlplane import ControlPlaneError, LocalControlPlane
+from gpuplatform.rehearse.engines import CHECKOUT, engines_dir, pinned_versions
+from gpuplatform.rehearse.placement import create_controllers, create_nodes
+from gpuplatform.rehearse.stack import rehearsal_namespace
+from gpuplatform.rehearse.state import inventory, left_behind, read_placement
+
+PROJECT_KEY = "gpu-platform"
+
+
+@dataclass
+class Step:
+    name: str
+    ok: bool
+    seconds: float
+    detail: list = field(default_factory=list)
+
+
+@dataclass
+class Report:
+    stack: str
+    engines: dict
+    notes: list = field(default_factory=list)
+    steps: list = field(default_factory=list)
+    applied: dict = field(default_factory=dict)
+    """The first ``up``'s count per operation (``create``, ...)."""
+    pods: dict = field(default_factory=dict)
+    deployments: list = field(default_factory=list)
+    autoscalers: list = field(default_factory=list)
+    second_up_changes: dict = field(default_factory=dict)
+    left_after_destroy: list = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return bool(self.steps) and all(s.ok for s in self.steps)
+
+    def as_json(self) -> str:
+        return json.dumps({**asdict(self), "ok": self.ok}, indent=2, sort_keys=True)
+
+    def text(self) -> str:
+        lines = [f"rehearsal of stack {self.stack!r} on a local control plane "
+                 f"(Kubernetes {self.engines.get('KUBERNETES_VERSION')}, kwok {self.engines.get('KWOK_VERSION')}, "
+                 f"Pulumi {self.engines.get('PULUMI_VERSION')})"]
+        lines += [f"  note: {n}" for n in self.notes]
+        for s in self.steps:
+            lines.append(f"  [{'ok' if s.ok else 'FAILED'}] {s.name} ({s.seconds:.0f} s)")
+            lines += [f"      {d}" for d in s.detail]
+        lines.append("  " + ("every step passed" if self.ok else "the rehearsal failed"))
+        return "\n".join(lines)
+
+
+def _config_file(raw: dict, dest: Path) -> Path:
+    dest.write_text(yaml.safe_dump({"config": {f"{PROJECT_KEY}:{k}": v for k, v in raw.items()}}, sort_keys=False))
+    return dest
+
+
+def _timed(report: Report, name: str, action) -> Any:
+    started = time.monotonic()
+    try:
+        result, detail, ok = action()
+    except Exception as exc:  # every failure ends the run with its own message
+        report.steps.append(Step(name, False, time.monotonic() - started, [str(exc)]))
+        raise _Stop() from exc
+    report.steps.append(Step(name, ok, time.monotonic() - started, detail))
+    if not ok:
+        raise _Stop()
+    return result
+
+
+class _Stop(Exception):
+    pass
+
+
+def _summary(changes: dict) -> str:
+    return ", ".join(f"{n} {op}" for op, n in sorted(changes.items())) or "nothing"
+
+
+def rehearse(raw: dict, stack: str, cfg, *, engines: Optional[Path] = None, keep: Optional[Path] = None,
+             up_timeout: float = 900, settle_timeout: float = 120) -> Report:
+    """Rehearse the stack ``raw`` (its validated config ``cfg``); the report says what happened at each step."""
+    from gpuplatform.components.placement import cluster_pods, node_groups
+    from gpuplatform.rehearse.pulumi_cli import PulumiCli, project_from_checkout
+
+    engines = engines or engines_dir()
+    report = Report(stack, pinned_versions())
+    workdir = Path(keep) if keep else Path(tempfile.mkdtemp(prefix="gpuplatform-rehearsal-"))
+    cp = LocalControlPlane(engines, workdir / "cluster")
+    try:
+        _timed(report, "control plane", lambda: (cp.start(), [f"kube-apiserver at {cp.server}"], True))
+        discovery = Discovery(cp)
+
+        def nodes():
+            notes = create_nodes(cp, discovery, node_groups(cfg))
+            count = len(cp.get("/api/v1/nodes")["items"])
+            return None, [f"{count} kwok nodes"] + notes, True
+        _timed(report, "nodes shaped like the node groups", nodes)
+
+        if cfg.is_ack:
+            def ack_pods():
+                pods = [p for p in cluster_pods(cfg, with_charts=False)]
+                wanted = create_controllers(cp, discovery, pods)
+                return None, [f"{len(wanted)} controllers of ACK and its add-ons"], True
+            _timed(report, "ACK's system pods", ack_pods)
+
+        raw_rehearsed, notes = rehearsal_namespace(raw, str(cp.admin_kubeconfig))
+        report.notes += notes
+        before = inventory(cp)
+        cli = PulumiCli(engines, workdir / "pulumi")
+        project = project_from_checkout(CHECKOUT, workdir / "project", stack,
+                                        _config_file(raw_rehearsed, workdir / f"Pulumi.{stack}.yaml"))
+
+        def first_up():
+            cli.stack_init(project, stack)
+            outcome = cli.up(project, stack, timeout=up_timeout)
+            report.applied = outcome.changes
+            return None, [f"applied: {_summary(outcome.changes)}"], outcome.ok
+        _timed(report, "pulumi up", first_up)
+
+        def settled():
+            deadline = time.monotonic() + settle_timeout
+            while True:
+                placement = read_placement(cp)
+                waiting = [d for d in placement.deployments if d[1] < d[2]]
+                if not waiting and not placement.unschedulable:
+                    break
+                if time.monotonic() > deadline:
+                    break
+                time.sleep(2)
+            report.pods = {"total": placement.pods, "scheduled": placement.scheduled,
+                           "unschedulable": placement.unschedulable}
+            report.deployments = [{"deployment": d, "available": a, "desired": n} for d, a, n in placement.deployments]
+            report.autoscalers = placement.autoscalers
+            detail = [f"{placement.scheduled} of {placement.pods} pods scheduled by kube-scheduler",
+                      *placement.unschedulable,
+                      f"{sum(a >= n for _, a, n in placement.deployments)} of {len(placement.deployments)} "
+                      "Deployments available",
+                      *[f"not available: {d} ({a}/{n})" for d, a, n in placement.deployments if a < n],
+                      f"autoscalers: {', '.join(placement.autoscalers) or 'none'}"]
+            ok = not placement.unschedulable and all(a >= n for _, a, n in placement.deployments)
+            return None, detail, ok
+        _timed(report, "every pod scheduled, every Deployment available", settled)
+
+        def second_up():
+            outcome = cli.preview(project, stack, expect_no_changes=True, check=False)
+            report.second_up_changes = {k: v for k, v in outcome.changes.items() if k != "same"}
+            changed = [f"{op} {urn.rsplit('::', 1)[-1]}" for op, urn in outcome.operations if op not in ("same", "")]
+            return None, [f"changes: {_summary(report.second_up_changes)}", *changed[:20]], \
+                outcome.ok and not report.second_up_changes
+        _timed(report, "second up changes nothing", second_up)
+
+        def destroy():
+            outcome = cli.destroy(project, stack)
+            deadline = time.monotonic() + settle_timeout
+            while True:
+                left = left_behind(before, inventory(cp))
+                if not left or time.monotonic() > deadline:
+                    break
+                time.sleep(2)
+            report.left_after_destroy = left
+            return None, [f"deleted: {_summary(outcome.changes)}", *[f"left: {x}" for x in left[:30]]], \
+                outcome.ok and not left
+        _timed(report, "destroy leaves nothing", destroy)
+    except (_Stop, ControlPlaneError):
+        pass
+    finally:
+        cp.stop()
+        if not keep:
+            shutil.rmtree(workdir, ignore_errors=True)
+    return report

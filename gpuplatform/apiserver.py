@@ -11,7 +11,8 @@ Kubernetes version and the semantic rules the API server applies on top of it.
   (``validateContainerResourceName``, ``ValidateResourceRequirements``: "must be an integer", "must be equal to
   … limit", "Limit must be set for non overcommitable resources"), a request is not above its limit, container
   and volume names are unique in a pod, port names are unique in a container and mount paths in a container
-  (``validateContainerPorts``, ``ValidateVolumeMounts``), and a Service's ports are named when there are several,
+  (``validateContainerPorts``, ``ValidateVolumeMounts``), every volume mount names a volume of the pod, an NFS
+  volume has a server and an absolute path (``validateNFSVolumeSource``), and a Service's ports are named when there are several,
   with unique names and unique port/protocol pairs (``ValidateService``).
 """
 from __future__ import annotations
@@ -213,7 +214,33 @@ def _duplicates(items: Iterable[tuple[Any, tuple]], what: str) -> list[Rejection
     return out
 
 
-def _pod(spec: Mapping, base: tuple) -> list[Rejection]:
+def _volumes(volumes: list, base: tuple) -> list[Rejection]:
+    """An NFS volume's server and absolute path (``validateNFSVolumeSource``: "must be an absolute path")."""
+    out = []
+    for i, v in enumerate(volumes):
+        nfs = v.get("nfs")
+        if not isinstance(nfs, Mapping):
+            continue
+        where = base + ("volumes", i, "nfs")
+        if not str(nfs.get("server") or "").strip():
+            out.append(Rejection(where + ("server",), "an NFS volume needs a server"))
+        path = str(nfs.get("path") or "")
+        if not path:
+            out.append(Rejection(where + ("path",), "an NFS volume needs a path"))
+        elif not path.startswith("/"):
+            out.append(Rejection(where + ("path",), f"{path!r} must be an absolute path"))
+    return out
+
+
+def _mounts_named(mounts: list, names: set, where: tuple) -> list[Rejection]:
+    """Each volume mount names a volume of the pod (``validateVolumeMounts``: "Not found")."""
+    return [Rejection(where + ("volumeMounts", i, "name"), f"no volume named {m.get('name')!r} in the pod")
+            for i, m in enumerate(mounts) if m.get("name") not in names]
+
+
+def _pod(spec: Mapping, base: tuple, claim_templates: Iterable = ()) -> list[Rejection]:
+    """``claim_templates``: a StatefulSet's volumeClaimTemplates names, volumes of each of its pods
+    (``ValidateStatefulSetSpec`` validates the pod template with them)."""
     out = []
     containers = []
     for group in ("initContainers", "containers", "ephemeralContainers"):
@@ -223,6 +250,8 @@ def _pod(spec: Mapping, base: tuple) -> list[Rejection]:
     out += _duplicates(((c.get("name"), where + ("name",)) for c, where in containers), "container name")
     volumes = [v for v in (spec.get("volumes") or []) if isinstance(v, Mapping)]
     out += _duplicates(((v.get("name"), base + ("volumes", i, "name")) for i, v in enumerate(volumes)), "volume name")
+    out += _volumes(volumes, base)
+    names = {v.get("name") for v in volumes} | set(claim_templates)
     for c, where in containers:
         out += _resources(c, where)
         ports = [p for p in (c.get("ports") or []) if isinstance(p, Mapping)]
@@ -231,6 +260,8 @@ def _pod(spec: Mapping, base: tuple) -> list[Rejection]:
         mounts = [m for m in (c.get("volumeMounts") or []) if isinstance(m, Mapping)]
         out += _duplicates(((m.get("mountPath"), where + ("volumeMounts", i, "mountPath"))
                             for i, m in enumerate(mounts)), "mount path")
+        if where[-2] != "ephemeralContainers":  # an ephemeral container's mounts are checked against the pod's too,
+            out += _mounts_named(mounts, names, where)  # but only on the ephemeralcontainers subresource
     return out
 
 
@@ -257,7 +288,12 @@ def semantic_rejections(obj: Mapping) -> list[Rejection]:
     node: Any = obj
     for key in (path if kind != "PodTemplate" else ("template", "spec")):
         node = node.get(key) if isinstance(node, Mapping) else None
-    return _pod(node, path if kind != "PodTemplate" else ("template", "spec")) if isinstance(node, Mapping) else []
+    claims = ()
+    if kind == "StatefulSet" and isinstance(obj.get("spec"), Mapping):
+        claims = [(t.get("metadata") or {}).get("name") for t in obj["spec"].get("volumeClaimTemplates") or []
+                  if isinstance(t, Mapping)]
+    return _pod(node, path if kind != "PodTemplate" else ("template", "spec"), claims) \
+        if isinstance(node, Mapping) else []
 
 
 def as_sent(value: Any) -> Any:

@@ -307,7 +307,8 @@ class AuthoredScaling:
             if replicas is None:
                 return []
             self._replicas.setdefault(key, {})[r.urn] = (r.label, replicas)
-            return sorted(self._scalers.get(key, {}).values())
+            # two objects may share a label (the same manifest applied from two files): one finding each way
+            return sorted(set(self._scalers.get(key, {}).values()))
 
     def scaler(self, r, target_kind: str, target_name: str) -> list[tuple[str, Any]]:
         """Record an autoscaler; the (label, replicas) of known workloads it targets that set replicas."""
@@ -316,7 +317,7 @@ class AuthoredScaling:
             for entries in self._scalers.values():
                 entries.pop(r.urn, None)
             self._scalers.setdefault(key, {})[r.urn] = r.label
-            return sorted(self._replicas.get(key, {}).values())
+            return sorted(set(self._replicas.get(key, {}).values()), key=str)
 
 
 AUTHORED_SCALING = AuthoredScaling()

@@ -191,3 +191,17 @@ def test_targets_within_range_and_rescaled_queries_pass():
     keda["spec"]["triggers"][0]["metadata"]["query"] = "avg(vllm:kv_cache_usage_perc{model_name=\"a-b\"})"
     (v,) = [v for v in run_policies([resource(d) for d in objs]) if v.policy_id == "autoscaler-target-in-range"]
     assert v.message.startswith("ScaledObject llm/qwen-7b targets 50 on 'vllm:kv_cache_usage_perc'")
+
+
+# ------------------------------------------------------------------------------------------------ printed once
+def test_a_finding_is_printed_once_when_two_files_hold_the_same_workload(capsys):
+    """The ACK guide's files each carry the bert-intent-detection Deployment: its HPA is reported once for it."""
+    import json
+
+    from gpuplatform.cli import main
+
+    main(["check", "--manifests", str(CORPUS.parent / "seed_manifests"), "--format", "json"])
+    found = json.loads(capsys.readouterr().out)
+    keys = [(v["policy_id"], v["file"], v["line"], v["message"]) for v in found]
+    assert [k for k in keys if keys.count(k) > 1] == []
+    assert any(k[0] == "deployment-no-replicas-with-autoscaler" for k in keys)

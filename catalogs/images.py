@@ -15,3 +15,18 @@ PAUSE_IMAGE_USER = 65535
 """``USER 65535:65535`` of the pause image (kubernetes/kubernetes build/pause/Dockerfile): placeholders run as it."""
 BUSYBOX_IMAGE = ("docker.io/library/busybox:1.36.1"
                  "@sha256:73aaf090f3d85aa34ee199857f03fa3a95c8ede2ffd4cc2cdb5b94e566b11662")
+
+MUTABLE_TAGS = frozenset({"latest", "main", "master", "nightly", "dev", "develop", "devel", "edge", "head",
+                          "canary", "unstable", "rolling", "trunk"})
+"""Tags that projects move with every build of a branch, so that the same reference pulls a different image each
+time: ``latest`` (the default tag), branch names (``main``, ``master``, ``trunk``, ``dev``/``develop``/``devel``,
+``head``) and channels (``nightly``, ``edge``, ``canary``, ``unstable``, ``rolling``). vLLM publishes
+``vllm/vllm-openai:nightly`` built from main, SGLang ``lmsysorg/sglang:dev``, Text Generation Inference
+``ghcr.io/huggingface/text-generation-inference:main`` is not pinned either: a node pulling later runs other code.
+Kyverno's ``disallow-latest-tag`` and Checkov ``CKV_K8S_14`` stop at ``latest``; a dated or versioned tag
+(``nightly-2024-05-01``, ``v0.6.3``) is not in this set."""
+
+
+def mutable_tag(tag: str) -> bool:
+    """Whether an image tag is one that moves (:data:`MUTABLE_TAGS`, case-insensitive)."""
+    return tag.lower() in MUTABLE_TAGS

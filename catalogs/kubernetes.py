@@ -325,6 +325,43 @@ POD_SECURITY_AUDIT = "pod-security.kubernetes.io/audit"
 ACK_INTRANET_LB = {"service.beta.kubernetes.io/alibaba-cloud-loadbalancer-address-type": "intranet"}
 """The annotation that makes an ACK LoadBalancer Service internal (a VPC-only address)."""
 
+# --- DNS of host-network pods ------------------------------------------------------------------------------------
+HOST_NETWORK_DNS_POLICY = "ClusterFirstWithHostNet"
+""""For Pods running with hostNetwork, you should explicitly set its DNS policy to ClusterFirstWithHostNet.
+Otherwise, Pods running with hostNetwork and "ClusterFirst" will fallback to the behavior of the "Default" policy"
+(kubernetes.io/docs/concepts/services-networking/dns-pod-service, Pod's DNS Policy): the node's resolver, which
+knows no Service or pod name of the cluster."""
+PEER_ADDRESS_FLAGS = ("--dist-init-addr", "--master-addr", "--master_addr", "--address", "--head-address",
+                      "--nccl-init-addr", "--data-parallel-address", "--leader-address")
+"""Flags of multi-node inference launchers that name the first node (SGLang ``--dist-init-addr``, torchrun
+``--master-addr``/``--master_addr``, ``ray start --address``, vLLM ``--data-parallel-address``)."""
+PEER_ADDRESS_ENV = ("MASTER_ADDR", "LWS_LEADER_ADDRESS", "RAY_ADDRESS", "LEADER_ADDR", "DIST_INIT_ADDR")
+"""Environment variables that carry the first node's address (torch.distributed's ``MASTER_ADDR``; LeaderWorkerSet
+sets ``LWS_LEADER_ADDRESS`` to the leader pod's DNS name under the group's headless Service)."""
+
+
+# --- Ray's dashboard ----------------------------------------------------------------------------------------------
+RAY_DASHBOARD_PORT = 8265
+"""The Ray head's dashboard port (``ray start --dashboard-port``, default 8265; KubeRay's head Service names it
+``dashboard``), which also serves the Jobs API: "If you expose these services (Ray Dashboard, Ray Jobs, Ray
+Client), anybody who can access the associated ports can execute arbitrary code on your Ray Cluster"
+(docs.ray.io/en/latest/ray-security/index.html; CVE-2023-48022)."""
+RAY_AUTH_ENV = ("RAY_AUTH_MODE", "token")
+"""Ray 2.52 and later require a token on the dashboard and Jobs API with ``RAY_AUTH_MODE=token`` on the head (the
+fix of CVE-2025-62593, GHSA-q279-jhrf-cc6v)."""
+INGRESS_AUTH_ANNOTATIONS = (
+    "nginx.ingress.kubernetes.io/auth-url", "nginx.ingress.kubernetes.io/auth-type",
+    "nginx.ingress.kubernetes.io/auth-tls-verify-client", "alb.ingress.kubernetes.io/auth-type",
+    "cloud.google.com/backend-config", "beta.cloud.google.com/backend-config",
+    "traefik.ingress.kubernetes.io/router.middlewares", "konghq.com/plugins",
+)
+"""Ingress annotations by which a controller authenticates requests before they reach the backend: ingress-nginx
+external and basic auth and client certificates (kubernetes.github.io/ingress-nginx/user-guide/nginx-configuration/
+annotations), the AWS Load Balancer Controller's ``auth-type`` (cognito, oidc), GKE's BackendConfig (where IAP is
+enabled), a Traefik middleware chain and Kong plugins (whose content this check cannot see: their presence is taken
+as the team's authentication)."""
+
+
 # --- Services: what makes a LoadBalancer internal ---------------------------------------------------------------
 INTERNAL_LB_ANNOTATIONS: dict[str, tuple[str, ...]] = {
     # Alibaba Cloud CCM: CLB address type (Alibaba "Configure CLB instances by using annotations")
@@ -366,6 +403,27 @@ NOT_SCALABLE_KINDS = ("DaemonSet", "Job", "CronJob", "Pod", "Service", "ConfigMa
 READ_ONLY_API_GROUPS = ("custom.metrics.k8s.io", "external.metrics.k8s.io", "metrics.k8s.io")
 """Aggregated metrics APIs, which serve only get and list (k8s.io/metrics: pkg/apis/custom_metrics,
 external_metrics): a wildcard verb on them grants no write."""
+
+ESCALATION_GRANTS: tuple[tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...], str], ...] = (
+    (("",), ("pods/exec",), ("create", "*"), "runs commands in any pod of its scope, with that pod's service "
+     "account and mounted Secrets (Trivy KSV053, Checkov CKV2_K8S_2, Polaris rolePodExecAttach)"),
+    (("",), ("pods/attach",), ("create", "*"), "attaches to the processes of any pod of its scope (Trivy KSV054, "
+     "Polaris rolePodExecAttach)"),
+    (("",), ("nodes/proxy",), ("get", "create", "*"), "reaches the kubelet API of every node, which runs commands "
+     "in any pod there (Trivy KSV047, Checkov CKV2_K8S_2)"),
+    (("rbac.authorization.k8s.io",), ("roles", "clusterroles"), ("escalate",), "grants itself any permission "
+     "(Checkov CKV_K8S_158)"),
+    (("rbac.authorization.k8s.io",), ("roles", "clusterroles"), ("bind",), "binds any role, cluster-admin included "
+     "(Checkov CKV_K8S_157)"),
+    (("",), ("users", "groups", "serviceaccounts"), ("impersonate", "*"), "acts as any user, group or service "
+     "account (Trivy KSV043, Checkov CKV2_K8S_3)"),
+    (("",), ("serviceaccounts/token",), ("create", "*"), "mints tokens of any service account of its scope"),
+)
+"""RBAC grants that let their holder gain more than they name, from the Kubernetes documentation "Role Based
+Access Control Good Practices" (kubernetes.io/docs/concepts/security/rbac-good-practices: "Privilege escalation
+risks": exec into pods, escalate and bind verbs, impersonate, nodes/proxy, token request): (API groups, resources,
+verbs, what the holder can then do). A rule matches when its API groups hold one of these groups or ``*`` and it
+names the resource (``*`` resources are judged by ``rbac-no-wildcards``) with one of the verbs."""
 
 ROOT_OPT_OUT_ANNOTATION = "gpuplatform.io/run-as-root"
 """Pod template annotation of a workload that opts out of non-root (``runAsRoot``): the policy pack reports it

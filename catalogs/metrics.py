@@ -708,3 +708,26 @@ def slo_derived_target(below: float) -> float:
         return raw
     step = max(10 ** (math.floor(math.log10(raw)) - 2), 0.001)
     return round(max(math.floor(raw / step + 1e-9) * step, 0.001), 3)
+
+
+SERIES_PREFIXES = ("vllm:", "sglang:")
+"""Prefixes the servers put before their metric names; AIBrix's PodAutoscaler names a pod metric without it
+(``targetMetric: gpu_cache_usage_perc`` for vLLM's ``vllm:gpu_cache_usage_perc``)."""
+
+
+def metric_range(name: str) -> tuple[str, Unit] | None:
+    """(catalog metric, unit) of a metric an autoscaler names, when the catalog knows its unit has a largest value
+    (a ratio 0-1, a percent 0-100): the name the custom metrics API serves (in the catalog's unit), or an
+    exporter's own series (in the unit the exporter reports it in), with or without a server's prefix. None for
+    names the catalog does not know and for unbounded units (latency, queue length)."""
+    candidates = [name] + [p + name for p in SERIES_PREFIXES if not name.startswith(p)]
+    for metric in METRICS.values():
+        if name == metric.name or any(name == src.api_name for src in metric.sources):
+            unit = UNITS[metric.unit]
+            return (metric.name, unit) if unit.maximum is not None else None
+    for metric in METRICS.values():
+        for src in metric.sources:
+            if src.kind == "gauge" and any(c in src.names for c in candidates):
+                unit = UNITS[src.unit]
+                return (metric.name, unit) if unit.maximum is not None else None
+    return None

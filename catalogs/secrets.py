@@ -113,6 +113,77 @@ def is_reference(value: Any) -> bool:
     return isinstance(value, str) and bool(REFERENCE.match(value.strip()))
 
 
+KUBERNETES_REFERENCE = re.compile(r"^\$\([A-Za-z_][A-Za-z0-9_.-]*\)$")
+"""The one reference Kubernetes expands in a container's ``env`` values, ``command`` and ``args``: ``$(VAR)``
+(Container API reference: "Variable references $(VAR_NAME) are expanded using the previously defined environment
+variables in the container"; "$$(VAR_NAME)" escapes it). ``$VAR`` and ``${VAR}`` are not expanded there: the
+container receives the characters as written, unless a shell it runs reads them (``sh -c``)."""
+SHELL_VARIABLE = re.compile(r"^\$(?:\{[A-Za-z_][A-Za-z0-9_]*\}|[A-Za-z_][A-Za-z0-9_]*)$")
+"""A shell variable as a whole value: ``$HF_TOKEN``, ``${HF_TOKEN}``."""
+
+
+def unexpanded_variable(value: Any) -> Optional[str]:
+    """The shell variable a Kubernetes ``env`` value or exec-form argument holds as a whole (``$HF_TOKEN``), which
+    Kubernetes passes on as these very characters (:data:`KUBERNETES_REFERENCE`); None otherwise. Such a value is
+    either sent as is (the server gets the text ``$HF_TOKEN``: a gated model fails to download, an API key is
+    public) or substituted by a tool before apply (the token then sits in the manifest in plain text)."""
+    if isinstance(value, str) and SHELL_VARIABLE.match(value.strip()):
+        return value.strip()
+    return None
+
+
+SECRET_FLAG_NAME = re.compile(r"(?i)(?:^|[-_])(?:API[-_]?KEY|ACCESS[-_]?KEY|PRIVATE[-_]?KEY|TOKEN|PASSWORD|PASSWD|"
+                              r"SECRET|CREDENTIALS?)$")
+"""Flags that take a credential: the name *ends* with one (``--api-key``, ``--hf-token``, ``--client-secret``);
+a flag that only mentions one (``--secret-field-selector``, ``--token-file``) configures something else."""
+SECRET_FLAG = re.compile(r"^--?([A-Za-z][A-Za-z0-9_-]*)(?:=(.*))?$", re.DOTALL)
+"""A command-line flag, ``--api-key`` or ``--api-key=VALUE``."""
+FLAG_IN_TEXT = re.compile(r"""(?:^|\s)--?([A-Za-z][A-Za-z0-9_-]*)(?:=|\s+)("[^"]*"|'[^']*'|[^\s"'-][^\s"']*)""")
+"""A flag and its value inside a shell script: ``--api-key sk-123``, ``--api-key='sk-123'``."""
+
+
+def _literal_flag_value(value: str, shell: bool) -> bool:
+    """Whether a flag's value is written out: not empty, no placeholder, no reference (a shell expands ``$VAR``
+    in a script; only ``$(VAR)`` is a reference in an exec-form argument, :func:`unexpanded_variable` says the
+    rest)."""
+    text = value.strip().strip("'\"")
+    if not text or PLACEHOLDER.match(text) or KUBERNETES_REFERENCE.match(text) or REFERENCE.match(text) and (
+            shell or not SHELL_VARIABLE.match(text)):
+        return False
+    return not (shell and "$" in text)
+
+
+def flag_credentials(words: list) -> list[tuple[int, str, str]]:
+    """(index of the word holding the value, flag, what) of each flag with a secret-looking name (``--api-key``,
+    ``--hf-token``, ``--password``: :data:`SECRET_FLAG_NAME`) given a value written out in a command line, as exec-form
+    words (``["--api-key", "sk-123"]``, ``["--api-key=sk-123"]``) or inside a shell script word. A value that
+    is a reference (``$(VLLM_API_KEY)``; ``$VLLM_API_KEY`` inside a script) is no credential; ``$VLLM_API_KEY`` as an
+    exec-form word is, as the characters the server receives."""
+    out = []
+    words = [w if isinstance(w, str) else "" for w in words]
+    for i, word in enumerate(words):
+        if any(ch.isspace() for ch in word.strip()):
+            for m in FLAG_IN_TEXT.finditer(word):
+                if SECRET_FLAG_NAME.search(m.group(1)) and _literal_flag_value(m.group(2), shell=True):
+                    out.append((i, f"--{m.group(1)}", "a literal value"))
+            continue
+        m = SECRET_FLAG.match(word.strip())
+        if not m or not SECRET_FLAG_NAME.search(m.group(1)):
+            continue
+        if m.group(2) is not None:
+            value, at = m.group(2), i
+        elif i + 1 < len(words) and not words[i + 1].startswith("-"):
+            value, at = words[i + 1], i + 1
+        else:
+            continue
+        var = unexpanded_variable(value)
+        if var:
+            out.append((at, f"--{m.group(1)}", f"the text {var!r}, which Kubernetes does not expand (only $(NAME))"))
+        elif _literal_flag_value(value, shell=False):
+            out.append((at, f"--{m.group(1)}", "a literal value"))
+    return out
+
+
 def token_format(text: str) -> Optional[TokenFormat]:
     """The first :data:`TOKEN_FORMATS` entry found anywhere in ``text``."""
     for fmt in TOKEN_FORMATS:

@@ -169,6 +169,20 @@ SYSTEM_COMPONENTS: tuple[SystemComponent, ...] = (
                  "daemonset-gfd.yml, daemonset-mps-control-daemon.yml (privileged, hostPID), values.yaml "
                  "(nvidiaDriverRoot '/' or '/run/nvidia/driver', gfd.securityContext privileged)")),
     SystemComponent(
+        "gke-dcgm", "NVIDIA DCGM and dcgm-exporter as GKE's Managed Service for Prometheus installs them",
+        ("nvidia/k8s/dcgm-exporter", "nvidia/cloud-native/dcgm"),
+        evidence=(Evidence(node_labels=(GKE_ACCELERATOR_LABEL,), host_paths=("/home/kubernetes/bin/nvidia",),
+                           daemonset=True),),
+        privileged=True, host_ports=True, host_paths=("/home/kubernetes/bin/nvidia", "/var/lib/kubelet/pod-resources"),
+        runs_as_root=True, sees_all_gpus=True,
+        sources=("GoogleCloudPlatform/prometheus-engine@03303ccc7e3f examples/nvidia-dcgm/exporter.yaml (the "
+                 "exporter cloud.google.com/stackdriver/docs/managed-prometheus/exporters/nvidia-dcgm applies: "
+                 "nv-hostengine privileged with hostPort 5555, dcgm-exporter privileged, both on "
+                 "cloud.google.com/gke-accelerator nodes reading the driver from /home/kubernetes/bin/nvidia)",
+                 "GoogleCloudPlatform/ai-on-gke@8676d66db221 benchmarks/infra/accelerator-cluster/stage-2/modules/"
+                 "gke-setup/modules/nvidia-dcgm/manifest-templates/01-ds-dcgm.yaml, 02-ds-exporter.yaml (the same "
+                 "pair)")),
+    SystemComponent(
         "dcgm-exporter", "NVIDIA's dcgm-exporter (its manifest and Helm chart)", ("nvidia/k8s/dcgm-exporter",),
         host_network=True, host_pid=True, capabilities=("SYS_ADMIN",),
         host_paths=("/var/lib/kubelet/pod-resources", "/tmp/dcgm-exporter-debug"), runs_as_root=True,

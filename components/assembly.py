@@ -217,9 +217,12 @@ class Checking:
             self.attributes = {k: v for k, v in self.component.__dict__.items() if k != "_composed"}
             return False
         if isinstance(exc, ArgsError):
-            self.program.record(exc.issues)
+            given = getattr(exc, "unchecked_given", None)
+            self.program.record(exc.issues, f"{self.label} (given {given})" if given else "")
             return True
         if isinstance(exc, NotBuilt) and exc.program is self.program and exc.label != self.label:
+            # (a component whose own args can be judged without that object raises them with
+            # ``unchecked_given`` set instead: :func:`own_issues_against_unchecked`)
             # given an object that is not checked: whatever depends on it is checked once that one is
             self.program.record([], f"{self.label} (given {exc.label})")
             return True
@@ -245,6 +248,23 @@ def checking(component, label: str) -> Checking:
         outcome.restore()
     """
     return Checking(component, label)
+
+
+def own_issues_against_unchecked(issues: list, given_label: str) -> None:
+    """Stop checking a component that was given an object with problems of its own, after checking what it can
+    of its own args without that object: its own ``issues`` are recorded with the program's, and the component is
+    listed as not checked against ``given_label`` (``GpuMonitoring 'monitoring'``) until that one is fixed."""
+    from gpuplatform.components.args import ArgsError
+
+    exc = ArgsError(list(issues))
+    exc.unchecked_given = given_label
+    raise exc
+
+
+def label_of(component) -> str:
+    """How messages name a component, also one that is not built (``GpuMonitoring 'monitoring'``)."""
+    state = getattr(component, "__dict__", {}).get("_composed")
+    return state.label if state is not None else component.label
 
 
 def is_checked(component) -> bool:

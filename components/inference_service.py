@@ -225,12 +225,22 @@ def workload_context(cfg: PlatformConfig, workload: Workload, facts: PoolFacts,
         metric_sources=wm.context_sources(cfg, workload), network=network_access(cfg, workload))
 
 
+def _reads_monitoring(path: str, index: int) -> bool:
+    """Whether a stack-path issue depends on the monitoring a service was given: the monitoring's own keys, and
+    the workload's metrics and SLO, whose contract is with the monitoring's exporter and adapter."""
+    own = f"workloads[{index}]"
+    return path == "monitoring" or path.startswith(("monitoring.", "monitoring[")) or any(
+        path == f"{own}.{key}" or path.startswith((f"{own}.{key}.", f"{own}.{key}["))
+        for key in ("autoscaling.metrics", "slo"))
+
+
 def _checked(name: str, args: InferenceServiceArgs):
     """The workload and its context, after every check of the args and of the contracts with the objects given;
     otherwise :func:`args.raise_for` with every problem of the step that found some (the service is then left out
     of the program: components/assembly.py)."""
     from gpuplatform.components.args import ArgsIssue, check_args, component_label, raise_for, reprefix
-    from gpuplatform.components.assembly import is_checked, parse_section
+    from gpuplatform.components.assembly import (is_checked, label_of, own_issues_against_unchecked,
+                                                 parse_section)
     from gpuplatform.components.gpu_software import gpu_software_kind
 
     label = component_label("InferenceService", name)
@@ -259,15 +269,18 @@ def _checked(name: str, args: InferenceServiceArgs):
     namespace = ns.name if isinstance(ns, WorkloadNamespace) else ns
     others = [s for s in pool.services]
     paths = {f"workloads[{len(others)}]": f"{label} args.workload", "nodePools[0]": f"{pool.label} args.pool",
-             "monitoring": f"{monitoring.label} args.monitoring" if monitoring else f"{label} args.monitoring",
+             "monitoring": f"{label_of(monitoring)} args.monitoring" if monitoring else f"{label} args.monitoring",
              **{f"workloads[{i}]": f"{s.label} args.workload"
                 for i, s in enumerate(others)}}
+    # a monitoring with problems of its own serves nothing yet: the workload's own args are still checked, against
+    # the pool and the other services, and its metrics once that monitoring is fixed
+    mon_checked = monitoring is None or is_checked(monitoring)
     problems: list[ArgsIssue] = []
     if workload.node_pool != pool.facts.name:
         problems.append(ArgsIssue(f"{label} args.workload.nodePool", f"{workload.node_pool!r}, but args.node_pool is "
                                   f"{pool.label} (pool {pool.facts.name!r}); allowed: {pool.facts.name!r} or leave "
                                   "it out"))
-    if monitoring is not None and monitoring.cluster is not cluster:
+    if monitoring is not None and mon_checked and monitoring.cluster is not cluster:
         problems.append(ArgsIssue(f"{label} args.monitoring", f"{monitoring.label} monitors {monitoring.cluster.label},"
                                   f" but {pool.label} belongs to {cluster.label}; allowed: the monitoring of the "
                                   "pool's cluster"))
@@ -293,6 +306,11 @@ def _checked(name: str, args: InferenceServiceArgs):
                                   f"{workload.autoscaling.autoscaler!r} reads metrics some GpuMonitoring serves; "
                                   "allowed: the GpuMonitoring of "
                                   f"{cluster.label}, or a workload with fixed replicas"))
+    if not mon_checked:
+        cfg = cluster.view([pool.spec], None, [s.workload for s in others] + [workload], namespace=namespace)
+        own = [i for i in _validate(cfg, areas=("workloads", "stack"), checked_workloads=len(others))
+               if not _reads_monitoring(i.path, len(others))]
+        own_issues_against_unchecked(problems + reprefix(own, paths), label_of(monitoring))
     raise_for(problems)
     mon = monitoring.spec if monitoring else None
     cfg = cluster.view([pool.spec], mon, [s.workload for s in others] + [workload], namespace=namespace)

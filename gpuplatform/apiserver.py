@@ -12,8 +12,14 @@ Kubernetes version and the semantic rules the API server applies on top of it.
   … limit", "Limit must be set for non overcommitable resources"), a request is not above its limit, container
   and volume names are unique in a pod, port names are unique in a container and mount paths in a container
   (``validateContainerPorts``, ``ValidateVolumeMounts``), every volume mount names a volume of the pod, an NFS
-  volume has a server and an absolute path (``validateNFSVolumeSource``), and a Service's ports are named when there are several,
-  with unique names and unique port/protocol pairs (``ValidateService``).
+  volume has a server and an absolute path (``validateNFSVolumeSource``), a Service's ports are named when there
+  are several, with unique names and unique port/protocol pairs (``ValidateService``), and
+  ``externalTrafficPolicy`` is set only on a Service reachable from outside (``validateServiceExternalTrafficPolicy``:
+  "may only be set for externally-accessible services"; LoadBalancer, NodePort, or ClusterIP with externalIPs:
+  ``ExternallyAccessible`` in ``pkg/api/service/util.go``).
+* From kubernetes ``pkg/apis/autoscaling/validation/validation.go``: a ``Pods`` metric of an ``autoscaling/v2``
+  HorizontalPodAutoscaler names a per-pod target (``validatePodsSource``: "must specify a positive target
+  averageValue").
 """
 from __future__ import annotations
 
@@ -275,6 +281,36 @@ def _service(obj: Mapping) -> list[Rejection]:
     out += _duplicates(((p.get("name"), ("spec", "ports", i, "name")) for i, p in enumerate(ports)), "port name")
     out += _duplicates((((p.get("port"), p.get("protocol") or "TCP"), ("spec", "ports", i, "port"))
                         for i, p in enumerate(ports)), "port/protocol")
+    policy = spec.get("externalTrafficPolicy")
+    if policy not in (None, "") and not externally_accessible(spec):
+        out.append(Rejection(("spec", "externalTrafficPolicy"),
+                             f"Invalid value: {policy!r}: may only be set for externally-accessible services "
+                             f"(type LoadBalancer or NodePort, or ClusterIP with externalIPs; this one: "
+                             f"{spec.get('type') or 'ClusterIP'})"))
+    return out
+
+
+def externally_accessible(spec: Mapping) -> bool:
+    """kubernetes ``pkg/api/service/util.go`` ``ExternallyAccessible``: LoadBalancer, NodePort, or ClusterIP (the
+    default type) with externalIPs."""
+    kind = spec.get("type") or "ClusterIP"
+    return kind in ("LoadBalancer", "NodePort") or (kind == "ClusterIP" and bool(spec.get("externalIPs")))
+
+
+def _hpa(obj: Mapping) -> list[Rejection]:
+    """``autoscaling/v2`` (and v2beta2, same field) Pods metrics without a per-pod target."""
+    if str(obj.get("apiVersion")) not in ("autoscaling/v2", "autoscaling/v2beta2"):
+        return []
+    spec = obj.get("spec") if isinstance(obj.get("spec"), Mapping) else {}
+    out = []
+    for i, m in enumerate(spec.get("metrics") or []):
+        pods = m.get("pods") if isinstance(m, Mapping) and m.get("type") == "Pods" else None
+        if not isinstance(pods, Mapping):
+            continue
+        target = pods.get("target") if isinstance(pods.get("target"), Mapping) else {}
+        if target.get("averageValue") is None:
+            out.append(Rejection(("spec", "metrics", i, "pods", "target", "averageValue"),
+                                 "Required value: must specify a positive target averageValue"))
     return out
 
 
@@ -282,6 +318,8 @@ def semantic_rejections(obj: Mapping) -> list[Rejection]:
     kind = obj.get("kind")
     if kind == "Service":
         return _service(obj)
+    if kind == "HorizontalPodAutoscaler":
+        return _hpa(obj)
     path = POD_SPEC_PATHS.get(kind) if isinstance(kind, str) else None
     if path is None:
         return []

@@ -10,7 +10,7 @@ import threading
 from typing import Any
 
 from gpuplatform.catalogs.gpus import close_matches
-from gpuplatform.catalogs.metrics import METRICS
+from gpuplatform.catalogs.metrics import METRICS, metric_range
 from gpuplatform.catalogs.kubernetes import hpa_replica_bounds as hpa_replica_bounds_of
 from gpuplatform.catalogs.kubernetes import (NOT_SCALABLE_KINDS, REMOVED_APIS, SCALE_SUBRESOURCE_KINDS, api_group)
 from gpuplatform.policies import k8s
@@ -197,10 +197,10 @@ def pods_metric_average_value(r, config, report):
         if m.type != "Pods":
             continue
         ttype = m.target.get("type")
+        # a Pods metric without averageValue is no advisory matter: the API server refuses it
+        # (gpuplatform/apiserver.py, kubernetes validatePodsSource), and check and plan report it as that refusal
         if ttype is not None and ttype != "AverageValue":
             report(f"{r.label}: Pods metric '{m.name}' has target type {ttype}; use AverageValue")
-        elif ttype is None and m.target.get("averageValue") is None and m.target.get("targetAverageValue") is None:
-            report(f"{r.label}: Pods metric '{m.name}' has no average value target")
 
 
 def _exporters(view) -> set[str]:
@@ -307,7 +307,8 @@ class AuthoredScaling:
             if replicas is None:
                 return []
             self._replicas.setdefault(key, {})[r.urn] = (r.label, replicas)
-            return sorted(self._scalers.get(key, {}).values())
+            # two objects may share a label (the same manifest applied from two files): one finding each way
+            return sorted(set(self._scalers.get(key, {}).values()))
 
     def scaler(self, r, target_kind: str, target_name: str) -> list[tuple[str, Any]]:
         """Record an autoscaler; the (label, replicas) of known workloads it targets that set replicas."""
@@ -316,7 +317,7 @@ class AuthoredScaling:
             for entries in self._scalers.values():
                 entries.pop(r.urn, None)
             self._scalers.setdefault(key, {})[r.urn] = r.label
-            return sorted(self._replicas.get(key, {}).values())
+            return sorted(set(self._replicas.get(key, {}).values()), key=str)
 
 
 AUTHORED_SCALING = AuthoredScaling()
@@ -347,3 +348,74 @@ def no_replicas_with_autoscaler(r, config, report):
 def _number(value) -> str:
     q = k8s.quantity(value)
     return k8s.fmt_number(q) if q is not None else str(value)
+
+
+def _series_in(query: str) -> list[str]:
+    """Metric names a PromQL query reads (identifiers followed by ``{`` or ``[`` or standing alone), in order."""
+    import re
+
+    return re.findall(r"(?<![\w:.\"'])([A-Za-z_:][A-Za-z0-9_:]*)\s*(?=[{\[)]|$|\s)", query)
+
+
+def scaler_targets(r) -> list[tuple[str, float, str]]:
+    """(metric name, per-pod target, path of the target) of the targets an autoscaler compares a per-pod average
+    with: an HPA's Pods metrics and AverageValue targets of Object/External metrics, a KEDA ScaledObject's
+    Prometheus triggers (metricType AverageValue, KEDA's default) on a query that reads one series without
+    rescaling it, and an AIBrix PodAutoscaler's metric sources."""
+    import re
+
+    spec = k8s.as_map(k8s.get(r.props, "spec"))
+    out = []
+    if r.kind == "HorizontalPodAutoscaler":
+        for i, m in enumerate(k8s.as_list(spec.get("metrics"))):
+            mtype = str(k8s.get(m, "type", default=""))
+            key = mtype[:1].lower() + mtype[1:]
+            name = k8s.get(m, key, "metric", "name")
+            target = k8s.as_map(k8s.get(m, key, "target"))
+            value = k8s.quantity(target.get("averageValue"))
+            if mtype in ("Pods", "Object", "External") and name and value is not None:
+                out.append((str(name), value, f"spec.metrics[{i}].{key}.target.averageValue"))
+    elif r.kind == "ScaledObject":
+        for i, t in enumerate(k8s.as_list(spec.get("triggers"))):
+            meta = k8s.as_map(k8s.get(t, "metadata"))
+            if k8s.get(t, "type") != "prometheus" or str(k8s.get(t, "metricType") or "AverageValue") != "AverageValue":
+                continue
+            query, threshold = str(meta.get("query") or ""), k8s.quantity(meta.get("threshold"))
+            bare = re.sub(r"\{[^{}]*\}|\[[^\[\]]*\]", "", query)  # label matchers and range selectors
+            if threshold is None or re.search(r"[*/+-]|\b(?:count|scalar|vector)\b", bare):
+                continue  # a rescaled or combined value: its range is not the series'
+            known = [n for n in _series_in(query) if metric_range(n)]
+            if len(set(known)) == 1:
+                out.append((known[0], threshold, f"spec.triggers[{i}].metadata.threshold"))
+    elif r.kind == "PodAutoscaler" and "aibrix" in str(r.api_version or ""):
+        sources = [(f"spec.metricsSources[{i}]", s) for i, s in enumerate(k8s.as_list(spec.get("metricsSources")))]
+        sources += [("spec", spec)] if spec.get("targetMetric") else []
+        for where, s in sources:
+            name, value = k8s.get(s, "targetMetric"), k8s.quantity(k8s.get(s, "targetValue"))
+            if name and value is not None:
+                out.append((str(name), value, f"{where}.targetValue"))
+    return out
+
+
+@resource_policy(
+    "autoscaler-target-in-range",
+    "An autoscaler's target must lie within the range of the metric it scales on, for the metrics the catalog "
+    "knows: a per-pod average of a 0-1 ratio (vLLM's KV-cache usage, SGLang's token usage, DCGM's engine active) "
+    "never reaches 50, so the workload never scales up; nor does a percent (GPU utilization, 0-100) reach 150. "
+    "HPA, KEDA (Prometheus triggers) and AIBrix PodAutoscaler targets are read.",
+    category=CATEGORY, severity=HIGH, kinds=("HorizontalPodAutoscaler", "ScaledObject", "PodAutoscaler"),
+    refs=("catalogs/metrics.py (units and their largest values)", "vLLM metrics: kv_cache_usage_perc, 1 = 100 %",
+          "KEDA prometheus scaler: threshold, metricType AverageValue"),
+    remediation="Write the target in the metric's own unit: 0.8 for 80 % of a ratio.")
+def autoscaler_target_in_range(r, config, report):
+    for name, value, where in scaler_targets(r):
+        found = metric_range(name)
+        if found is None:
+            continue
+        metric, unit = found
+        if value > unit.maximum:
+            example = k8s.fmt_number(unit.maximum * 0.8)
+            report(f"{r.label} targets {k8s.fmt_number(value)} on '{name}' ({metric}), which runs 0-"
+                   f"{k8s.fmt_number(unit.maximum)} ({unit.description}): the average never reaches the target and "
+                   f"the workload never scales up; allowed: a target within 0-{k8s.fmt_number(unit.maximum)}, "
+                   f"e.g. {example} at {where}")

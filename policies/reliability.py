@@ -3,8 +3,11 @@ adapter, protected production infrastructure, and API versions the cluster still
 from __future__ import annotations
 
 import re
+from typing import Mapping, Optional
 
-from gpuplatform.catalogs.kubernetes import INTRODUCED_APIS, REMOVED_APIS, served_by
+from gpuplatform.catalogs.images import mutable_tag
+from gpuplatform.catalogs.kubernetes import (HOST_NETWORK_DNS_POLICY, INTRODUCED_APIS, PEER_ADDRESS_ENV,
+                                             PEER_ADDRESS_FLAGS, REMOVED_APIS, served_by)
 from gpuplatform.catalogs.system_components import PAUSE_IMAGES, matches
 from gpuplatform.policies import k8s
 from gpuplatform.policies.registry import ADVISORY, HIGH, MEDIUM, prop, resource_policy, stack_policy
@@ -70,7 +73,8 @@ def image_tag(image: str) -> str | None:
 
 @resource_policy(
     "image-pinned",
-    "Images must carry an explicit tag other than 'latest' (or a digest): a moving tag changes the model server "
+    "Images must carry an explicit tag other than 'latest' and other tags that move with a branch (main, master, "
+    "nightly, dev, edge...; catalogs/images.py MUTABLE_TAGS), or a digest: a moving tag changes the model server "
     "under a running HPA without a deployment.",
     category=CATEGORY, severity=HIGH, level=ADVISORY, hardening=True, kinds=k8s.POD_KINDS,
     refs=("Kyverno disallow-latest-tag", "Checkov CKV_K8S_14", "Polaris tagNotSpecified",
@@ -83,8 +87,87 @@ def image_pinned(r, config, report):
             report(f"{r.label} container {k8s.container_name(c)} has no image")
             continue
         tag = image_tag(image)
-        if tag is None or tag == "latest":
-            report(f"{r.label} container {k8s.container_name(c)} uses {image} ({'latest' if tag else 'no tag'})")
+        if tag is None:
+            report(f"{r.label} container {k8s.container_name(c)} uses {image} (no tag)")
+        elif "@" not in image and mutable_tag(tag):
+            moving = "latest" if tag == "latest" else f"'{tag}' is a branch tag that moves with every build"
+            report(f"{r.label} container {k8s.container_name(c)} uses {image} ({moving})")
+
+
+_IP = re.compile(r"^\d{1,3}(?:\.\d{1,3}){3}$|^\[?[0-9a-fA-F:]+\]?$")
+
+
+def _cluster_name(value: str) -> Optional[str]:
+    """The host part of ``host[:port]`` when it is a name the cluster's DNS serves (a Service or pod name, a
+    ``$(VAR)`` LeaderWorkerSet fills with one), not an IP address, localhost or a shell variable of the node."""
+    text = str(value).strip().strip("'\"")
+    if not text:
+        return None
+    host = text.rsplit(":", 1)[0] if text.count(":") == 1 else text
+    if _IP.match(host) or host in ("localhost", "0.0.0.0") or host.startswith("${") or (
+            host.startswith("$") and not host.startswith("$(")):
+        return None
+    return host
+
+
+def cluster_names_used(spec: Mapping) -> list[tuple[str, Mapping, tuple]]:
+    """(name, container, field path under the container) of the cluster DNS names a pod's containers dial: the
+    first node's address given to a multi-node launcher (:data:`PEER_ADDRESS_FLAGS`, :data:`PEER_ADDRESS_ENV`), a
+    ``$(LWS_LEADER_ADDRESS)`` reference, or any ``*.svc`` name."""
+    out = []
+    for c in k8s.containers(spec):
+        for key in ("command", "args"):
+            words = [str(w) for w in k8s.as_list(k8s.get(c, key))]
+            consumed: set[tuple[int, int]] = set()  # (word, token) read as a flag's value
+            for j, word in enumerate(words):
+                tokens = word.split()
+                for t, tok in enumerate(tokens):
+                    if (j, t) in consumed:
+                        continue
+                    flag, eq, val = tok.partition("=")
+                    if flag in PEER_ADDRESS_FLAGS:
+                        if not eq and t + 1 < len(tokens):
+                            val = tokens[t + 1]
+                            consumed.add((j, t + 1))
+                        elif not eq and len(tokens) == 1 and j + 1 < len(words):
+                            val = words[j + 1]
+                            consumed.update((j + 1, k) for k in range(len(words[j + 1].split())))
+                        name = _cluster_name(val)
+                        if name:
+                            out.append((name, c, (key, j)))
+                    elif "LWS_LEADER_ADDRESS)" in tok or ".svc" in tok:
+                        out.append((tok, c, (key, j)))
+        for i, e in enumerate(k8s.as_list(k8s.get(c, "env"))):
+            value = k8s.get(e, "value")
+            if k8s.get(e, "name") in PEER_ADDRESS_ENV and isinstance(value, str) and _cluster_name(value):
+                out.append((value, c, ("env", i, "value")))
+    return out
+
+
+@resource_policy(
+    "pod-host-network-dns",
+    "A pod on the host network that dials a cluster name (the first node of a multi-node server: SGLang "
+    "--dist-init-addr, torchrun --master-addr, LeaderWorkerSet's $(LWS_LEADER_ADDRESS), a *.svc name) must set "
+    "dnsPolicy: ClusterFirstWithHostNet: with the default ClusterFirst it falls back to the node's resolver, which "
+    "knows no Service or pod of the cluster, and the other nodes of the model never join.",
+    category=CATEGORY, severity=HIGH, kinds=k8s.POD_KINDS,
+    refs=("kubernetes.io/docs/concepts/services-networking/dns-pod-service (Pod's DNS policy)",
+          "catalogs/kubernetes.py HOST_NETWORK_DNS_POLICY"),
+    remediation="Set dnsPolicy: ClusterFirstWithHostNet next to hostNetwork: true.")
+def host_network_dns(r, config, report):
+    for pod in k8s.pods_of(r.kind, r.props):
+        spec = pod.spec
+        if spec.get("hostNetwork") is not True:
+            continue
+        policy = spec.get("dnsPolicy") or "ClusterFirst"
+        if policy != "ClusterFirst":  # ClusterFirstWithHostNet, or Default/None chosen on purpose
+            continue
+        used = cluster_names_used(spec)
+        if used:
+            name, c, where = used[0]
+            report(f"{r.label} runs on the host network with dnsPolicy {policy}, which there falls back to the node's "
+                   f"resolver: container {k8s.container_name(c)} cannot resolve {name}; set dnsPolicy: "
+                   f"{HOST_NETWORK_DNS_POLICY}{k8s.at(r.props, spec, 'hostNetwork')}")
 
 
 @resource_policy(

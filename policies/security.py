@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import re
 
-from gpuplatform.catalogs.kubernetes import (INTERNAL_LB_ANNOTATIONS, INTERNAL_LB_CLASSES, POD_SECURITY_ENFORCE,
-                                             READ_ONLY_API_GROUPS, ROOT_OPT_OUT_ANNOTATION)
-from gpuplatform.catalogs.secrets import SECRET_ENV_PATTERN, credential_in, is_reference, plaintext_secrets
+from gpuplatform.catalogs.kubernetes import (ESCALATION_GRANTS, INGRESS_AUTH_ANNOTATIONS, INTERNAL_LB_ANNOTATIONS,
+                                             INTERNAL_LB_CLASSES, POD_SECURITY_ENFORCE, RAY_AUTH_ENV,
+                                             RAY_DASHBOARD_PORT, READ_ONLY_API_GROUPS, ROOT_OPT_OUT_ANNOTATION)
+from gpuplatform.catalogs.secrets import (SECRET_ENV_PATTERN, credential_in, flag_credentials, is_reference,
+                                         plaintext_secrets, unexpanded_variable)
 from gpuplatform.policies import k8s, system
 from gpuplatform.policies.registry import (ADVISORY, CRITICAL, HIGH, MANDATORY, MEDIUM, prop, resource_policy,
                                            stack_policy)
@@ -111,6 +113,43 @@ def no_wildcards(r, config, report):
             report(f"{r.label} rules[{i}] grants {', '.join(v for v in verbs if v in WRITE_VERBS)} on '*' resources")
 
 
+def escalation_grants(rule) -> list[tuple[str, str, str]]:
+    """(verb, resource, what it lets its holder do) of each :data:`ESCALATION_GRANTS` entry an RBAC rule grants
+    by name (a ``*`` verb counts; ``*`` resources are left to ``rbac-no-wildcards``)."""
+    groups = [str(g) for g in k8s.as_list(k8s.get(rule, "apiGroups"))]
+    verbs = [str(v) for v in k8s.as_list(k8s.get(rule, "verbs"))]
+    resources = [str(x) for x in k8s.as_list(k8s.get(rule, "resources"))]
+    out = []
+    for want_groups, want_resources, want_verbs, harm in ESCALATION_GRANTS:
+        if not any(g in want_groups or g == "*" for g in groups):
+            continue
+        for res in (x for x in resources if x in want_resources):
+            verb = next((v for v in verbs if v in want_verbs), None)
+            if verb is not None:
+                out.append((verb, res, harm))
+    return out
+
+
+@resource_policy(
+    "rbac-no-privilege-escalation",
+    "Roles must not grant the verbs and subresources that reach beyond what they name: create on pods/exec or "
+    "pods/attach, get or create on nodes/proxy, escalate or bind on roles, impersonate on users, groups or "
+    "service accounts, create on serviceaccounts/token (Kubernetes RBAC good practices, \"Privilege escalation "
+    "risks\"). A holder of pods/exec runs any command in any pod of the namespace, GPU inference servers with their "
+    "model tokens included.",
+    category=CATEGORY, severity=HIGH, kinds=("ClusterRole", "Role"),
+    refs=("Trivy KSV053", "Trivy KSV054", "Trivy KSV047", "Trivy KSV043", "Checkov CKV2_K8S_2", "Checkov CKV2_K8S_3",
+          "Checkov CKV_K8S_157", "Checkov CKV_K8S_158", "Polaris rolePodExecAttach", "catalogs/kubernetes.py"),
+    config={"allowedRoles": prop("array", "Role names allowed these grants.", [], items={"type": "string"})},
+    remediation="Drop the subresource or verb; debug with an ephemeral, audited grant instead of a standing role.")
+def no_privilege_escalation_grants(r, config, report):
+    if r.obj_name in config["allowedRoles"]:
+        return
+    for i, rule in enumerate(k8s.as_list(k8s.get(r.props, "rules"))):
+        for verb, resource, harm in escalation_grants(rule):
+            report(f"{r.label} rules[{i}] grants {verb} on {resource}: its holder {harm}")
+
+
 # ------------------------------------------------------------------------------------------------ secrets / TLS
 @resource_policy(
     "container-no-plaintext-secrets",
@@ -118,7 +157,10 @@ def no_wildcards(r, config, report):
     "environment variable with a secret-looking name (password, token, key) holding a literal value, and any env "
     "value, command or argument holding a URL with a password (postgresql://user:password@host/db) or a token of "
     "a known format (Hugging Face hf_, OpenAI sk-, GitHub ghp_, AWS AKIA, Slack xox, NVIDIA nvapi-). References "
-    "($(VAR), a secretKeyRef) are fine. Every pod of the object is read, a custom resource's too.",
+    "($(VAR), a secretKeyRef) are fine; $VAR and ${VAR} are not expanded by Kubernetes, so a secret-looking variable "
+    "holding one is a finding too. A flag with a secret-looking name (--api-key, --hf-token) given a literal value "
+    "on the command line is one. Every pod of the object is read, a custom resource's too, and a custom resource's "
+    "own spec (an AIBrix ModelAdapter's additionalConfig) by the Helm values rule.",
     category=CATEGORY, severity=HIGH, kinds=k8s.POD_KINDS,
     refs=("Checkov CKV_K8S_35", "Polaris sensitiveContainerEnvVar", "gitleaks rules (token formats)",
           "catalogs/secrets.py"),
@@ -140,17 +182,74 @@ def no_plaintext_secrets(r, config, report):
             who = f"{r.label} container {k8s.container_name(c)}"
             for i, e in enumerate(k8s.as_list(k8s.get(c, "env"))):
                 name, value = str(k8s.get(e, "name", default="")), k8s.get(e, "value")
-                if not isinstance(value, str) or not value or is_reference(value):
+                if not isinstance(value, str) or not value:
+                    continue
+                var = unexpanded_variable(value)
+                if var and pattern.search(name):
+                    # Kubernetes expands only $(VAR): the pod gets these characters, or a tool substituted the
+                    # token before apply and it sits in the manifest in plain text; either way a finding
+                    report_once(f"{who}: env {name} holds the text {var!r}, which Kubernetes does not expand "
+                                f"(only $(NAME)); take the value from a Secret (valueFrom.secretKeyRef)"
+                                f"{k8s.at(r.props, e, 'value')}")
+                    continue
+                if is_reference(value):
                     continue
                 found = credential_in(value)
                 if found or pattern.search(name):
                     what = f"holds {found}" if found else "holds a literal value"
                     report_once(f"{who}: env {name} {what}{k8s.at(r.props, e, 'value')}")
             for key in ("command", "args"):
-                for j, word in enumerate(k8s.as_list(k8s.get(c, key))):
+                words = list(k8s.as_list(k8s.get(c, key)))
+                flags = {j: (flag, what) for j, flag, what in reversed(flag_credentials(words))}
+                for j, word in enumerate(words):
                     found = credential_in(word)
-                    if found:
+                    if found:  # a token of a known format says more than the flag it is given to
                         report_once(f"{who}: {key}[{j}] holds {found}{k8s.at(r.props, c, key, j)}")
+                    elif j in flags:
+                        flag, what = flags[j]
+                        report_once(f"{who}: {key}[{j}] gives {flag} {what}; pass it as $(NAME) of a variable "
+                                    f"from a Secret{k8s.at(r.props, c, key, j)}")
+    for where, what in custom_resource_secrets(r):
+        found = "a literal secret" if what == "a secret-looking key" else what
+        report_once(f"{r.label} holds {found} in its spec; keep it in a Secret the resource references "
+                    f"at spec.{where}")
+
+
+_SECRET_NAME_KEY = re.compile(r"(?i)secrets?$")
+_OBJECT_NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
+
+
+def _names_a_secret(key, value) -> bool:
+    """``pullSecret: ngc-secret``, ``authSecret: ngc-api-secret``: a key ending in Secret holding an object name
+    names the Secret, as custom resources' fields do (NIM operator, KServe), rather than holding one."""
+    return bool(_SECRET_NAME_KEY.search(str(key))) and isinstance(value, str) and bool(_OBJECT_NAME.match(value))
+
+
+def _env_list(value) -> bool:
+    """A list of environment variables under any key (Dynamo's ``envs``): name and value or valueFrom each."""
+    return k8s.is_list(value) and bool(value) and all(
+        k8s.is_map(e) and "name" in e and ("value" in e or "valueFrom" in e) for e in value)
+
+
+def _without_pods(node):
+    """A custom resource's spec without its containers and env lists, which the container checks read, and
+    without the fields that name a Secret."""
+    if k8s.is_map(node):
+        return {k: _without_pods(v) for k, v in node.items()
+                if not (k in ("env", "containers", "initContainers") and k8s.is_list(v)) and not _env_list(v)
+                and not _names_a_secret(k, v)}
+    if k8s.is_list(node):
+        return [_without_pods(v) for v in node]
+    return node
+
+
+def custom_resource_secrets(r) -> list[tuple[str, str]]:
+    """(path under spec, what) of the credentials a custom resource's own spec holds in plain text (an AIBrix
+    ModelAdapter's ``additionalConfig``), by the rule Helm values follow (catalogs/secrets.py
+    ``plaintext_secrets``); its pods' containers are judged as containers. Built-in kinds are not read here."""
+    if not k8s.is_custom_group(k8s.api_group(r.api_version or "")):
+        return []
+    return plaintext_secrets(_without_pods(k8s.plain(k8s.get(r.props, "spec"))))
 
 
 @resource_policy(
@@ -264,6 +363,86 @@ def no_public_lb(view, config, report):
         if k8s.get(svc.props, "spec", "type") == "LoadBalancer" and not _is_internal(svc, config):
             report(f"{svc.label} is an Internet-facing LoadBalancer (no internal-load-balancer annotation of ACK, "
                    f"GKE, AWS or Azure)", svc)
+
+
+def ingress_backends(ingress) -> list[tuple[str, object, tuple]]:
+    """(service name, port number or name, path in the object) of every backend of an ``networking.k8s.io/v1``
+    Ingress: the default backend and each rule's paths."""
+    spec = k8s.as_map(k8s.get(ingress.props, "spec"))
+    found = []
+    default = k8s.get(spec, "defaultBackend", "service")
+    if k8s.is_map(default):
+        found.append((default, ("spec", "defaultBackend", "service")))
+    for i, rule in enumerate(k8s.as_list(spec.get("rules"))):
+        for j, path in enumerate(k8s.as_list(k8s.get(rule, "http", "paths"))):
+            svc = k8s.get(path, "backend", "service")
+            if k8s.is_map(svc):
+                found.append((svc, ("spec", "rules", i, "http", "paths", j, "backend", "service")))
+    return [(str(k8s.get(svc, "name", default="")), k8s.get(svc, "port", "number") or k8s.get(svc, "port", "name"),
+             where) for svc, where in found]
+
+
+def is_ray_dashboard(view, ingress, service: str, port) -> bool:
+    """Whether an Ingress backend is a Ray head's dashboard: port 8265, or the port KubeRay's head Service names
+    ``dashboard`` on a Service that is a Ray head's (its name ends in ``head-svc`` or it selects
+    ``ray.io/node-type: head``)."""
+    if k8s.quantity(port) == RAY_DASHBOARD_PORT:
+        return True
+    if port != "dashboard":
+        return False
+    svc = view.object("Service", ingress.namespace, service)
+    head = svc is not None and k8s.get(svc.props, "spec", "selector", "ray.io/node-type") == "head"
+    return head or service.endswith("head-svc")
+
+
+def _ray_token_auth(view) -> bool:
+    """Whether a Ray cluster among the objects checked runs its head with token authentication."""
+    name, value = RAY_AUTH_ENV
+    for r in view.resources:
+        for pod in k8s.pods_of(r.kind, r.props):
+            for c in k8s.containers(pod.spec):
+                if any(k8s.get(e, "name") == name and str(k8s.get(e, "value", default="")).lower() == value
+                       for e in k8s.as_list(k8s.get(c, "env"))):
+                    return True
+    return False
+
+
+@stack_policy(
+    "ray-dashboard-authenticated",
+    "An Ingress must not publish a Ray dashboard (port 8265, KubeRay's 'dashboard' port of the head Service) "
+    "without authentication: the dashboard serves the Jobs API, and \"anybody who can access the associated ports "
+    "can execute arbitrary code on your Ray Cluster\" (Ray security docs; CVE-2023-48022), GPU nodes and the "
+    "model tokens they mount included. KubeRay's headGroupSpec.enableIngress does the same. Authentication is an "
+    "ingress controller's auth annotation (ingress-nginx auth-url or auth-type, AWS ALB auth-type, a GKE "
+    "BackendConfig, a Traefik middleware, Kong plugins) or Ray's own token auth (RAY_AUTH_MODE=token on the head, "
+    "Ray 2.52+).",
+    category=CATEGORY, severity=CRITICAL,
+    refs=("docs.ray.io ray-security", "CVE-2023-48022", "GHSA-q279-jhrf-cc6v (CVE-2025-62593)",
+          "catalogs/kubernetes.py INGRESS_AUTH_ANNOTATIONS"),
+    config=dict(EXEMPTIONS_CONFIG),
+    remediation="Reach the dashboard with kubectl port-forward, or put the controller's authentication in front of "
+                "it (nginx auth-url, IAP), or run Ray 2.52+ with RAY_AUTH_MODE=token.")
+def ray_dashboard_authenticated(view, config, report):
+    if _ray_token_auth(view):
+        return
+    for ing in view.objects("Ingress"):
+        if system.user_exempt(ing, config):
+            continue
+        annotations = k8s.as_map(k8s.get(ing.props, "metadata", "annotations"))
+        if any(a in annotations for a in INGRESS_AUTH_ANNOTATIONS):
+            continue
+        for service, port, where in ingress_backends(ing):
+            if is_ray_dashboard(view, ing, service, port):
+                report(f"{ing.label} publishes the Ray dashboard of Service {service} (port {k8s.fmt_number(port) if isinstance(port, (int, float)) else port}) without "
+                       f"authentication: its Jobs API runs any code on the cluster at {k8s.render_path(where)}", ing)
+                break
+    for r in view.resources:
+        if k8s.get(r.props, "spec", "headGroupSpec", "enableIngress") is True and r.kind in ("RayCluster",):
+            report(f"{r.label} sets headGroupSpec.enableIngress: true, an Ingress to its dashboard without "
+                   f"authentication at spec.headGroupSpec.enableIngress", r)
+        elif k8s.get(r.props, "spec", "rayClusterConfig", "headGroupSpec", "enableIngress") is True:
+            report(f"{r.label} sets rayClusterConfig.headGroupSpec.enableIngress: true, an Ingress to its dashboard "
+                   f"without authentication at spec.rayClusterConfig.headGroupSpec.enableIngress", r)
 
 
 @resource_policy(
@@ -472,7 +651,7 @@ def no_host_namespaces(r, config, report):
     for c in (c for p in pods for c in k8s.containers(p.spec)):
         for i, p in enumerate(k8s.as_list(k8s.get(c, "ports"))):
             if k8s.get(p, "hostPort") not in (None, 0):
-                report(f"{_who(r, c)} binds hostPort {k8s.get(p, 'hostPort')}"
+                report(f"{_who(r, c)} binds hostPort {k8s.fmt_number(k8s.quantity(k8s.get(p, 'hostPort')))}"
                        + system.upstream_note(r, comp, "hostPort") + k8s.at(r.props, c, 'ports', i, 'hostPort'))
 
 

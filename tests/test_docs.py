@@ -169,3 +169,30 @@ def test_every_figure_the_docs_show_exists_is_small_and_make_figures_draws_it():
         assert command, f"{relative} (shown in {doc}) is not drawn by `make figures`"
         text = " ".join((REPO_ROOT / "docs" / "simulate.md").read_text().split())
         assert command.removesuffix(" >/dev/null") in text, f"docs/simulate.md does not show how {relative} is drawn"
+
+
+def _table_rows_with_a_wrong_cell_count(text: str) -> list[str]:
+    """Rows of the Markdown tables in ``text`` whose number of cells differs from their header's (escaped pipes
+    and pipes inside inline code do not separate cells)."""
+    import re
+
+    def cells(line: str) -> int:
+        line = re.sub(r"`[^`]*`", "``", line.replace("\\|", ""))
+        return line.strip().strip("|").count("|") + 1
+
+    wrong, header = [], None
+    for line in text.splitlines():
+        if not line.startswith("|"):
+            header = None
+            continue
+        if header is None:
+            header = cells(line)
+        elif cells(line) != header:
+            wrong.append(line)
+    return wrong
+
+
+def test_every_table_row_of_the_docs_has_a_cell_for_each_column():
+    assert _table_rows_with_a_wrong_cell_count("| a | b |\n|---|---|\n| 1 |\n") == ["| 1 |"]
+    for doc in [REPO_ROOT / "README.md", *sorted((REPO_ROOT / "docs").glob("*.md"))]:
+        assert _table_rows_with_a_wrong_cell_count(doc.read_text()) == [], doc.name

@@ -206,3 +206,16 @@ def test_the_pack_leaves_references_and_placeholders_in_urls_alone():
                                {"name": "DOC_URL", "value": "postgresql://app:<password>@db/app"},
                                {"name": "HF_TOKEN", "value": "$(HF_TOKEN_FROM_SECRET)"}]})
     assert _secrets_found(obj) == []
+
+
+def test_a_shell_variable_under_a_secret_name_in_env_is_refused_not_taken_for_a_reference():
+    """Kubernetes expands $(NAME) in env values, not $NAME or ${NAME}: the pod would get the text."""
+    for value in ("$HF_TOKEN", "${HF_TOKEN}"):
+        raw = stack_raw("dev")
+        raw["workloads"][0].setdefault("env", {})["HF_TOKEN"] = value
+        message = _refused(raw)["workloads[0].env.HF_TOKEN"]
+        assert message.startswith(f"{value!r} is not expanded by Kubernetes (only $(NAME) is)") and "secretEnv" in \
+            message
+    raw = stack_raw("dev")
+    raw["workloads"][0].setdefault("env", {})["MODEL_PATH"] = "$MODEL_DIR"  # no secret name: no finding
+    load(raw)

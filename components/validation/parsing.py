@@ -96,3 +96,44 @@ def parse(raw: dict[str, Any]) -> PlatformConfig:
         return PlatformConfig.model_validate(raw)
     except ValidationError as exc:
         raise ConfigError(issues_of(exc.errors())) from None
+
+
+def _raw_parent(raw: Any, loc: tuple) -> Any:
+    """The mapping of the raw config at a pydantic location (the tags pydantic inserts after tagged unions
+    skipped), or None."""
+    node = raw
+    for i, item in enumerate(loc):
+        if i > 0 and isinstance(item, str) and loc[i - 1] in _UNION_FIELDS and not (
+                isinstance(node, dict) and item in node):
+            continue
+        if isinstance(node, dict) and item in node:
+            node = node[item]
+        elif isinstance(node, list) and isinstance(item, int) and 0 <= item < len(node):
+            node = node[item]
+        else:
+            return None
+    return node
+
+
+def without_unknown_keys(raw: dict[str, Any], errors: list[dict]) -> tuple[dict[str, Any], set[str]]:
+    """``raw`` with each unknown key replaced by the key it is closest to (``maxNode`` -> ``maxNodes``, when that
+    key is not set beside it) or dropped, so that the values of a stack with a misspelt key are judged in the same
+    run; and the stack paths that now hold a guessed key, whose own findings would be about the guess. Only
+    unknown keys are repaired: a value pydantic refuses has nothing to stand for it."""
+    import copy
+
+    fixed = copy.deepcopy(raw)
+    guessed: set[str] = set()
+    for e in errors:
+        if e["type"] != "extra_forbidden":
+            continue
+        parent = _raw_parent(fixed, tuple(e["loc"][:-1]))
+        key = e["loc"][-1]
+        if not isinstance(parent, dict) or key not in parent:
+            continue
+        value = parent.pop(key)
+        near = [k for k in close_matches(str(key), allowed_keys(e["loc"][:-1])) if k not in parent]
+        if near:
+            parent[near[0]] = value
+            guessed.add(_path(tuple(e["loc"][:-1]) + (near[0],)))
+    return fixed, guessed

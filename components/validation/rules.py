@@ -112,6 +112,33 @@ def validate(cfg: PlatformConfig, *, installs_charts: bool = True,
     return list(out)
 
 
+def values_beside_unknown_keys(raw: dict[str, Any], issues: list[ConfigIssue]) -> list[ConfigIssue]:
+    """The issues of every value of a stack whose only structural mistakes are unknown keys, so that one run
+    reports the misspelt key and an impossible target beside it: the config is judged with each unknown key read
+    as the key it is closest to, or without it (parsing ``without_unknown_keys``). Issues at a guessed key, or
+    already reported, are left out; nothing when the repaired config still does not parse."""
+    from pydantic import ValidationError
+
+    from gpuplatform.components.validation.parsing import without_unknown_keys
+
+    try:
+        PlatformConfig.model_validate(raw)
+        return []
+    except ValidationError as exc:
+        errors = exc.errors()
+    if not any(e["type"] == "extra_forbidden" for e in errors):
+        return []
+    fixed, guessed = without_unknown_keys(raw, errors)
+    try:
+        cfg = parse(fixed)
+    except ConfigError:
+        return []
+    found = validate(cfg)
+    said = {(i.path, i.message) for i in issues}
+    return [i for i in found if (i.path, i.message) not in said
+            and not any(i.path == g or i.path.startswith(g + ".") or i.path.startswith(g + "[") for g in guessed)]
+
+
 def load(raw: dict[str, Any], provider_settings: Optional[dict[str, Any]] = None) -> PlatformConfig:
     """The validated config of a stack's ``gpu-platform`` namespace; ``provider_settings`` (``alicloud:region``) are
     checked against it in the same run. ConfigError with every problem otherwise."""
@@ -121,7 +148,7 @@ def load(raw: dict[str, Any], provider_settings: Optional[dict[str, Any]] = None
     try:
         cfg = parse(raw)
     except ConfigError as exc:
-        raise ConfigError(exc.issues + conflicts) from None
+        raise ConfigError(exc.issues + values_beside_unknown_keys(raw, exc.issues) + conflicts) from None
     issues = validate(cfg) + conflicts
     if issues:
         raise ConfigError(issues)

@@ -4,7 +4,7 @@ import posixpath
 import re
 from typing import Optional
 
-from gpuplatform.catalogs.secrets import SECRET_ENV_PATTERN, credential_in, is_reference
+from gpuplatform.catalogs.secrets import SECRET_ENV_PATTERN, credential_in, is_reference, unexpanded_variable
 from gpuplatform.catalogs.mig import WHOLE_GPU
 from gpuplatform.catalogs.server_cli import SERVER_CLIS
 from gpuplatform.components.config import PlatformConfig, Workload
@@ -142,7 +142,12 @@ def credential_message(what: str) -> str:
 
 def check_env_and_volumes(cfg: PlatformConfig, p: str, w: Workload, f: Optional[PoolFacts], out: _Issues) -> None:
     for key, value in w.env.items():
-        if SECRET_ENV.search(key) and not is_reference(value):
+        var = unexpanded_variable(value)
+        if SECRET_ENV.search(key) and var:
+            out.add(f"{p}.env.{key}", f"{var!r} is not expanded by Kubernetes (only $(NAME) is): the pod would get "
+                    "these characters, or a tool would write the secret into the stack before apply; allowed: "
+                    "move it to 'secretEnv' (a reference to a Kubernetes Secret)")
+        elif SECRET_ENV.search(key) and not is_reference(value):
             out.add(f"{p}.env.{key}", "looks like a secret in plain text; allowed: move it to 'secretEnv' "
                     "(a reference to a Kubernetes Secret)")
         elif credential_in(value):

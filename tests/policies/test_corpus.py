@@ -6,12 +6,13 @@ from pathlib import Path
 import pytest
 import yaml
 
+from gpuplatform import apiserver
 from gpuplatform.cli import main
 from gpuplatform.policies.pack import POLICY_DEFS
 
 CORPUS = Path(__file__).resolve().parents[1] / "fixtures" / "corpus"
 VERDICTS = yaml.safe_load((CORPUS / "verdicts.yaml").read_text())
-LEVEL = {p.id: p.level.value for p in POLICY_DEFS}
+LEVEL = {p.id: p.level.value for p in POLICY_DEFS} | {apiserver.RULE_ID: "mandatory"}
 
 
 def test_the_corpus_is_large_and_every_file_has_a_verdict():

@@ -80,6 +80,14 @@ def mig_manager(namespace, image="nvcr.io/nvidia/cloud-native/k8s-mig-manager:v0
                 {"name": "m", "image": image, "securityContext": {"privileged": True}}]}}}}
 
 
+def ray_dashboard_ingress(annotations):
+    """An Ingress to a KubeRay head Service's dashboard port, with the given annotations."""
+    return {"apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+            "metadata": {"name": "ray", "namespace": "ray", "annotations": annotations},
+            "spec": {"rules": [{"http": {"paths": [{"path": "/", "pathType": "Prefix", "backend": {
+                "service": {"name": "raycluster-head-svc", "port": {"number": 8265}}}}]}}]}}
+
+
 def adapter_config(text):
     return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "adapter-config", "namespace": "monitoring"},
             "data": {"config.yaml": text}}
@@ -260,6 +268,22 @@ CASES = {
     "protect-prod-infrastructure": (
         _mutate("prod", lambda rs: None),
         _mutate("prod", lambda rs: setattr(find(rs, "alicloud:cs/nodePool:NodePool"), "protect", False))),
+    "rbac-no-privilege-escalation": (_plain(role(resources=["pods", "pods/log"])),
+                                     _plain(role(verbs=["create"], resources=["pods/exec"]))),
+    "ray-dashboard-authenticated": (
+        _plain(ray_dashboard_ingress({"nginx.ingress.kubernetes.io/auth-url": "https://auth.example.com/verify"})),
+        _plain(ray_dashboard_ingress({}))),
+    "pod-host-network-dns": (
+        _mutate("prod", lambda rs: pod_spec(find(rs, "Deployment")).update(
+            hostNetwork=True, dnsPolicy="ClusterFirstWithHostNet")
+            or container(rs).setdefault("env", []).append({"name": "MASTER_ADDR", "value": "leader.llm.svc"})),
+        _mutate("prod", lambda rs: pod_spec(find(rs, "Deployment")).update(hostNetwork=True)
+            or container(rs).setdefault("env", []).append({"name": "MASTER_ADDR", "value": "leader.llm.svc"}))),
+    "autoscaler-target-in-range": (
+        _mutate("prod", lambda rs: None),
+        _mutate("prod", lambda rs: find(rs, "HorizontalPodAutoscaler").inputs["spec"]["metrics"][0]["pods"].update(
+            metric={"name": api_name("vllm_kv_cache_usage", "vllm")},
+            target={"type": "AverageValue", "averageValue": "50"}))),
     "no-removed-api-versions": (
         _mutate("prod", lambda rs: None),
         _mutate("prod", lambda rs: find(rs, "HorizontalPodAutoscaler").inputs.update(

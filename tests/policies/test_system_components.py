@@ -265,3 +265,39 @@ def test_user_exemptions_skip_one_policy_for_one_object():
     config = {"pod-no-privileged": {"exemptions": [{"namespace": "tools", "name": "node-fixer"}]}}
     found = run_policies([_resource(doc)], config)
     assert _ids(found, "mandatory") == {"pod-no-host-namespaces"}
+
+
+# ---------------------------------------------------------------------------------------------- GKE's DCGM pair
+def _gke_dcgm():
+    return [d for d in yaml.safe_load_all((CORPUS / "57_gke_managed_prometheus_dcgm.yaml").read_text()) if d]
+
+
+def test_gkes_documented_dcgm_pair_runs_privileged_as_upstream_publishes_it():
+    """GKE's Managed Prometheus (and ai-on-gke) run nv-hostengine and dcgm-exporter privileged on GKE GPU nodes with
+    GKE's NVIDIA install directory: that deployment is its own role, with its own evidence and grants."""
+    for doc in _gke_dcgm():
+        assert _component(doc).name == "gke-dcgm"
+        assert not _ids(_findings(doc), "mandatory")
+
+
+@pytest.mark.parametrize("lose", ["gpu-nodes", "install-dir"])
+def test_without_gkes_evidence_dcgm_exporter_privileged_is_blocked_again(lose):
+    exporter = _gke_dcgm()[1]
+    if lose == "gpu-nodes":
+        _spec(exporter).pop("affinity")
+    else:
+        _spec(exporter)["volumes"] = [v for v in _spec(exporter)["volumes"] if "hostPath" not in v or
+                                      v["hostPath"]["path"] != "/home/kubernetes/bin/nvidia"]
+        _spec(exporter)["containers"][0]["volumeMounts"] = [
+            m for m in _spec(exporter)["containers"][0]["volumeMounts"] if m["name"] != "nvidia-install-dir-host"]
+    assert _component(exporter).name == "dcgm-exporter"  # the chart's deployment: SYS_ADMIN, never privileged
+    assert "pod-no-privileged" in _ids(_findings(exporter), "mandatory")
+
+
+def test_gkes_dcgm_grants_no_host_root_or_host_namespaces():
+    hostengine = _gke_dcgm()[0]
+    _spec(hostengine)["hostPID"] = True
+    _spec(hostengine)["volumes"].append({"name": "root", "hostPath": {"path": "/"}})
+    found = _findings(hostengine)
+    assert "pod-no-host-namespaces" in _ids(found, "mandatory")
+    assert any("volume root is of type hostPath (/)" in v.message for v in found)

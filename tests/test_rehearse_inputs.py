@@ -71,3 +71,30 @@ def test_a_controller_with_one_pod_per_node_keeps_that_rule():
     term = spec["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][0]
     assert term["topologyKey"] == "kubernetes.io/hostname"
     assert controller_objects("Job kube-system/x", {}, 1, False) is None
+
+
+def test_rehearse_without_the_engines_says_how_to_build_them(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "GPUPLATFORM_ENGINES_BIN": str(tmp_path / "none")}
+    done = subprocess.run([sys.executable, "-m", "gpuplatform", "rehearse", "--stack", "local"], env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2
+    assert "Traceback" not in done.stderr
+    assert "GPUPLATFORM_ENGINES_BIN" in done.stderr and "is not a directory" in done.stderr
+
+
+def test_rehearse_refuses_a_bad_stack_before_any_engine_starts(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    bad = tmp_path / "Pulumi.bad.yaml"
+    bad.write_text((REPO / "stacks" / "Pulumi.local.yaml").read_text().replace("maxNodes: 2", "maxNodes: -1"))
+    env = {**os.environ, "GPUPLATFORM_ENGINES_BIN": str(tmp_path / "none")}
+    done = subprocess.run([sys.executable, "-m", "gpuplatform", "rehearse", "--config", str(bad)], env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "nodePools[0].maxNodes" in done.stderr

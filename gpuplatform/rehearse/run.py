@@ -103,10 +103,10 @@ def _summary(changes: dict) -> str:
 def rehearse(raw: dict, stack: str, cfg, *, engines: Optional[Path] = None, keep: Optional[Path] = None,
              up_timeout: float = 900, settle_timeout: float = 120) -> Report:
     """Rehearse the stack ``raw`` (its validated config ``cfg``); the report says what happened at each step."""
+    engines = engines or engines_dir()  # before anything starts: a missing engine is a usage error
     from gpuplatform.components.placement import cluster_pods, node_groups
     from gpuplatform.rehearse.pulumi_cli import PulumiCli, project_from_checkout
 
-    engines = engines or engines_dir()
     report = Report(stack, pinned_versions())
     workdir = Path(keep) if keep else Path(tempfile.mkdtemp(prefix="gpuplatform-rehearsal-"))
     cp = LocalControlPlane(engines, workdir / "cluster")

@@ -284,3 +284,15 @@ def test_simulate_reports_dropped_requests_before_and_after(tmp_path):
     assert outs[False]["scale_in"]["dropped"] == 0 and outs[False]["scale_in"]["lossless"]
     assert outs[True]["scale_in"]["dropped"] > 0 and not outs[True]["scale_in"]["lossless"]
     assert outs[False]["slo"]["met"] and not outs[True]["slo"]["met"]
+
+
+def test_plan_shows_each_workloads_chain_and_its_rollout(tmp_path):
+    cfg_path = next((EXAMPLES / "005-vllm-queue").glob("Pulumi.*.yaml"))
+    code, out, err = cli("plan", "--config", str(cfg_path), "--no-sweep", "--format", "json")
+    assert code == 0
+    row = json.loads(out)["drain"][0]
+    assert row["workload"] == "chat" and row["lossless"] and row["holds"]
+    assert (row["preStopSeconds"], row["serverDrainSeconds"], row["terminationGracePeriodSeconds"]) == (15, 120, 140)
+    assert row["drainFlag"] == ["--shutdown-timeout=120"] and row["waitsFor"] == "ingress-nginx (Ingress)"
+    # the pool at its most holds exactly maxReplicas: no GPU for a surge replica at that count, and plan says so
+    assert not row["surgeRoom"] and "may roll out without a free GPU" in err

@@ -57,7 +57,8 @@ INGRESS_NGINX = Propagation(
     "ingress-nginx (Ingress)", 15,
     "ingress-nginx reads the EndpointSlices and updates its upstreams at most --sync-rate-limit times a second "
     "(default 0.3: one sync per 3.3 s, kubernetes/ingress-nginx cmd/nginx/flags.go), after kube-proxy's path; "
-    "15 s is the wait KServe v0.19 gives its endpoint picker (kserve PR #5485) and covers several syncs")
+    "15 s is the wait KServe v0.19 gives its endpoint picker (kserve PR #5485: an exec of /bin/sleep 15, grace "
+    "raised from 30 s to 60 s) and covers several syncs")
 ALB = Propagation(
     "ALB Ingress controller (Ingress)", 15,
     "the ALB controller removes the backend from its server group through the ALB API; no published figure was "
@@ -176,7 +177,8 @@ SERVER_DRAINS: dict[str, ServerDrain] = {d.server: d for d in (
         "sgl-project/sglang PR #1838 'Drain requests before exit when receive SIGTERM' (2024; its first release is "
         "not verified here); read in the sglang==0.5.4 wheel: srt/managers/tokenizer_manager.py:1201 (SIGTERM "
         "handler), :1302-1340 (sigterm_watchdog), :2150 ('Draining requests and shutting down'); "
-        "SGL_FORCE_SHUTDOWN makes it exit at once", exit_lag_seconds=10),
+        "SGL_FORCE_SHUTDOWN makes it exit at once; the same drain logged by v0.4.5 in InftyAI/llmaz PR #381",
+        exit_lag_seconds=10),
     ServerDrain(
         "triton", "--exit-timeout-secs", None, 30, None,
         "on SIGTERM the server stops its endpoints and waits up to --exit-timeout-secs for in-flight inferences, "
@@ -218,7 +220,7 @@ def flag_value(words: Sequence[str], names: Sequence[str]) -> Optional[str]:
     return out
 
 
-def drain_seconds_given(server: str, words: Sequence[str], env: Optional[dict] = None) -> Optional[int]:
+def drain_seconds_given(server: str, words: Sequence[str]) -> Optional[int]:
     """The drain the command line sets for ``server`` (its drain flag), None when it sets none or the value is no
     whole number."""
     spec = SERVER_DRAINS.get(server)

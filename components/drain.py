@@ -109,12 +109,11 @@ def _shell(w: Workload) -> bool:
     return bool(head) and head[0] in ("sh", "bash") and "-c" in (list(w.command) + list(w.args))
 
 
-def drain_chain(w: Workload, kubernetes_version: Optional[tuple[int, int]] = None,
-                enabled: Optional[bool] = None) -> DrainChain:
-    """The chain the workload's Deployment renders. ``enabled=False`` gives the chain of a pod without one (what
-    ``simulate --no-drain`` charges)."""
+def drain_chain(w: Workload, kubernetes_version: Optional[tuple[int, int]] = None) -> DrainChain:
+    """The chain the workload's Deployment renders (with ``drain.enabled: false``, the pod's at Kubernetes'
+    defaults, which ``simulate --no-drain`` charges)."""
     d = w.drain
-    on = d.enabled if enabled is None else enabled
+    on = d.enabled
     routing = routing_of(w)
     longest, basis = longest_request(w)
     if not on:
@@ -148,9 +147,13 @@ def drain_chain(w: Workload, kubernetes_version: Optional[tuple[int, int]] = Non
                                        f"({d.max_request_seconds}): the server would abort the longest request"))
         elif spec.flag is not None:
             if _shell(w):
-                issues.append(("command", f"the command line is a shell script, so {spec.flag} cannot be added to "
-                                          f"it; allowed: write {spec.flag}={longest} into the script, or run the "
-                                          "server without a shell"))
+                why = (f"the command line is a shell script, so {spec.flag} cannot be added to it and "
+                       f"{spec.server} keeps its default ({spec.default_seconds} s)")
+                if d.max_request_seconds is not None:
+                    issues.append(("command", f"{why}; allowed: write {spec.flag}={longest} into the script, or "
+                                              "run the server without a shell"))
+                else:
+                    notes.append(f"{why}: write {spec.flag}={longest} into the script")
                 server_drain = float(spec.default_seconds or 0)
             else:
                 added.append(f"{spec.flag}={longest}")

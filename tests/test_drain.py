@@ -115,9 +115,10 @@ def test_005_gets_vllms_drain_flag_and_a_grace_period_over_both():
     spec = dep["spec"]["template"]["spec"]
     c = spec["containers"][0]
     assert c["image"] == "vllm/vllm-openai:v0.33.0"
-    assert c["args"][-1] == "--shutdown-timeout=120"
+    longest = math.ceil(8192 * cat.DECODE_SECONDS_PER_TOKEN)  # --max-model-len=8192 at 47 ms a token: 386 s
+    assert c["args"][-1] == f"--shutdown-timeout={longest}"
     assert c["lifecycle"] == {"preStop": {"sleep": {"seconds": 15}}}
-    assert spec["terminationGracePeriodSeconds"] == 15 + 120 + cat.EXIT_MARGIN_SECONDS
+    assert spec["terminationGracePeriodSeconds"] == 15 + longest + cat.EXIT_MARGIN_SECONDS
     # the hook adds no privilege: the container keeps restricted Pod Security
     assert c["securityContext"]["capabilities"] == {"drop": ["ALL"]} and c["securityContext"]["runAsNonRoot"]
 
@@ -139,7 +140,6 @@ def test_a_cluster_before_1_30_waits_with_an_exec_of_sleep():
 
 def test_the_longest_request_is_derived_from_the_token_limit_when_not_stated():
     raw = example_raw("005-vllm-queue")
-    del raw["workloads"][0]["drain"]
     chain = drain_chain(load(raw).workloads[0], (1, 35))
     assert chain.longest_request_s == math.ceil(8192 * cat.DECODE_SECONDS_PER_TOKEN)
     assert "--max-model-len 8192" in chain.longest_basis
@@ -159,6 +159,7 @@ def test_drain_disabled_leaves_kubernetes_defaults_and_loses_requests():
 def test_a_stated_drain_on_a_vllm_that_cannot_drain_is_refused_naming_the_first_release_that_can():
     raw = example_raw("005-vllm-queue")
     raw["workloads"][0]["image"] = "vllm/vllm-openai:v0.9.2"
+    raw["workloads"][0]["drain"] = {"maxRequestSeconds": 120}
     assert_rejected(raw, "workloads[0].image", "vllm 0.9.2", "aborts every request in flight",
                     "drains from 0.18.0", "--shutdown-timeout", "PR #34730")
 
@@ -168,7 +169,6 @@ def test_an_unstated_drain_on_an_old_vllm_is_a_plan_warning_not_an_error():
 
     raw = example_raw("005-vllm-queue")
     raw["workloads"][0]["image"] = "vllm/vllm-openai:v0.9.2"
-    del raw["workloads"][0]["drain"]
     cfg = load(raw)
     assert any("loses requests at scale-in" in w and "drains from 0.18.0" in w for w in drain_warnings(cfg))
 
@@ -203,6 +203,9 @@ def test_a_shell_script_without_the_flag_is_refused_when_a_drain_is_stated():
     w = raw["workloads"][0]
     w["command"] = ["/bin/sh", "-c"]
     w["args"] = ["exec vllm serve /models/Qwen2.5-7B-Instruct --port 8000"]
+    from gpuplatform.components.drain import drain_warnings
+    assert any("cannot be added" in n for n in drain_warnings(load(copy.deepcopy(raw))))  # not stated: a warning
+    w["drain"] = {"maxRequestSeconds": 120}
     assert_rejected(raw, "workloads[0].command", "--shutdown-timeout cannot be added",
                     "write --shutdown-timeout=120 into the script")
 
@@ -236,7 +239,7 @@ def test_a_deployment_that_breaks_the_inequality_fails_check(tmp_path):
     code, out, _ = cli("check", "--manifests", str(bad), "--format", "json")
     found = [v for v in json.loads(out) if v["policy_id"] == "serving-pod-drain-grace"]
     assert code == 1 and found and found[0]["level"] == "mandatory"
-    assert "preStop wait (15 s) + vllm's drain (--shutdown-timeout=120) = 135 s" in found[0]["message"]
+    assert "preStop wait (15 s) + vllm's drain (--shutdown-timeout=386) = 401 s" in found[0]["message"]
     assert "PR #43208" in found[0]["message"]
 
 
@@ -292,7 +295,7 @@ def test_plan_shows_each_workloads_chain_and_its_rollout(tmp_path):
     assert code == 0
     row = json.loads(out)["drain"][0]
     assert row["workload"] == "chat" and row["lossless"] and row["holds"]
-    assert (row["preStopSeconds"], row["serverDrainSeconds"], row["terminationGracePeriodSeconds"]) == (15, 120, 140)
-    assert row["drainFlag"] == ["--shutdown-timeout=120"] and row["waitsFor"] == "ingress-nginx (Ingress)"
+    assert (row["preStopSeconds"], row["serverDrainSeconds"], row["terminationGracePeriodSeconds"]) == (15, 386, 406)
+    assert row["drainFlag"] == ["--shutdown-timeout=386"] and row["waitsFor"] == "ingress-nginx (Ingress)"
     # the pool at its most holds exactly maxReplicas: no GPU for a surge replica at that count, and plan says so
     assert not row["surgeRoom"] and "may roll out without a free GPU" in err

@@ -262,11 +262,9 @@ def test_a_credential_from_a_secret_reaches_the_flag_by_reference():
 
 def test_a_shell_script_is_read_as_the_server_reads_it():
     raw = vllm(command=["/bin/sh", "-c"], secretEnv={"KEY": {"secretName": "chat-keys", "key": "api-key"}},
-               args=["exec vllm serve /models/Qwen2.5-7B-Instruct --port 8001 --api-key \"$KEY\" "
-                     "--shutdown-timeout 120"])
+               args=["exec vllm serve /models/Qwen2.5-7B-Instruct --port 8001 --api-key \"$KEY\""])
     assert "vllm listens on no such port; it listens on 8001" in message_at(raw, f"{W}.ports[0].containerPort")
-    raw["workloads"][0]["args"] = ["exec vllm serve /models/Qwen2.5-7B-Instruct --port 8000 --api-key \"$KEY\" "
-                                   "--shutdown-timeout 120"]
+    raw["workloads"][0]["args"] = ["exec vllm serve /models/Qwen2.5-7B-Instruct --port 8000 --api-key \"$KEY\""]
     assert load(raw).workloads[0].command == ["/bin/sh", "-c"]
 
 

@@ -318,8 +318,8 @@ def serving_pod_drain_grace(r, config, report):
 
 @stack_policy(
     "serving-pod-drain",
-    "A serving pod must lose no request when it is terminated (scale-in, rollout, node scale-down): behind a "
-    "Service it needs a preStop wait while kube-proxy and the Ingress controller stop routing to it (they keep "
+    "An inference pod (an inference server's image or command line, or GPUs) must lose no request when it is "
+    "terminated (scale-in, rollout, node scale-down): behind a Service it needs a preStop wait while kube-proxy and the Ingress controller stop routing to it (they keep "
     "sending it new requests after SIGTERM otherwise), and its server must drain on SIGTERM (vLLM before 0.18.0, "
     "or without --shutdown-timeout, aborts every request in flight).",
     category=CATEGORY, severity=MEDIUM, level=ADVISORY, hardening=True,
@@ -337,9 +337,13 @@ def serving_pod_drain(view, config, report):
         labels = k8s.pod_labels(w.kind, w.props)
         behind = [s for s in services if s.namespace == w.namespace
                   and k8s.selects(k8s.get(s.props, "spec", "selector"), labels)]
+        gpu = k8s.uses_gpu(spec)
         for c in k8s.containers(spec, init=False):
             server, seconds, what = _server_drain(c)
-            if behind and k8s.as_list(k8s.get(c, "ports")) and drain.pre_stop_seconds(c) is None:
+            # inference pods only (a server's image or command line, or GPUs): a chart's controllers and
+            # dashboards are not what a scale-in of GPU replicas terminates all day
+            if ((server is not None or gpu) and behind and k8s.as_list(k8s.get(c, "ports"))
+                    and drain.pre_stop_seconds(c) is None):
                 report(f"{w.label} container {k8s.container_name(c)} is behind {behind[0].label} and has no preStop "
                        "wait: kube-proxy and the Ingress controller keep routing new requests to it for seconds "
                        "after SIGTERM (kube-proxy --iptables-min-sync-period, ingress-nginx --sync-rate-limit: "

@@ -42,6 +42,9 @@ MAX_BATCH, MAX_CONCURRENT = "max_batch", "max_concurrent"
 MEMORY_FRACTION, API_KEY, RESTRICTED, DOWNLOAD_DIR = "memory_fraction", "api_key", "restricted", "download_dir"
 PROMETHEUS_PORT, HEALTH_TIMEOUT = "prometheus_port", "health_timeout"
 LOAD_FORMAT, ENFORCE_EAGER = "load_format", "enforce_eager"
+DRAIN_TIMEOUT = "drain_timeout"
+"""Seconds the server waits for its requests in flight on SIGTERM (catalogs/drain.py: vLLM ``--shutdown-timeout``
+from 0.18.0, Triton ``--exit-timeout-secs``)."""
 
 RUNAI_STREAMER = "runai_streamer"
 VLLM_RUNAI_STREAMER_SINCE = (0, 6, 6)
@@ -128,7 +131,8 @@ SERVER_CLIS: dict[str, ServerCli] = {c.name: c for c in (
          Flag(MAX_BATCH, ("--max-num-seqs",), "int"), Flag(MEMORY_FRACTION, ("--gpu-memory-utilization",), "float"),
          Flag(API_KEY, ("--api-key",), secret=True, env="VLLM_API_KEY"),
          Flag(DOWNLOAD_DIR, ("--download-dir",)), Flag(LOAD_FORMAT, ("--load-format",)),
-         Flag(ENFORCE_EAGER, ("--enforce-eager",), "switch")),
+         Flag(ENFORCE_EAGER, ("--enforce-eager",), "switch"),
+         Flag(DRAIN_TIMEOUT, ("--shutdown-timeout",), "int")),
         defaults={HOST: "0.0.0.0", PORT: 8000},
         underscores=True,
         config_files=("--config",),
@@ -184,7 +188,8 @@ SERVER_CLIS: dict[str, ServerCli] = {c.name: c for c in (
         (Flag(HOST, ("--http-address",)), Flag(PORT, ("--http-port",), "int"),
          Flag(GRPC_PORT, ("--grpc-port",), "int"), Flag(METRICS_PORT, ("--metrics-port",), "int"),
          Flag(ALLOW_METRICS, ("--allow-metrics",), "bool"),
-         Flag(RESTRICTED, ("--http-restricted-api", "--grpc-restricted-protocol"), secret=True)),
+         Flag(RESTRICTED, ("--http-restricted-api", "--grpc-restricted-protocol"), secret=True),
+         Flag(DRAIN_TIMEOUT, ("--exit-timeout-secs",), "int")),
         defaults={HOST: "0.0.0.0", PORT: 8000, GRPC_PORT: 8001, METRICS_PORT: 8002, ALLOW_METRICS: True},
         official_images=("nvidia/tritonserver",),
         source="triton-inference-server/server src/command_line_parser.cc, src/http_server.cc"),

@@ -824,6 +824,30 @@ class NetworkPolicySettings(Model):
     then takes no caller at all, which ``plan`` warns about."""
 
 
+class Drain(Model):
+    """How a replica stops without losing a request (docs/drain.md): scale-in, rollouts, node scale-down and KEDA's
+    scale to zero all terminate pods. The Deployment gets a ``preStop`` wait while the Service and the Ingress
+    controller stop routing to the pod, the server's own drain setting (vLLM ``--shutdown-timeout``, Triton
+    ``--exit-timeout-secs``) for the longest request, and ``terminationGracePeriodSeconds`` above their sum
+    (catalogs/drain.py)."""
+
+    enabled: bool = True
+    """Render the drain chain. ``false`` leaves Kubernetes' defaults (30 s grace, no preStop, no drain flag): the
+    requests in flight on a replica a scale-in removes are lost, which ``plan`` says. Default true."""
+    max_request_seconds: Optional[int] = Field(None, ge=1, le=3600)
+    """The longest request the workload serves, in seconds: how long the server drains. Default: derived from the
+    token limit on the server's command line (vLLM ``--max-model-len``, SGLang ``--context-length``, TGI
+    ``--max-total-tokens``) at 47 ms a token (an estimate), else the server's default (300 s for vLLM and SGLang,
+    85 s for TGI, 30 s for Triton). Stated, a server release that cannot drain is refused."""
+    pre_stop_seconds: Optional[int] = Field(None, ge=0, le=600)
+    """Seconds the pod keeps serving after it is marked terminating, before SIGTERM, while its endpoint removal
+    reaches kube-proxy and the Ingress controller. Default: 15 with an Ingress (ingress-nginx syncs at most every
+    3.3 s; KServe's 15 s), 5 behind a Service only."""
+    termination_grace_period_seconds: Optional[int] = Field(None, ge=1, le=7200)
+    """The pod's ``terminationGracePeriodSeconds``. Default: the preStop wait + the drain + 5 s for the server's
+    exit (+10 s for SGLang, whose watchdog looks every 5 s). Stated, it must cover that sum."""
+
+
 class Workload(Model):
     name: str
     """Workload name (Deployment, Service and HPA names)."""
@@ -883,6 +907,9 @@ class Workload(Model):
     slo: Optional[Slo] = None
     """Service level objective (docs/simulate.md, "SLOs"): judged by ``gpuplatform simulate`` and ``plan``, and alerted on (docs/alerts.md).
     Default none."""
+    drain: Drain = Field(default_factory=Drain)
+    """How a replica stops without losing the requests in flight (docs/drain.md). Default: a drain chain derived
+    from the server and its exposure."""
     service_model: ServiceModel = Field(default_factory=ServiceModel)
     """Load model for ``gpuplatform simulate`` only. Default: 10 requests/s per replica at target, 20 ms per
     request, model load = startup probe budget, 60 s image pull."""

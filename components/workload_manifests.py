@@ -16,6 +16,7 @@ from gpuplatform.catalogs.network import PLATFORM_PART_OF
 from gpuplatform.catalogs.servers import SERVER_PROFILES
 from gpuplatform.catalogs.versions import MONITOR_LABELS, in_cluster_prometheus_url
 from gpuplatform.components import server_args
+from gpuplatform.components.drain import container_lifecycle, drain_chain, rollout_strategy
 from gpuplatform.components.adapter_rules import render_metrics_query
 from gpuplatform.components.config import Behavior, ScalingRules, Workload, duration_seconds
 from gpuplatform.components.metric_sources import source_for
@@ -204,10 +205,15 @@ def container(w: Workload, ctx: WorkloadContext) -> dict:
            for v in w.volumes],
         **probes(w),
     }
+    chain = drain_chain(w, ctx.kubernetes_version)
+    lifecycle = container_lifecycle(chain, ctx.kubernetes_version)
+    if lifecycle:
+        out["lifecycle"] = lifecycle
     if w.command:
         out["command"] = list(w.command)
-    if w.args:
-        out["args"] = list(w.args)
+    args = list(w.args) + list(chain.added_args)
+    if args:
+        out["args"] = args
     if env:
         out["env"] = env
     return out
@@ -240,11 +246,12 @@ def deployment(w: Workload, ctx: WorkloadContext) -> dict:
         "spec": {
             **replicas,
             "selector": {"matchLabels": selector(w)},
-            "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}},
+            "strategy": rollout_strategy(w, ctx.pool.max_replicas(w.gpu)).strategy,
             "template": {
                 "metadata": template_meta,
                 "spec": {
                     "automountServiceAccountToken": False,
+                    "terminationGracePeriodSeconds": drain_chain(w, ctx.kubernetes_version).grace_s,
                     "securityContext": {**_user(w), "runAsGroup": _user(w)["runAsUser"],
                                         "fsGroup": _user(w)["runAsUser"],
                                         "seccompProfile": {"type": "RuntimeDefault"}},

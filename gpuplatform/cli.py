@@ -279,7 +279,7 @@ def cmd_simulate(args) -> int:
     from gpuplatform.simulate.report import run
 
     options = {"sweep": args.sweep, "tune": args.tune, "budget": args.budget, "slo": args.slo,
-               "compare_pools": args.compare_pools}
+               "compare_pools": args.compare_pools, "no_drain": args.no_drain}
     if args.project:
         return run(_project_config(args), args.stack or DEFAULT_STACK, args.workload, args.trace, args.duration,
                    args.format, args.plot, **options)
@@ -388,6 +388,9 @@ def parser() -> argparse.ArgumentParser:
                           "SLO met on this trace (docs/simulate.md)")
     sim.add_argument("--budget", metavar="DURATION", default="0s",
                      help="with --tune: time over target (beyond the HPA's tolerance) allowed, e.g. 2m (default 0s)")
+    sim.add_argument("--no-drain", action="store_true",
+                     help="run the workload's pods without their drain chain (Kubernetes' 30 s grace, no preStop, no "
+                          "server drain flag): the requests a scale-in then drops, to compare (docs/drain.md)")
     sim.set_defaults(func=cmd_simulate)
     return p
 

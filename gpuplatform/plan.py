@@ -432,6 +432,49 @@ def startup_rows(cfg: PlatformConfig) -> list[dict]:
     return rows
 
 
+DRAIN_TITLE = "Scale-in and rollouts (docs/drain.md)"
+
+
+def drain_rows(cfg: PlatformConfig) -> list[dict]:
+    """Per workload: its drain chain as rendered (preStop wait, the server's drain, grace period) and whether it
+    holds, and how a rollout replaces its replicas (components/drain.py)."""
+    from gpuplatform.components.drain import drain_chain, rollout_strategy
+    from gpuplatform.components.pools import all_pool_facts
+    from gpuplatform.components.validation import kubernetes_version
+
+    version = kubernetes_version(cfg)
+    facts = all_pool_facts(cfg)
+    rows = []
+    for w in cfg.workloads:
+        c = drain_chain(w, version)
+        f = facts.get(w.node_pool)
+        rollout = rollout_strategy(w, f.max_replicas(w.gpu) if f is not None else None)
+        rows.append({"workload": w.name, "enabled": c.enabled, "preStopSeconds": c.pre_stop_s,
+                     "waitsFor": c.routing.who, "serverDrainSeconds": None if c.server_drain_s == float("inf")
+                     else c.server_drain_s, "drainFlag": list(c.added_args),
+                     "longestRequestSeconds": c.longest_request_s, "longestBasis": c.longest_basis,
+                     "terminationGracePeriodSeconds": c.grace_s, "holds": c.holds, "lossless": c.lossless,
+                     "rollout": rollout.strategy["rollingUpdate"], "surgeRoom": rollout.surge,
+                     "rolloutWhy": rollout.why})
+    return rows
+
+
+def drain_text(rows: list[dict]) -> str:
+    if not rows:
+        return "(no workloads)"
+    table = [["WORKLOAD", "PRESTOP", "SERVER DRAIN", "GRACE", "LONGEST REQUEST", "SCALE-IN", "ROLLOUT"]]
+    for r in rows:
+        drain = ("no limit" if r["serverDrainSeconds"] is None else
+                 "aborts" if r["serverDrainSeconds"] <= 0 else f"{r['serverDrainSeconds']:g}s")
+        ru = r["rollout"]
+        table.append([r["workload"], f"{r['preStopSeconds']}s ({r['waitsFor']})",
+                      drain + (f" ({' '.join(r['drainFlag'])})" if r["drainFlag"] else ""),
+                      f"{r['terminationGracePeriodSeconds']}s", f"{r['longestRequestSeconds']}s ({r['longestBasis']})",
+                      "no request lost" if r["lossless"] else "LOSES requests",
+                      f"surge 1{'' if r['surgeRoom'] else ', no GPU at max'}"])
+    return _table(table)
+
+
 def startup_text(rows: list[dict]) -> str:
     if not rows:
         return "(no workloads)"
@@ -657,9 +700,10 @@ def run_plan(raw: dict[str, Any], stack: str, out_dir: str | None, fmt: str, out
     cfg = load(raw, provider_settings)
     from gpuplatform.components.image_pins import digest_notes
     from gpuplatform.components.network_policy import network_warnings
+    from gpuplatform.components.drain import drain_warnings
 
     for warning in (file_warnings(cfg) + custom_gpu_warnings(cfg) + end_of_life_warnings(cfg) + digest_notes(cfg)
-                    + network_warnings(cfg)):
+                    + network_warnings(cfg) + drain_warnings(cfg)):
         sys.stderr.write(warning + "\n")
     records = synthesize({**stack_config_from_namespace(raw), **provider_settings}, stack=stack)
     raise_for_refusals(records, cfg)  # what the API server would refuse is a config error, as validation's are
@@ -671,7 +715,8 @@ def run_plan(raw: dict[str, Any], stack: str, out_dir: str | None, fmt: str, out
                    "tree": [{"depth": d, "type": r.type, "name": r.name, "urn": r.urn, "protect": r.protect}
                             for d, r in ordered(records)],
                    "pools": pool_rows(cfg), "placement": placement_report(cfg), "capacity": capacity_rows(cfg),
-                   "startup": startup_rows(cfg), "metricLatency": latency_rows(cfg, sweep), "slo": slo_rows(cfg)},
+                   "startup": startup_rows(cfg), "drain": drain_rows(cfg), "metricLatency": latency_rows(cfg, sweep),
+                   "slo": slo_rows(cfg)},
                   out, indent=2)
         out.write("\n")
     else:
@@ -680,6 +725,7 @@ def run_plan(raw: dict[str, Any], stack: str, out_dir: str | None, fmt: str, out
         out.write(f"{PLACEMENT_TITLE}\n{placement_text(placement_report(cfg))}\n\n")
         out.write(f"GPU capacity\n{capacity_text(capacity_rows(cfg))}\n\n")
         out.write(f"{STARTUP_TITLE}\n{startup_text(startup_rows(cfg))}\n\n")
+        out.write(f"{DRAIN_TITLE}\n{drain_text(drain_rows(cfg))}\n\n")
         out.write(f"{LATENCY_TITLE}\n{latency_text(latency_rows(cfg, sweep))}\n")
         slos = slo_rows(cfg)
         if slos:

@@ -2,9 +2,11 @@
 adapter, protected production infrastructure, and API versions the cluster still serves."""
 from __future__ import annotations
 
+import math
 import re
 from typing import Mapping, Optional
 
+from gpuplatform.catalogs import drain
 from gpuplatform.catalogs.images import mutable_tag
 from gpuplatform.catalogs.kubernetes import (HOST_NETWORK_DNS_POLICY, INTRODUCED_APIS, PEER_ADDRESS_ENV,
                                              PEER_ADDRESS_FLAGS, REMOVED_APIS, served_by)
@@ -321,3 +323,113 @@ def no_removed_apis(view, config, report):
                    f"served from {'.'.join(map(str, INTRODUCED_APIS[r.api_version]))}")
             report(f"{r.label} uses {r.api_version}, which Kubernetes {version[0]}.{version[1]} does not serve "
                    f"({why})", r)
+
+
+# ---------------------------------------------------------------------------------------------- drain on termination
+SERVING_POD_KINDS = ("Deployment", "StatefulSet", "ReplicaSet", "ReplicationController", "Pod")
+
+
+def _server_of(c) -> str | None:
+    """The inference server a container runs: by its official image, or a ``vllm serve`` / vLLM OpenAI entrypoint
+    command line in any image."""
+    server = drain.server_of_image(str(k8s.get(c, "image") or ""))
+    if server is not None:
+        return server
+    words = [str(w) for w in list(k8s.as_list(k8s.get(c, "command"))) + list(k8s.as_list(k8s.get(c, "args")))]
+    text = " ".join(words)
+    if "vllm.entrypoints.openai.api_server" in text or re.search(r"(^|[\s/])vllm\s+serve\b", text):
+        return "vllm"
+    return None
+
+
+def _words(c) -> list[str]:
+    return [str(w) for w in list(k8s.as_list(k8s.get(c, "command"))) + list(k8s.as_list(k8s.get(c, "args")))]
+
+
+def _grace(spec) -> float:
+    value = k8s.quantity(k8s.get(spec, "terminationGracePeriodSeconds"))
+    return drain.KUBERNETES_DEFAULT_GRACE_SECONDS if value is None else value
+
+
+def _server_drain(c) -> tuple[str | None, float, str]:
+    """(server, seconds it drains on SIGTERM (0: aborts, inf: no bound of its own), what says so)."""
+    server = _server_of(c)
+    if server is None or server not in drain.SERVER_DRAINS:
+        return None, 0.0, ""
+    spec = drain.SERVER_DRAINS[server]
+    version = drain.image_release(str(k8s.get(c, "image") or ""))
+    given = drain.drain_seconds_given(server, _words(c))
+    seconds = drain.effective_drain_seconds(server, version, given)
+    if not spec.drains(version):
+        what = (f"{server} {drain.version_text(version)} aborts every request in flight on SIGTERM; {server} drains "
+                f"from {spec.since_text} ({spec.flag}: {spec.source.split(';')[0]})")
+    elif spec.flag and given is None:
+        what = (f"{spec.flag} is not set, and its default ({spec.default_seconds})"
+                + (" aborts every request in flight on SIGTERM" if not spec.default_seconds else " applies"))
+    elif spec.flag:
+        what = (f"{spec.flag}={given}" + (" aborts every request in flight on SIGTERM" if given <= 0 else ""))
+    else:
+        what = spec.behaviour.split(":")[0]
+    return server, seconds, what
+
+
+@resource_policy(
+    "serving-pod-drain-grace",
+    "A pod's terminationGracePeriodSeconds must cover its preStop wait plus the drain its server is told to make "
+    "(vLLM --shutdown-timeout, Triton --exit-timeout-secs): the grace period counts from the preStop hook, so a "
+    "shorter one kills the server while it still finishes requests (vLLM's Kubernetes guide: grace >= preStop sleep "
+    "+ --shutdown-timeout).",
+    category=CATEGORY, severity=HIGH, kinds=SERVING_POD_KINDS,
+    refs=("vllm-project/vllm PR #43208", "kserve/kserve PR #5485", "kserve/kserve PR #5496", "llm-d/llm-d PR #1653"),
+    remediation="Raise terminationGracePeriodSeconds to at least the preStop wait + the server's drain (the "
+                "component sets it: workloads[].drain, docs/drain.md).")
+def serving_pod_drain_grace(r, config, report):
+    spec = k8s.workload_pod_spec(r.kind, r.props)
+    if spec is None:
+        return
+    grace = _grace(spec)
+    for c in k8s.containers(spec, init=False):
+        server, seconds, what = _server_drain(c)
+        wait = drain.pre_stop_seconds(c) or 0.0
+        bounded = seconds if server is not None and not math.isinf(seconds) else 0.0
+        if grace < wait + bounded:
+            report(f"{r.label} container {k8s.container_name(c)}: terminationGracePeriodSeconds "
+                   f"{k8s.fmt_number(grace)} is shorter than its preStop wait ({k8s.fmt_number(wait)} s) + {server}'s "
+                   f"drain ({what}) = {k8s.fmt_number(wait + bounded)} s: the kubelet kills the server mid-drain "
+                   "(vllm-project/vllm PR #43208)")
+
+
+@stack_policy(
+    "serving-pod-drain",
+    "An inference pod (an inference server's image or command line, or GPUs) must lose no request when it is "
+    "terminated (scale-in, rollout, node scale-down): behind a Service it needs a preStop wait while kube-proxy and the Ingress controller stop routing to it (they keep "
+    "sending it new requests after SIGTERM otherwise), and its server must drain on SIGTERM (vLLM before 0.18.0, "
+    "or without --shutdown-timeout, aborts every request in flight).",
+    category=CATEGORY, severity=MEDIUM, level=ADVISORY, hardening=True,
+    refs=("vllm-project/vllm PR #34730", "vllm-project/vllm PR #36666", "vllm-project/vllm PR #43208",
+          "kserve/kserve PR #5485", "KEP-3960 pod lifecycle sleep action"),
+    remediation="Add lifecycle.preStop.sleep (Kubernetes 1.30+, else an exec of sleep) of at least 5 s behind a "
+                "Service, 15 s behind an Ingress, and run a server release that drains with its drain flag set "
+                "(the component renders all of it: workloads[].drain, docs/drain.md).")
+def serving_pod_drain(view, config, report):
+    services = view.objects("Service")
+    for w in view.objects(*SERVING_POD_KINDS):
+        spec = k8s.workload_pod_spec(w.kind, w.props)
+        if spec is None or w.kind == "Pod" and k8s.get(w.props, "metadata", "ownerReferences"):
+            continue
+        labels = k8s.pod_labels(w.kind, w.props)
+        behind = [s for s in services if s.namespace == w.namespace
+                  and k8s.selects(k8s.get(s.props, "spec", "selector"), labels)]
+        gpu = k8s.uses_gpu(spec)
+        for c in k8s.containers(spec, init=False):
+            server, seconds, what = _server_drain(c)
+            # inference pods only (a server's image or command line, or GPUs): a chart's controllers and
+            # dashboards are not what a scale-in of GPU replicas terminates all day
+            if ((server is not None or gpu) and behind and k8s.as_list(k8s.get(c, "ports"))
+                    and drain.pre_stop_seconds(c) is None):
+                report(f"{w.label} container {k8s.container_name(c)} is behind {behind[0].label} and has no preStop "
+                       "wait: kube-proxy and the Ingress controller keep routing new requests to it for seconds "
+                       "after SIGTERM (kube-proxy --iptables-min-sync-period, ingress-nginx --sync-rate-limit: "
+                       "catalogs/drain.py)", w)
+            if server is not None and seconds <= 0:
+                report(f"{w.label} container {k8s.container_name(c)}: {what}", w)

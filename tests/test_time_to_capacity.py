@@ -61,7 +61,7 @@ def test_pre_pull_renders_a_daemonset_on_the_pool_that_pulls_the_image_and_holds
     assert [t["key"] for t in spec["tolerations"]] == ["nvidia.com/gpu"]
     copy_c, pull = spec["initContainers"]
     assert copy_c["image"] == BUSYBOX_IMAGE and "@sha256:" in BUSYBOX_IMAGE and "@sha256:" in PAUSE_IMAGE
-    assert pull["image"] == "vllm/vllm-openai:v0.9.2" and pull["command"] == ["/prepull/busybox", "true"]
+    assert pull["image"] == "vllm/vllm-openai:v0.33.0" and pull["command"] == ["/prepull/busybox", "true"]
     assert pull["env"] == [{"name": "NVIDIA_VISIBLE_DEVICES", "value": "void"}]
     assert [c["image"] for c in spec["containers"]] == [PAUSE_IMAGE]
     for c in spec["initContainers"] + spec["containers"]:

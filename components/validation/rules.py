@@ -15,6 +15,7 @@ from gpuplatform.components.validation.autoscaling import check_autoscaling
 from gpuplatform.components.validation.capacity import check_node_fit, check_pool_totals, check_replicas
 from gpuplatform.components.validation.cluster import check_ack_cluster, check_chart_versions, check_cluster
 from gpuplatform.components.validation.common import Rule, WorkloadRule, _Issues
+from gpuplatform.components.validation.drain import check_drain
 from gpuplatform.components.validation.exposure import check_exposure
 from gpuplatform.components.validation.mig import check_mig_configs, check_mig_strategy
 from gpuplatform.components.validation.fluid import check_fluid_volumes
@@ -38,7 +39,7 @@ WORKLOAD_RULES: tuple[WorkloadRule, ...] = (check_image, check_ports_and_probes,
                                             check_model, check_fluid_volumes, check_node_fit,
                                             check_replicas,
                                             check_autoscaling, check_warm_capacity, check_slo, check_exposure,
-                                            check_network_policy)
+                                            check_drain, check_network_policy)
 
 
 def check_workloads(cfg: PlatformConfig, facts: dict[str, PoolFacts], out: _Issues) -> None:

@@ -29,6 +29,7 @@ from gpuplatform.catalogs.metrics import METRICS
 from gpuplatform.catalogs.versions import PrometheusVersion, prometheus_version
 from gpuplatform.components.adapter_rules import render_for_pods
 from gpuplatform.components.config import PlatformConfig, Workload, duration_seconds
+from gpuplatform.components.drain import DrainChain, drain_chain, drain_window_s
 from gpuplatform.components.errors import CommandLineIssue, ConfigError, ConfigIssue, one_of
 from gpuplatform.components.metric_sources import source_for
 from gpuplatform.components.pools import all_pool_facts
@@ -118,6 +119,9 @@ class Setup:
     """The SLO's objectives as the simulator reads them: (metric, below, source), judged by simulate.slo."""
     cooldown_s: int = KEDA_DEFAULT_COOLDOWN_SECONDS
     """The ScaledObject's ``cooldownPeriod`` as rendered (model_startup.keda_cooldown_seconds)."""
+    drain: Optional[DrainChain] = None
+    """What the workload's pods do when a scale-in terminates them (components/drain.py): whether the requests in
+    flight on the replica removed are finished or lost."""
 
     @property
     def major(self) -> int:
@@ -207,7 +211,8 @@ def setup(cfg: PlatformConfig, workload: str) -> Setup:
         min_nodes=pool.min_nodes if autoscaled_pool else (pool.desired_nodes or 0), max_nodes=facts.max_nodes,
         provision_s=prov.seconds + (MIG_RECONFIGURE.seconds if facts.mode == "mig" else 0),
         autoscaled_pool=autoscaled_pool, prometheus=prometheus_version(cfg.monitoring.backend),
-        minor=version[1] if version else hpa_mod.LATEST_MINOR, ingress_labels=ingress_labels, hpa_spec=spec)
+        minor=version[1] if version else hpa_mod.LATEST_MINOR, ingress_labels=ingress_labels, hpa_spec=spec,
+        drain=drain_chain(w, version))
 
 
 def _slo_triggers(cfg: PlatformConfig, index: int, w: Workload) -> tuple:
@@ -274,6 +279,15 @@ class Tally:
     above_target_s: int = 0
     """Seconds above target at all (inside the tolerance band too)."""
     failed_requests: float = 0.0
+    scale_in_removed: int = 0
+    """Ready replicas a scale-in removed."""
+    scale_in_in_flight: float = 0.0
+    """Requests in flight on them when they were removed (what a pod without a drain loses)."""
+    scale_in_dropped: float = 0.0
+    """Of those, and of the requests routed to them before their endpoints were gone, the ones lost: the drain
+    chain (components/drain.py) decides. Counted in ``failed_requests`` too."""
+    drain_s: float = 0.0
+    """Replica-seconds the removed replicas held their GPUs while they drained (counted in ``replica_s``)."""
     replica_s: float = 0.0
     ready_replica_s: float = 0.0
     node_s: float = 0.0
@@ -365,6 +379,10 @@ class Result:
                 "capacity_path": t.capacity_path,
                 "over_target_s": float(t.over_target_s), "above_target_s": float(t.above_target_s),
                 "failed_requests": round(t.failed_requests, 3),
+                "scale_in": {"removed": t.scale_in_removed, "in_flight": round(t.scale_in_in_flight, 3),
+                             "dropped": round(t.scale_in_dropped, 3), "drain_replica_s": round(t.drain_s, 1),
+                             "drain": None if s.drain is None else s.drain.summary(),
+                             "lossless": None if s.drain is None else s.drain.lossless},
                 "replica_hours": round(t.replica_s / 3600, 3), "ready_replica_hours": round(t.ready_replica_s / 3600, 3),
                 "unit_hours": self.unit_hours, "unit": s.unit, "node_hours": round(t.node_s / 3600, 3),
                 "warm_replicas": s.workload.warm_replicas, "warm_unit_hours": self.warm_unit_hours,
@@ -442,6 +460,8 @@ class Simulation:
         self._shown: Optional[float] = None
         self._recommendation = r0
         self._desired = r0
+        self._scale_in_lost = 0.0
+        """Requests a scale-in lost this second (charged as failed in :meth:`record`)."""
         """The HPA's ``status.desiredReplicas`` (what ``kubectl get hpa`` shows): the replicas its last sync set."""
 
     # -- stages
@@ -472,7 +492,35 @@ class Simulation:
             self.spec = self.loop.poll(t, self.spec, self.storage)
         if self.spec > before and self.tally.first_scale_up_s is None and self.tally.increase_at is not None:
             self.tally.first_scale_up_s = t - self.tally.increase_at
+        ready_before = len(self.pods.ready(t))
         self.pods.scale(self.spec, t)
+        removed = ready_before - len(self.pods.ready(t))
+        if removed > 0:
+            self._scale_in(t, removed, ready_before)
+
+    def _scale_in(self, t: float, removed: int, ready_before: int) -> None:
+        """Ready replicas removed: each holds ``x`` requests in flight (the queue spreads them evenly). The last of
+        them needs the replica's queue wait plus a service time to finish; the server keeps finishing them for
+        its drain window (its own drain, cut by what the grace period leaves after the preStop wait), and loses
+        the share it has no time for. Without a preStop wait as long as the routing's propagation, the replica's
+        share of the arrivals in the gap reaches a server that no longer takes requests. A drained replica holds its
+        GPU meanwhile (its cost). Its requests leave the shared queue either way: finished by it, or lost."""
+        chain, plan, tally = self.s.drain, self.s.plan, self.tally
+        x = self.queue.in_system / ready_before if ready_before else 0.0
+        need = plan.wait_s(x) + plan.service_time_s
+        window = drain_window_s(chain) if chain is not None else 0.0
+        finished = 1.0 if need <= 0 or window >= need else window / need
+        lost = removed * x * (1.0 - finished)
+        gap = max(0.0, chain.routing.seconds - chain.pre_stop_s) if chain is not None else 0.0
+        routed = removed * self.trace.demand(t) / ready_before * gap if ready_before else 0.0
+        self.queue.in_system = max(0.0, self.queue.in_system - removed * x)
+        tally.scale_in_removed += removed
+        tally.scale_in_in_flight += removed * x
+        tally.scale_in_dropped += lost + routed
+        self._scale_in_lost += lost + routed
+        held = (chain.pre_stop_s if chain is not None else 0.0) + min(window, need)
+        tally.drain_s += removed * held
+        tally.replica_s += removed * held
 
     def provision(self, t: float) -> None:
         self.nodes.scan(t, self.pods, self.warm)
@@ -487,8 +535,9 @@ class Simulation:
             tally.capacity_ready_s = t - tally.increase_at
             tally.capacity_path = capacity_path(self.pods.ready(t), tally.increase_at, s)
         level = levels.get(s.first.metric, 0.0)
-        failing = served.dropped > 1e-9 or (ready == 0 and demand > 0)
-        tally.failed_requests += served.dropped
+        lost, self._scale_in_lost = self._scale_in_lost, 0.0
+        failing = served.dropped > 1e-9 or lost > 1e-9 or (ready == 0 and demand > 0)
+        tally.failed_requests += served.dropped + lost
         over = failing or level > self.slo_target * (1 + hpa_mod.TOLERANCE)
         tally.over_target_s += over
         if failing or level > self.slo_target:

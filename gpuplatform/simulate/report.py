@@ -47,8 +47,11 @@ def resolve_trace(cfg: PlatformConfig, workload: str, trace: str, duration: str 
 
 def run(cfg: PlatformConfig, stack: str, workload: str, trace: str, duration: str | None, fmt: str,
         plot: str | None, out: TextIO | None = None, *, sweep: bool = False, tune: bool = False,
-        budget: str = "0s", slo: float | None = None, compare_pools: str | None = None) -> int:
+        budget: str = "0s", slo: float | None = None, compare_pools: str | None = None,
+        no_drain: bool = False) -> int:
     out = out or sys.stdout
+    if no_drain:
+        cfg = without_drain(cfg, workload)
     if slo is not None and slo <= 0:
         raise ConfigError([ArgumentIssue("--slo", f"{slo:g} must be > 0")])
     if tune:  # the built-in shapes at the SLO judged, so the load is the same whatever target the stack adopted
@@ -85,6 +88,15 @@ def run(cfg: PlatformConfig, stack: str, workload: str, trace: str, duration: st
         if plot:
             out.write(f"\nWrote {plot}\n")
     return 0
+
+
+def without_drain(cfg: PlatformConfig, workload: str) -> PlatformConfig:
+    """``cfg`` with the workload's pods left without a drain chain (``drain.enabled: false``: Kubernetes' 30 s
+    grace, no preStop, no drain flag): what ``--no-drain`` runs, to show what the chain saves."""
+    find_workload(cfg, workload)
+    workloads = [w.model_copy(update={"drain": w.drain.model_copy(update={"enabled": False})})
+                 if w.name == workload else w for w in cfg.workloads]
+    return cfg.model_copy(update={"workloads": workloads})
 
 
 def trace_scaling(cfg: PlatformConfig, workload: str, tr: Trace, level: float) -> Optional[dict]:
@@ -236,6 +248,9 @@ def table_text(r: Result, every_s: int = 60, swept: Optional[SweepResult] = None
                 if r.capacity_ready_s is not None else []),
               f"  over target beyond the 10% tolerance       {r.over_target_s:g}s (above target at all "
               f"{s['above_target_s']:g}s, failed requests {s['failed_requests']:g})",
+              f"  scale-in: replicas removed / in flight    {s['scale_in']['removed']} / "
+              f"{s['scale_in']['in_flight']:g} requests, dropped {s['scale_in']['dropped']:g}; drain: "
+              f"{s['scale_in']['drain']}",
               f"  replicas: peak / maxReplicas / at max     {s['peak_replicas']} / {s['max_replicas']} / "
               f"{s['time_at_max_s']:g}s",
               *([f"  SLO                                       {r.slo.text()}"] if r.slo is not None else []),

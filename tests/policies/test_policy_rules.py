@@ -262,6 +262,12 @@ CASES = {
     "gpu-deployment-topology-spread": (
         _mutate("prod", lambda rs: None),
         _mutate("prod", lambda rs: pod_spec(find(rs, "Deployment")).pop("topologySpreadConstraints"))),
+    "serving-pod-drain-grace": (
+        _mutate("prod", lambda rs: None),
+        _mutate("prod", lambda rs: pod_spec(find(rs, "Deployment")).update(terminationGracePeriodSeconds=30))),
+    "serving-pod-drain": (
+        _mutate("prod", lambda rs: None),
+        _mutate("prod", lambda rs: container(rs).pop("lifecycle"))),
     "adapter-high-availability": (
         _mutate("prod", lambda rs: None),
         _mutate("prod", lambda rs: find(rs, "Release").inputs["values"].update(replicas=1))),

@@ -47,8 +47,12 @@ INVOKES: dict[str, Callable[[Any], dict]] = {
     # a first deploy: the stack's cluster does not exist yet, and an adopted cluster is taken to have none of the
     # add-ons the stack installs (a real run reads both from ACK)
     "alicloud:cs/getClusters:getClusters": lambda a: {"clusters": [], "ids": []},
+    # an adopted cluster offline: node autoscaling taken as on (its add-on installed), which a plan cannot see;
+    # the program refuses an autoscaled pool on a cluster where the live lookup finds it off
     "alicloud:cs/getKubernetesAddons:getKubernetesAddons": lambda a: {
-        "clusterId": a.args.get("clusterId"), "addons": [], "ids": []},
+        "clusterId": a.args.get("clusterId"), "ids": [f"{a.args.get('clusterId')}:cluster-autoscaler"],
+        "addons": [{"name": "cluster-autoscaler", "currentVersion": "offline", "currentConfig": "{}",
+                    "nextVersion": "", "required": False}]},
 }
 
 COMPUTED: dict[str, Callable[[str], dict]] = {

@@ -271,7 +271,7 @@ class GpuCluster(ComposedComponent, pulumi.ComponentResource):
                                                                           ignore_changes=ignored)))
         self.cluster_id = ack_cluster.id
         if not cluster.public_api_endpoint:
-            self._intranet_endpoint = ack_cluster.connections.apply(_intranet_endpoint)
+            self._intranet_endpoint = ack_cluster.connections.apply(_private_intranet_endpoint)
         if cluster.system_pool.enabled:
             from gpuplatform.components.node_pool import autoscaled_pool_options, system_pool_inputs
 
@@ -469,6 +469,32 @@ def running_version(provider, parent, cluster_name: str) -> Optional[str]:
     """The version ACK runs the stack's own cluster at, or None before it exists."""
     found = own_cluster(provider, parent, cluster_name)
     return found.current_version if found is not None else None
+
+
+def _field(entry, name: str):
+    value = getattr(entry, name, None)
+    if value is None and isinstance(entry, dict):
+        value = entry.get(name) or entry.get("".join(w.capitalize() if i else w for i, w in enumerate(name.split("_"))))
+    return value
+
+
+def _private_intranet_endpoint(connections) -> str:
+    """The intranet endpoint of a cluster created with ``publicApiEndpoint: false``, after checking that it has no
+    Internet one. The provider cannot send ``slb_internet_enabled = false``: its create adds
+    ``EndpointPublicAccess`` to the CreateCluster request only when ``d.GetOk`` finds the attribute, and GetOk
+    reports a false bool as unset (resource_alicloud_cs_managed_kubernetes.go, resourceAlicloudCSManagedKubernetes
+    Create). So the request carries nothing, and the cluster is private only by CreateCluster's own default for
+    ``endpoint_public_access``. That default is read here instead of trusted: a cluster whose Read reports an
+    Internet endpoint (``connections.api_server_internet``, from DescribeClusterDetail ``master_url``) fails the
+    run, naming the console step that removes it."""
+    public = [v for v in (_field(e, "api_server_internet") for e in connections or []) if v]
+    if public:
+        raise pulumi.RunError(
+            f"gpu-platform:cluster.publicApiEndpoint: false, but ACK created the cluster with an Internet API endpoint "
+            f"({public[0]}): the provider sends no EndpointPublicAccess when it is false, so ACK's own default "
+            "applied. Unbind the API server's EIP in the ACK console (Cluster Information > Basic Information > "
+            "API Server Internet Endpoint) and run pulumi up again")
+    return _intranet_endpoint(connections)
 
 
 def _intranet_endpoint(connections) -> str:

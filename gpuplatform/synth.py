@@ -121,6 +121,12 @@ class RecordingMonitor(MockMonitor):
         if request.type == "pulumi:pulumi:Stack":
             return resource_pb2.RegisterResourceResponse(urn=urn)
         resource_id, state = provider_outputs(request.type, request.name)
+        if request.type == "alicloud:cs/managedKubernetes:ManagedKubernetes":
+            # a cluster created without an Internet endpoint reports none (DescribeClusterDetail master_url)
+            sent = request.object.fields.get("slbInternetEnabled")
+            if sent is not None and sent.HasField("bool_value") and not sent.bool_value:
+                state = {**state, "connections": [{k: v for k, v in c.items() if k != "apiServerInternet"}
+                                                  for c in state.get("connections", [])]}
         outputs = struct_pb2.Struct()
         outputs.update(state)
         self.resources[urn] = MockMonitor.ResourceRegistration(urn, resource_id, state)

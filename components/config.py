@@ -205,7 +205,9 @@ class AckManagedCluster(Model):
     public_api_endpoint: bool = True
     """Public API server SLB (an Internet endpoint). Default true. False: no public endpoint, and the kubeconfig
     the stack uses points at the API server's intranet endpoint, so ``pulumi`` must run inside the VPC (or a
-    network connected to it). Fixed at creation (the provider sends it only when it creates the cluster)."""
+    network connected to it). Fixed at creation (the provider sends it only when it creates the cluster): the cluster
+    is tagged with it and a later run stating the other value is refused; a private cluster that reports an Internet
+    endpoint (ACK's default: the provider cannot send false) fails the run."""
     system_pool: SystemPool = Field(default_factory=lambda: SystemPool())
     """The pool for system pods, add-ons and charts. Default: 2 x ``ecs.g7.xlarge`` (or ``ecs.g6.xlarge``)."""
     node_autoscaling: NodeAutoscaling = Field(default_factory=lambda: NodeAutoscaling())

@@ -261,3 +261,40 @@ def test_an_adopted_cluster_without_node_autoscaling_refuses_an_autoscaled_pool(
                    mocks=AckAccount(AckWorld(node_autoscaler=None)).mocks())
     message = str(caught.value)
     assert "node autoscaling is off on the adopted cluster" in message and "autoscaling: false" in message
+
+
+SDK_ARGS = {CLUSTER: "cs.ManagedKubernetesArgs", NODE_POOL: "cs.NodePoolArgs",
+            "alicloud:cs/kubernetesAddon:KubernetesAddon": "cs.KubernetesAddonInitArgs",
+            AUTOSCALING_CONFIG: "cs.AutoscalingConfigArgs", "alicloud:vpc/switch:Switch": "vpc.SwitchArgs",
+            "alicloud:vpc/network:Network": "vpc.NetworkArgs"}
+
+
+@pytest.mark.parametrize("token", sorted(SDK_ARGS))
+def test_the_models_attributes_are_the_providers(token):
+    """Each modelled attribute is an input of the resource in pulumi-alicloud 4.0.0 (its Args class), with its
+    nested keys for the blocks: a misspelt or invented attribute cannot stand in for a real one."""
+    import inspect
+    import re
+
+    import pulumi_alicloud as alicloud
+
+    import importlib
+
+    module, cls = SDK_ARGS[token].split(".")
+    # the resource module's own Args (the add-on's is KubernetesAddonInitArgs: cs._inputs.KubernetesAddonArgs is
+    # the cluster's `addons` item)
+    resource_module = {"ManagedKubernetesArgs": "managed_kubernetes", "NodePoolArgs": "node_pool",
+                       "KubernetesAddonInitArgs": "kubernetes_addon", "AutoscalingConfigArgs": "autoscaling_config",
+                       "SwitchArgs": "switch", "NetworkArgs": "network"}[cls]
+    args = getattr(importlib.import_module(f"pulumi_alicloud.{module}.{resource_module}"), cls)
+    params = set(inspect.signature(args.__init__).parameters) - {"__self__", "self"}
+
+    def camel(name: str) -> str:
+        return re.sub(r"_([a-z])", lambda m: m.group(1).upper(), name)
+
+    assert set(SCHEMAS[token]) <= {camel(p) for p in params}, sorted(set(SCHEMAS[token]) - {camel(p) for p in params})
+    blocks = {"scalingConfig": "NodePoolScalingConfigArgs", "management": "NodePoolManagementArgs"}
+    for name, attr in SCHEMAS[token].items():
+        if attr.block is not None:
+            nested = set(inspect.signature(getattr(alicloud.cs, blocks[name]).__init__).parameters)
+            assert set(attr.block) <= {camel(p) for p in nested}, (name, sorted(set(attr.block) - {camel(p) for p in nested}))

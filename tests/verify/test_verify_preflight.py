@@ -118,7 +118,7 @@ def test_the_client_signs_and_sends_one_get_per_call():
 
 def test_the_readme_checklist_names_every_prerequisite_and_role():
     readme = (REPO / "README.md").read_text()
-    section = readme.split("### First deploy: is the account ready?")[1].split("\n## ")[0]
+    section = readme.split("#### Is the account ready?")[1].split("\n#### ")[0]
     for item in account.CHECKLIST:
         assert item.what in section, item.key
     for role in account.SERVICE_ROLES:

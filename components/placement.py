@@ -457,6 +457,28 @@ def packing_shortfalls(pods: list[ClusterPod], groups: list[NodeGroup]) -> list[
     return out
 
 
+def request_sums(pods: list[ClusterPod], groups: list[NodeGroup]) -> list[dict]:
+    """Per node group whose nodes are known: the sum of the requests charged to it (DaemonSets once per node) and
+    what its nodes offer, per resource (for the plan)."""
+    out = []
+    for g in groups:
+        if g.assumed or g.allocatable is None:
+            continue
+        daemons = [p for p in pods if p.daemonset and not affinity_mismatch(p.spec, g.labels)
+                   and not untolerated_taints(p.spec, g.taints)]
+        charged = [p for p in pods if not p.daemonset and not why_not(p, g)
+                   and next((h for h in groups if not why_not(p, h)), None) is g]
+        row: dict = {"group": g.name, "nodes": g.nodes}
+        for r in PACKED:
+            if g.allocatable.get(r) is None:
+                continue
+            requested = (sum(_charged(p).get(r, 0.0) * p.replicas for p in charged)
+                         + g.nodes * sum(_charged(d).get(r, 0.0) for d in daemons))
+            row[r] = {"requested": requested, "offered": float(g.allocatable[r]) * g.nodes}
+        out.append(row)
+    return out
+
+
 def shortfall_message(s: Shortfall) -> str:
     g = s.group
     return (f"{g.name}: {s.resource}: the pods it must hold request {_units(s.resource, s.requested)} in sum "

@@ -287,3 +287,18 @@ def test_replicas_kept_apart_are_packed_on_different_nodes():
     shorts = packing_shortfalls([big, apart], [group])
     assert [(s.resource, s.left) for s in shorts] == [("memory", ("Deployment ns/dns #2 (3.0 GiB)",))]
     assert not packing_shortfalls([big, ClusterPod("Deployment ns/dns", "test", three, replicas=2)], [group])
+
+
+def test_the_plan_shows_each_groups_sum_against_what_its_nodes_offer():
+    from gpuplatform.plan import placement_report, placement_text
+
+    raw = stack_raw("prod")
+    report = placement_report(load(raw))
+    system = next(r for r in report["requests"] if r["group"] == "system pool")
+    assert system["nodes"] == 2 and 0 < system["memory"]["requested"] < system["memory"]["offered"]
+    assert system["pods"]["offered"] == 2 * 255  # flannel, node_cidr_mask 24
+    ten = {"resources": {"requests": {"memory": "10Gi"}}}
+    raw["monitoring"]["helmValues"] = {"kubePrometheusStack": {"prometheus": {"prometheusSpec": ten}}}
+    bigger = next(r for r in placement_report(parse(raw))["requests"] if r["group"] == "system pool")
+    assert abs(bigger["memory"]["requested"] - system["memory"]["requested"] - 10 * 2 ** 30) < 2 ** 30
+    assert "Requests on system pool (2 nodes" in placement_text(report)

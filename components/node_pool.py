@@ -3,6 +3,8 @@
 On ACK it is an ``alicloud.cs.NodePool``. On any other cluster the nodes already exist: the component registers
 no cloud resource and publishes the labels the nodes must carry (``gpuplatform verify`` checks them).
 
+An autoscaled pool makes its cluster enable node autoscaling (``GpuCluster.require_node_autoscaling``: a
+``cs.AutoscalingConfig`` on a cluster the stack creates; on an adopted one, a refusal where it is off).
 Autoscaled pools need the RAM role ``AliyunCSManagedAutoScalerRole`` and managed pools (auto repair, ACK Pro only)
 ``AliyunCSManagedNlcRole`` authorized for the account (a one-time console or RAM step, not expressible in this
 program); ACK labels autoscaled nodes ``k8s.aliyun.com=true``.
@@ -189,16 +191,16 @@ class GpuNodePool(ComposedComponent, pulumi.ComponentResource):
             import pulumi_alicloud as alicloud
 
             # auto repair is carried out by these add-ons: a pool created before them has nodes nobody repairs
-            repair = cluster.require_addons(*repair_addons(cfg, pool))
+            waits_for = cluster.require_addons(*repair_addons(cfg, pool))
             if self.spec.autoscaling:
-                # ACK scales a pool only once node autoscaling is on for the cluster
-                repair = repair + cluster.require_node_autoscaling(label)
+                # ACK scales a pool only once node autoscaling is on for the cluster (cs.AutoscalingConfig)
+                waits_for = waits_for + cluster.require_node_autoscaling(label)
             self.pool = alicloud.cs.NodePool(
                 f"{name}-pool", cluster_id=cluster.cluster_id, vswitch_ids=cluster.vswitch_ids,
                 **node_pool_inputs(self.spec, facts),
                 opts=pulumi.ResourceOptions.merge(
                     pulumi.ResourceOptions(parent=self, protect=args.get("protect", cluster.protect),
-                                           provider=cluster.alicloud_provider, depends_on=repair),
+                                           provider=cluster.alicloud_provider, depends_on=waits_for),
                     autoscaled_pool_options(self.spec.autoscaling)))
             self.node_pool_id = self.pool.node_pool_id
         else:

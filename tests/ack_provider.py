@@ -142,6 +142,20 @@ AUTOSCALER_DEFAULTS = {"ScaleDownUnneededTime": "10m", "ScaleDownDelayAfterAdd":
 """What the add-on holds for a setting no request sent (the SDK docstring's defaults)."""
 
 
+def cluster_create_request(inputs: dict) -> dict:
+    """The CreateCluster fields the provider's create sends for the cluster's endpoint and kube-proxy (TF
+    resource_alicloud_cs_managed_kubernetes.go, resourceAlicloudCSManagedKubernetesCreate): each only when
+    ``d.GetOk`` finds the attribute, and GetOk reports a zero value (false, "") as unset; a left-out attribute
+    with a schema Default is planned at it (``slb_internet_enabled`` true, ``proxy_mode`` "ipvs")."""
+    schema = SCHEMAS[CLUSTER]
+    out = {}
+    for attr, field in (("slbInternetEnabled", "endpoint_public_access"), ("proxyMode", "proxy_mode")):
+        value = inputs.get(attr, schema[attr].default)
+        if not _is_zero(value):
+            out[field] = value
+    return out
+
+
 class UnmodelledInput(AssertionError):
     """An input the stack sends whose schema and Read this model does not know."""
 

@@ -12,7 +12,7 @@ import dataclasses
 import pytest
 
 from ack_provider import (AUTOSCALING_CONFIG, CLUSTER, NODE_POOL, SCHEMAS, AckAccount, AckWorld, KEPT,
-                          UnmodelledInput)
+                          UnmodelledInput, cluster_create_request)
 from gpuplatform.synth import stack_config_from_namespace, synthesize
 from support import stack_raw
 
@@ -298,3 +298,18 @@ def test_the_models_attributes_are_the_providers(token):
         if attr.block is not None:
             nested = set(inspect.signature(getattr(alicloud.cs, blocks[name]).__init__).parameters)
             assert set(attr.block) <= {camel(p) for p in nested}, (name, sorted(set(attr.block) - {camel(p) for p in nested}))
+
+
+def test_a_private_clusters_create_call_carries_no_endpoint_setting():
+    """What the create call sends: a public cluster asks for the Internet endpoint; a private one sends nothing
+    (GetOk drops false), so the program checks what the cluster reports instead of trusting ACK's default
+    (components/cluster.py _private_intranet_endpoint). The version's proxy mode is sent explicitly."""
+    raw = stack_raw("dev")
+    public = next(r for r in synthesize(stack_config_from_namespace(raw), mocks=AckAccount().mocks())
+                  if r.type == CLUSTER)
+    assert cluster_create_request(public.inputs) == {"endpoint_public_access": True, "proxy_mode": "iptables"}
+    raw["cluster"]["publicApiEndpoint"] = False
+    private = next(r for r in synthesize(stack_config_from_namespace(raw), mocks=AckAccount().mocks())
+                   if r.type == CLUSTER)
+    assert private.inputs["slbInternetEnabled"] is False
+    assert cluster_create_request(private.inputs) == {"proxy_mode": "iptables"}

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
+from typing import Optional
 
 from gpuplatform.catalogs.network import TERWAY_POLICY_CONFIG
 from gpuplatform.catalogs.sharing import ACK_LEGACY_SHARING_ADDON, ACK_SHARING_ADDON, AUTOSCALED_POOL_LABEL
@@ -154,12 +155,42 @@ and this tag (``cs.get_clusters``) to read the version ACK runs. User tags round
 only ACK's own (``aliyun*``, ``acs:*``: resource_alicloud_cs_kubernetes.go ``flattenTags``, tags.go
 ``tagIgnored``)."""
 
-CLUSTER_FIXED_INPUTS = {"ipStack": "ipv4", "clusterDomain": "cluster.local", "proxyMode": "ipvs"}
+ENDPOINT_TAG = "gpuplatform.io/public-api-endpoint"
+"""Tag a created cluster carries: whether it was created with an Internet API endpoint (``slb_internet_enabled``
+reaches ACK only in the create call), so a later run can refuse a stack that states the other."""
+
+
+def endpoint_tag_value(public: bool) -> str:
+    return "true" if public else "false"
+
+
+CLUSTER_FIXED_INPUTS = {"ipStack": "ipv4", "clusterDomain": "cluster.local"}
 """ForceNew inputs of ``ManagedKubernetes`` the stack does not expose, sent with the value a cluster is created
 with and then never compared again (``ignore_changes``): the provider's Read writes back whatever ACK reports
-(``ip_stack``, ``cluster_domain``, ``proxy_mode``), and a different spelling would replace the cluster."""
-CLUSTER_FIXED_INPUTS_SNAKE = {"ip_stack": "ipv4", "cluster_domain": "cluster.local", "proxy_mode": "ipvs"}
+(``ip_stack``, ``cluster_domain``), and a different spelling would replace the cluster."""
+CLUSTER_FIXED_INPUTS_SNAKE = {"ip_stack": "ipv4", "cluster_domain": "cluster.local"}
 """The same, as ``ManagedKubernetes`` keyword arguments."""
+
+PROXY_MODES = ("ipvs", "iptables")
+IPVS_DEPRECATED_MINOR = 35
+"""Kubernetes deprecates kube-proxy's IPVS mode in 1.35 (Kubernetes v1.35 release notes, KEP-5495 "Deprecate
+ipvs mode in kube-proxy")."""
+
+
+def default_proxy_mode(kubernetes_version: str) -> str:
+    """kube-proxy mode a new cluster is created with (``proxy_mode``; ForceNew, so sent at creation only and
+    ignored afterwards: :func:`cluster_ignored_inputs`). ``ipvs`` is ACK's documented default (CreateCluster
+    ``proxy_mode``; the provider's schema ``Default: "ipvs"``, which it sends when the input is left out); from
+    Kubernetes 1.35, where upstream deprecates IPVS, ``iptables``. Which mode ACK's console picks for 1.35 is not
+    documented (UNVERIFIED, docs/ack.md); ``cluster.proxyMode`` overrides it."""
+    parsed = parse_ack_version(kubernetes_version)
+    minor = parsed[1] if parsed else None
+    if minor is None:
+        m = re.match(r"^1\.(\d+)", kubernetes_version or "")
+        minor = int(m.group(1)) if m else None
+    return "iptables" if minor is not None and minor >= IPVS_DEPRECATED_MINOR else "ipvs"
+
+
 FLANNEL_NODE_CIDR_MASK = 24
 """``node_cidr_mask`` of a flannel cluster: the provider's default (schema ``Default: 24``), sent explicitly; every
 cluster the package created before sent it implicitly, and it is ForceNew."""
@@ -229,6 +260,20 @@ def flannel_max_pods(node_cidr_mask: int = FLANNEL_NODE_CIDR_MASK) -> int:
     """Pods a flannel node runs: its pod range holds 2^(32 - mask) - 1 (TF doc ``node_cidr_mask``: "24 means
     2^(32-24)-1=255")."""
     return 2 ** (32 - node_cidr_mask) - 1
+
+
+ENI_LIMITS: dict[str, tuple[int, int]] = {
+    "ecs.g7.xlarge": (4, 15), "ecs.g6.xlarge": (3, 10), "ecs.g7.2xlarge": (4, 15), "ecs.g7.4xlarge": (8, 30),
+}
+"""Instance type -> (ENIs, private IPv4 addresses per ENI), from the ECS instance family tables (g6, g7). Types
+not listed (the GPU types) have no Terway pod limit here: their max pods is not checked."""
+
+
+def terway_max_pods(instance_type: str) -> Optional[int]:
+    """Pods a Terway (ENIIP) node runs: (ENIs - 1) x private IPs per ENI (ACK "Work with Terway": the primary ENI
+    serves the node); None where the type's ENI limits are not in :data:`ENI_LIMITS`."""
+    limits = ENI_LIMITS.get(instance_type)
+    return None if limits is None else (limits[0] - 1) * limits[1]
 
 
 def zone_in_region(zone_id: str, region: str) -> bool:

@@ -16,6 +16,7 @@ chart with the values each stack registers and compares every pod template with 
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -47,6 +48,19 @@ class ClusterPod:
     """Whether ``source`` shows its scheduling constraints; False: only that it runs (taken as an ordinary pod)."""
     hook: bool = False
     """A Helm hook Job (runs during install or upgrade, and must schedule for the release to succeed)."""
+    daemonset: bool = False
+    """A DaemonSet: one pod on every node it admits, none elsewhere (so "no node" is not a failure, but each of
+    its pods is charged to every node it runs on)."""
+
+
+def _requests(cpu: str, memory: str) -> dict:
+    """A pod spec holding only its containers' summed requests."""
+    return {"containers": [{"resources": {"requests": {"cpu": cpu, "memory": memory}}}]}
+
+
+_TOLERATE_ALL = [{"operator": "Exists"}]
+"""A DaemonSet that runs on every node whatever its taints (ACK's node agents: their tolerations are not
+published; taken as tolerating everything, the conservative assumption for a node's pod count)."""
 
 
 # ------------------------------------------------------------------------------------------------ ACK itself
@@ -56,16 +70,20 @@ def ack_system_pods(cluster_spec: str) -> list[ClusterPod]:
 
     pods = [
         ClusterPod(
-            "Deployment kube-system/coredns", "ACK", {}, replicas=2, one_per_node=True,
+            "Deployment kube-system/coredns", "ACK", _requests("100m", "70Mi"), replicas=2, one_per_node=True,
             source="ACK 'Configure CoreDNS for high availability' (run at least 2 CoreDNS pods); CoreDNS change log "
                    "v1.8.4.3 (anti-affinity by hostname changed from preferred to required); v1.8.4.5 (elastic "
-                   "nodes allowed); tolerations not published",
+                   "nodes allowed); tolerations not published; requests 100m CPU / 70Mi: the upstream manifest "
+                   "(coredns/deployment kubernetes/coredns.yaml.sed), ACK's own not published",
             sourced=False),
         ClusterPod(
-            "Deployment kube-system/metrics-server", "ACK", {"affinity": NOT_ON_AUTOSCALED_NODES},
+            "Deployment kube-system/metrics-server", "ACK",
+            {"affinity": NOT_ON_AUTOSCALED_NODES, **_requests("100m", "200Mi")},
             source="terraform-provider-alicloud website/docs/r/cs_kubernetes_node_pool.html.markdown: autoscaled "
                    "nodes are labelled k8s.aliyun.com=true 'to prevent system pods such as coredns, "
-                   "metrics-servers from being scheduled to elastic nodes' (the required form is kube-eventer's)",
+                   "metrics-servers from being scheduled to elastic nodes' (the required form is kube-eventer's); "
+                   "requests 100m CPU / 200Mi: the upstream manifest (kubernetes-sigs/metrics-server "
+                   "manifests/base/deployment.yaml), ACK's own not published",
             sourced=False),
     ]
     if cluster_spec not in PRO_SPECS:
@@ -86,10 +104,10 @@ ADDON_PODS: dict[str, list[ClusterPod]] = {
                "tolerations not published", sourced=False)],
     "ack-node-problem-detector": [ClusterPod(
         "Deployment kube-system/kube-eventer", "ACK add-on ack-node-problem-detector",
-        {"affinity": NOT_ON_AUTOSCALED_NODES},
+        {"affinity": NOT_ON_AUTOSCALED_NODES, **_requests("100m", "100Mi")},
         source="ACK 'ack-node-problem-detector' (parts: kube-eventer and DaemonSets); AliyunContainerService/"
                "kube-eventer deploy/deploy-for-sls(managed cluster).yaml (replicas 1, required k8s.aliyun.com "
-               "NotIn [true], no tolerations)")],
+               "NotIn [true], no tolerations); requests 100m CPU / 100Mi: kube-eventer README's install manifest")],
     "node-lifecycle-controller": [ClusterPod(
         "Deployment kube-system/node-lifecycle-controller", "ACK add-on node-lifecycle-controller", {},
         source="no ACK document shows where it runs: taken as one ordinary pod", sourced=False)],
@@ -108,6 +126,38 @@ ADDON_PODS: dict[str, list[ClusterPod]] = {
 """Pods (other than DaemonSets) each ACK add-on the package installs runs on worker nodes. An add-on absent here
 runs none (flannel, terway, csi-plugin and ack-ai-installer are DaemonSets; managed-csiprovisioner runs outside
 the cluster)."""
+
+
+ACK_DAEMONSETS: dict[str, tuple[ClusterPod, ...]] = {
+    # every node of every cluster
+    "": (ClusterPod("DaemonSet kube-system/kube-proxy-worker", "ACK", {"tolerations": _TOLERATE_ALL},
+                    daemonset=True, source="ACK runs kube-proxy on every worker node (DaemonSet kube-proxy-worker); "
+                    "requests and tolerations not published: one pod on every node, no requests", sourced=False),),
+    "flannel": (ClusterPod("DaemonSet kube-system/kube-flannel-ds", "ACK add-on flannel",
+                           {"tolerations": _TOLERATE_ALL, **_requests("100m", "50Mi")}, daemonset=True,
+                           source="flannel-io/flannel Documentation/kube-flannel.yml (tolerates every NoSchedule "
+                           "taint; requests 100m CPU / 50Mi); ACK's manifest not published", sourced=False),),
+    "terway-eniip": (ClusterPod("DaemonSet kube-system/terway-eniip", "ACK add-on terway-eniip",
+                                {"tolerations": _TOLERATE_ALL}, daemonset=True,
+                                source="ACK Terway: a DaemonSet on every node; requests not published: no requests",
+                                sourced=False),),
+    "csi-plugin": (ClusterPod("DaemonSet kube-system/csi-plugin", "ACK add-on csi-plugin",
+                              {"tolerations": _TOLERATE_ALL}, daemonset=True,
+                              source="ACK storage CSI documentation: csi-plugin is a DaemonSet on every node; requests "
+                              "not published: no requests", sourced=False),),
+    "ack-node-problem-detector": (ClusterPod(
+        "DaemonSet kube-system/ack-node-problem-detector-daemonset", "ACK add-on ack-node-problem-detector",
+        {"tolerations": _TOLERATE_ALL}, daemonset=True,
+        source="ACK 'ack-node-problem-detector' (kube-eventer and DaemonSets); requests not published: no requests",
+        sourced=False),),
+}
+"""DaemonSets ACK and its add-ons run on worker nodes, by add-on ("": every cluster). Each is charged to every
+node it admits (a pod of the node's max pods, and its requests where a source gives them)."""
+
+
+def ack_daemonsets(addons) -> list[ClusterPod]:
+    """The ACK DaemonSets of a cluster running ``addons``."""
+    return [p for key in ("", *addons) for p in ACK_DAEMONSETS.get(key, ())]
 
 
 # ------------------------------------------------------------------------------------------------ Helm charts
@@ -250,6 +300,19 @@ release is named after its chart, as every release here is (charts shorten or dr
 ``tests/helm/test_chart_pods.py`` proves it against the real Helm engine."""
 
 
+CHART_DAEMONSETS: dict[str, tuple[ChartWorkload, ...]] = {
+    # 88.5.3: the prometheus-node-exporter subchart's values: nodeSelector kubernetes.io/os: linux, tolerations
+    # [{effect: NoSchedule, operator: Exists}], resources {}
+    "kube-prometheus-stack": (
+        ChartWorkload("DaemonSet", "{release}-prometheus-node-exporter", ("prometheus-node-exporter",),
+                      {"nodeSelector": _LINUX, "tolerations": [{"effect": "NoSchedule", "operator": "Exists"}]}),
+    ),
+}
+"""The DaemonSets a chart renders that the sum of requests per node charges (kept apart from
+:data:`CHART_WORKLOADS`, whose every entry must find a home). Only those listed here are charged; the GPU
+agents' DaemonSets (dcgm-exporter, the GPU Operator's) have empty requests by default and run on GPU nodes."""
+
+
 UNPUBLISHED_CHART_PODS: dict[str, tuple[ClusterPod, ...]] = {
     "ack-alibaba-cloud-metrics-adapter": (ClusterPod(
         "Deployment kube-system/ack-alibaba-cloud-metrics-adapter", "Helm release ack-alibaba-cloud-metrics-adapter",
@@ -301,9 +364,21 @@ def chart_pods(chart_name: str, release: str, namespace: str, values: dict,
     if chart_name in UNPUBLISHED_CHART_PODS:
         return [ClusterPod(p.owner.replace("kube-system/", f"{namespace}/", 1), f"Helm release {release}", p.spec,
                            source=p.source, sourced=False) for p in UNPUBLISHED_CHART_PODS[chart_name]]
+    return _rendered(chart_name, release, namespace, values, version, CHART_WORKLOADS)
+
+
+def chart_daemonsets(chart_name: str, release: str, namespace: str, values: dict,
+                     version: Optional[str] = None) -> list[ClusterPod]:
+    """The DaemonSets of :data:`CHART_DAEMONSETS` a release runs, with the scheduling fields its values give."""
+    return [dataclasses.replace(p, daemonset=True)
+            for p in _rendered(chart_name, release, namespace, values, version, CHART_DAEMONSETS)]
+
+
+def _rendered(chart_name: str, release: str, namespace: str, values: dict, version: Optional[str],
+              catalog: dict) -> list[ClusterPod]:
     version = version or _newest_pin(chart_name)
     out = []
-    for w in CHART_WORKLOADS.get(chart_name, ()):
+    for w in catalog.get(chart_name, ()):
         if w.versions is not None and version not in w.versions:
             continue
         spec: dict = {}

@@ -175,6 +175,9 @@ class GpuCluster(ComposedComponent, pulumi.ComponentResource):
         """What a pod that is not GPU work waits for: the system pool of a cluster the stack creates (add-ons and
         Helm releases wait for its nodes, or their pods have nowhere to run)."""
         self._intranet_endpoint: Optional[pulumi.Output] = None
+        self.node_autoscaling: Optional[pulumi.Resource] = None
+        """The cluster's ``cs.AutoscalingConfig``, once an autoscaled pool asked for it (``require_node_autoscaling``)."""
+        self._ali = ali if self.is_ack else None
         if isinstance(cluster, AckManagedCluster):
             self._create_ack(name, cluster, spec, ali)
         elif isinstance(cluster, AckExistingCluster):
@@ -240,7 +243,9 @@ class GpuCluster(ComposedComponent, pulumi.ComponentResource):
                    else {"pod_vswitch_ids": pulumi.Output.all(*[s.id for s in pod_switches]).apply(sorted)})
         cluster_name = cluster.name or default_cluster_name(spec.stack_name or pulumi.get_stack())
         ignored = ack.cluster_ignored_inputs(cluster.network_plugin)
-        if self._keep_running_version(cluster, cluster_name):
+        existing = own_cluster(self.alicloud_provider, self, cluster_name)
+        _refuse_endpoint_change(cluster, cluster_name, existing, self.label)
+        if self._keep_running_version(cluster, cluster_name, existing):
             ignored.append("version")
         ack_cluster = alicloud.cs.ManagedKubernetes(
             f"{name}-ack",
@@ -252,24 +257,29 @@ class GpuCluster(ComposedComponent, pulumi.ComponentResource):
             new_nat_gateway=True,
             slb_internet_enabled=cluster.public_api_endpoint,
             deletion_protection=spec.protect,
-            tags={ack.STACK_TAG: stack_identity()},
+            # the endpoint it was created with, read back on every later run (_refuse_endpoint_change)
+            tags={ack.STACK_TAG: stack_identity(),
+                  ack.ENDPOINT_TAG: ack.endpoint_tag_value(cluster.public_api_endpoint)},
             # read by the provider's create call only: the network plugin and CSI driver the cluster needs to
             # start; everything else is a KubernetesAddon (require_addons)
             addons=ack.creation_addons(cluster.network_plugin, cluster.cluster_spec, ACK_ADDONS),
             **ack.CLUSTER_FIXED_INPUTS_SNAKE,
+            # read at creation only (ForceNew, ignored afterwards: cluster_ignored_inputs)
+            proxy_mode=cluster.proxy_mode or ack.default_proxy_mode(cluster.kubernetes_version),
             **network,
             opts=pulumi.ResourceOptions.merge(ali, pulumi.ResourceOptions(protect=spec.protect,
                                                                           ignore_changes=ignored)))
         self.cluster_id = ack_cluster.id
         if not cluster.public_api_endpoint:
-            self._intranet_endpoint = ack_cluster.connections.apply(_intranet_endpoint)
+            self._intranet_endpoint = ack_cluster.connections.apply(_private_intranet_endpoint)
         if cluster.system_pool.enabled:
-            from gpuplatform.components.node_pool import system_pool_inputs
+            from gpuplatform.components.node_pool import autoscaled_pool_options, system_pool_inputs
 
             self.system_pool = alicloud.cs.NodePool(
                 f"{name}-{ack.SYSTEM_POOL_NAME}", cluster_id=self.cluster_id, vswitch_ids=self.vswitch_ids,
                 **system_pool_inputs(cluster.system_pool),
-                opts=pulumi.ResourceOptions.merge(ali, pulumi.ResourceOptions(protect=spec.protect)))
+                opts=pulumi.ResourceOptions.merge(ali, pulumi.ResourceOptions(
+                    protect=spec.protect, ignore_changes=autoscaled_pool_options(False).ignore_changes)))
             self.system_nodes = [self.system_pool]
 
     def _vswitch(self, name: str, kind: str, index: int, v, vpc, ali: pulumi.ResourceOptions):
@@ -283,7 +293,7 @@ class GpuCluster(ComposedComponent, pulumi.ComponentResource):
                                    opts=pulumi.ResourceOptions.merge(ali, pulumi.ResourceOptions(
                                        aliases=[pulumi.Alias(name=f"{name}-{kind}-{index}")])))
 
-    def _keep_running_version(self, cluster: AckManagedCluster, cluster_name: str) -> bool:
+    def _keep_running_version(self, cluster: AckManagedCluster, cluster_name: str, existing=None) -> bool:
         """Whether the cluster runs a newer version than the stack states (an upgrade outside the stack), read
         from ACK (``cs.get_clusters``, the stack's own cluster by name and tag). The provider's Read stores ACK's
         current version and its Update calls UpgradeCluster whenever ``version`` differs
@@ -291,7 +301,7 @@ class GpuCluster(ComposedComponent, pulumi.ComponentResource):
         version is a downgrade ACK refuses, on every later ``pulumi up``: such a cluster is kept as it runs
         (``ignore_changes``), a newer version in the stack upgrades it. An older minor is an error: the stack's
         charts are pinned for the minor it states."""
-        running = running_version(self.alicloud_provider, self, cluster_name)
+        running = existing.current_version if existing is not None else None
         if running is None:
             return False
         ours, live = ack.parse_ack_version(cluster.kubernetes_version), ack.parse_ack_version(running)
@@ -323,6 +333,37 @@ class GpuCluster(ComposedComponent, pulumi.ComponentResource):
                 except ValueError:
                     out[addon.name] = {}
         return out
+
+    def require_node_autoscaling(self, pool_label: str) -> list[pulumi.Resource]:
+        """Cluster-level node autoscaling for an autoscaled pool, once per cluster: ACK scales a node pool only
+        after it is enabled for the cluster (ACK "Enable node auto scaling"). A cluster the stack creates gets a
+        ``cs.AutoscalingConfig`` with ``cluster.nodeAutoscaling``; an adopted cluster's is not the stack's to set
+        (the setting is cluster-wide and the provider's Delete leaves it as it is), so one where it is off is
+        refused, naming the console step. Off ACK there is nothing to enable. Returns what the pool waits for."""
+        if not self.is_ack:
+            return []
+        from gpuplatform.catalogs.node_autoscaling import SCALER_ADDONS
+
+        if self.adopted:
+            if not any(a in self._installed_addons for a in SCALER_ADDONS.values()):
+                raise pulumi.RunError(
+                    f"{pool_label}: autoscaling is true, but node autoscaling is off on the adopted cluster "
+                    f"{self.spec.cluster_id!r} (neither of the add-ons {', '.join(map(repr, SCALER_ADDONS.values()))}"
+                    " is installed: cs.get_kubernetes_addons), so ACK would never add a node to the pool. The stack "
+                    "does not enable it on a cluster it did not create (the setting is cluster-wide): enable it in "
+                    "the ACK console (Clusters > Nodes > Node Pools > Configure Auto Scaling) or set the pool's "
+                    "autoscaling: false with desiredNodes")
+            return []
+        if self.node_autoscaling is None:
+            import pulumi_alicloud as alicloud
+
+            # the provider's Delete does nothing (resource_alicloud_cs_autoscaling_config.go): destroying the stack
+            # leaves the setting on the cluster, which is deleted with it
+            self.node_autoscaling = alicloud.cs.AutoscalingConfig(
+                f"{self._name}-node-autoscaling", cluster_id=self.cluster_id,
+                **self.spec.node_autoscaling.argument_values(),
+                opts=pulumi.ResourceOptions.merge(self._ali, pulumi.ResourceOptions(depends_on=list(self.system_nodes))))
+        return [self.node_autoscaling]
 
     def addon_dependencies(self, *names: str) -> list[pulumi.Resource]:
         """What a resource that needs the named add-ons waits for, of those installed so far."""
@@ -383,9 +424,33 @@ def stack_identity() -> str:
     return f"{pulumi.get_project()}/{pulumi.get_stack()}"
 
 
-def running_version(provider, parent, cluster_name: str) -> Optional[str]:
-    """The version ACK runs the stack's own cluster at (found by name and the stack's tag), or None before it
-    exists. Two clusters claiming the stack are an error: the stack cannot tell which is its own."""
+def _refuse_endpoint_change(cluster: AckManagedCluster, cluster_name: str, existing, label: str) -> None:
+    """``slb_internet_enabled`` reaches ACK only in the create call: the provider's Update never sends it and its
+    Read never reads it (resource_alicloud_cs_managed_kubernetes.go), so flipping ``publicApiEndpoint`` on a cluster
+    that exists changes nothing on ACK but re-points the stack's kubeconfig at an endpoint the cluster does not
+    have. The cluster carries the value it was created with as a tag (``catalogs/ack.py`` ``ENDPOINT_TAG``); a
+    stack that states the other is refused. A cluster created before the tag existed is taken to have the value
+    the stack states (the tag is added then)."""
+    if existing is None:
+        return
+    recorded = (existing.tags or {}).get(ack.ENDPOINT_TAG)
+    wanted = ack.endpoint_tag_value(cluster.public_api_endpoint)
+    if recorded is None or recorded == wanted:
+        return
+    was = recorded == ack.endpoint_tag_value(True)
+    raise pulumi.RunError(
+        f"gpu-platform:cluster.publicApiEndpoint ({label} args.cluster.publicApiEndpoint): "
+        f"{str(cluster.public_api_endpoint).lower()}, but cluster {cluster_name!r} was created with "
+        f"publicApiEndpoint {str(was).lower()} ({ack.ENDPOINT_TAG}={recorded}). ACK sets the API server's Internet "
+        "endpoint only when it creates a cluster (the provider never sends a change), so the stack would lose its "
+        f"way to the API server; allowed: {str(was).lower()}. To change it, bind or unbind the API server's EIP in "
+        "the ACK console (Cluster Information > Basic Information), then set publicApiEndpoint and the "
+        f"{ack.ENDPOINT_TAG} tag to match")
+
+
+def own_cluster(provider, parent, cluster_name: str):
+    """The stack's own cluster as ``cs.get_clusters`` reports it (found by name and the stack's tag), or None
+    before it exists. Two clusters claiming the stack are an error: the stack cannot tell which is its own."""
     import pulumi_alicloud as alicloud
 
     found = alicloud.cs.get_clusters(cluster_name=cluster_name, cluster_type="ManagedKubernetes",
@@ -397,7 +462,39 @@ def running_version(provider, parent, cluster_name: str) -> Optional[str]:
         raise pulumi.RunError(f"clusters {', '.join(c.cluster_id for c in ours)} are all named {cluster_name!r} and "
                               f"tagged {ack.STACK_TAG}={identity}; the stack manages one: remove the tag from the "
                               "others")
-    return ours[0].current_version if ours else None
+    return ours[0] if ours else None
+
+
+def running_version(provider, parent, cluster_name: str) -> Optional[str]:
+    """The version ACK runs the stack's own cluster at, or None before it exists."""
+    found = own_cluster(provider, parent, cluster_name)
+    return found.current_version if found is not None else None
+
+
+def _field(entry, name: str):
+    value = getattr(entry, name, None)
+    if value is None and isinstance(entry, dict):
+        value = entry.get(name) or entry.get("".join(w.capitalize() if i else w for i, w in enumerate(name.split("_"))))
+    return value
+
+
+def _private_intranet_endpoint(connections) -> str:
+    """The intranet endpoint of a cluster created with ``publicApiEndpoint: false``, after checking that it has no
+    Internet one. The provider cannot send ``slb_internet_enabled = false``: its create adds
+    ``EndpointPublicAccess`` to the CreateCluster request only when ``d.GetOk`` finds the attribute, and GetOk
+    reports a false bool as unset (resource_alicloud_cs_managed_kubernetes.go, resourceAlicloudCSManagedKubernetes
+    Create). So the request carries nothing, and the cluster is private only by CreateCluster's own default for
+    ``endpoint_public_access``. That default is read here instead of trusted: a cluster whose Read reports an
+    Internet endpoint (``connections.api_server_internet``, from DescribeClusterDetail ``master_url``) fails the
+    run, naming the console step that removes it."""
+    public = [v for v in (_field(e, "api_server_internet") for e in connections or []) if v]
+    if public:
+        raise pulumi.RunError(
+            f"gpu-platform:cluster.publicApiEndpoint: false, but ACK created the cluster with an Internet API endpoint "
+            f"({public[0]}): the provider sends no EndpointPublicAccess when it is false, so ACK's own default "
+            "applied. Unbind the API server's EIP in the ACK console (Cluster Information > Basic Information > "
+            "API Server Internet Endpoint) and run pulumi up again")
+    return _intranet_endpoint(connections)
 
 
 def _intranet_endpoint(connections) -> str:

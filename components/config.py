@@ -121,6 +121,49 @@ class SystemPool(Model):
     """System disk. Default 120 GiB ESSD."""
 
 
+class NodeAutoscaling(Model):
+    """Cluster-level node autoscaling of a cluster the package creates (``cs.AutoscalingConfig``), sent when a
+    node pool is autoscaled: ACK scales node pools only once it is on at the cluster level. Each default is
+    ACK's (catalogs/node_autoscaling.py names the source of each); ``simulate`` reads the same values."""
+
+    scaler_type: Literal["cluster-autoscaler", "goatscaler"] = "cluster-autoscaler"
+    """``cluster-autoscaler`` (ACK node auto scaling) or ``goatscaler`` (ACK node instant scaling, Kubernetes
+    1.23+, expander ``least-waste`` only). Default ``cluster-autoscaler``."""
+    scan_interval: Duration = "30s"
+    """How often the autoscaler looks for Pending pods and unneeded nodes. Default ``30s``."""
+    scale_down_utilization_threshold: float = Field(0.5, gt=0, le=1)
+    """A CPU node whose requests are below this share of its allocatable is unneeded. Default 0.5."""
+    scale_down_gpu_utilization_threshold: float = Field(0.5, gt=0, le=1)
+    """The same for GPU nodes (GPU requests). Default 0.5."""
+    scale_down_unneeded_time: Duration = "10m"
+    """How long a node stays unneeded before it is removed. Default ``10m``."""
+    scale_down_delay_after_add: Duration = "10m"
+    """No node is removed this long after a scale-out. Default ``10m``."""
+    expander: Literal["least-waste", "random"] = "least-waste"
+    """Which pool grows when several could: ``least-waste`` or ``random``. Default ``least-waste``."""
+    scale_up_from_zero: bool = True
+    """Scale out while the cluster has no ready node. Default true (the provider cannot send false)."""
+    max_graceful_termination_sec: int = Field(14400, ge=1, le=86400)
+    """Seconds the autoscaler waits for a node's pods to terminate when it removes the node. Default 14400."""
+
+    def argument_values(self) -> dict:
+        """``cs.AutoscalingConfig`` keyword arguments, in the form the provider's Read writes back (strings for
+        thresholds and durations: the schema's types)."""
+        from gpuplatform.catalogs.node_autoscaling import SCALE_DOWN_ENABLED, SETTINGS
+
+        out = {"scale_down_enabled": SCALE_DOWN_ENABLED}
+        for key, setting in SETTINGS.items():
+            value = getattr(self, _snake(key))
+            out[setting.argument] = f"{value:g}" if isinstance(value, float) else value
+        return out
+
+
+def _snake(key: str) -> str:
+    import re
+
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", key).lower()
+
+
 class AckManagedCluster(Model):
     """Create an ACK managed cluster with its VPC and vSwitches."""
 
@@ -162,9 +205,17 @@ class AckManagedCluster(Model):
     public_api_endpoint: bool = True
     """Public API server SLB (an Internet endpoint). Default true. False: no public endpoint, and the kubeconfig
     the stack uses points at the API server's intranet endpoint, so ``pulumi`` must run inside the VPC (or a
-    network connected to it). Fixed at creation (the provider sends it only when it creates the cluster)."""
+    network connected to it). Fixed at creation (the provider sends it only when it creates the cluster): the cluster
+    is tagged with it and a later run stating the other value is refused; a private cluster that reports an Internet
+    endpoint (ACK's default: the provider cannot send false) fails the run."""
     system_pool: SystemPool = Field(default_factory=lambda: SystemPool())
     """The pool for system pods, add-ons and charts. Default: 2 x ``ecs.g7.xlarge`` (or ``ecs.g6.xlarge``)."""
+    node_autoscaling: NodeAutoscaling = Field(default_factory=lambda: NodeAutoscaling())
+    """Cluster-level node autoscaling, created when a node pool is autoscaled. Default: ACK's defaults."""
+    proxy_mode: Optional[Literal["ipvs", "iptables"]] = None
+    """kube-proxy mode a new cluster is created with; never changed afterwards (ForceNew: a change would replace
+    the cluster, so it is ignored once the cluster exists). Default: ACK's for the version (catalogs/ack.py
+    ``default_proxy_mode``)."""
 
     @property
     def professional(self) -> bool:

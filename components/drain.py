@@ -218,13 +218,13 @@ def autoscaler_grace_issues(setting_path: str, max_graceful_termination_sec: int
     waits for ... max-graceful-termination-sec"); so a node scale-down cuts every drain longer than it.
     ``grace_periods``: (config path, grace period) of every workload on the pools it scales down.
 
-    Hook for the ACK autoscaling config (``cs.AutoscalingConfig``'s ``max_graceful_termination_sec``): the code
-    that builds it passes its value and :func:`pool_grace_periods` here, before any resource is registered."""
+    Run by validation on the ACK autoscaling config (``cluster.nodeAutoscaling.maxGracefulTerminationSec``, sent as
+    ``cs.AutoscalingConfig``'s ``max_graceful_termination_sec``), before any resource is registered."""
     out = []
     for path, grace in grace_periods:
         if grace > max_graceful_termination_sec:
             out.append(ConfigIssue(setting_path,
-                                   f"'max_graceful_termination_sec' ({max_graceful_termination_sec}) must be >= the "
+                                   f"'maxGracefulTerminationSec' ({max_graceful_termination_sec}) must be >= the "
                                    f"grace period of {path} ({grace} s): a node scale-down would kill its pods while "
                                    "they still drain"))
     return out

@@ -3,6 +3,8 @@
 On ACK it is an ``alicloud.cs.NodePool``. On any other cluster the nodes already exist: the component registers
 no cloud resource and publishes the labels the nodes must carry (``gpuplatform verify`` checks them).
 
+An autoscaled pool makes its cluster enable node autoscaling (``GpuCluster.require_node_autoscaling``: a
+``cs.AutoscalingConfig`` on a cluster the stack creates; on an adopted one, a refusal where it is off).
 Autoscaled pools need the RAM role ``AliyunCSManagedAutoScalerRole`` and managed pools (auto repair, ACK Pro only)
 ``AliyunCSManagedNlcRole`` authorized for the account (a one-time console or RAM step, not expressible in this
 program); ACK labels autoscaled nodes ``k8s.aliyun.com=true``.
@@ -59,28 +61,36 @@ def node_pool_inputs(pool: NodePool, facts: PoolFacts) -> dict:
         out["scaling_config"] = {"enable": True, "min_size": pool.min_nodes, "max_size": pool.max_nodes,
                                  "type": "gpu"}
     else:
-        out.update(fixed_size(pool.desired_nodes, "gpu"))
+        out.update(fixed_size(pool.desired_nodes))
     if pool.key_pair:
         out["key_name"] = pool.key_pair
     return out
 
 
-def fixed_size(nodes: int, kind: str) -> dict:
+def fixed_size(nodes: int) -> dict:
     """A pool kept at ``nodes`` nodes. ``scaling_config`` is Optional and Computed in the provider's schema
     (resource_alicloud_cs_kubernetes_node_pool.go), so leaving it out keeps whatever the state holds: a pool that
-    was autoscaled would stay autoscaled. ``enable: false`` is sent explicitly (the Update sends auto_scaling when
-    scaling_config changes), with the instance ``type`` (``cpu`` or ``gpu``): ACK's default is ``cpu`` (TF doc
-    ``scaling_config.type``) and the Read writes back what ACK reports, so a type left out would differ from the
-    state. ``desired_size`` is a string in pulumi-alicloud 4.x."""
-    return {"scaling_config": {"enable": False, "type": kind}, "desired_size": str(nodes)}
+    was autoscaled would stay autoscaled. So ``enable: false`` is sent, and nothing else: the Read writes back all
+    seven keys of ACK's ``auto_scaling`` (enable, min/max instances, type, EIP settings), and what ACK reports for
+    them on a pool that does not autoscale is not documented, so every key but ``enable`` is ignored on a fixed
+    pool (:data:`FIXED_POOL_IGNORED`): they do nothing while autoscaling is off. ``desired_size`` is a string in
+    pulumi-alicloud 4.x."""
+    return {"scaling_config": {"enable": False}, "desired_size": str(nodes)}
+
+
+SCALING_CONFIG_READ = ("enable", "minSize", "maxSize", "type", "eipBandwidth", "eipInternetChargeType", "isBondEip")
+"""The ``scaling_config`` keys the provider's Read writes (``scalingConfigMap`` from ACK's ``auto_scaling``)."""
+FIXED_POOL_IGNORED = [f"scalingConfig.{k}" for k in SCALING_CONFIG_READ if k != "enable"]
+"""What a fixed pool never compares: ACK's answer for them while autoscaling is off is not documented."""
 
 
 def autoscaled_pool_options(autoscaled: bool) -> pulumi.ResourceOptions:
     """``desired_size`` is Optional, not Computed, and the provider's Read sets it whenever ACK reports one
     (``scaling_group.desired_size``): for an autoscaled pool that is the autoscaler's current count, which the stack
     never sends, so every later ``pulumi up`` would show it removed. Ignored on autoscaled pools only: a fixed
-    pool's size is the stack's."""
-    return pulumi.ResourceOptions(ignore_changes=["desiredSize"] if autoscaled else [])
+    pool's size is the stack's; a fixed pool ignores the ``scaling_config`` keys other than ``enable``
+    (:func:`fixed_size`)."""
+    return pulumi.ResourceOptions(ignore_changes=["desiredSize"] if autoscaled else list(FIXED_POOL_IGNORED))
 
 
 def system_pool_inputs(spec) -> dict:
@@ -102,7 +112,7 @@ def system_pool_inputs(spec) -> dict:
         "update_nodes": True,
         "install_cloud_monitor": True,
         "multi_az_policy": "BALANCE",
-        **fixed_size(spec.nodes, "cpu"),
+        **fixed_size(spec.nodes),
     }
 
 
@@ -181,13 +191,16 @@ class GpuNodePool(ComposedComponent, pulumi.ComponentResource):
             import pulumi_alicloud as alicloud
 
             # auto repair is carried out by these add-ons: a pool created before them has nodes nobody repairs
-            repair = cluster.require_addons(*repair_addons(cfg, pool))
+            waits_for = cluster.require_addons(*repair_addons(cfg, pool))
+            if self.spec.autoscaling:
+                # ACK scales a pool only once node autoscaling is on for the cluster (cs.AutoscalingConfig)
+                waits_for = waits_for + cluster.require_node_autoscaling(label)
             self.pool = alicloud.cs.NodePool(
                 f"{name}-pool", cluster_id=cluster.cluster_id, vswitch_ids=cluster.vswitch_ids,
                 **node_pool_inputs(self.spec, facts),
                 opts=pulumi.ResourceOptions.merge(
                     pulumi.ResourceOptions(parent=self, protect=args.get("protect", cluster.protect),
-                                           provider=cluster.alicloud_provider, depends_on=repair),
+                                           provider=cluster.alicloud_provider, depends_on=waits_for),
                     autoscaled_pool_options(self.spec.autoscaling)))
             self.node_pool_id = self.pool.node_pool_id
         else:

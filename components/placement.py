@@ -12,6 +12,8 @@ release's pods, the stack's own Deployments), with the kube-scheduler's filters:
 * NodeResourcesFit: the pod's requests (the sum of its containers', or its largest init container's if that is
   more) within one node's allocatable.
 * A required pod anti-affinity by hostname among a controller's own replicas needs that many nodes.
+* The sum of requests per node group (:func:`packing_shortfalls`): every pod a group must hold (each replica;
+  DaemonSets on every node they admit) within its nodes' allocatable CPU and memory and its max pods.
 
 Pure functions over the config and the catalogs (catalogs/pods.py, catalogs/ack.py), run by validation before
 anything is registered and by ``gpuplatform plan``, which prints the result.
@@ -23,7 +25,8 @@ from typing import Optional
 
 from gpuplatform.catalogs import ack, sharing
 from gpuplatform.catalogs.kubernetes import QUANTITY, quantity_value
-from gpuplatform.catalogs.pods import ADDON_PODS, ClusterPod, ack_system_pods, chart_pods
+from gpuplatform.catalogs.pods import (ADDON_PODS, ClusterPod, ack_daemonsets, ack_system_pods, chart_daemonsets,
+                                       chart_pods)
 from gpuplatform.components.config import PlatformConfig
 
 WELL_KNOWN_LABELS = {"kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64"}
@@ -195,11 +198,6 @@ def _node_resources(vcpus: Optional[int], memory_gib: Optional[float], max_pods:
     return {"cpu": vcpus - cpu_m / 1000, "memory": (memory_gib * 1024 - memory_mib) * 2 ** 20}
 
 
-def _max_pods(cfg: PlatformConfig) -> Optional[int]:
-    plugin = getattr(cfg.cluster, "network_plugin", "flannel")
-    return ack.flannel_max_pods() if plugin == "flannel" else None
-
-
 def system_pool_group(cfg: PlatformConfig) -> Optional[NodeGroup]:
     """The system pool of a cluster the stack creates, if it has one."""
     c = cfg.cluster
@@ -209,7 +207,10 @@ def system_pool_group(cfg: PlatformConfig) -> Optional[NodeGroup]:
     types = [ack.SYSTEM_INSTANCE_TYPES[t] for t in pool.instance_types if t in ack.SYSTEM_INSTANCE_TYPES]
     smallest = min(types, key=lambda t: (t.vcpus, t.memory_gib)) if types else None
     labels = {**WELL_KNOWN_LABELS, SYSTEM_ROLE_LABEL[0]: SYSTEM_ROLE_LABEL[1]}
-    resources = _node_resources(smallest.vcpus, smallest.memory_gib, _max_pods(cfg)) if smallest else {}
+    max_pods = _max_pods_of(cfg, [smallest.name]) if smallest else None
+    resources = _node_resources(smallest.vcpus, smallest.memory_gib, max_pods) if smallest else {}
+    if resources and max_pods is not None:
+        resources["pods"] = float(max_pods)
     return NodeGroup("system pool", labels, (), resources or None, pool.nodes, config_path="cluster.systemPool")
 
 
@@ -227,6 +228,9 @@ def gpu_pool_groups(cfg: PlatformConfig) -> list[NodeGroup]:
             labels[sharing.AUTOSCALED_POOL_LABEL[0]] = sharing.AUTOSCALED_POOL_LABEL[1]
         taints = tuple({"key": k, **({"value": v} if v else {}), "effect": e} for k, v, e in f.taints)
         resources = {"cpu": f.allocatable_cpu, "memory": f.allocatable_memory_bytes}
+        max_pods = f.max_pods if f.max_pods is not None else _max_pods_of(cfg, pool.instance_types)
+        if max_pods is not None:
+            resources["pods"] = float(max_pods)
         resources.update({name: float(n) for name, n in f.node_resources.items()})
         groups.append(NodeGroup(f"pool {pool.name}", labels, taints, resources, max(f.max_nodes, 1),
                                 config_path=f"nodePools[{i}]"))
@@ -321,18 +325,164 @@ def workload_pods(cfg: PlatformConfig) -> list[ClusterPod]:
     return out
 
 
-def cluster_pods(cfg: PlatformConfig, *, with_charts: bool = True) -> list[ClusterPod]:
+def _max_pods_of(cfg: PlatformConfig, instance_types) -> Optional[int]:
+    """Pods one node of the smallest of ``instance_types`` runs: flannel's node pod range, Terway's ENI limit
+    (catalogs/ack.py); None where not known."""
+    plugin = getattr(cfg.cluster, "network_plugin", "flannel")
+    if cfg.cluster.kind != "ack-managed":
+        return None
+    if plugin == "flannel":
+        return ack.flannel_max_pods()
+    limits = [ack.terway_max_pods(t) for t in instance_types]
+    return None if not limits or None in limits else min(limits)  # type: ignore[type-var]
+
+
+def cluster_pods(cfg: PlatformConfig, *, with_charts: bool = True, with_daemonsets: bool = False) -> list[ClusterPod]:
     """Every pod other than the stack's workloads it makes the cluster run: ACK's system pods on a cluster the
     stack creates, its add-ons' pods, and (``with_charts``) each Helm release's pods, hooks that run on install
     and upgrade included."""
     from gpuplatform.components.addons import required_addons
 
     pods: list[ClusterPod] = []
+    addons = list(required_addons(cfg))
     if cfg.cluster.kind == "ack-managed":
         pods += ack_system_pods(cfg.cluster.cluster_spec)
-    for addon in required_addons(cfg):
+        if with_daemonsets:
+            created = ack.creation_addon_names(cfg.cluster.network_plugin, cfg.cluster.cluster_spec)
+            pods += ack_daemonsets([*created, *addons])
+    for addon in addons:
         pods += ADDON_PODS.get(addon, [])
     if with_charts:
         for chart_name, version, release, namespace, values in release_values(cfg).values():
             pods += chart_pods(chart_name, release, namespace, values, version=version)
+            if with_daemonsets and (values.get("nodeExporter") or {}).get("enabled", True) is not False:
+                pods += chart_daemonsets(chart_name, release, namespace, values, version=version)
     return pods
+
+
+# ------------------------------------------------------------------------------------------------ the sum of requests
+PACKED = ("cpu", "memory", "pods")
+"""What the sum of requests is checked for: CPU, memory and the node's max pods (GPU units are checked per pool
+by the capacity rules)."""
+SIMPLIFICATION = (
+    "bin-packed first-fit decreasing (largest memory request first) onto the group's most nodes, replicas with a "
+    "required anti-affinity on different nodes, DaemonSet pods charged to every node they admit first; a pod more "
+    "than one group admits is charged to the first of them (the system pool before GPU pools). The scheduler "
+    "places pods one at a time in creation order and spreads them (LeastAllocated scoring), so it may strand room "
+    "this packing uses: a refusal here means no placement fits; a pass does not prove the scheduler's order does")
+
+
+@dataclass(frozen=True)
+class Shortfall:
+    group: NodeGroup
+    resource: str
+    requested: float
+    """The sum of the requests of every pod charged to the group (DaemonSets once per node)."""
+    offered: float
+    """The group's nodes' allocatable, summed."""
+    per_node: float
+    fits: tuple[str, ...]
+    left: tuple[str, ...]
+    """Pods (each with its request) the packing could not place."""
+
+
+def _units(resource: str, amount: float) -> str:
+    if resource == "pods":
+        return f"{amount:g} pods"
+    return _shown(resource, amount)
+
+
+def _charged(pod: ClusterPod) -> dict[str, float]:
+    out = {k: v for k, v in pod_requests(pod.spec).items() if k in ("cpu", "memory")}
+    out["pods"] = 1.0
+    return out
+
+
+def packing_shortfalls(pods: list[ClusterPod], groups: list[NodeGroup]) -> list[Shortfall]:
+    """Per node group whose nodes are known, whether every pod it must hold fits by the sum of requests, bin-packed
+    (:data:`SIMPLIFICATION`). Pods no group admits are left to :func:`homeless_pods`."""
+    charged: dict[str, list[tuple[str, dict]]] = {g.name: [] for g in groups}
+    for pod in pods:
+        if pod.daemonset:
+            continue
+        admitting = [g for g in groups if not why_not(pod, g)]
+        if not admitting:
+            continue
+        home = admitting[0]
+        for i in range(pod.replicas):
+            label = pod.owner if pod.replicas == 1 else f"{pod.owner} #{i + 1}"
+            charged[home.name].append((label, {**_charged(pod), "_spread": pod.owner if pod.one_per_node else ""}))
+    out = []
+    for g in groups:
+        if g.assumed or g.allocatable is None:
+            continue
+        node = {r: float(g.allocatable[r]) for r in PACKED if g.allocatable.get(r) is not None}
+        if not node:
+            continue
+        daemons = [p for p in pods if p.daemonset and not affinity_mismatch(p.spec, g.labels)
+                   and not untolerated_taints(p.spec, g.taints)]
+        for d in daemons:
+            for r, v in _charged(d).items():
+                if r in node:
+                    node[r] -= v
+        items = sorted(charged[g.name], key=lambda it: (-it[1].get("memory", 0.0), -it[1].get("cpu", 0.0), it[0]))
+        free = [dict(node) for _ in range(g.nodes)]
+        spread: list[set] = [set() for _ in range(g.nodes)]
+        fits, left = [], []
+        for label, req in items:
+            group_of = req.get("_spread")
+            slot = next((i for i, f in enumerate(free) if all(f[r] >= req.get(r, 0.0) - 1e-9 for r in f)
+                         and not (group_of and group_of in spread[i])), None)
+            if slot is None:
+                # the nodes it could join: all but those holding a replica it must keep apart from
+                allowed = [i for i in range(g.nodes) if not (group_of and group_of in spread[i])]
+                left.append((label, req, allowed))
+                continue
+            for r in free[slot]:
+                free[slot][r] -= req.get(r, 0.0)
+            if group_of:
+                spread[slot].add(group_of)
+            fits.append(label)
+        if not left and all(v >= -1e-9 for v in node.values()):
+            continue
+        for r in node:
+            per_node = float(g.allocatable[r])
+            requested = (sum(req.get(r, 0.0) for _, req in charged[g.name])
+                         + g.nodes * sum(_charged(d).get(r, 0.0) for d in daemons))
+            short_items = [(label, req) for label, req, allowed in left if req.get(r, 0.0) > 0 and not any(
+                free[i][r] >= req[r] - 1e-9 for i in allowed)]
+            if node[r] < -1e-9 or short_items or requested > per_node * g.nodes + 1e-9:
+                out.append(Shortfall(g, r, requested, per_node * g.nodes, per_node, tuple(fits),
+                                     tuple(f"{label} ({_units(r, req.get(r, 0.0))})" for label, req in short_items)))
+    return out
+
+
+def request_sums(pods: list[ClusterPod], groups: list[NodeGroup]) -> list[dict]:
+    """Per node group whose nodes are known: the sum of the requests charged to it (DaemonSets once per node) and
+    what its nodes offer, per resource (for the plan)."""
+    out = []
+    for g in groups:
+        if g.assumed or g.allocatable is None:
+            continue
+        daemons = [p for p in pods if p.daemonset and not affinity_mismatch(p.spec, g.labels)
+                   and not untolerated_taints(p.spec, g.taints)]
+        charged = [p for p in pods if not p.daemonset and not why_not(p, g)
+                   and next((h for h in groups if not why_not(p, h)), None) is g]
+        row: dict = {"group": g.name, "nodes": g.nodes}
+        for r in PACKED:
+            if g.allocatable.get(r) is None:
+                continue
+            requested = (sum(_charged(p).get(r, 0.0) * p.replicas for p in charged)
+                         + g.nodes * sum(_charged(d).get(r, 0.0) for d in daemons))
+            row[r] = {"requested": requested, "offered": float(g.allocatable[r]) * g.nodes}
+        out.append(row)
+    return out
+
+
+def shortfall_message(s: Shortfall) -> str:
+    g = s.group
+    return (f"{g.name}: {s.resource}: the pods it must hold request {_units(s.resource, s.requested)} in sum "
+            f"(DaemonSets once per node), its {g.nodes} node{'s' if g.nodes != 1 else ''} offer {g.nodes} x "
+            f"{_units(s.resource, s.per_node)} allocatable = {_units(s.resource, s.offered)}; "
+            f"{len(s.fits)} of {len(s.fits) + len(s.left)} pods fit, these do not: "
+            f"{', '.join(s.left) or '(the DaemonSets alone exceed a node)'}")

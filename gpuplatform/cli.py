@@ -268,6 +268,11 @@ def cmd_verify(args) -> int:
     from gpuplatform.components.validation import load
     from gpuplatform.verify import verify_main
 
+    if getattr(args, "preflight", False):
+        from gpuplatform.verify.preflight import preflight_main
+
+        cfg = _project_config(args) if args.project else load(_load_raw(args)[0])
+        return preflight_main(cfg, args.format)
     if args.project:
         return verify_main(_project_config(args), args.kubeconfig, args.context, args.format, args.wait)
     raw, _stack = _load_raw(args)
@@ -353,6 +358,9 @@ def parser() -> argparse.ArgumentParser:
     verify.add_argument("--context", help="kubeconfig context (default: current)")
     verify.add_argument("--format", choices=["table", "json"], default="table")
     verify.add_argument("--wait", type=int, default=0, metavar="SECONDS", help="poll until all checks pass")
+    verify.add_argument("--preflight", action="store_true",
+                        help="before the first pulumi up: check the Alibaba Cloud account (service roles, vCPU "
+                             "quota, instance stock in the stack's zones) instead of a cluster")
     verify.set_defaults(func=cmd_verify)
     rehearse = sub.add_parser("rehearse", help="the stack's real `pulumi up` against a local control plane shaped "
                               "like its pools (the engines of `make engines`): applied, scheduled, second up a "

@@ -182,7 +182,10 @@ def placement_report(cfg: PlatformConfig) -> dict:
     pods = [{"pod": p.owner, "origin": p.origin, "replicas": p.replicas,
              "homes": [g.name for g in groups if not why_not(p, g)], "sourced": p.sourced, "source": p.source}
             for p in cluster_pods(cfg)]
-    return {"assumption": existing_nodes_assumption(cfg), "pods": pods,
+    from gpuplatform.components.placement import request_sums, workload_pods
+
+    sums = request_sums(cluster_pods(cfg, with_daemonsets=True) + workload_pods(cfg), groups)
+    return {"assumption": existing_nodes_assumption(cfg), "pods": pods, "requests": sums,
             "prerequisites": [{"component": name, "how": PREREQUISITES[name]} for name in prerequisites(cfg)]}
 
 
@@ -194,6 +197,15 @@ def placement_text(report: dict) -> str:
     if any(not p["sourced"] for p in report["pods"]):
         lines.append("* scheduling constraints not published: taken as an ordinary pod (no toleration, no node "
                      "selector); sources: catalogs/pods.py")
+    for row in report.get("requests", []):
+        parts = []
+        for r, unit in (("cpu", "CPU"), ("memory", "GiB memory"), ("pods", "pods")):
+            if r in row:
+                scale = 2 ** 30 if r == "memory" else 1
+                parts.append(f"{row[r]['requested'] / scale:.1f} of {row[r]['offered'] / scale:.1f} {unit}")
+        if parts:
+            lines.append(f"Requests on {row['group']} ({row['nodes']} nodes, DaemonSets on each, workloads at "
+                         f"maxReplicas): {', '.join(parts)}")
     if report["assumption"]:
         lines.append(f"Assumed: {report['assumption']}")
     lines += [f"Prerequisite: {p['component']}: {p['how']}" for p in report["prerequisites"]]

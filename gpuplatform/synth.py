@@ -47,8 +47,12 @@ INVOKES: dict[str, Callable[[Any], dict]] = {
     # a first deploy: the stack's cluster does not exist yet, and an adopted cluster is taken to have none of the
     # add-ons the stack installs (a real run reads both from ACK)
     "alicloud:cs/getClusters:getClusters": lambda a: {"clusters": [], "ids": []},
+    # an adopted cluster offline: node autoscaling taken as on (its add-on installed), which a plan cannot see;
+    # the program refuses an autoscaled pool on a cluster where the live lookup finds it off
     "alicloud:cs/getKubernetesAddons:getKubernetesAddons": lambda a: {
-        "clusterId": a.args.get("clusterId"), "addons": [], "ids": []},
+        "clusterId": a.args.get("clusterId"), "ids": [f"{a.args.get('clusterId')}:cluster-autoscaler"],
+        "addons": [{"name": "cluster-autoscaler", "currentVersion": "offline", "currentConfig": "{}",
+                    "nextVersion": "", "required": False}]},
 }
 
 COMPUTED: dict[str, Callable[[str], dict]] = {
@@ -117,6 +121,12 @@ class RecordingMonitor(MockMonitor):
         if request.type == "pulumi:pulumi:Stack":
             return resource_pb2.RegisterResourceResponse(urn=urn)
         resource_id, state = provider_outputs(request.type, request.name)
+        if request.type == "alicloud:cs/managedKubernetes:ManagedKubernetes":
+            # a cluster created without an Internet endpoint reports none (DescribeClusterDetail master_url)
+            sent = request.object.fields.get("slbInternetEnabled")
+            if sent is not None and sent.HasField("bool_value") and not sent.bool_value:
+                state = {**state, "connections": [{k: v for k, v in c.items() if k != "apiServerInternet"}
+                                                  for c in state.get("connections", [])]}
         outputs = struct_pb2.Struct()
         outputs.update(state)
         self.resources[urn] = MockMonitor.ResourceRegistration(urn, resource_id, state)

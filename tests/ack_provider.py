@@ -27,6 +27,8 @@ ALICLOUD_PROVIDER = "pulumi:providers:alicloud"
 CREDENTIAL = "alicloud:cs/getClusterCredential:getClusterCredential"
 GET_CLUSTERS = "alicloud:cs/getClusters:getClusters"
 GET_ADDONS = "alicloud:cs/getKubernetesAddons:getKubernetesAddons"
+ADOPTED_CLUSTER = "c0123456789abcdef0123456789abcdef"
+"""The cluster id the adopted stacks (staging) name."""
 
 # TF alicloud/resource_alicloud_cs_managed_kubernetes.go: `addons` and `pod_vswitch_ids` are read by
 # resourceAlicloudCSManagedKubernetesCreate only; Read never sets them and Update never reads them, so a change
@@ -45,6 +47,12 @@ NETWORK_PLUGIN_INPUT = {"flannel": "podCidr", "terway-eniip": "podVswitchIds"}
 MISSING = object()
 
 
+KEPT = "kept"
+"""The provider's Read never sets the attribute: the state keeps the value the configuration gave it."""
+READ = "read"
+"""The provider's Read sets the attribute from what the API reports (``AckAccount.read_back`` models the value)."""
+
+
 @dataclass(frozen=True)
 class Attr:
     """One attribute of a TF schema, as far as a diff is concerned (terraform-plugin-sdk helper/schema)."""
@@ -56,42 +64,100 @@ class Attr:
     block: Optional[dict] = None
     """A nested block of at most one item (TypeList, MaxItems 1, of a Resource), which the bridge presents as one
     object (pulumi-terraform-bridge flattens MaxItems-1 lists): its own attributes."""
+    read: str = READ
+    """Whether the provider's Read sets it (``READ``) or leaves the configured value in the state (``KEPT``)."""
 
 
 def _schema(**attrs: Attr) -> dict[str, Attr]:
     return attrs
 
 
-# Only the attributes the package sets or the provider's Read writes; each line is the TF schema of the attribute.
+AUTOSCALING_CONFIG = "alicloud:cs/autoscalingConfig:AutoscalingConfig"
+
+# Every attribute the package sets, and every one the provider's Read writes that the package relies on; each line
+# is the TF schema of the attribute and whether the Read sets it (the `d.Set` calls of the resource's Read). An
+# input the stack sends that is not listed here is not modelled: `AckAccount.read_back` refuses it, so a new
+# field fails these tests until its schema and Read are written down.
 SCHEMAS: dict[str, dict[str, Attr]] = {
-    # TF alicloud/resource_alicloud_cs_managed_kubernetes.go, resourceAlicloudCSManagedKubernetes
+    # TF alicloud/resource_alicloud_cs_managed_kubernetes.go, resourceAlicloudCSManagedKubernetes; Read:
+    # resourceAlicloudCSManagedKubernetesRead (addons, pod_vswitch_ids, new_nat_gateway and slb_internet_enabled
+    # are not set by it: create-only)
     CLUSTER: _schema(
         name=Attr(computed=True), clusterSpec=Attr(computed=True), version=Attr(computed=True),
         vswitchIds=Attr(computed=True), serviceCidr=Attr(force_new=True), podCidr=Attr(force_new=True),
         nodeCidrMask=Attr(force_new=True, default=24), proxyMode=Attr(force_new=True, default="ipvs"),
         ipStack=Attr(computed=True, force_new=True), profile=Attr(computed=True, force_new=True),
-        clusterDomain=Attr(force_new=True, default="cluster.local"), newNatGateway=Attr(default=True),
-        slbInternetEnabled=Attr(default=True), deletionProtection=Attr(computed=True), timezone=Attr(),
-        tags=Attr(), addons=Attr(), podVswitchIds=Attr(), resourceGroupId=Attr(computed=True),
+        clusterDomain=Attr(force_new=True, default="cluster.local"), newNatGateway=Attr(default=True, read=KEPT),
+        slbInternetEnabled=Attr(default=True, read=KEPT), deletionProtection=Attr(computed=True), timezone=Attr(),
+        tags=Attr(), addons=Attr(read=KEPT), podVswitchIds=Attr(read=KEPT), resourceGroupId=Attr(computed=True),
         securityGroupId=Attr(computed=True)),
-    # TF alicloud/resource_alicloud_cs_kubernetes_node_pool.go
+    # TF alicloud/resource_alicloud_cs_kubernetes_node_pool.go (update_nodes is not set by Read)
     NODE_POOL: _schema(
         clusterId=Attr(force_new=True), nodePoolName=Attr(computed=True), instanceTypes=Attr(),
         imageType=Attr(computed=True), systemDiskCategory=Attr(computed=True), systemDiskSize=Attr(),
-        dataDisks=Attr(), labels=Attr(), taints=Attr(), updateNodes=Attr(), installCloudMonitor=Attr(default=False),
-        management=Attr(computed=True), desiredSize=Attr(), keyName=Attr(), vswitchIds=Attr(),
+        dataDisks=Attr(), labels=Attr(), taints=Attr(), updateNodes=Attr(read=KEPT),
+        installCloudMonitor=Attr(default=True), desiredSize=Attr(), keyName=Attr(), vswitchIds=Attr(),
         multiAzPolicy=Attr(computed=True),
+        management=Attr(computed=True, block=_schema(
+            enable=Attr(), autoRepair=Attr(), autoUpgrade=Attr(), autoVulFix=Attr(), maxUnavailable=Attr(),
+            surge=Attr(), surgePercentage=Attr(), autoRepairPolicy=Attr(), autoUpgradePolicy=Attr(),
+            autoVulFixPolicy=Attr())),
         scalingConfig=Attr(computed=True, block=_schema(
             enable=Attr(default=True), minSize=Attr(), maxSize=Attr(), type=Attr(), eipBandwidth=Attr(),
             eipInternetChargeType=Attr(), isBondEip=Attr()))),
     # TF alicloud/resource_alicloud_cs_kubernetes_addon.go
     ADDON: _schema(clusterId=Attr(force_new=True), name=Attr(force_new=True), version=Attr(computed=True),
-                   config=Attr(computed=True), cleanupCloudResources=Attr()),
+                   config=Attr(computed=True), cleanupCloudResources=Attr(read=KEPT)),
+    # TF alicloud/resource_alicloud_cs_autoscaling_config.go: Read sets every setting from the autoscaler
+    # add-on's config (cool_down_duration from ScaleDownUnneededTime, unneeded_duration from
+    # ScaleDownDelayAfterAdd, ...); cluster_id, scaler_type and priorities are not set by it
+    AUTOSCALING_CONFIG: _schema(
+        clusterId=Attr(force_new=True, read=KEPT), scalerType=Attr(read=KEPT), priorities=Attr(read=KEPT),
+        coolDownDuration=Attr(default="10m"), unneededDuration=Attr(default="10m"),
+        utilizationThreshold=Attr(default="0.5"), gpuUtilizationThreshold=Attr(default="0.5"),
+        scanInterval=Attr(default="30s"), scaleDownEnabled=Attr(default=True), expander=Attr(default="least-waste"),
+        skipNodesWithSystemPods=Attr(), skipNodesWithLocalStorage=Attr(), daemonsetEvictionForNodes=Attr(),
+        maxGracefulTerminationSec=Attr(), minReplicaCount=Attr(), recycleNodeDeletionEnabled=Attr(),
+        scaleUpFromZero=Attr()),
     # TF alicloud/resource_alicloud_vswitch.go, resource_alicloud_vpc.go
     SWITCH: _schema(vpcId=Attr(computed=True, force_new=True), cidrBlock=Attr(computed=True, force_new=True),
                     zoneId=Attr(computed=True, force_new=True), vswitchName=Attr(computed=True)),
     VPC: _schema(cidrBlock=Attr(computed=True), vpcName=Attr(computed=True)),
 }
+
+AUTOSCALER_KEYS = {"coolDownDuration": "ScaleDownUnneededTime", "unneededDuration": "ScaleDownDelayAfterAdd",
+                   "utilizationThreshold": "ScaleDownUtilizationThreshold",
+                   "gpuUtilizationThreshold": "ScaleDownGpuUtilizationThreshold", "scanInterval": "ScanInterval",
+                   "scaleDownEnabled": "ScaleDownEnabled", "expander": "Expander",
+                   "skipNodesWithSystemPods": "SkipNodesWithSystemPods",
+                   "skipNodesWithLocalStorage": "SkipNodesWithLocalStorage",
+                   "daemonsetEvictionForNodes": "DaemonsetEvictionForEmptyNodes",
+                   "maxGracefulTerminationSec": "MaxGracefulTerminationSec", "minReplicaCount": "MinReplicaCount",
+                   "recycleNodeDeletionEnabled": "RecycleNodeDeletionEnabled", "scaleUpFromZero": "ScaleUpFromZero"}
+"""Attribute -> the autoscaler add-on's config key its Read takes it from (resourceAlicloudCSAutoscalingConfigRead)."""
+AUTOSCALER_DEFAULTS = {"ScaleDownUnneededTime": "10m", "ScaleDownDelayAfterAdd": "10m",
+                       "ScaleDownUtilizationThreshold": "0.5", "ScaleDownGpuUtilizationThreshold": "0.5",
+                       "ScanInterval": "30s", "ScaleDownEnabled": True, "Expander": "least-waste",
+                       "ScaleUpFromZero": True, "MaxGracefulTerminationSec": 14400}
+"""What the add-on holds for a setting no request sent (the SDK docstring's defaults)."""
+
+
+def cluster_create_request(inputs: dict) -> dict:
+    """The CreateCluster fields the provider's create sends for the cluster's endpoint and kube-proxy (TF
+    resource_alicloud_cs_managed_kubernetes.go, resourceAlicloudCSManagedKubernetesCreate): each only when
+    ``d.GetOk`` finds the attribute, and GetOk reports a zero value (false, "") as unset; a left-out attribute
+    with a schema Default is planned at it (``slb_internet_enabled`` true, ``proxy_mode`` "ipvs")."""
+    schema = SCHEMAS[CLUSTER]
+    out = {}
+    for attr, field in (("slbInternetEnabled", "endpoint_public_access"), ("proxyMode", "proxy_mode")):
+        value = inputs.get(attr, schema[attr].default)
+        if not _is_zero(value):
+            out[field] = value
+    return out
+
+
+class UnmodelledInput(AssertionError):
+    """An input the stack sends whose schema and Read this model does not know."""
 
 
 def _is_zero(value: Any) -> bool:
@@ -125,6 +191,7 @@ def attribute_diff(schema: dict[str, Attr], inputs: dict, state: dict, ignore: t
     for name in sorted(set(schema) | set(inputs)):
         if name in ignore:
             continue
+        nested = tuple(i.split(".", 1)[1] for i in ignore if i.startswith(name + "."))
         attr = schema.get(name, Attr())
         new, old = inputs.get(name, MISSING), state.get(name, MISSING)
         if new is MISSING:
@@ -133,7 +200,7 @@ def attribute_diff(schema: dict[str, Attr], inputs: dict, state: dict, ignore: t
             if attr.default is not MISSING:
                 new = attr.default
         if attr.block is not None and isinstance(new, dict) and isinstance(old, dict):
-            for sub, o, n, fn in attribute_diff(attr.block, new, old):
+            for sub, o, n, fn in attribute_diff(attr.block, new, old, nested):
                 out.append((f"{name}.{sub}", o, n, attr.force_new or fn))
             continue
         if _is_zero(new) and _is_zero(old):
@@ -170,6 +237,15 @@ class AckWorld:
     """Config keys ACK adds to an add-on's stored config on install: not documented per add-on."""
     addons_before: dict = field(default_factory=dict)
     """Add-on name -> the config it was installed with before the stack existed (an adopted cluster)."""
+    node_autoscaler: Optional[str] = "cluster-autoscaler"
+    """The node autoscaler add-on an adopted cluster runs (None: node autoscaling is off there)."""
+    fixed_pool_scaling: dict = field(default_factory=lambda: {"minSize": 0, "maxSize": 0, "type": "cpu"})
+    """min/max instances and type ACK reports for a pool that does not autoscale: not documented."""
+    cms_default: bool = True
+    """Whether ACK installs the CloudMonitor agent when the request does not say (the provider sends cms_enabled
+    only when true): the provider's schema Default is true."""
+    resource_group_id: str = "rg-default"
+    """The account's default resource group, which a cluster created without one is put in."""
     pool_nodes: dict = field(default_factory=dict)
     """Node pool name -> nodes the autoscaler runs now (DescribeClusterNodePoolDetail returns
     `scaling_group.desired_size` for it; TF Read sets `desired_size` whenever the API returns one)."""
@@ -231,12 +307,40 @@ class AckAccount:
         self.addon_writes: list[tuple[str, str, dict]] = []
         """(cluster id, add-on, config sent) of every install or config update the provider made."""
         for name, config in self.world.addons_before.items():
-            self.addons[("c0123456789abcdef0123456789abcdef", name)] = dict(config)
+            self.addons[(ADOPTED_CLUSTER, name)] = dict(config)
+        if self.world.node_autoscaler and (ADOPTED_CLUSTER, self.world.node_autoscaler) not in self.addons:
+            self.addons[(ADOPTED_CLUSTER, self.world.node_autoscaler)] = {}
 
     # -------------------------------------------------------------- Read, as the provider writes it back
     def read_back(self, record, inputs: dict) -> dict:
-        """The state outputs after the provider created or updated ``record`` with ``inputs``."""
-        w, state = self.world, dict(inputs)
+        """The state outputs after the provider created or updated ``record`` with ``inputs``: the attributes the
+        Read leaves alone keep what was sent, the ones it sets hold what the API reports (``_api_answer``). An
+        input outside the resource's schema is refused (:class:`UnmodelledInput`)."""
+        schema = SCHEMAS[record.type]
+        unknown = sorted(set(inputs) - set(schema))
+        if unknown:
+            raise UnmodelledInput(f"{record.type} input(s) {', '.join(unknown)} of {record.name}: not in the "
+                                  "model's schema; add each with its TF schema and what the provider's Read writes")
+        answer = self._api_answer(record, inputs)
+        state = {}
+        for name, attr in schema.items():
+            if attr.read == KEPT:
+                if name in inputs:
+                    state[name] = inputs[name]
+                continue
+            if name not in answer:
+                if name in inputs:
+                    raise UnmodelledInput(f"{record.type}.{name} of {record.name}: the Read sets it, but the "
+                                          "model does not say what the API reports for it")
+                continue
+            state[name] = answer[name]
+        return state
+
+    def _api_answer(self, record, inputs: dict) -> dict:
+        """What the API reports for the attributes the Read sets, after a create or update with ``inputs``: what
+        was sent, except where ACK answers otherwise (documented, or an undocumented answer of the world)."""
+        w = self.world
+        sent = {k: v for k, v in inputs.items() if SCHEMAS[record.type].get(k, Attr()).read == READ}
         if record.type == CLUSTER:
             name = inputs["name"]
             created = self.clusters.setdefault(name, {"id": f"c-offline-{record.name}",
@@ -244,26 +348,40 @@ class AckAccount:
             created["tags"] = dict(inputs.get("tags") or {})
             created["version"] = w.upgraded_to.get(name, created["version"])
             terway = bool(inputs.get("podVswitchIds"))
-            state.update(
-                version=created["version"], vswitchIds=w.order(inputs.get("vswitchIds") or []),
-                ipStack="ipv4", profile="Default", clusterDomain=inputs.get("clusterDomain", "cluster.local"),
-                proxyMode=inputs.get("proxyMode", "ipvs"), timezone=inputs.get("timezone") or w.timezone,
-                nodeCidrMask=w.terway_node_cidr_mask if terway else inputs.get("nodeCidrMask", 24),
-                podCidr=w.terway_container_cidr if terway else inputs.get("podCidr"),
-                deletionProtection=bool(inputs.get("deletionProtection")))
-        elif record.type == NODE_POOL:
+            return {**sent,
+                    "version": created["version"], "vswitchIds": w.order(inputs.get("vswitchIds") or []),
+                    "ipStack": "ipv4", "profile": "Default",
+                    "clusterDomain": inputs.get("clusterDomain", "cluster.local"),
+                    "proxyMode": inputs.get("proxyMode", "ipvs"), "timezone": inputs.get("timezone") or w.timezone,
+                    "nodeCidrMask": w.terway_node_cidr_mask if terway else inputs.get("nodeCidrMask", 24),
+                    "podCidr": w.terway_container_cidr if terway else inputs.get("podCidr"),
+                    "deletionProtection": bool(inputs.get("deletionProtection")),
+                    "tags": dict(inputs.get("tags") or {}), "resourceGroupId": w.resource_group_id,
+                    "securityGroupId": f"sg-{record.name}"}
+        if record.type == NODE_POOL:
             scaling = inputs.get("scalingConfig")
             autoscaled = bool(scaling and scaling.get("enable", True))
-            sent = scaling or {"enable": False}
-            # ACK answers auto_scaling for every pool (TF Read sets scaling_config from it when non-empty)
-            state["scalingConfig"] = {"enable": autoscaled, "minSize": sent.get("minSize", 0),
-                                      "maxSize": sent.get("maxSize", 0), "type": sent.get("type", "cpu"),
-                                      "eipBandwidth": 0, "eipInternetChargeType": "", "isBondEip": False}
-            nodes = (w.pool_nodes.get(inputs["nodePoolName"], sent.get("minSize", 0)) if autoscaled
+            given = scaling or {"enable": False}
+            # ACK answers auto_scaling for every pool (TF Read sets scaling_config from it when non-empty); a pool
+            # that does not autoscale reports what the world says (not documented)
+            reported = ({"minSize": given.get("minSize", 0), "maxSize": given.get("maxSize", 0),
+                         "type": given.get("type", "cpu")} if autoscaled else dict(w.fixed_pool_scaling))
+            nodes = (w.pool_nodes.get(inputs["nodePoolName"], given.get("minSize", 0)) if autoscaled
                      else int(inputs.get("desiredSize") or 0))
-            state["desiredSize"] = str(nodes)
-            state["vswitchIds"] = w.order(inputs.get("vswitchIds") or [])
-        elif record.type == ADDON:
+            management = inputs.get("management") or {}
+            return {**sent,
+                    "scalingConfig": {"enable": autoscaled, **reported, "eipBandwidth": 0,
+                                      "eipInternetChargeType": "", "isBondEip": False},
+                    "desiredSize": str(nodes), "vswitchIds": w.order(inputs.get("vswitchIds") or []),
+                    # cms_enabled: the provider sends it only when true (GetOk); ACK's default is on
+                    "installCloudMonitor": bool(inputs.get("installCloudMonitor", True)) or w.cms_default,
+                    "management": {"enable": bool(management.get("enable")),
+                                   "autoRepair": bool(management.get("autoRepair")), "autoUpgrade": False,
+                                   "autoVulFix": False, "maxUnavailable": management.get("maxUnavailable", 0),
+                                   "surge": 0, "surgePercentage": 0, "autoRepairPolicy": None,
+                                   "autoUpgradePolicy": None, "autoVulFixPolicy": None},
+                    "multiAzPolicy": inputs.get("multiAzPolicy") or "PRIORITY"}
+        if record.type == ADDON:
             key = (inputs["clusterId"], inputs["name"])
             local = json.loads(inputs.get("config") or "{}")
             if key not in self.addons:
@@ -273,8 +391,21 @@ class AckAccount:
                 # TF needUpgrade: updateAddonConfig when the stack's config is not a subset of the live one
                 self.addons[key].update(local)
                 self.addon_writes.append((key[0], key[1], local))
-            state["config"] = addon_config_read(inputs.get("config"), self.addons[key])
-        return state
+            return {**sent, "config": addon_config_read(inputs.get("config"), self.addons[key]),
+                    "version": inputs.get("version") or "1.0.0"}
+        if record.type == AUTOSCALING_CONFIG:
+            # CreateAutoscalingConfig receives only what d.GetOk finds (a false bool or a 0 is never sent; the
+            # provider always sends scale_down_enabled); the add-on keeps its own value for anything not sent
+            scaler = inputs.get("scalerType") or "cluster-autoscaler"
+            stored = self.addons.setdefault((inputs["clusterId"], scaler), dict(AUTOSCALER_DEFAULTS))
+            for attr, key in AUTOSCALER_KEYS.items():
+                value = inputs.get(attr, SCHEMAS[AUTOSCALING_CONFIG][attr].default)
+                if attr == "scaleDownEnabled" or not _is_zero(value):
+                    stored[key] = value
+            return {attr: stored[key] for attr, key in AUTOSCALER_KEYS.items() if key in stored}
+        if record.type in (SWITCH, VPC):
+            return sent
+        raise UnmodelledInput(f"{record.type}: no model of its Read")
 
     # -------------------------------------------------------------- lookups the program makes
     def mocks(self) -> "AccountMocks":

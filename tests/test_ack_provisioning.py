@@ -333,6 +333,22 @@ def test_a_cluster_without_a_public_endpoint_is_reached_on_its_intranet_endpoint
     assert public["clusters"][0]["cluster"]["server"] == "https://127.0.0.1:6443"
 
 
+def test_a_private_cluster_that_acks_default_made_public_fails_the_run():
+    """slb_internet_enabled=false never reaches CreateCluster (the provider's create sends EndpointPublicAccess
+    only when d.GetOk finds it, and GetOk reports false as unset): the cluster is private only by ACK's own
+    default. The program reads what the cluster reports and stops when it has an Internet endpoint."""
+    from gpuplatform.components.cluster import _private_intranet_endpoint as private_endpoint_check
+
+    assert private_endpoint_check([{"api_server_intranet": "https://192.168.0.250:6443"}]) == \
+        "https://192.168.0.250:6443"
+    with pytest.raises(Exception) as caught:
+        private_endpoint_check([{"api_server_intranet": "https://192.168.0.250:6443",
+                                 "api_server_internet": "https://47.1.2.3:6443"}])
+    message = str(caught.value)
+    assert "publicApiEndpoint: false" in message and "https://47.1.2.3:6443" in message
+    assert "sends no EndpointPublicAccess" in message and "ACK console" in message
+
+
 # ---------------------------------------------------------------------------------------------- 1b. creation order
 def test_addons_and_releases_wait_for_the_system_pool_and_gpu_pools_for_the_addons(stack_records):
     """ACK's add-on task waits for the add-on's pods (AddonOperationFailed.WaitForAddonReadyTimeout) and a Helm

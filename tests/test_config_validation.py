@@ -325,3 +325,33 @@ def test_the_scale_in_floor_raises_unset_defaults_and_accepts_windows_at_it():
     embedder["autoscaling"]["behavior"] = {"scaleDown": {"stabilizationWindowSeconds": 120}}
     w = load(raw).workloads[1]
     assert (scale_down_window_seconds(w), keda_cooldown_seconds(w)) == (120, 120)
+
+
+# ---------------------------------------------------------------------------------------------- node autoscaling
+@pytest.mark.parametrize("settings, path, words", [
+    ({"scaleUpFromZero": False}, "cluster.nodeAutoscaling.scaleUpFromZero",
+     ["false cannot be sent", "d.GetOk", "allowed: true"]),
+    ({"scalerType": "goatscaler", "expander": "random"}, "cluster.nodeAutoscaling.expander",
+     ["'random' with scalerType 'goatscaler'", "allowed: least-waste"]),
+    ({"scanInterval": "0s"}, "cluster.nodeAutoscaling.scanInterval", ["'0s' is zero"]),
+    ({"scaleDownUtilizationThreshold": 1.5}, "cluster.nodeAutoscaling.scaleDownUtilizationThreshold", ["1"]),
+    ({"expander": "priority"}, "cluster.nodeAutoscaling.expander", ["least-waste", "random"]),
+])
+def test_node_autoscaling_settings_the_provider_or_ack_would_not_take_are_refused(settings, path, words):
+    raw = stack_raw("dev")
+    raw["cluster"]["nodeAutoscaling"] = settings
+    with pytest.raises(ConfigError) as caught:
+        load(raw)
+    issues = {i.path: i.message for i in caught.value.issues}
+    assert path in issues, issues
+    for w in words:
+        assert w in issues[path], issues[path]
+
+
+def test_every_node_autoscaling_mistake_is_reported_in_one_run():
+    raw = stack_raw("dev")
+    raw["cluster"]["nodeAutoscaling"] = {"scaleUpFromZero": False, "scalerType": "goatscaler", "expander": "random"}
+    with pytest.raises(ConfigError) as caught:
+        load(raw)
+    paths = {i.path for i in caught.value.issues}
+    assert {"cluster.nodeAutoscaling.scaleUpFromZero", "cluster.nodeAutoscaling.expander"} <= paths

@@ -214,7 +214,7 @@ def test_the_autoscaler_setting_must_cover_the_largest_grace_period():
     issues = autoscaler_grace_issues("nodePools[0].autoscaler", 100, [("workloads[0].drain", 140),
                                                                       ("workloads[1].drain", 50)])
     assert [i.message for i in issues] == [
-        "'max_graceful_termination_sec' (100) must be >= the grace period of workloads[0].drain (140 s): a node "
+        "'maxGracefulTerminationSec' (100) must be >= the grace period of workloads[0].drain (140 s): a node "
         "scale-down would kill its pods while they still drain"]
 
 
@@ -299,3 +299,10 @@ def test_plan_shows_each_workloads_chain_and_its_rollout(tmp_path):
     assert row["drainFlag"] == ["--shutdown-timeout=386"] and row["waitsFor"] == "ingress-nginx (Ingress)"
     # the pool at its most holds exactly maxReplicas: no GPU for a surge replica at that count, and plan says so
     assert not row["surgeRoom"] and "may roll out without a free GPU" in err
+
+
+def test_the_clusters_node_scale_down_waits_for_the_longest_drain_on_an_autoscaled_pool():
+    raw = stack_raw("prod")
+    raw["cluster"]["nodeAutoscaling"] = {"maxGracefulTerminationSec": 30}
+    assert_rejected(raw, "cluster.nodeAutoscaling.maxGracefulTerminationSec",
+                   "'maxGracefulTerminationSec' (30) must be >= the grace period of workloads[0].drain")

@@ -220,3 +220,85 @@ def test_the_plan_of_a_stack_that_creates_a_cluster_holds_what_its_first_up_need
         assert "gpu-cluster-system" in release["dependsOn"], release["name"]
     assert all(p["homes"] for p in plan["placement"]["pods"])
     assert plan["placement"]["assumption"] is None
+
+
+# ---------------------------------------------------------------------------------------------- the sum of requests
+def test_three_10_gib_monitoring_pods_on_two_system_nodes_are_refused_by_their_sum():
+    """Prometheus, Alertmanager and Grafana at 10 GiB each: every one fits a 12.9 GiB node alone, but two nodes
+    hold two of them; the error names the pool, memory, the sum and what fits."""
+    raw = stack_raw("prod")
+    ten = {"resources": {"requests": {"memory": "10Gi"}}}
+    raw["monitoring"]["helmValues"] = {"kubePrometheusStack": {
+        "prometheus": {"prometheusSpec": ten}, "alertmanager": {"alertmanagerSpec": ten}, "grafana": ten}}
+    issues = validate(parse(raw))
+    assert [i.path for i in issues] == ["cluster.systemPool"], issues
+    message = issues[0].message
+    assert message.startswith("system pool: memory: the pods it must hold request ")
+    assert "its 2 nodes offer 2 x 12.9 GiB allocatable = 25.8 GiB" in message
+    summed = float(message.split("request ")[1].split(" GiB")[0])
+    assert summed > 30.0  # the three 10 GiB pods and everything else the pool holds
+    assert "pods fit, these do not: " in message and "(10.0 GiB)" in message
+    # two of the three are placed: the one left is one of them
+    left = message.split("these do not: ")[1].split(", so the scheduler")[0]
+    assert left.count("(10.0 GiB)") == 1 and "kube-prometheus-stack" in left
+
+
+def test_the_same_three_pods_fit_on_three_system_nodes():
+    raw = stack_raw("prod")
+    ten = {"resources": {"requests": {"memory": "10Gi"}}}
+    raw["monitoring"]["helmValues"] = {"kubePrometheusStack": {
+        "prometheus": {"prometheusSpec": ten}, "alertmanager": {"alertmanagerSpec": ten}, "grafana": ten}}
+    raw["cluster"]["systemPool"] = {"nodes": 3}
+    assert validate(parse(raw)) == []
+
+
+def _ds(name: str, memory: str = "0", tolerations=None) -> ClusterPod:
+    spec = {"containers": [{"resources": {"requests": {"memory": memory}}}]} if memory != "0" else {}
+    if tolerations is not None:
+        spec["tolerations"] = tolerations
+    return ClusterPod(f"DaemonSet ns/{name}", "test", spec, daemonset=True)
+
+
+def test_daemonsets_are_charged_to_every_node_they_admit_and_count_against_max_pods():
+    from gpuplatform.components.placement import packing_shortfalls
+
+    tainted = NodeGroup("pool gpu", {}, (GPU_TAINT,), {"cpu": 4.0, "memory": 4 * 2 ** 30, "pods": 3.0}, 2)
+    app = ClusterPod("Deployment ns/app", "test", {"tolerations": [{"operator": "Exists"}], "containers": [
+        {"resources": {"requests": {"memory": "1Gi"}}}]}, replicas=5)
+    # a DaemonSet that tolerates the taint takes 1 GiB and one pod of the 3 on each node: 2 x 2 pods are left
+    agent = _ds("agent", "1Gi", [{"operator": "Exists"}])
+    shorts = packing_shortfalls([app, agent], [tainted])
+    assert [(s.resource, s.requested, s.offered, s.left) for s in shorts] == [
+        ("pods", 7.0, 6.0, ("Deployment ns/app #5 (1 pods)",))]
+    assert len(shorts[0].fits) == 4
+    # a DaemonSet the nodes' taint keeps off is not charged: 2 x 3 pods hold 5
+    assert not packing_shortfalls([app, _ds("other", "1Gi")], [tainted])
+
+
+def test_replicas_kept_apart_are_packed_on_different_nodes():
+    """Two CoreDNS-like replicas of 3 GiB (one per node) and a 10 GiB pod on two 12.9 GiB nodes: the big pod and
+    one replica share a node, and the other replica cannot join its twin; without the anti-affinity they fit."""
+    from gpuplatform.components.placement import packing_shortfalls
+
+    group = NodeGroup("system pool", {}, (), {"cpu": 4.0, "memory": 12.9 * 2 ** 30, "pods": 110.0}, 2)
+    big = ClusterPod("StatefulSet ns/big", "test", {"containers": [{"resources": {"requests": {"memory": "10Gi"}}}]})
+    three = {"containers": [{"resources": {"requests": {"memory": "3Gi"}}}]}
+    apart = ClusterPod("Deployment ns/dns", "test", three, replicas=2, one_per_node=True)
+    shorts = packing_shortfalls([big, apart], [group])
+    assert [(s.resource, s.left) for s in shorts] == [("memory", ("Deployment ns/dns #2 (3.0 GiB)",))]
+    assert not packing_shortfalls([big, ClusterPod("Deployment ns/dns", "test", three, replicas=2)], [group])
+
+
+def test_the_plan_shows_each_groups_sum_against_what_its_nodes_offer():
+    from gpuplatform.plan import placement_report, placement_text
+
+    raw = stack_raw("prod")
+    report = placement_report(load(raw))
+    system = next(r for r in report["requests"] if r["group"] == "system pool")
+    assert system["nodes"] == 2 and 0 < system["memory"]["requested"] < system["memory"]["offered"]
+    assert system["pods"]["offered"] == 2 * 255  # flannel, node_cidr_mask 24
+    ten = {"resources": {"requests": {"memory": "10Gi"}}}
+    raw["monitoring"]["helmValues"] = {"kubePrometheusStack": {"prometheus": {"prometheusSpec": ten}}}
+    bigger = next(r for r in placement_report(parse(raw))["requests"] if r["group"] == "system pool")
+    assert abs(bigger["memory"]["requested"] - system["memory"]["requested"] - 10 * 2 ** 30) < 2 ** 30
+    assert "Requests on system pool (2 nodes" in placement_text(report)

@@ -11,7 +11,8 @@ import dataclasses
 
 import pytest
 
-from ack_provider import CLUSTER, NODE_POOL, AckAccount, AckWorld
+from ack_provider import (AUTOSCALING_CONFIG, CLUSTER, NODE_POOL, SCHEMAS, AckAccount, AckWorld, KEPT,
+                          UnmodelledInput, cluster_create_request)
 from gpuplatform.synth import stack_config_from_namespace, synthesize
 from support import stack_raw
 
@@ -20,7 +21,8 @@ WORLDS = {
     "documented": AckWorld(),
     # what no document settles, answered the other way: the program must not depend on either answer
     "other-answers": AckWorld(vswitch_order="as-sent", timezone="", terway_node_cidr_mask=24,
-                              addon_defaults={}, pool_nodes={"t4-cgpu": 3, "a10": 4, "a100-mig": 2}),
+                              addon_defaults={}, pool_nodes={"t4-cgpu": 3, "a10": 4, "a100-mig": 2},
+                              fixed_pool_scaling={"minSize": 2, "maxSize": 2, "type": ""}),
 }
 
 
@@ -162,3 +164,152 @@ def test_an_installed_addon_the_stack_cannot_use_as_configured_is_refused_not_re
     message = str(caught.value)
     assert "'nginx-ingress-controller'" in message and "IngressSlbNetworkType='internet'" in message
     assert "'intranet'" in message and "does not rewrite" in message
+
+
+# ---------------------------------------------------------------------------------------------- the model itself
+@pytest.mark.parametrize("stack", ACK_STACKS)
+def test_every_input_the_stack_sends_is_in_the_model(stack):
+    """The model covers what the stack sends, field by field: each input of each Alibaba resource is in the
+    provider's schema as the model writes it down, and is either left alone by the Read or given the value the
+    API reports. A field the stack starts sending is not copied back silently (see the next test)."""
+    records = synthesize(stack_config_from_namespace(stack_raw(stack)), mocks=AckAccount().mocks())
+    for r in records:
+        if r.type in SCHEMAS:
+            assert set(r.inputs) <= set(SCHEMAS[r.type]), (r.type, sorted(set(r.inputs) - set(SCHEMAS[r.type])))
+
+
+def test_an_input_the_model_does_not_know_fails_the_test():
+    """A node pool that also sent `cpuPolicy` (a real provider field the model does not describe): applying it
+    fails, naming the field, instead of copying it back as if ACK reported it unchanged."""
+    account = AckAccount(AckWorld())
+    records = synthesize(stack_config_from_namespace(stack_raw("dev")), mocks=account.mocks())
+    pool = next(r for r in records if r.type == NODE_POOL)
+    widened = [dataclasses.replace(r, inputs={**r.inputs, "cpuPolicy": "static"}) if r is pool else r
+               for r in records]
+    with pytest.raises(UnmodelledInput) as caught:
+        account.apply(widened)
+    assert "cpuPolicy" in str(caught.value) and NODE_POOL in str(caught.value)
+
+
+def test_create_only_cluster_inputs_are_the_ones_the_read_never_sets():
+    """slb_internet_enabled, new_nat_gateway, addons and pod_vswitch_ids reach ACK in the create call only
+    (resource_alicloud_cs_managed_kubernetes.go: its Read sets none of them)."""
+    kept = sorted(k for k, a in SCHEMAS[CLUSTER].items() if a.read == KEPT)
+    assert kept == ["addons", "newNatGateway", "podVswitchIds", "slbInternetEnabled"]
+
+
+def test_the_cloud_monitor_agent_is_modelled_at_the_providers_default():
+    """install_cloud_monitor: schema Default true, and the provider sends cms_enabled only when true (GetOk), so
+    a pool that sent false would read back ACK's true on every run: the stack sends true."""
+    assert SCHEMAS[NODE_POOL]["installCloudMonitor"].default is True
+    records = synthesize(stack_config_from_namespace(stack_raw("prod")), mocks=AckAccount().mocks())
+    assert all(r.inputs["installCloudMonitor"] is True for r in records if r.type == NODE_POOL)
+
+
+# ---------------------------------------------------------------------------------------------- node autoscaling
+def test_node_autoscaling_settings_read_back_unchanged_and_a_change_is_an_update():
+    raw = stack_raw("prod")
+    account, state, second = two_ups(raw, AckWorld())
+    config = next(r for r in second if r.type == AUTOSCALING_CONFIG)
+    assert config.inputs["scanInterval"] == "30s" and config.inputs["coolDownDuration"] == "10m"
+    raw["cluster"]["nodeAutoscaling"] = {"scanInterval": "15s", "scaleDownUnneededTime": "20m"}
+    again = synthesize(stack_config_from_namespace(raw), mocks=account.mocks())
+    changes = sorted((c.attribute, c.old, c.new, c.replace) for c in account.diff(again, state)
+                     if AUTOSCALING_CONFIG in c.urn)
+    assert changes == [("coolDownDuration", "10m", "20m", False), ("scanInterval", "30s", "15s", False)]
+
+
+def test_a_fixed_pool_reads_back_whatever_acks_scaling_answer_is():
+    """A fixed pool sends enable: false only; whatever ACK reports for min/max/type while autoscaling is off is
+    not compared (it does nothing then), so no undocumented answer shows a change."""
+    raw = stack_raw("prod")
+    for world in (AckWorld(), AckWorld(fixed_pool_scaling={"minSize": 0, "maxSize": 10, "type": "gpu"})):
+        account, state, second = two_ups(raw, world)
+        assert not account.diff(second, state)
+    system = next(r for r in second if r.type == NODE_POOL and r.inputs["nodePoolName"] == "system")
+    assert system.inputs["scalingConfig"] == {"enable": False}
+    assert "scalingConfig.type" in system.ignore_changes
+
+
+def test_an_existing_cluster_keeps_its_proxy_mode_when_the_default_changes():
+    """A cluster created with ipvs (the stack's earlier fixed value) is never replaced for the version's default:
+    proxyMode is ForceNew and ignored after creation."""
+    raw = stack_raw("dev")
+    account, state, _ = two_ups(raw, AckWorld())
+    urn = next(u for u in state if CLUSTER in u)
+    state[urn]["proxyMode"] = "ipvs"
+    again = synthesize(stack_config_from_namespace(raw), mocks=account.mocks())
+    cluster = next(r for r in again if r.type == CLUSTER)
+    assert cluster.inputs["proxyMode"] == "iptables" and "proxyMode" in cluster.ignore_changes
+    assert not [c for c in account.diff(again, state) if c.replace]
+
+
+def test_flipping_public_api_endpoint_on_an_existing_cluster_is_refused():
+    raw = stack_raw("dev")
+    account, state, _ = two_ups(raw, AckWorld())
+    raw["cluster"]["publicApiEndpoint"] = False
+    with pytest.raises(Exception) as caught:
+        synthesize(stack_config_from_namespace(raw), mocks=account.mocks())
+    message = str(caught.value)
+    assert "cluster.publicApiEndpoint" in message and "created with publicApiEndpoint true" in message
+    assert "allowed: true" in message
+
+
+def test_an_adopted_cluster_without_node_autoscaling_refuses_an_autoscaled_pool():
+    with pytest.raises(Exception) as caught:
+        synthesize(stack_config_from_namespace(stack_raw("staging")),
+                   mocks=AckAccount(AckWorld(node_autoscaler=None)).mocks())
+    message = str(caught.value)
+    assert "node autoscaling is off on the adopted cluster" in message and "autoscaling: false" in message
+
+
+SDK_ARGS = {CLUSTER: "cs.ManagedKubernetesArgs", NODE_POOL: "cs.NodePoolArgs",
+            "alicloud:cs/kubernetesAddon:KubernetesAddon": "cs.KubernetesAddonInitArgs",
+            AUTOSCALING_CONFIG: "cs.AutoscalingConfigArgs", "alicloud:vpc/switch:Switch": "vpc.SwitchArgs",
+            "alicloud:vpc/network:Network": "vpc.NetworkArgs"}
+
+
+@pytest.mark.parametrize("token", sorted(SDK_ARGS))
+def test_the_models_attributes_are_the_providers(token):
+    """Each modelled attribute is an input of the resource in pulumi-alicloud 4.0.0 (its Args class), with its
+    nested keys for the blocks: a misspelt or invented attribute cannot stand in for a real one."""
+    import inspect
+    import re
+
+    import pulumi_alicloud as alicloud
+
+    import importlib
+
+    module, cls = SDK_ARGS[token].split(".")
+    # the resource module's own Args (the add-on's is KubernetesAddonInitArgs: cs._inputs.KubernetesAddonArgs is
+    # the cluster's `addons` item)
+    resource_module = {"ManagedKubernetesArgs": "managed_kubernetes", "NodePoolArgs": "node_pool",
+                       "KubernetesAddonInitArgs": "kubernetes_addon", "AutoscalingConfigArgs": "autoscaling_config",
+                       "SwitchArgs": "switch", "NetworkArgs": "network"}[cls]
+    args = getattr(importlib.import_module(f"pulumi_alicloud.{module}.{resource_module}"), cls)
+    params = set(inspect.signature(args.__init__).parameters) - {"__self__", "self"}
+
+    def camel(name: str) -> str:
+        return re.sub(r"_([a-z])", lambda m: m.group(1).upper(), name)
+
+    assert set(SCHEMAS[token]) <= {camel(p) for p in params}, sorted(set(SCHEMAS[token]) - {camel(p) for p in params})
+    blocks = {"scalingConfig": "NodePoolScalingConfigArgs", "management": "NodePoolManagementArgs"}
+    for name, attr in SCHEMAS[token].items():
+        if attr.block is not None:
+            nested = set(inspect.signature(getattr(alicloud.cs, blocks[name]).__init__).parameters)
+            assert set(attr.block) <= {camel(p) for p in nested}, (name, sorted(set(attr.block) - {camel(p) for p in nested}))
+
+
+def test_a_private_clusters_create_call_carries_no_endpoint_setting():
+    """What the create call sends: a public cluster asks for the Internet endpoint; a private one sends nothing
+    (GetOk drops false), so the program checks what the cluster reports instead of trusting ACK's default
+    (components/cluster.py _private_intranet_endpoint). The version's proxy mode is sent explicitly."""
+    raw = stack_raw("dev")
+    public = next(r for r in synthesize(stack_config_from_namespace(raw), mocks=AckAccount().mocks())
+                  if r.type == CLUSTER)
+    assert cluster_create_request(public.inputs) == {"endpoint_public_access": True, "proxy_mode": "iptables"}
+    raw["cluster"]["publicApiEndpoint"] = False
+    private = next(r for r in synthesize(stack_config_from_namespace(raw), mocks=AckAccount().mocks())
+                   if r.type == CLUSTER)
+    assert private.inputs["slbInternetEnabled"] is False
+    assert cluster_create_request(private.inputs) == {"proxy_mode": "iptables"}

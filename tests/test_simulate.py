@@ -3,10 +3,12 @@ import io
 import json
 
 import pytest
-from support import REPO, cli, cfg_of
+from support import REPO, cli, cfg_of, stack_raw
 
 from gpuplatform.components.model_startup import keda_cooldown_seconds, scale_down_window_seconds
+from gpuplatform.simulate.cluster import NodePool, Pods, node_scaler
 from gpuplatform.simulate.engine import service_plan, simulate
+from gpuplatform.components.validation.parsing import parse
 from gpuplatform.simulate.traces import Trace, built_in, from_csv
 
 TIMELINE_KEYS = {"t", "demand", "metric", "recommendation", "desired", "replicas", "ready", "nodes"}
@@ -92,6 +94,7 @@ def test_seed_003_triton_grows_gradually_to_7_and_returns_to_1(tmp_path) -> None
     assert result.timeline[-1]["replicas"] == 1
 
 
+
 def test_pending_pods_add_nodes_after_provisioning(tmp_path) -> None:
     """staging: one A10 per node, so every extra replica waits for a node (estimate 180 s), its image and model."""
     cfg = cfg_of("staging")
@@ -101,7 +104,10 @@ def test_pending_pods_add_nodes_after_provisioning(tmp_path) -> None:
     decision = 300 + result.first_scale_up_s
     assert replicas_at(result, decision + 170)["nodes"] == 1
     grown = next(e for e in result.timeline if e["nodes"] > 1)
-    assert 180 <= grown["t"] - decision <= 180 + 10 + 15
+    # the node autoscaler's scan interval is the cluster's: staging adopts an ACK cluster, ACK's default 30 s
+    scan = node_scaler(cfg).scan_s
+    assert scan == 30
+    assert 180 <= grown["t"] - decision <= 180 + scan + 15
     ready = next(e for e in result.timeline if e["ready"] > 1)
     load = w.service_model.model_load_seconds + w.service_model.image_pull_seconds
     assert ready["t"] - grown["t"] >= load
@@ -273,3 +279,24 @@ def test_plan_without_the_sweep_keeps_the_simulated_step_and_says_what_it_skippe
     assert "not swept (--no-sweep)" in line and "runs; steps from" not in line
     written = json.loads((tmp_path / "plan.json").read_text())
     assert next(r for r in written["metricLatency"] if r["workload"] == "flower")["stepResponse"]["sweep"] is None
+
+
+def test_a_pool_at_zero_nodes_gets_its_first_node_through_the_configured_scaler() -> None:
+    """dev's T4 pool starts at minNodes 0: a Pending replica gets a node at the first scan of the scaler the
+    cluster's nodeAutoscaling configures (ACK's 30 s scan by default; 15 s when the stack says so), ready after
+    the pool's provisioning time."""
+    raw = stack_raw("dev")
+    assert raw["nodePools"][0]["minNodes"] == 0
+    for interval, expected in ((None, 30), ("15s", 15)):
+        if interval:
+            raw["cluster"]["nodeAutoscaling"] = {"scanInterval": interval}
+        cfg = parse(raw)
+        scaler = node_scaler(cfg)
+        assert scaler.scan_s == expected and "cluster.nodeAutoscaling" in scaler.source
+        pool = NodePool(slots=3, min_nodes=0, max_nodes=3, provision_s=180, autoscaled=True, initial=0, scaler=scaler)
+        pods = Pods("bert", image_pull_s=30, model_load_s=20)
+        pods.scale(1, 1.0)
+        for t in range(1, 2 * expected + 1):  # the replica turns Pending at 1 s
+            pool.scan(float(t), pods)
+        assert [n.created for n in pool.nodes] == [float(expected)]
+        assert pool.nodes[0].ready_at == expected + 180

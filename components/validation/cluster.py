@@ -72,6 +72,7 @@ def check_ack_cluster(cfg: PlatformConfig, facts: dict[str, PoolFacts], out: _Is
     if c.kind != "ack-managed":
         return
     check_system_pool(cfg, out)
+    check_node_autoscaling(cfg, out)
     if c.name is not None and not ack.CLUSTER_NAME.match(c.name):
         out.add("cluster.name", f"{fmt(c.name)} is not a valid ACK cluster name; allowed: {ack.CLUSTER_NAME_RULE}")
     vpc = _network(c.vpc_cidr)
@@ -142,3 +143,36 @@ def check_system_pool(cfg: PlatformConfig, out: _Issues) -> None:
         if p.name == ack.SYSTEM_POOL_NAME:
             out.add(f"nodePools[{i}].name", f"{fmt(p.name)} is the name of the cluster's system pool "
                     "(cluster.systemPool); allowed: another name")
+
+
+def check_node_autoscaling(cfg: PlatformConfig, out: _Issues) -> None:
+    """What the provider cannot send or ACK does not accept in ``cluster.nodeAutoscaling`` (catalogs/
+    node_autoscaling.py): a false it drops (GetOk), goatscaler's expander and version limits."""
+    from gpuplatform.catalogs import node_autoscaling as na
+
+    a = cfg.cluster.node_autoscaling
+    p = "cluster.nodeAutoscaling"
+    if not a.scale_up_from_zero:
+        out.add(f"{p}.scaleUpFromZero", "false cannot be sent: the provider adds scale_up_from_zero to its request "
+                "only when it is true (d.GetOk), so ACK would keep true and every pulumi up would show a change; "
+                "allowed: true (ACK's default)")
+    check_graceful_termination(cfg, out)
+    if a.scaler_type == "goatscaler":
+        if a.expander not in na.GOATSCALER_EXPANDERS:
+            out.add(f"{p}.expander", f"{fmt(a.expander)} with scalerType 'goatscaler'; allowed: "
+                    f"{one_of(na.GOATSCALER_EXPANDERS)} (goatscaler supports least-waste only)")
+        version = kubernetes_version(cfg)
+        if version is not None and version[1] < na.GOATSCALER_MIN_MINOR:
+            out.add(f"{p}.scalerType", f"'goatscaler' on Kubernetes {version[0]}.{version[1]}; allowed there: "
+                    f"'cluster-autoscaler' (goatscaler needs 1.{na.GOATSCALER_MIN_MINOR} or later)")
+
+
+def check_graceful_termination(cfg: PlatformConfig, out: _Issues) -> None:
+    """A node scale-down waits ``maxGracefulTerminationSec`` for the pods it evicts: at least the grace period of
+    every workload on an autoscaled pool, or it kills them while they drain (components/drain.py)."""
+    from gpuplatform.components.drain import autoscaler_grace_issues, pool_grace_periods
+
+    pools = [pool.name for pool in cfg.node_pools if pool.autoscaling]
+    grace = pool_grace_periods(cfg.workloads, pools, kubernetes_version(cfg))
+    out.extend(autoscaler_grace_issues("cluster.nodeAutoscaling.maxGracefulTerminationSec",
+                                       cfg.cluster.node_autoscaling.max_graceful_termination_sec, grace))

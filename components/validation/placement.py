@@ -42,6 +42,22 @@ def check_pod_homes(cfg: PlatformConfig, facts: dict[str, PoolFacts], out: _Issu
                else "a system pool (cluster.systemPool.enabled: true, the default) with enough nodes")
         out.add(where, f"{lost.pod.owner} ({lost.pod.origin}) has no node to run on, so pulumi up would wait for "
                 f"it until it times out: {reasons}; allowed: {fix}")
+    check_request_sums(cfg, groups, out)
+
+
+def check_request_sums(cfg: PlatformConfig, groups, out: _Issues) -> None:
+    """Every node group holds the sum of the requests of the pods it must run (ACK's and the add-ons' pods, every
+    chart's pods as rendered, the stack's Deployments at maxReplicas, DaemonSets on every node they admit), within
+    its nodes' allocatable and max pods, bin-packed (components/placement.py ``SIMPLIFICATION``)."""
+    from gpuplatform.components.placement import cluster_pods, packing_shortfalls, shortfall_message, workload_pods
+
+    pods = cluster_pods(cfg, with_daemonsets=True) + workload_pods(cfg)
+    for short in packing_shortfalls(pods, groups):
+        fix = ("more or larger system nodes (cluster.systemPool.nodes, cluster.systemPool.instanceTypes), or smaller "
+               "requests (monitoring.helmValues)" if short.group.config_path == "cluster.systemPool"
+               else "more nodes (maxNodes), a larger instance type, or fewer or smaller replicas")
+        out.add(short.group.config_path or "nodePools", f"{shortfall_message(short)}, so the scheduler would leave "
+                f"them Pending; allowed: {fix} (the sum is bin-packed: docs/ack.md \"The sum of requests per node\")")
 
 
 def homes_summary(cfg: PlatformConfig) -> list[str]:

@@ -15,11 +15,44 @@ from typing import Optional
 from gpuplatform.components.model_startup import STARTUP_PROBE_PERIOD_SECONDS
 from gpuplatform.catalogs.kubernetes import SCHEDULER_POD_INITIAL_BACKOFF_S
 
+from gpuplatform.catalogs.node_autoscaling import UPSTREAM_CA as _UPSTREAM
+from gpuplatform.components.config import duration_seconds as _seconds
+
 # cluster-autoscaler flag defaults (FAQ "What are the parameters to CA?"): --scan-interval 10s,
-# --scale-down-unneeded-time 10m, --scale-down-delay-after-add 10m
-CA_SCAN_S = 10
-CA_UNNEEDED_S = 600
-CA_DELAY_AFTER_ADD_S = 600
+# --scale-down-unneeded-time 10m, --scale-down-delay-after-add 10m (catalogs/node_autoscaling.py UPSTREAM_CA)
+CA_SCAN_S = _seconds(_UPSTREAM["scanInterval"])
+CA_UNNEEDED_S = _seconds(_UPSTREAM["scaleDownUnneededTime"])
+CA_DELAY_AFTER_ADD_S = _seconds(_UPSTREAM["scaleDownDelayAfterAdd"])
+
+
+@dataclass(frozen=True)
+class NodeScaler:
+    """The node autoscaler's timing, as the cluster is configured: how often it scans, how long a node stays
+    unneeded before it goes, and how long after a scale-out nothing goes. (Scale-up from zero ready nodes is
+    always on: the provider cannot send it off, and validation refuses it.)"""
+
+    scan_s: int = CA_SCAN_S
+    unneeded_s: int = CA_UNNEEDED_S
+    delay_after_add_s: int = CA_DELAY_AFTER_ADD_S
+    source: str = "the upstream cluster-autoscaler's defaults"
+
+
+def node_scaler(cfg) -> NodeScaler:
+    """The node autoscaler of the stack's cluster: ``cluster.nodeAutoscaling`` on a cluster the stack creates (what
+    its ``cs.AutoscalingConfig`` sends), ACK's defaults on an adopted ACK cluster (its own settings are not read),
+    the upstream cluster-autoscaler's defaults elsewhere."""
+    from gpuplatform.catalogs.node_autoscaling import SETTINGS
+
+    c = cfg.cluster
+    if c.kind == "ack-managed":
+        a = c.node_autoscaling
+        return NodeScaler(_seconds(a.scan_interval), _seconds(a.scale_down_unneeded_time),
+                          _seconds(a.scale_down_delay_after_add), f"cluster.nodeAutoscaling ({a.scaler_type})")
+    if c.kind == "ack-existing":
+        return NodeScaler(_seconds(SETTINGS["scanInterval"].default),
+                          _seconds(SETTINGS["scaleDownUnneededTime"].default),
+                          _seconds(SETTINGS["scaleDownDelayAfterAdd"].default), "ACK's defaults (the adopted cluster's own settings are not read)")
+    return NodeScaler()
 
 
 @dataclass
@@ -266,12 +299,15 @@ class Placeholders:
 
 class NodePool:
     """The pool's nodes and its cluster autoscaler: nodes for pods no ready or upcoming node can hold, up to
-    ``max_nodes``; an empty node goes after ``--scale-down-unneeded-time`` (not below ``min_nodes``, nor within
-    ``--scale-down-delay-after-add`` of the last scale-up). A pool without autoscaling keeps its nodes."""
+    ``max_nodes``, at each scan (``scaler.scan_s``); an empty node goes after the scale-down unneeded time (not
+    below ``min_nodes``, nor within the scale-down delay after the last scale-up). A pool without autoscaling keeps
+    its nodes. The timing is the cluster's (:func:`node_scaler`)."""
 
     def __init__(self, slots: int, min_nodes: int, max_nodes: int, provision_s: int, autoscaled: bool,
-                 initial: int, pre_pull_s: Optional[int] = None):
+                 initial: int, pre_pull_s: Optional[int] = None, scaler: NodeScaler = NodeScaler()):
         self.slots, self.min_nodes, self.max_nodes = slots, min_nodes, max_nodes
+        self.scaler = scaler
+        """The cluster's node autoscaler settings (scan interval, scale-down timing)."""
         self.provision_s, self.autoscaled = provision_s, autoscaled
         self.pre_pull_s = pre_pull_s
         """With a pre-puller (``prePull``): the image pull its DaemonSet pod starts when a node turns Ready (a
@@ -283,7 +319,7 @@ class NodePool:
         self._last_scale_up = -1e9
 
     def scan(self, t: float, pods: Pods, warm: Optional[Placeholders] = None) -> None:
-        if not self.autoscaled or int(t) % CA_SCAN_S:
+        if not self.autoscaled or int(t) % self.scaler.scan_s:
             return
         pending = sum(1 for p in pods.pods if p.node is None) + (warm.pending() if warm is not None else 0)
         free = sum(n.slots - len(n.pods) for n in self.nodes)
@@ -301,8 +337,8 @@ class NodePool:
                 continue
             if n.empty_since is None:
                 n.empty_since = t
-            if (len(self.nodes) > self.min_nodes and t - n.empty_since >= CA_UNNEEDED_S
-                    and t - self._last_scale_up >= CA_DELAY_AFTER_ADD_S):
+            if (len(self.nodes) > self.min_nodes and t - n.empty_since >= self.scaler.unneeded_s
+                    and t - self._last_scale_up >= self.scaler.delay_after_add_s):
                 self.nodes.remove(n)
 
     def ready_count(self, t: float) -> int:

@@ -41,7 +41,7 @@ from gpuplatform.simulate import promql
 from gpuplatform.simulate.autoscaling import HpaLoop, KedaLoop, Trigger
 from gpuplatform.simulate.bounds import LowerBound, lower_bound
 from gpuplatform.simulate.slo import SloVerdict, judge
-from gpuplatform.simulate.cluster import NodePool, Placeholders, Pods
+from gpuplatform.simulate.cluster import NodePool, NodeScaler, Placeholders, Pods, node_scaler
 from gpuplatform.simulate.scrape import SERIES_MODELS, Scraper
 from gpuplatform.simulate.startup import capacity_path
 from gpuplatform.simulate.service import (LATENCY, TIME_UNITS, Queue, ServicePlan, bucket_p90, full_scale,
@@ -122,6 +122,8 @@ class Setup:
     drain: Optional[DrainChain] = None
     """What the workload's pods do when a scale-in terminates them (components/drain.py): whether the requests in
     flight on the replica removed are finished or lost."""
+    node_scaler: NodeScaler = NodeScaler()
+    """The cluster's node autoscaler timing (cluster.node_scaler: the stack's ``cluster.nodeAutoscaling``)."""
 
     @property
     def major(self) -> int:
@@ -210,7 +212,8 @@ def setup(cfg: PlatformConfig, workload: str) -> Setup:
         needed=needed, slots=slots, gpus_per_node=facts.gpus_per_node, units_per_replica=units, unit=unit,
         min_nodes=pool.min_nodes if autoscaled_pool else (pool.desired_nodes or 0), max_nodes=facts.max_nodes,
         provision_s=prov.seconds + (MIG_RECONFIGURE.seconds if facts.mode == "mig" else 0),
-        autoscaled_pool=autoscaled_pool, prometheus=prometheus_version(cfg.monitoring.backend),
+        autoscaled_pool=autoscaled_pool, node_scaler=node_scaler(cfg),
+        prometheus=prometheus_version(cfg.monitoring.backend),
         minor=version[1] if version else hpa_mod.LATEST_MINOR, ingress_labels=ingress_labels, hpa_spec=spec,
         drain=drain_chain(w, version))
 
@@ -427,7 +430,8 @@ class Simulation:
         warm = s.workload.warm_replicas
         n0 = max(s.min_nodes, math.ceil((r0 + warm) / s.slots)) if s.autoscaled_pool else s.min_nodes
         self.nodes = NodePool(s.slots, s.min_nodes, s.max_nodes, s.provision_s, s.autoscaled_pool,
-                              min(n0, s.max_nodes), pre_pull_s=s.plan.image_pull_s if s.workload.pre_pull else None)
+                              min(n0, s.max_nodes), pre_pull_s=s.plan.image_pull_s if s.workload.pre_pull else None,
+                              scaler=s.node_scaler)
         self.pods = Pods(s.workload.name, s.plan.image_pull_s, s.plan.model_load_s, s.plan.cache_fill_load_s,
                          s.plan.compile_cold_extra_s)
         self.pods.start_ready(r0, self.nodes)

@@ -367,7 +367,8 @@ def _wake_up_run(s: Setup, trace: Trace, phases: Phases, at: int, nodes: int):
     pulled) at the start. The run stops once the ready replicas cover the load (simulate.wake)."""
     sim = Simulation(s, trace, phases)
     if nodes > len(sim.nodes.nodes):
-        sim.nodes = NodePool(s.slots, s.min_nodes, s.max_nodes, s.provision_s, s.autoscaled_pool, nodes)
+        sim.nodes = NodePool(s.slots, s.min_nodes, s.max_nodes, s.provision_s, s.autoscaled_pool, nodes,
+                             scaler=s.node_scaler)
     for node in sim.nodes.nodes:
         node.image_at = -1e9  # the nodes the scale to zero emptied: its replicas pulled the image there
     woke = ready = None

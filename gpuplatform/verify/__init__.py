@@ -25,6 +25,9 @@ Check ids (stable; ``docs/verify.md`` describes each):
 * ``ingress.address`` (one per workload with an ingress)
 * ``credential.lifetime``, ``cluster.csi-driver`` (ACK), ``cluster.pod-network`` (new ACK clusters with flannel):
   the ACK behaviours docs/ack.md lists as unverified
+* ``account.service-role``, ``account.vcpu-quota``, ``account.instance-stock``, ``account.preflight``
+  (``--preflight``, before the first ``pulumi up``: the Alibaba Cloud account through its read-only APIs, not the
+  cluster; module ``preflight``)
 * ``cluster.system-pods``: no pod of kube-system or of the stack's charts is left unschedulable (every cluster)
 * ``sharing.cgpu-component`` (dedicated ACK clusters with cGPU pools): the legacy ack-cgpu component runs
 * ``network.policy-enforced``: the network plugin applies the workloads' NetworkPolicies (a warning where it does

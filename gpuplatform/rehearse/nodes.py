@@ -23,6 +23,8 @@ ASSUMED_NODE = {"cpu": 1000.0, "memory": 2 ** 40}
 cluster described by its GPUs only): not limited, as the plan does not limit it (kwok's own default for a node
 without capacity), so neither a fit nor a shortage is claimed that the stack does not state; the report says so."""
 REHEARSAL_LABEL = ("gpuplatform.io/rehearsal", "true")
+OPERATOR_WORKLOADS = {"Prometheus": "StatefulSet", "Alertmanager": "StatefulSet", "ThanosRuler": "StatefulSet"}
+"""Custom resources whose operator runs their pods as a StatefulSet (prometheus-operator): stood in for by one."""
 
 
 @dataclass(frozen=True)
@@ -90,6 +92,7 @@ def controller_objects(owner: str, spec: dict, replicas: int, one_per_node: bool
     scheduling fields, as the real one schedules its pods; None for kinds the rehearsal does not stand in for."""
     kind, _, ref = owner.partition(" ")
     namespace, _, name = ref.partition("/")
+    kind = OPERATOR_WORKLOADS.get(kind, kind)
     if kind not in ("Deployment", "DaemonSet", "StatefulSet") or not name:
         return None
     labels = {"app.kubernetes.io/name": name, REHEARSAL_LABEL[0]: REHEARSAL_LABEL[1]}

@@ -16,7 +16,7 @@ Every command runs with:
 
 Each step has a bound (``timeout``); past it the CLI is interrupted (it stops its plugins), then killed. A step that
 fails raises :class:`PulumiCliError` naming the step and showing the CLI's own error. Results are read from the
-engine's event log (``--event-log``): the summary's resource changes, every resource operation, the diagnostics and
+engine's event log (``--event-log``, which ``PULUMI_DEBUG_COMMANDS=true`` enables): the summary's resource changes, every resource operation, the diagnostics and
 the policy violations.
 """
 from __future__ import annotations
@@ -133,7 +133,7 @@ def read_event_log(path: Path, outcome: Outcome) -> None:
             outcome.operations.append((meta.get("op", ""), meta.get("urn", "")))
         elif "diagnosticEvent" in event:
             d = event["diagnosticEvent"]
-            if not d.get("ephemeral"):
+            if not d.get("ephemeral") and d.get("severity") != "debug":
                 outcome.diagnostics.append(Diagnostic(d.get("severity", ""), d.get("message", ""), d.get("urn", "")))
         elif "policyEvent" in event:
             p = event["policyEvent"]
@@ -231,6 +231,8 @@ class PulumiCli:
             "PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "true",
             "PULUMI_SKIP_CONFIRMATIONS": "true",
             "PULUMI_DIY_BACKEND_NO_LEGACY_WARNING": "true",
+            # enables `--event-log` (as the Automation API does; pkg/cmd/pulumi/operations/up.go)
+            "PULUMI_DEBUG_COMMANDS": "true",
             "NO_COLOR": "1",
             "PATH": os.pathsep.join([str(self.engines), str(self.bin), os.environ.get("PATH", "")]),
         })

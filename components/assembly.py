@@ -46,10 +46,10 @@ def section_location(path: str) -> tuple:
 
 def settings(environment: str = "dev", protect: Optional[bool] = None, allow_public_endpoints: bool = False,
              namespace: str = "inference", root_namespace: Optional[str] = None,
-             allow_end_of_life_charts: Optional[list[str]] = None) -> Settings:
+             allow_end_of_life_charts: Optional[list[str]] = None, chart_packages: Optional[str] = None) -> Settings:
     return Settings(environment=environment, protect=protect, allow_public_endpoints=allow_public_endpoints,
                     namespace=namespace, root_namespace=root_namespace, create_namespace=False,
-                    allow_end_of_life_charts=allow_end_of_life_charts or [])
+                    allow_end_of_life_charts=allow_end_of_life_charts or [], chart_packages=chart_packages)
 
 
 class ComposedConfig(PlatformConfig):

@@ -60,6 +60,9 @@ class GpuClusterArgs(TypedDict):
     allow_end_of_life_charts: NotRequired[list[str]]
     """Charts (e.g. ``["cert-manager"]``) whose end-of-life pinned version the components on this cluster may
     install when no supported pin covers its Kubernetes version. Default none."""
+    chart_packages: NotRequired[str]
+    """A directory of Helm chart packages (``<chart>-<version>.tgz``) the components on this cluster install the
+    pinned charts from, instead of the charts' repositories (an air-gapped deployer). Default none."""
     addons: NotRequired[list[str]]
     """ACK add-ons (names from ``catalogs/ack.py``) to install besides the ones the components need, which they
     install themselves (managed Prometheus for ARMS monitoring, the GPU sharing installer for cGPU and MIG pools,
@@ -133,7 +136,8 @@ class GpuCluster(ComposedComponent, pulumi.ComponentResource):
                 cluster = assembly.parse_section(ClusterSpec, args["cluster"], "cluster")
                 self.settings = assembly.settings(
                     args.get("environment", "dev"), args.get("protect"), args.get("allow_public_endpoints", False),
-                    allow_end_of_life_charts=list(args.get("allow_end_of_life_charts") or []))
+                    allow_end_of_life_charts=list(args.get("allow_end_of_life_charts") or []),
+                    chart_packages=args.get("chart_packages"))
                 self.spec = cluster
                 issues += reprefix(_validate(self.view(), areas=("cluster",), installs_charts=False), paths)
             except ConfigError as exc:

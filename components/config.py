@@ -69,6 +69,10 @@ class Settings(Model):
     ``restricted`` (warn, audit): Pod Security labels apply to a whole namespace, so root pods never lower the
     level of the others. Default ``<namespace>-root``."""
 
+    chart_packages: Optional[str] = None
+    """A directory of Helm chart packages (``<chart>-<version>.tgz``, as ``helm pull`` writes them) to install the
+    pinned charts from instead of their repositories: for a deployer that cannot reach the chart repositories (an
+    air-gapped network) and for ``gpuplatform rehearse``. Default none: each chart's repository."""
     allow_end_of_life_charts: list[str] = Field(default_factory=list)
     """Charts (by name, e.g. ``cert-manager``) whose end-of-life pinned version the stack may install when no
     supported pin covers its Kubernetes version: an explicit opt-in to a release that gets no more security fixes

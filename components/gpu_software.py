@@ -10,6 +10,7 @@
 from typing import Optional, TypedDict
 
 import yaml
+from pathlib import Path
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -89,17 +90,20 @@ def mig_manager_config(pools: list[PoolFacts]) -> dict:
 
 def release(name: str, release_key: str, values: dict, overrides: dict, opts: pulumi.ResourceOptions,
             namespace: Optional[str] = None, *, kubernetes: KubeMinor,
-            allow_end_of_life: tuple[str, ...] = ()) -> k8s.helm.v3.Release:
+            allow_end_of_life: tuple[str, ...] = (), packages: Optional[str] = None) -> k8s.helm.v3.Release:
     """A pinned Helm release from the versions catalog, at the newest pinned version that supports the cluster's
     Kubernetes minor, with the user's ``helmValues`` merged over ours. Namespaces are created by the caller (with
     their Pod Security labels), never by Helm. The timeout is explicit (pulumi-kubernetes' default is 300 s per
     operation, short for GPU DaemonSets and CRD-heavy charts)."""
     c = chart(release_key)
-    if c.repository.startswith("oci://"):
+    version = chart_version(release_key, kubernetes, allow_end_of_life)
+    if packages:  # settings.chartPackages: the package of the pinned version, read from disk
+        source = {"chart": str(Path(packages) / f"{c.name}-{version}.tgz")}
+    elif c.repository.startswith("oci://"):
         source = {"chart": f"{c.repository}/{c.name}"}
     else:
         source = {"chart": c.name, "repository_opts": {"repo": c.repository}}
-    return k8s.helm.v3.Release(name, name=c.release, version=chart_version(release_key, kubernetes, allow_end_of_life),
+    return k8s.helm.v3.Release(name, name=c.release, version=version,
                                namespace=namespace or c.namespace, values=deep_merge(values, overrides),
                                timeout=HELM_RELEASE_TIMEOUT_SECONDS[release_key], opts=opts, **source)
 
@@ -199,7 +203,8 @@ class GpuSoftware(ComposedComponent, pulumi.ComponentResource):
         self.release = release(f"{name}-{kind}", kind, values, overrides,
                                pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(
                                    depends_on=[ns, *cluster.system_nodes])),
-                               kubernetes=kubernetes_version(cluster.view()))
+                               kubernetes=kubernetes_version(cluster.view()),
+                               packages=cluster.settings.chart_packages)
         for pool in pools:
             pool.gpu_software.append(self.release)
         BUILT.append(self)  # for the tools that read a composed program (components/assembly.py)

@@ -307,6 +307,7 @@ class GpuMonitoring(ComposedComponent, pulumi.ComponentResource):
         self.child = pulumi.ResourceOptions(parent=self)
         self.name = name
         self.kube = kubernetes_version(cfg)
+        self.chart_packages = cfg.settings.chart_packages
         self.allow_end_of_life = tuple(cfg.settings.allow_end_of_life_charts)
         self.crd_owners: dict[str, pulumi.Resource] = {}
         """API group -> the release that installs its CRDs (monitors and rules, ScaledObjects wait for it)."""
@@ -338,7 +339,7 @@ class GpuMonitoring(ComposedComponent, pulumi.ComponentResource):
         cm_chart = chart("cert-manager")
         cm_ns = self._namespace("cert-manager-namespace", cm_chart.namespace, "restricted")
         return [release(f"{self.name}-cert-manager", "cert-manager", {"crds": {"enabled": True}}, {},
-                        self._opts(cm_ns), namespace=cm_chart.namespace, kubernetes=self.kube,
+                        self._opts(cm_ns), namespace=cm_chart.namespace, kubernetes=self.kube, packages=self.chart_packages,
                     allow_end_of_life=self.allow_end_of_life)]
 
     def _adapter_rbac(self, opts: pulumi.ResourceOptions) -> None:
@@ -361,7 +362,7 @@ class GpuMonitoring(ComposedComponent, pulumi.ComponentResource):
             kps = release(f"{n}-kube-prometheus-stack", "kube-prometheus-stack",
                           kube_prometheus_stack_values(cfg, grafana_password),
                           mon.helm_values.kube_prometheus_stack, self._opts(ns), namespace=MONITORING_NS,
-                          kubernetes=self.kube,
+                          kubernetes=self.kube, packages=self.chart_packages,
                     allow_end_of_life=self.allow_end_of_life)
             self.crd_owners = {api_group(PROMETHEUS_OPERATOR_API): kps}
             self.prometheus_url = pulumi.Output.from_input(in_cluster_prometheus_url())
@@ -370,20 +371,20 @@ class GpuMonitoring(ComposedComponent, pulumi.ComponentResource):
             register(f"{n}-simulated-exporter-monitor", simulated_exporter_service_monitor(cfg), self._opts(kps))
         elif mon.exporter == "dcgm" and not gpu_operator_installed:
             release(f"{n}-dcgm-exporter", "dcgm-exporter", dcgm_exporter_values(cfg), mon.helm_values.dcgm_exporter,
-                    self._opts(kps), namespace=MONITORING_NS, kubernetes=self.kube,
+                    self._opts(kps), namespace=MONITORING_NS, kubernetes=self.kube, packages=self.chart_packages,
                     allow_end_of_life=self.allow_end_of_life)
         adapter_deps: list[pulumi.Resource] = [ns, *self._cert_manager(cfg)]
         self._adapter_rbac(self._opts(ns))
         self.adapter = release(f"{n}-prometheus-adapter", "prometheus-adapter",
                                prometheus_adapter_values(cfg, mon.prometheus_url or f"http://{PROMETHEUS_HOST}"),
                                mon.helm_values.prometheus_adapter, self._opts(*adapter_deps),
-                               namespace=MONITORING_NS, kubernetes=self.kube,
+                               namespace=MONITORING_NS, kubernetes=self.kube, packages=self.chart_packages,
                     allow_end_of_life=self.allow_end_of_life)
         if mon.installs_keda(cfg.workloads):
             keda_chart = chart("keda")
             keda_ns = self._namespace("keda-namespace", keda_chart.namespace, "restricted")
             self.keda = release(f"{n}-keda", "keda", {}, mon.helm_values.keda, self._opts(keda_ns),
-                                namespace=keda_chart.namespace, kubernetes=self.kube,
+                                namespace=keda_chart.namespace, kubernetes=self.kube, packages=self.chart_packages,
                     allow_end_of_life=self.allow_end_of_life)
             self.crd_owners[api_group(KEDA_API)] = self.keda
         # the alerts and the dashboard are per service: GpuAlerts registers them once the services exist
@@ -418,14 +419,14 @@ class GpuMonitoring(ComposedComponent, pulumi.ComponentResource):
                                    ack_adapter_values(cfg, url, token), mon.helm_values.ack_metrics_adapter,
                                    pulumi.ResourceOptions.merge(self._opts(), adopt_release_options(c))
                                    if mon.adopt_adapter_release else self._opts(),
-                                   namespace=c.namespace, kubernetes=self.kube,
+                                   namespace=c.namespace, kubernetes=self.kube, packages=self.chart_packages,
                     allow_end_of_life=self.allow_end_of_life)
         else:
             ns = self._namespace("namespace", MONITORING_NS, "restricted")
             self._adapter_rbac(self._opts(ns))
             self.adapter = release(f"{n}-prometheus-adapter", "prometheus-adapter", prometheus_adapter_values(cfg, url),
                                    mon.helm_values.prometheus_adapter, self._opts(ns, *self._cert_manager(cfg)),
-                                   namespace=MONITORING_NS, kubernetes=self.kube,
+                                   namespace=MONITORING_NS, kubernetes=self.kube, packages=self.chart_packages,
                     allow_end_of_life=self.allow_end_of_life)
         self._arms_alert_opts = ali
 

@@ -79,6 +79,7 @@ class GpuPlatform(ComposedComponent, pulumi.ComponentResource):
             **({"protect": s.protect} if s.protect is not None else {}),
             "allow_public_endpoints": s.allow_public_endpoints,
             **({"allow_end_of_life_charts": list(s.allow_end_of_life_charts)} if s.allow_end_of_life_charts else {}),
+            **({"chart_packages": s.chart_packages} if s.chart_packages else {}),
             **({"kubeconfig": pulumi.Output.secret(cfg.kubeconfig.get_secret_value())} if cfg.kubeconfig else {})},
             opts=child)
         self.pools = {p.name: GpuNodePool(f"{name}-{p.name}", {

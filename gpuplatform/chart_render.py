@@ -294,6 +294,9 @@ def chart_of(record) -> Any:
     from gpuplatform.catalogs.versions import CHARTS
 
     chart = str(record.inputs.get("chart") or "").rstrip("/").rsplit("/", 1)[-1]
+    version = str(record.inputs.get("version") or "")
+    if chart.endswith(f"-{version}.tgz"):  # a package on disk (settings.chartPackages)
+        chart = chart[:-len(f"-{version}.tgz")]
     return next((c for c in CHARTS.values() if c.name == chart), None)
 
 

@@ -98,3 +98,16 @@ def test_rehearse_refuses_a_bad_stack_before_any_engine_starts(tmp_path):
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert "nodePools[0].maxNodes" in done.stderr
+
+
+def test_chart_packages_install_each_pinned_chart_from_its_package_on_disk():
+    from gpuplatform.chart_render import chart_of
+    from support import synth
+
+    raw = stack_raw("local")
+    raw.setdefault("settings", {})["chartPackages"] = "/srv/charts"
+    releases = [r for r in synth(raw) if r.type == "kubernetes:helm.sh/v3:Release"]
+    assert releases
+    for r in releases:
+        assert r.inputs["chart"] == f"/srv/charts/{chart_of(r).name}-{r.inputs['version']}.tgz"
+        assert "repositoryOpts" not in r.inputs

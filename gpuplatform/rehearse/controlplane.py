@@ -4,9 +4,13 @@ kube-controller-manager, kube-scheduler and kwok (nodes and pod lifecycles witho
 Shaped like a real cluster where it matters to what the package applies: TLS everywhere, client certificates,
 ``--authorization-mode=Node,RBAC``, no anonymous access, service-account tokens signed by the API server, the
 aggregation layer's front-proxy credentials (an APIService such as the metrics adapter's registers as on a real
-cluster). What a loopback-only machine cannot have is left out and said: no kube-proxy (Service IPs are allocated,
-not routed), and the API server advertises no endpoint (``--endpoint-reconciler-type=none``: Kubernetes refuses a
-loopback address in an Endpoints object, ``validateNonSpecialIP``).
+cluster). What this machine cannot have is left out and said: no kube-proxy (Service IPs are allocated, not routed), no
+admission webhooks (their servers are kwok pods that serve nothing), and the API server's own endpoint is not
+reconciled (``--endpoint-reconciler-type=none``).
+
+Every component runs in a network namespace of its own (``ip netns``), reached from the host through a veth pair of
+a /30 of its own: the only routes inside are that link and loopback, so nothing the control plane dials (a
+webhook, an aggregated API, a pod address kwok made up) can leave the machine; it fails at once instead.
 
 Every wait has a bound; a process that exits early is reported with the last lines of its log.
 """
@@ -15,7 +19,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import ssl
 import subprocess
 import time
@@ -36,10 +39,56 @@ class ControlPlaneError(RuntimeError):
     """The control plane did not come up, or a component stopped."""
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+ETCD_PORT, ETCD_PEER_PORT, APISERVER_PORT = 2379, 2380, 6443
+"""Inside the control plane's own network namespace every port is free."""
+
+
+@dataclass
+class Isolation:
+    """A network namespace and a veth pair: the host side ``host_ip``, the namespace side ``ip`` (a /30 in
+    10.213.0.0/16 that no interface of the machine uses)."""
+
+    name: str = ""
+    host_ip: str = ""
+    ip: str = ""
+
+    def up(self) -> None:
+        import ipaddress
+        import random
+
+        used = subprocess.run(["ip", "-o", "addr"], capture_output=True, text=True, timeout=10).stdout
+        for _ in range(50):
+            net = ipaddress.ip_network(f"10.213.{random.randrange(256)}.{4 * random.randrange(64)}/30")
+            hosts = [str(h) for h in net.hosts()]
+            if hosts[0] not in used and hosts[1] not in used:
+                break
+        else:
+            raise ControlPlaneError("no free /30 in 10.213.0.0/16 for the control plane's network")
+        self.host_ip, self.ip = hosts
+        tag = f"{os.getpid() % 100000}{random.randrange(100)}"
+        self.name = f"gpuplatform-cp-{tag}"
+        host_end, ns_end = f"gpcp{tag}h", f"gpcp{tag}n"
+        steps = [["ip", "netns", "add", self.name],
+                 ["ip", "link", "add", host_end, "type", "veth", "peer", "name", ns_end],
+                 ["ip", "link", "set", ns_end, "netns", self.name],
+                 ["ip", "addr", "add", f"{self.host_ip}/30", "dev", host_end],
+                 ["ip", "link", "set", host_end, "up"],
+                 self.inside(["ip", "addr", "add", f"{self.ip}/30", "dev", ns_end]),
+                 self.inside(["ip", "link", "set", ns_end, "up"]),
+                 self.inside(["ip", "link", "set", "lo", "up"])]
+        for step in steps:
+            done = subprocess.run(step, capture_output=True, text=True, timeout=20)
+            if done.returncode:
+                self.down()
+                raise ControlPlaneError(f"the control plane's network namespace could not be made ({' '.join(step)}:"
+                                        f" {done.stderr.strip()}); it needs root or CAP_NET_ADMIN and iproute2")
+
+    def inside(self, command: list[str]) -> list[str]:
+        return ["ip", "netns", "exec", self.name, *command]
+
+    def down(self) -> None:
+        if self.name:  # deleting the namespace deletes its end of the veth pair, and so the pair
+            subprocess.run(["ip", "netns", "del", self.name], capture_output=True, timeout=20)
 
 
 def _run(cmd: list[str], cwd: Path) -> None:
@@ -81,13 +130,13 @@ class Pki:
         return str(self.dir / name)
 
 
-def make_pki(directory: Path) -> Pki:
+def make_pki(directory: Path, address: str = "127.0.0.1") -> Pki:
     directory.mkdir(parents=True, exist_ok=True)
     pki = Pki(directory)
     pki.ca("ca", "/CN=gpuplatform-rehearsal-ca")
     pki.ca("front-proxy-ca", "/CN=gpuplatform-rehearsal-front-proxy-ca")
     pki.cert("apiserver", "ca", "/CN=kube-apiserver", client=False,
-             server_names=("IP:127.0.0.1", "DNS:localhost", "DNS:kubernetes", "DNS:kubernetes.default",
+             server_names=(f"IP:{address}", "IP:127.0.0.1", "DNS:localhost", "DNS:kubernetes", "DNS:kubernetes.default",
                            "DNS:kubernetes.default.svc", "IP:10.96.0.1"))
     pki.cert("front-proxy-client", "front-proxy-ca", "/CN=front-proxy-client")
     # The deployer: the kubeconfig a platform engineer runs `pulumi up` with (ACK's admin kubeconfig is the same)
@@ -150,6 +199,7 @@ class LocalControlPlane:
     startup_timeout: float = 90.0
     components: list[Component] = field(default_factory=list)
     server: str = ""
+    network: Isolation = field(default_factory=Isolation)
     pki: Optional[Pki] = None
     admin_kubeconfig: Optional[Path] = None
 
@@ -167,7 +217,8 @@ class LocalControlPlane:
             if not (self.engines / binary).exists():
                 raise ControlPlaneError(f"{binary} is not in {self.engines}: run `make engines`")
         try:
-            self.pki = make_pki(self.workdir / "pki")
+            self.network.up()
+            self.pki = make_pki(self.workdir / "pki", self.network.ip)
             self._start_etcd()
             self._start_apiserver()
             self._write_kubeconfigs()
@@ -175,7 +226,7 @@ class LocalControlPlane:
                 "--kubeconfig", str(self.workdir / "controller-manager.kubeconfig"),
                 "--authentication-kubeconfig", str(self.workdir / "controller-manager.kubeconfig"),
                 "--authorization-kubeconfig", str(self.workdir / "controller-manager.kubeconfig"),
-                "--bind-address", "127.0.0.1", "--secure-port", str(free_port()),
+                "--bind-address", "127.0.0.1", "--secure-port", "10257",
                 "--leader-elect=false", "--use-service-account-credentials=true",
                 "--service-account-private-key-file", self.pki.path("sa.key"),
                 "--root-ca-file", self.pki.path("ca.crt"),
@@ -189,7 +240,7 @@ class LocalControlPlane:
                 "--kubeconfig", str(self.workdir / "scheduler.kubeconfig"),
                 "--authentication-kubeconfig", str(self.workdir / "scheduler.kubeconfig"),
                 "--authorization-kubeconfig", str(self.workdir / "scheduler.kubeconfig"),
-                "--bind-address", "127.0.0.1", "--secure-port", str(free_port()), "--leader-elect=false",
+                "--bind-address", "127.0.0.1", "--secure-port", "10259", "--leader-elect=false",
             ])
             self._start("kwok", [
                 "--kubeconfig", str(self.workdir / "kwok.kubeconfig"),
@@ -199,7 +250,7 @@ class LocalControlPlane:
                 "--manage-all-nodes=false",
                 "--manage-nodes-with-annotation-selector", "=".join(KWOK_NODE_ANNOTATION),
                 "--cidr", POD_CIDR, "--node-ip", "10.0.0.1",
-                "--server-address", f"127.0.0.1:{free_port()}",
+                "--server-address", "127.0.0.1:10247",
             ])
             self.wait_for(lambda: self._ready_controllers(), "the controllers and the scheduler to start")
         except BaseException:
@@ -218,6 +269,7 @@ class LocalControlPlane:
                 component.process.kill()
                 component.process.wait(timeout=5)
         self.components.clear()
+        self.network.down()
 
     def check_running(self) -> None:
         for component in self.components:
@@ -243,7 +295,8 @@ class LocalControlPlane:
     def _start(self, name: str, args: list[str]) -> Component:
         log = self.workdir / f"{name}.log"
         handle = log.open("wb")
-        process = subprocess.Popen([str(self.engines / name), *args], stdout=handle, stderr=subprocess.STDOUT,
+        process = subprocess.Popen(self.network.inside([str(self.engines / name), *args]), stdout=handle,
+                                   stderr=subprocess.STDOUT,
                                    stdin=subprocess.DEVNULL, cwd=self.workdir, start_new_session=True)
         handle.close()
         component = Component(name, process, log)
@@ -251,27 +304,24 @@ class LocalControlPlane:
         return component
 
     def _start_etcd(self) -> None:
-        client, peer = free_port(), free_port()
-        self.etcd_url = f"http://127.0.0.1:{client}"
+        self.etcd_url = f"http://127.0.0.1:{ETCD_PORT}"
+        peer = f"http://127.0.0.1:{ETCD_PEER_PORT}"
         self._start("etcd", [
             "--name", "rehearsal", "--data-dir", str(self.workdir / "etcd"),
             "--listen-client-urls", self.etcd_url, "--advertise-client-urls", self.etcd_url,
-            "--listen-peer-urls", f"http://127.0.0.1:{peer}",
-            "--initial-advertise-peer-urls", f"http://127.0.0.1:{peer}",
-            "--initial-cluster", f"rehearsal=http://127.0.0.1:{peer}",
+            "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
+            "--initial-cluster", f"rehearsal={peer}",
             # a throwaway store: durability buys nothing and costs seconds per write burst
             "--unsafe-no-fsync", "--log-level", "warn",
-        ])
-        self.wait_for(lambda: urllib.request.urlopen(f"{self.etcd_url}/health", timeout=2).status == 200,
-                      "etcd to answer /health")
+        ])  # its health is part of the API server's /readyz
 
     def _start_apiserver(self) -> None:
-        port = free_port()
-        self.server = f"https://127.0.0.1:{port}"
+        self.server = f"https://{self.network.ip}:{APISERVER_PORT}"
         p = self.pki.path
         self._start("kube-apiserver", [
             "--etcd-servers", self.etcd_url,
-            "--bind-address", "127.0.0.1", "--secure-port", str(port), "--advertise-address", "127.0.0.1",
+            "--bind-address", "0.0.0.0", "--secure-port", str(APISERVER_PORT),
+            "--advertise-address", self.network.ip,
             "--endpoint-reconciler-type", "none",
             "--tls-cert-file", p("apiserver.crt"), "--tls-private-key-file", p("apiserver.key"),
             "--client-ca-file", p("ca.crt"),
@@ -279,8 +329,10 @@ class LocalControlPlane:
             "--service-account-issuer", "https://kubernetes.default.svc.cluster.local",
             "--service-account-key-file", p("sa.pub"), "--service-account-signing-key-file", p("sa.key"),
             "--service-cluster-ip-range", SERVICE_CIDR,
-            # the admission plugins on by default, and NodeRestriction as every production cluster has it
+            # the admission plugins on by default, and NodeRestriction as every production cluster has it; not the
+            # webhooks, whose servers are kwok pods that serve nothing
             "--enable-admission-plugins", "NodeRestriction",
+            "--disable-admission-plugins", "MutatingAdmissionWebhook,ValidatingAdmissionWebhook",
             # GPU agents (dcgm-exporter, device plugins) are privileged DaemonSets; Pod Security admission
             # still applies each namespace's level
             "--allow-privileged=true",

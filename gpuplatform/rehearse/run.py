@@ -127,7 +127,10 @@ def rehearse(raw: dict, stack: str, cfg, *, engines: Optional[Path] = None, keep
                 return None, [f"{len(wanted)} controllers of ACK and its add-ons"], True
             _timed(report, "ACK's system pods", ack_pods)
 
-        raw_rehearsed, notes = rehearsal_namespace(raw, str(cp.admin_kubeconfig))
+        from gpuplatform.chart_render import charts_dir
+
+        packages = charts_dir().path
+        raw_rehearsed, notes = rehearsal_namespace(raw, str(cp.admin_kubeconfig), str(packages) if packages else None)
         report.notes += notes
         before = inventory(cp)
         cli = PulumiCli(engines, workdir / "pulumi")

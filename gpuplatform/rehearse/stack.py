@@ -22,11 +22,15 @@ def kubernetes_minor(version: str) -> str:
     return ".".join(parts[:2])
 
 
-def rehearsal_namespace(raw: dict[str, Any], kubeconfig_path: str) -> tuple[dict[str, Any], list[str]]:
+def rehearsal_namespace(raw: dict[str, Any], kubeconfig_path: str,
+                        chart_packages: str | None = None) -> tuple[dict[str, Any], list[str]]:
     """``raw`` (the stack file's ``gpu-platform`` namespace, keys without the prefix) for the local control plane at
-    ``kubeconfig_path``, and the notes on what was replaced."""
+    ``kubeconfig_path``, its charts installed from ``chart_packages`` (no chart repository is reachable here), and
+    the notes on what was replaced."""
     out = copy.deepcopy(raw)
     notes: list[str] = []
+    if chart_packages and not (out.get("settings") or {}).get("chartPackages"):
+        out.setdefault("settings", {})["chartPackages"] = chart_packages
     cluster = dict(out.get("cluster") or {})
     kind = cluster.get("kind", "kubeconfig")
     version = kubernetes_minor(cluster.get("kubernetesVersion", ""))

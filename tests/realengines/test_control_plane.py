@@ -50,3 +50,21 @@ def test_a_kwok_node_is_ready_with_the_capacity_it_was_given(control_plane):
     assert node["status"]["allocatable"] == {"cpu": "15500m", "memory": "58Gi", "nvidia.com/gpu": "1",
                                              "pods": "64"}
     assert node["spec"]["taints"] == [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}]
+
+
+def test_nothing_the_control_plane_dials_can_leave_the_machine(control_plane):
+    """A webhook, an aggregated API or a pod address kwok made up: inside the control plane's network namespace
+    the only routes are its own /30 and loopback, so a dial elsewhere fails at once (no packet leaves)."""
+    import subprocess
+    import sys
+
+    probe = ("import socket, errno\n"
+             "s = socket.socket(); s.settimeout(2)\n"
+             "try:\n    s.connect(('10.244.0.5', 443)); print('connected')\n"
+             "except OSError as e:\n    print(errno.errorcode.get(e.errno, e))\n")
+    done = subprocess.run(control_plane.network.inside([sys.executable, "-c", probe]), capture_output=True,
+                          text=True, timeout=30)
+    assert done.stdout.strip() == "ENETUNREACH", done.stdout + done.stderr
+    routes = subprocess.run(control_plane.network.inside(["ip", "route"]), capture_output=True, text=True,
+                            timeout=10).stdout
+    assert "default" not in routes

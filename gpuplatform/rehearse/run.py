@@ -54,6 +54,8 @@ class Report:
     autoscalers: list = field(default_factory=list)
     second_up_changes: dict = field(default_factory=dict)
     left_after_destroy: list = field(default_factory=list)
+    kept_by_helm: list = field(default_factory=list)
+    """The charts' CRDs (and the API server's APIService of their groups), which Helm never deletes."""
 
     @property
     def ok(self) -> bool:
@@ -180,12 +182,16 @@ def rehearse(raw: dict, stack: str, cfg, *, engines: Optional[Path] = None, keep
             outcome = cli.destroy(project, stack)
             deadline = time.monotonic() + settle_timeout
             while True:
-                left = left_behind(before, inventory(cp))
+                left, kept = left_behind(before, inventory(cp))
                 if not left or time.monotonic() > deadline:
                     break
                 time.sleep(2)
             report.left_after_destroy = left
-            return None, [f"deleted: {_summary(outcome.changes)}", *[f"left: {x}" for x in left[:30]]], \
+            report.kept_by_helm = kept
+            crds = sum(x.startswith("CustomResourceDefinition") for x in kept)
+            return None, [f"deleted: {_summary(outcome.changes)}", *[f"left: {x}" for x in left[:30]],
+                          *([f"kept by Helm by design: {crds} CRDs of the charts' crds/ directories (Helm never "
+                             "deletes a CRD: every object of its kind would go with it)"] if crds else [])], \
                 outcome.ok and not left
         _timed(report, "destroy leaves nothing", destroy)
     except (_Stop, ControlPlaneError):

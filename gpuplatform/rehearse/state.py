@@ -76,7 +76,19 @@ def inventory(cp: LocalControlPlane) -> set[tuple[str, str, str]]:
     return found
 
 
-def left_behind(before: set, after: set) -> list[str]:
-    """What a destroy left that was not there before the first ``up``; a service account token or a namespace's
-    default service account and root CA ConfigMap go with their namespace."""
-    return sorted(f"{kind} {ns + '/' if ns else ''}{name}" for kind, ns, name in after - before)
+def _shown(kind: str, ns: str, name: str) -> str:
+    return f"{kind} {ns + '/' if ns else ''}{name}"
+
+
+def left_behind(before: set, after: set) -> tuple[list[str], list[str]]:
+    """(what a destroy left that was not there before the first ``up``, what of it Helm keeps by design).
+
+    Helm installs the CRDs of a chart's ``crds/`` directory and never deletes them on uninstall (helm.sh docs,
+    "Custom Resource Definitions": "CRDs are never deleted", since deleting one deletes every object of its kind
+    in the cluster); the API server's own APIService for each served group goes with its CRD."""
+    left = after - before
+    crd_groups = {name.split(".", 1)[1] for kind, _ns, name in left if kind == "CustomResourceDefinition"}
+    kept = {(kind, ns, name) for kind, ns, name in left
+            if kind == "CustomResourceDefinition"
+            or (kind == "APIService" and name.split(".", 1)[-1] in crd_groups)}
+    return (sorted(_shown(*x) for x in left - kept), sorted(_shown(*x) for x in kept))

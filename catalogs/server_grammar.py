@@ -33,6 +33,30 @@ ENTRYPOINTS: dict[str, dict[str, str]] = {
 """Each table's entry points and the command that runs it (the vLLM image's ENTRYPOINT is the ``api_server`` one:
 vllm-project/vllm docker/Dockerfile ``ENTRYPOINT ["python3", "-m", "vllm.entrypoints.openai.api_server"]``)."""
 
+IMAGE_ENTRYPOINTS: dict[str, str] = {"vllm": "api_server"}
+"""The entry point an official image starts when the workload sets no ``command``: vLLM's image runs
+``python3 -m vllm.entrypoints.openai.api_server`` (vllm-project/vllm v0.9.2 docker/Dockerfile, stage
+``vllm-openai``: ``ENTRYPOINT ["python3", "-m", "vllm.entrypoints.openai.api_server"]``); SGLang's image sets none
+(sgl-project/sglang v0.5.4 docker/Dockerfile), so its workloads name ``python3 -m sglang.launch_server``."""
+
+_MODULES = {"vllm.entrypoints.openai.api_server": ("vllm", "api_server"),
+            "sglang.launch_server": ("sglang", "launch_server")}
+
+
+def entrypoint_of(server: str, command: list[str]) -> Optional[tuple[str, int]]:
+    """(entry point, how many words of ``command`` name it) for a command that starts ``server``: ``vllm serve``,
+    ``python3 -m vllm.entrypoints.openai.api_server``, ``python3 -m sglang.launch_server`` (``exec`` and a path
+    before the program are allowed); None for any other command."""
+    i = 1 if command[:1] == ["exec"] else 0
+    words = [w.rsplit("/", 1)[-1] if n == i else w for n, w in enumerate(command)]
+    if server == "vllm" and words[i:i + 2] == ["vllm", "serve"]:
+        return "serve", i + 2
+    if re.fullmatch(r"python(3(\.\d+)?)?", words[i] if len(words) > i else "") and words[i + 1:i + 2] == ["-m"] \
+            and len(words) > i + 2 and _MODULES.get(words[i + 2], ("", ""))[0] == server:
+        return _MODULES[words[i + 2]][1], i + 3
+    return None
+
+
 UNKNOWN = "\x00unknown\x00"
 """Stands in for a value the line takes from a variable this reading cannot expand (``$(SECRET_VAR)``): every type
 accepts it and reads it as :data:`UNKNOWN_VALUE`."""
@@ -313,7 +337,7 @@ def _flag_of(message: str) -> str:
                     r"the following arguments are required: (\S+)"):
         m = re.search(pattern, message)
         if m:
-            return m.group(1).rstrip(",")
+            return m.group(1).rstrip(",").split("=", 1)[0]
     return ""
 
 
@@ -504,6 +528,28 @@ def _recorder(cls: type) -> type:
 def options(server: str, version: str, entrypoint: str) -> list[dict]:
     table = flag_table(server, version)
     return table["entrypoints"][entrypoint]["options"] if table else []
+
+
+def resolve(server: str, version: str, entrypoint: str, word: str) -> str:
+    """The dest a word (``--tp``, ``--max_num_seqs=8``) sets, as the parser resolves it (exact spelling, vLLM's
+    underscores, then a unique prefix of a long option); "" when it names none or more than one."""
+    name = word.split("=", 1)[0]
+    if server == "vllm" and name.startswith("--"):
+        name = "--" + name[2:].split(".", 1)[0].replace("_", "-")
+    spelled = spellings(server, version, entrypoint)
+    if name in spelled:
+        return spelled[name]
+    if not name.startswith("--"):
+        return ""
+    hits = {d for s, d in spelled.items() if s.startswith(name) and s.startswith("--")}
+    return hits.pop() if len(hits) == 1 else ""
+
+
+def close_spellings(server: str, version: str, entrypoint: str, word: str) -> list[str]:
+    import difflib
+    name = word.split("=", 1)[0]
+    longs = [s for s in spellings(server, version, entrypoint) if s.startswith("--")]
+    return difflib.get_close_matches(name.replace("_", "-"), longs, n=2, cutoff=0.75)
 
 
 def spellings(server: str, version: str, entrypoint: str) -> dict[str, str]:

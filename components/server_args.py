@@ -1,8 +1,13 @@
 """A workload's inference server as its command line makes it run: ``command``, ``args`` and ``env`` read the way the
 server reads them (catalogs/server_cli.py), into the facts the package checks the workload against.
 
-Flags are ``--name value`` or ``--name=value``; the last one given wins (argparse and clap alike); a switch takes
-no value. A flag the catalog does not model is passed over, with no opinion on it (and so is a value it may take).
+For a server version the flag tables know (catalogs/server_flags/, generated from the server's own parser), the
+line is read by that parser's grammar (catalogs/server_grammar.py): an unknown flag, a value on a switch, a bad
+choice, a wrong type or an ambiguous prefix is an error naming the flag, the server and its version, as the
+server exits on it; the facts come from that reading (``--tp 2`` is SGLang's ``--tp-size``). For a version the
+tables do not know, ``ServerFacts.notes`` says so and the line is read by the catalog's flags alone: ``--name
+value`` or ``--name=value``, the last one wins, a switch takes no value, and a flag the catalog does not model is
+passed over.
 Kubernetes expands ``$(VAR)`` in ``command`` and ``args`` from the container's environment (Kubernetes API,
 Container ``args``: "Variable references $(VAR_NAME) are expanded using the container's environment"), so a
 reference to a ``secretEnv`` variable is how a credential reaches a flag without sitting in the pod spec.
@@ -15,6 +20,8 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from gpuplatform.catalogs import server_cli as cli
+from gpuplatform.catalogs import server_grammar as grammar
+from gpuplatform.catalogs.metrics import image_version
 from gpuplatform.catalogs.secrets import SECRET_ENV_PATTERN, credential_in
 from gpuplatform.catalogs.system_components import image_repository
 from gpuplatform.components.config import Workload
@@ -52,6 +59,10 @@ class ServerFacts:
     """The command line is a shell script (``sh -c``), read as its words."""
     config_file: bool = False
     """The server reads further settings from a file: defaults the line does not override are not known."""
+    reading: Optional[grammar.Reading] = None
+    """The line as the server's own parser reads it, when the flag tables know the image's version."""
+    notes: list = field(default_factory=list)
+    """(stack path, message) of what is not judged and why (a server version the flag tables do not know)."""
 
     def get(self, fact: str, default: Any = None) -> Any:
         s = self.settings.get(fact)
@@ -252,7 +263,116 @@ def parse(w: Workload) -> Optional[ServerFacts]:
         except ValueError:
             wanted = "a number" if flag.value in ("int", "float") else "true or false"
             facts.problems.append((key, f"{shown!r}: {raw!r} is not {wanted}"))
+    _read_with_grammar(w, spec, facts, tokens, shell, env)
     return facts
+
+
+def _read_with_grammar(w: Workload, spec: cli.ServerCli, facts: ServerFacts, tokens: list, shell: bool,
+                       env: dict) -> None:
+    """The line read by the server's own grammar, when the tables know the image's version: its problems replace
+    the catalog reading's, and the facts it sets (every spelling and prefix the parser takes) override it."""
+    if spec.name not in grammar.ENTRYPOINTS:
+        return
+    version = image_version(w.image)
+    title = grammar.TITLES[spec.name]
+    known = grammar.known_versions(spec.name)
+    if version is None or grammar.flag_table(spec.name, grammar.version_text(version)) is None:
+        said = f"{title} {grammar.version_text(version)}" if version else f"{title} image {w.image!r} (no version tag)"
+        facts.notes.append(("image", f"{said}: the flag tables know {', '.join(known)}; the command line is not "
+                                     "read by this version's parser (only the flags the catalog models are read)"))
+        return
+    vtext = grammar.version_text(version)
+    words = [t for _, t in tokens]
+    n_command = 0 if shell else len(w.command)
+    if n_command == 0 and not shell:
+        entry = grammar.IMAGE_ENTRYPOINTS.get(spec.name) if facts.official_image else None
+        if entry is None:
+            facts.notes.append(("command", f"{title} {vtext}: no command, and the image's entry point is not known; "
+                                           "the line is not read by its parser"))
+            return
+        start = 0
+    else:
+        found = grammar.entrypoint_of(spec.name, words)
+        if found is None:
+            facts.notes.append(("command", f"{title} {vtext}: the command starts none of its entry points "
+                                           f"({', '.join(grammar.ENTRYPOINTS[spec.name].values())}); the line is "
+                                           "not read by its parser"))
+            return
+        entry, start = found
+    argv_keys = tokens[start:]
+    argv = []
+    for _, token in argv_keys:
+        text, unknown = _expand(token, env)
+        if unknown or (shell and SHELL_REF.search(text)):
+            text = K8S_REF.sub(lambda m: grammar.UNKNOWN if m.group(1) else "$", text)
+            text = SHELL_REF.sub(grammar.UNKNOWN, text) if shell else text
+        argv.append(text)
+    reading = grammar.read(spec.name, vtext, entry, argv)
+    facts.reading = reading
+    facts.problems = [p for p in facts.problems if p[0].startswith("env.")]
+    if not reading.accepted:
+        facts.problems.append((_key_of(argv_keys, reading.flag), refusal(reading, spec.name, entry)))
+        return
+    for flag in spec.flags:
+        if not flag.names:
+            continue
+        dest = grammar.spellings(spec.name, vtext, entry).get(flag.names[0])
+        if dest is None:  # not a flag of this version (vLLM's --uds before 0.10.1): the line cannot have set it
+            if facts.settings.get(flag.fact) is not None and facts.settings[flag.fact].path in ("args", "command"):
+                facts.settings.pop(flag.fact)
+            continue
+        if dest not in reading.given or flag.secret:
+            continue
+        value = reading.values.get(dest)
+        if value is grammar.UNKNOWN_VALUE:
+            facts.settings.pop(flag.fact, None)
+            continue
+        key, token = _last_token(spec.name, vtext, entry, argv_keys, dest)
+        facts.settings[flag.fact] = Setting(value, f"{key} {token!r}", key)
+
+
+def refusal(reading: grammar.Reading, server: str, entrypoint: str) -> str:
+    """The error for a line the server's parser refuses: the flag, the server and its version, the parser's own
+    words, and what is allowed."""
+    flag = reading.flag or "the command line"
+    hint = ""
+    if "unrecognized arguments" in reading.error and reading.flag.startswith("-"):
+        close = grammar.close_spellings(server, reading.version, entrypoint, reading.flag)
+        hint = f" (did you mean {' or '.join(close)}?)" if close else ""
+        allowed = f"a flag {reading.title} declares{hint}; catalogs/server_flags/{server}-{reading.version}.json " \
+                  "lists them"
+    elif "unrecognized arguments" in reading.error:
+        allowed = ("the model as `vllm serve MODEL` (command [vllm, serve, MODEL]) or `--model MODEL` under the "
+                   "image's entry point" if server == "vllm" else "flags only; the model goes in --model-path")
+    elif "ignored explicit argument" in reading.error:
+        allowed = f"{reading.flag} alone (it is a switch and takes no value)"
+    elif "ambiguous option" in reading.error:
+        allowed = "the full spelling of one of the flags it could match"
+    elif "With `vllm serve`" in reading.error:
+        allowed = "`vllm serve MODEL` (the model as the word after serve), without --model"
+    else:
+        allowed = f"what {reading.title}'s parser accepts for {flag}"
+    return f"{flag}: {reading.title} ({grammar.ENTRYPOINTS[server][entrypoint]}) exits on this line: " \
+           f"{reading.error}; allowed: {allowed}"
+
+
+def _key_of(argv_keys: list, flag: str) -> str:
+    """The stack key (``args``, ``command``) of the word that names ``flag``."""
+    for key, token in argv_keys:
+        if flag and token.split("=", 1)[0] == flag:
+            return key
+    return argv_keys[-1][0] if argv_keys else "args"
+
+
+def _last_token(server: str, version: str, entry: str, argv_keys: list, dest: str) -> tuple[str, str]:
+    """(key, words) of the last flag on the line that sets ``dest``, with its value for messages."""
+    found = ("args", dest)
+    for i, (key, token) in enumerate(argv_keys):
+        if token.startswith("-") and grammar.resolve(server, version, entry, token) == dest:
+            shown = token if "=" in token or i + 1 >= len(argv_keys) or argv_keys[i + 1][1].startswith("-") \
+                else f"{token}={argv_keys[i + 1][1]}"
+            found = (key, shown)
+    return found
 
 
 def _check_credential(facts: "ServerFacts", key: str, text: str) -> None:

@@ -33,6 +33,8 @@ def check_server(cfg: PlatformConfig, p: str, w: Workload, f: Optional[PoolFacts
     for path, message in facts.problems:
         out.add(f"{p}.{path}", message)
     _check_secrets(p, w, facts, out)
+    if facts.reading is not None and not facts.reading.accepted:
+        return  # the server exits on its command line: what it would do with it is moot
     _check_listening(p, w, facts, out)
     _check_metrics(p, w, facts, out)
     _check_health(p, w, facts, out)

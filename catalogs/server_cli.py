@@ -190,6 +190,18 @@ SERVER_CLIS: dict[str, ServerCli] = {c.name: c for c in (
         source="triton-inference-server/server src/command_line_parser.cc, src/http_server.cc"),
 )}
 
+SHARED_MEMORY_GIB: dict[str, float] = {"vllm": 2, "sglang": 32, "tgi": 1}
+"""Size of the memory-backed ``/dev/shm`` each server documents for a replica that spans more than one GPU (the
+container runtime gives 64 MiB, and NCCL and PyTorch's tensor-parallel workers exchange through shared memory):
+vLLM's Kubernetes guide mounts an ``emptyDir`` ``medium: Memory`` of ``sizeLimit: 2Gi`` at ``/dev/shm``
+(docs.vllm.ai/en/v0.9.2/deployment/k8s.html: "PyTorch uses shared memory to share data between processes under
+the hood, particularly for tensor parallel inference"); SGLang's install guide runs its image with
+``--shm-size 32g`` (docs.sglang.ai/get_started/install.html, "Method 3: Using docker"); TGI's README with
+``--shm-size 1g`` and, on Kubernetes, an ``emptyDir`` ``medium: Memory`` of ``sizeLimit: 1Gi`` ("A note on Shared
+Memory (shm)"). Triton's replicas span GPUs per model configuration, which is not read here."""
+
+SHM_MOUNT_PATH = "/dev/shm"
+
 LOOPBACK = ("127.0.0.1", "localhost", "::1", "[::1]")
 """Addresses only the pod's own processes reach: the kubelet probes and the Service connect to the pod's IP."""
 

@@ -869,6 +869,11 @@ class Workload(Model):
     false."""
     read_only_root_filesystem: bool = True
     """Default true; a writable ``/tmp`` emptyDir is mounted."""
+    shared_memory_gib: Optional[float] = Field(None, gt=0, le=1024)
+    """Size in GiB of the memory-backed ``/dev/shm`` (an ``emptyDir`` with ``medium: Memory``) mounted in each
+    replica; it counts against the replica's memory. Default: when a replica spans more than one GPU (tensor,
+    pipeline or data parallel), the size its server documents (catalogs/server_cli.py ``SHARED_MEMORY_GIB``: vLLM
+    2, SGLang 32, TGI 1); none otherwise (the container runtime's 64 MiB)."""
     replicas: Optional[int] = Field(None, ge=1, le=1000)
     """Fixed replica count of a workload without an autoscaler (notebooks, a single-replica service): the
     Deployment sets ``spec.replicas`` and no HPA is created. Exactly one of ``replicas`` and ``autoscaling``.

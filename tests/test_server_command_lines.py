@@ -488,3 +488,27 @@ def test_a_version_the_tables_do_not_know_is_said_as_such():
     facts = parse(load(raw).workloads[0])
     assert facts.reading is None
     assert any("vLLM 0.10.1: the flag tables know 0.9.2" in message for _, message in facts.notes)
+
+
+# ---------------------------------------------------------------------------------------------- shared memory
+def _deployment_of(raw: dict) -> dict:
+    from gpuplatform.components.workload_manifests import deployment  # noqa: F401
+    from support import synth
+    (d,) = of_type(synth(raw), "kubernetes:apps/v1:Deployment")
+    return d.inputs["spec"]["template"]["spec"]
+
+
+def test_a_two_gpu_vllm_deployment_mounts_memory_backed_dev_shm():
+    raw = _two_l20(vllm())
+    raw["nodePools"][0]["gpuModel"] = "L20"
+    args_of(raw).append("--tensor-parallel-size=2")
+    spec = _deployment_of(raw)
+    assert {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "2Gi"}} in spec["volumes"]
+    assert {"name": "dshm", "mountPath": "/dev/shm"} in spec["containers"][0]["volumeMounts"]
+
+
+def test_one_gpu_gets_no_dev_shm_unless_the_stack_sizes_it():
+    raw = vllm()
+    assert all(v["name"] != "dshm" for v in _deployment_of(raw)["volumes"])
+    raw["workloads"][0]["sharedMemoryGib"] = 0.5
+    assert {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "512Mi"}} in _deployment_of(raw)["volumes"]

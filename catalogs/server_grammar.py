@@ -15,6 +15,7 @@ these tables cover the same way.
 from __future__ import annotations
 
 import argparse
+import difflib
 import functools
 import json
 import re
@@ -407,6 +408,33 @@ class Reading:
         return f"{TITLES.get(self.server, self.server)} {self.version}"
 
 
+def refusal(reading: Reading) -> str:
+    """The error for a line the server's parser refuses: the flag, the server and its version, the parser's own
+    words, and what is allowed."""
+    server, entrypoint = reading.server, reading.entrypoint
+    flag = reading.flag or "the command line"
+    hint = ""
+    if "unrecognized arguments" in reading.error and reading.flag.startswith("-"):
+        close = close_spellings(server, reading.version, entrypoint, reading.flag)
+        hint = f" (did you mean {' or '.join(close)}?)" if close else ""
+        allowed = f"a flag {reading.title} declares{hint}; catalogs/server_flags/{server}-{reading.version}.json " \
+                  "lists them"
+    elif "unrecognized arguments" in reading.error:
+        allowed = ("the model as `vllm serve MODEL` (command [vllm, serve, MODEL]) or `--model MODEL` under the "
+                   "image's entry point" if server == "vllm" else "flags only; the model goes in --model-path")
+    elif "ignored explicit argument" in reading.error:
+        allowed = f"{reading.flag} alone (it is a switch and takes no value)"
+    elif "ambiguous option" in reading.error:
+        allowed = "the full spelling of one of the flags it could match"
+    elif "With `vllm serve`" in reading.error:
+        allowed = "`vllm serve MODEL` (the model as the word after serve), without --model"
+    else:
+        allowed = f"what {reading.title}'s parser accepts for {flag}"
+    return f"{flag}: {reading.title} ({ENTRYPOINTS[server][entrypoint]}) exits on this line: " \
+           f"{reading.error}; allowed: {allowed}"
+
+
+
 def _vllm_preprocess(argv: list[str], entrypoint: str) -> list[str]:
     """vllm==0.9.2 utils/__init__.py:1465-1560 (``FlexibleArgumentParser.parse_args``): under ``vllm serve`` a
     ``--model`` is an error; ``--a_b`` is read as ``--a-b`` (up to the first ``.``); ``-O3`` is ``-O.level=3``;
@@ -546,10 +574,24 @@ def resolve(server: str, version: str, entrypoint: str, word: str) -> str:
 
 
 def close_spellings(server: str, version: str, entrypoint: str, word: str) -> list[str]:
-    import difflib
     name = word.split("=", 1)[0]
     longs = [s for s in spellings(server, version, entrypoint) if s.startswith("--")]
     return difflib.get_close_matches(name.replace("_", "-"), longs, n=2, cutoff=0.75)
+
+
+PARALLEL_DESTS = ("tensor_parallel_size", "pipeline_parallel_size")
+
+
+def gpus_spanned(server: str, values: dict) -> int:
+    """GPUs one replica's server spans, from its reading: vLLM tensor x pipeline x (local, else global) data
+    parallel (vllm==0.9.2 config.py ParallelConfig.world_size, times the data-parallel engines a node runs); SGLang
+    tensor x pipeline x data parallel (sglang==0.5.4 srt/server_args.py: --dp-size engines of --tp-size GPUs)."""
+    n = 1
+    for dest in PARALLEL_DESTS:
+        n *= values.get(dest) or 1
+    if server == "vllm":
+        return n * (values.get("data_parallel_size_local") or values.get("data_parallel_size") or 1)
+    return n * (values.get("data_parallel_size") or 1)
 
 
 def spellings(server: str, version: str, entrypoint: str) -> dict[str, str]:

@@ -311,7 +311,7 @@ def _read_with_grammar(w: Workload, spec: cli.ServerCli, facts: ServerFacts, tok
     facts.reading = reading
     facts.problems = [p for p in facts.problems if p[0].startswith("env.")]
     if not reading.accepted:
-        facts.problems.append((_key_of(argv_keys, reading.flag), refusal(reading, spec.name, entry)))
+        facts.problems.append((_key_of(argv_keys, reading.flag), grammar.refusal(reading)))
         return
     for flag in spec.flags:
         if not flag.names:
@@ -329,31 +329,6 @@ def _read_with_grammar(w: Workload, spec: cli.ServerCli, facts: ServerFacts, tok
             continue
         key, token = _last_token(spec.name, vtext, entry, argv_keys, dest)
         facts.settings[flag.fact] = Setting(value, f"{key} {token!r}", key)
-
-
-def refusal(reading: grammar.Reading, server: str, entrypoint: str) -> str:
-    """The error for a line the server's parser refuses: the flag, the server and its version, the parser's own
-    words, and what is allowed."""
-    flag = reading.flag or "the command line"
-    hint = ""
-    if "unrecognized arguments" in reading.error and reading.flag.startswith("-"):
-        close = grammar.close_spellings(server, reading.version, entrypoint, reading.flag)
-        hint = f" (did you mean {' or '.join(close)}?)" if close else ""
-        allowed = f"a flag {reading.title} declares{hint}; catalogs/server_flags/{server}-{reading.version}.json " \
-                  "lists them"
-    elif "unrecognized arguments" in reading.error:
-        allowed = ("the model as `vllm serve MODEL` (command [vllm, serve, MODEL]) or `--model MODEL` under the "
-                   "image's entry point" if server == "vllm" else "flags only; the model goes in --model-path")
-    elif "ignored explicit argument" in reading.error:
-        allowed = f"{reading.flag} alone (it is a switch and takes no value)"
-    elif "ambiguous option" in reading.error:
-        allowed = "the full spelling of one of the flags it could match"
-    elif "With `vllm serve`" in reading.error:
-        allowed = "`vllm serve MODEL` (the model as the word after serve), without --model"
-    else:
-        allowed = f"what {reading.title}'s parser accepts for {flag}"
-    return f"{flag}: {reading.title} ({grammar.ENTRYPOINTS[server][entrypoint]}) exits on this line: " \
-           f"{reading.error}; allowed: {allowed}"
 
 
 def _key_of(argv_keys: list, flag: str) -> str:

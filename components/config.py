@@ -839,7 +839,13 @@ class Workload(Model):
     command: list[str] = Field(default_factory=list)
     """Container command. Default: the image's entrypoint."""
     args: list[str] = Field(default_factory=list)
-    """Container arguments. Default: the image's."""
+    """Container arguments, one word per item (``[--tensor-parallel-size, "2"]``). Default: the image's."""
+    command_line: Optional[str] = None
+    """The server's command line as one string, as it is typed in a shell (``vllm serve /models/m
+    --tensor-parallel-size 2``): split as a shell splits it (quotes, no expansion) and written as ``command`` and
+    ``args`` for the image's entry point (vLLM's image: ``--model /models/m ...`` after its ``api_server``
+    entry point; SGLang: ``python3 -m sglang.launch_server ...``); a line that cannot be is refused with the fix.
+    Not with ``command`` or ``args``. Default none."""
     env: dict[str, str] = Field(default_factory=dict)
     """Plain environment variables (no secrets: use ``secretEnv``). Default none."""
     secret_env: dict[str, SecretRef] = Field(default_factory=dict)
@@ -891,6 +897,21 @@ class Workload(Model):
     service_model: ServiceModel = Field(default_factory=ServiceModel)
     """Load model for ``gpuplatform simulate`` only. Default: 10 requests/s per replica at target, 20 ms per
     request, model load = startup probe budget, 60 s image pull."""
+
+    @model_validator(mode="after")
+    def _split_command_line(self) -> "Workload":
+        """``commandLine`` as ``command`` and ``args`` (components/server_args.py ``split_command_line``); a line
+        that does not split, or comes with ``command`` or ``args``, is left for validation to report."""
+        if self.command_line is None or self.command or self.args:
+            return self
+        from gpuplatform.components.server_args import split_command_line
+        try:
+            command, args = split_command_line(self.server, self.image, self.command_line)
+        except ValueError:
+            return self
+        object.__setattr__(self, "command", command)
+        object.__setattr__(self, "args", args)
+        return self
 
     @model_validator(mode="after")
     def _derive_targets(self) -> "Workload":

@@ -198,6 +198,12 @@ def parse(w: Workload) -> Optional[ServerFacts]:
             facts.settings[flag.fact] = Setting("(a Secret)", f"secretEnv {name}", f"secretEnv.{name}")
     tokens, shell = _tokens(w)
     facts.shell = shell
+    joined = [] if shell else [(key, token, split_needed(token)) for key, token in tokens]
+    for key, token, split in joined:
+        if split:
+            facts.problems.append((key, f"{token!r} is one word to the server (each item is one argument); "
+                                        f"allowed: two items {split[0]!r}, {split[1]!r}, or "
+                                        f"'{split[0]}={split[1]}'"))
     i = 0
     while i < len(tokens):
         key, token = tokens[i]
@@ -309,8 +315,11 @@ def _read_with_grammar(w: Workload, spec: cli.ServerCli, facts: ServerFacts, tok
         argv.append(text)
     reading = grammar.read(spec.name, vtext, entry, argv)
     facts.reading = reading
-    facts.problems = [p for p in facts.problems if p[0].startswith("env.")]
+    split = [p for p in facts.problems if "is one word to the server" in p[1]]
+    facts.problems = [p for p in facts.problems if p[0].startswith("env.")] + split
     if not reading.accepted:
+        if split:
+            return  # the split is the fix
         facts.problems.append((_key_of(argv_keys, reading.flag), grammar.refusal(reading)))
         return
     for flag in spec.flags:
@@ -348,6 +357,68 @@ def _last_token(server: str, version: str, entry: str, argv_keys: list, dest: st
                 else f"{token}={argv_keys[i + 1][1]}"
             found = (key, shown)
     return found
+
+
+SHELL_OPERATORS = ("|", "||", "&&", ";", "&", ">", ">>", "<", "2>", "2>&1")
+
+
+def split_command_line(server: Optional[str], image: str, text: str) -> tuple[list[str], list[str]]:
+    """(command, args) of a ``commandLine``: split as a shell would (``shlex``: quotes, no expansion), then written
+    for the image's entry point. ValueError with the fix for a line that cannot be."""
+    try:
+        words = shlex.split(text)
+    except ValueError as e:
+        raise ValueError(f"{text!r} does not split as a shell would split it ({e}); allowed: balanced quotes") \
+            from None
+    if not words:
+        raise ValueError("empty; allowed: the server's command line, e.g. 'vllm serve /models/m --port 8000'")
+    operators = [w for w in words if w in SHELL_OPERATORS]
+    if operators:
+        raise ValueError(f"{text!r} is a shell script ({operators[0]!r}), which no shell runs here; allowed: "
+                         f"command: [sh, -c, {text!r}]")
+    spec = cli.SERVER_CLIS.get(server or "")
+    official = spec is not None and any(image_repository_matches(image, r) for r in spec.official_images)
+    program = words[0].rsplit("/", 1)[-1]
+    if server in grammar.ENTRYPOINTS:
+        found = grammar.entrypoint_of(server, words)
+        image_entry = grammar.IMAGE_ENTRYPOINTS.get(server) if official else None
+        if found is not None:
+            entry, n = found
+            rest = words[n:]
+            if entry == "serve" and image_entry == "api_server":
+                if "--model" in rest:
+                    raise ValueError(f"{text!r}: vLLM refuses --model after `vllm serve` (\"you should provide the "
+                                     "model as a positional argument\"); allowed: 'vllm serve MODEL ...'")
+                model = [] if not rest or rest[0].startswith("-") else ["--model", rest[0]]
+                return [], model + rest[len(model) // 2:]
+            if entry == image_entry:
+                return [], rest
+            return words[:n], rest
+        if words[0].startswith("-"):
+            if image_entry:
+                return [], words
+            if server == "sglang":
+                return ["python3", "-m", "sglang.launch_server"], words
+        starts = " or ".join(f"'{c} ...'" for c in grammar.ENTRYPOINTS[server].values())
+        raise ValueError(f"{text!r}: {words[0]!r} starts no {grammar.TITLES[server]} entry point; allowed: a line "
+                         f"starting {starts}" + (", or its flags only (the image's entry point)" if image_entry
+                                                 else ""))
+    if server == "tgi" and program == "text-generation-launcher":
+        return ([] if official else words[:1]), words[1:]
+    if server == "tgi" and words[0].startswith("-") and official:
+        return [], words
+    if server == "triton" and words[0].startswith("-"):
+        return ["tritonserver"], words
+    return words[:1], words[1:]
+
+
+def split_needed(token: str) -> Optional[tuple[str, str]]:
+    """(flag, value) of an args item holding both, separated by a space (``--tensor-parallel-size 2``): the server
+    receives it as one word."""
+    if not token.startswith("-") or " " not in token.split("=", 1)[0]:
+        return None
+    flag, _, value = token.partition(" ")
+    return (flag, value.strip()) if flag.lstrip("-") else None
 
 
 def _check_credential(facts: "ServerFacts", key: str, text: str) -> None:

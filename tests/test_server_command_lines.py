@@ -512,3 +512,41 @@ def test_one_gpu_gets_no_dev_shm_unless_the_stack_sizes_it():
     assert all(v["name"] != "dshm" for v in _deployment_of(raw)["volumes"])
     raw["workloads"][0]["sharedMemoryGib"] = 0.5
     assert {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "512Mi"}} in _deployment_of(raw)["volumes"]
+
+
+# ---------------------------------------------------------------------------------------------- commandLine
+def test_a_pasted_vllm_serve_line_runs_under_the_images_entry_point():
+    raw = vllm()
+    w = raw["workloads"][0]
+    w.pop("args")
+    w["commandLine"] = ("vllm serve /models/Qwen2.5-7B-Instruct --served-model-name qwen2.5-7b-instruct "
+                        "--port 8000 --max-model-len 8192")
+    got = load(raw).workloads[0]
+    assert got.command == [] and got.args[:2] == ["--model", "/models/Qwen2.5-7B-Instruct"]
+    assert got.args[-2:] == ["--max-model-len", "8192"]
+
+
+@pytest.mark.parametrize("line,said", [
+    ("vllm serve --model /models/m", "vLLM refuses --model after `vllm serve`"),
+    ("vllm serve /models/m | tee /tmp/log", "allowed: command: [sh, -c, 'vllm serve /models/m | tee /tmp/log']"),
+    ("vllm serve '/models/m", "does not split as a shell would split it"),
+    ("text-generation-launcher --model-id m", "starts no vLLM entry point"),
+])
+def test_a_command_line_that_cannot_be_written_is_refused_with_the_fix(line, said):
+    raw = vllm()
+    raw["workloads"][0].pop("args")
+    raw["workloads"][0]["commandLine"] = line
+    assert said in message_at(raw, f"{W}.commandLine")
+
+
+def test_command_line_and_args_together_are_refused():
+    raw = vllm(commandLine="vllm serve /models/m")
+    assert "allowed: commandLine alone" in message_at(raw, f"{W}.commandLine")
+
+
+def test_an_args_item_holding_flag_and_value_is_refused_with_its_split():
+    raw = sglang()
+    args_of(raw).append("--tp-size 2")
+    message = message_at(raw, f"{W}.args")
+    assert "'--tp-size 2' is one word to the server" in message
+    assert "allowed: two items '--tp-size', '2', or '--tp-size=2'" in message

@@ -550,3 +550,39 @@ def test_an_args_item_holding_flag_and_value_is_refused_with_its_split():
     message = message_at(raw, f"{W}.args")
     assert "'--tp-size 2' is one word to the server" in message
     assert "allowed: two items '--tp-size', '2', or '--tp-size=2'" in message
+
+
+# ---------------------------------------------------------------------------------------------- GPU capability, ranges
+def _on_t4(raw: dict) -> dict:
+    raw["nodePools"][0]["gpuModel"] = "T4"
+    raw["nodePools"][0]["instanceTypes"] = ["ecs.gn6i-c4g1.xlarge"]
+    return raw
+
+
+@pytest.mark.parametrize("extra,said", [
+    (["--dtype", "bfloat16"], "--dtype bfloat16: vLLM 0.9.2 needs a GPU of compute capability at least 8"),
+    (["--quantization", "fp8"], "--quantization fp8: vLLM 0.9.2 needs a GPU of compute capability at least 8"),
+])
+def test_a_dtype_or_quantization_the_t4_cannot_run_is_refused(extra, said):
+    raw = _on_t4(vllm())
+    args_of(raw).extend(extra)
+    message = message_at(raw, f"{W}.args")
+    assert said in message and "has T4 (7.5)" in message
+    raw = vllm()  # the A10 (8.6) runs both
+    args_of(raw).extend(extra)
+    assert f"{extra[0]} {extra[1]}:" not in str(rejected(raw) if _rejects(raw) else "")
+
+
+def _rejects(raw: dict) -> bool:
+    try:
+        load(raw)
+    except Exception:  # noqa: BLE001 - ConfigError
+        return True
+    return False
+
+
+def test_memory_utilization_written_as_a_percentage_is_refused():
+    raw = vllm()
+    args_of(raw).append("--gpu-memory-utilization=90")
+    message = message_at(raw, f"{W}.args")
+    assert "--gpu-memory-utilization 90: vLLM 0.9.2 takes a fraction" in message and "did you mean 0.9?" in message

@@ -34,11 +34,13 @@ ENTRYPOINTS: dict[str, dict[str, str]] = {
 """Each table's entry points and the command that runs it (the vLLM image's ENTRYPOINT is the ``api_server`` one:
 vllm-project/vllm docker/Dockerfile ``ENTRYPOINT ["python3", "-m", "vllm.entrypoints.openai.api_server"]``)."""
 
-IMAGE_ENTRYPOINTS: dict[str, str] = {"vllm": "api_server"}
+IMAGE_ENTRYPOINTS: dict[str, str] = {"vllm": "api_server", "tgi": "launcher"}
 """The entry point an official image starts when the workload sets no ``command``: vLLM's image runs
 ``python3 -m vllm.entrypoints.openai.api_server`` (vllm-project/vllm v0.9.2 docker/Dockerfile, stage
 ``vllm-openai``: ``ENTRYPOINT ["python3", "-m", "vllm.entrypoints.openai.api_server"]``); SGLang's image sets none
-(sgl-project/sglang v0.5.4 docker/Dockerfile), so its workloads name ``python3 -m sglang.launch_server``."""
+(sgl-project/sglang v0.5.4 docker/Dockerfile), so its workloads name ``python3 -m sglang.launch_server``; TGI's
+image runs ``text-generation-launcher`` (huggingface/text-generation-inference v3.3.7 Dockerfile ``ENTRYPOINT``);
+Triton's runs the command given (``tritonserver``)."""
 
 _MODULES = {"vllm.entrypoints.openai.api_server": ("vllm", "api_server"),
             "sglang.launch_server": ("sglang", "launch_server")}
@@ -430,7 +432,8 @@ def refusal(reading: Reading) -> str:
         allowed = "`vllm serve MODEL` (the model as the word after serve), without --model"
     else:
         allowed = f"what {reading.title}'s parser accepts for {flag}"
-    return f"{flag}: {reading.title} ({ENTRYPOINTS[server][entrypoint]}) exits on this line: " \
+    program = {**ENTRYPOINTS, **NATIVE_ENTRYPOINTS}[server][entrypoint]
+    return f"{flag}: {reading.title} ({program}) exits on this line: " \
            f"{reading.error}; allowed: {allowed}"
 
 
@@ -597,3 +600,145 @@ def gpus_spanned(server: str, values: dict) -> int:
 def spellings(server: str, version: str, entrypoint: str) -> dict[str, str]:
     """Every option string -> its dest."""
     return {s: o["dest"] for o in options(server, version, entrypoint) for s in o["option_strings"]}
+
+
+# --- the servers whose parsers are not Python: TGI (clap) and Triton (getopt_long) ------------------------------
+
+NATIVE_ENTRYPOINTS = {"tgi": {"launcher": "text-generation-launcher"}, "triton": {"tritonserver": "tritonserver"}}
+TRITON_CONTAINERS: dict[tuple, str] = {(24, 8): "2.49.0"}
+"""NGC container release -> the Triton release it ships (NVIDIA Triton Inference Server release notes, 24.08:
+"Triton Inference Server 2.49.0"): the image tag names the container."""
+
+_INT = re.compile(r"[+-]?\d+")
+_FLOAT = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?|[+-]?(inf|infinity|nan)", re.I)
+TRITON_BOOLS = {"true": True, "on": True, "1": True, "false": False, "off": False, "0": False}
+"""triton-inference-server/server v2.49.0 src/command_line_parser.cc:175-193 (``ParseOption<bool>``, any case)."""
+
+
+def native_version(server: str, version: Optional[tuple]) -> Optional[str]:
+    """The table version of an image's version: TGI's tag is its release; Triton's NGC tag is the container's."""
+    if version is None:
+        return None
+    if server == "triton":
+        return TRITON_CONTAINERS.get(tuple(version[:2]))
+    return version_text(version)
+
+
+def _native_value(server: str, o: dict, name: str, text: str):
+    kind = o["kind"]
+    if UNKNOWN in text:
+        return UNKNOWN_VALUE
+    if kind == "bool":
+        if server == "triton":
+            if text.lower() in TRITON_BOOLS:
+                return TRITON_BOOLS[text.lower()]
+            raise Refused(f"invalid value for bool option: {text}; allowed: true, on, 1, false, off, 0", name)
+        if text in ("true", "false"):  # clap value_parser!(bool)
+            return text == "true"
+        raise Refused(f"invalid value '{text}' for '{name} <{o['dest'].upper()}>': allowed: true, false", name)
+    if kind == "int":
+        if not _INT.fullmatch(text) or (o.get("unsigned") and text.startswith("-")):
+            raise Refused(f"invalid value '{text}' for '{name}': "
+                          f"{'an unsigned ' if o.get('unsigned') else 'an '}integer expected", name)
+        value = int(text)
+        if o.get("bits") and o.get("unsigned") and value >= 2 ** o["bits"]:
+            raise Refused(f"invalid value '{text}' for '{name}': number too large to fit in target type", name)
+        return value
+    if kind == "float":
+        if not _FLOAT.fullmatch(text):
+            raise Refused(f"invalid value '{text}' for '{name}': a number expected", name)
+        return float(text)
+    if kind == "choice":
+        if text not in o["choices"]:
+            raise Refused(f"invalid value '{text}' for '{name}'; allowed: {', '.join(o['choices'])}", name)
+    return text
+
+
+def read_native(server: str, version: str, argv: list[str]) -> Reading:
+    """``argv`` as TGI's launcher (clap: exact long names, ``--name value`` or ``--name=value``, a ``bool`` field a
+    switch that takes no value) or ``tritonserver`` (getopt_long: a unique prefix of a long name also works, every
+    option but ``--help`` takes a value, ``--name=value`` on a switch is refused) reads it."""
+    table = flag_table(server, version)
+    (entry, spec), = table["entrypoints"].items()
+    reading = Reading(server, version, entry, accepted=False)
+    opts = spec["options"]
+    by_name = {s: o for o in opts for s in o["option_strings"]}
+    ambiguous_shorts = set(spec.get("ambiguous_shorts", ()))
+    values: dict = {o["dest"]: None for o in opts}
+    given: set = set()
+    i = 0
+    try:
+        while i < len(argv):
+            word = argv[i]
+            i += 1
+            if not word.startswith("-") or word == "-":
+                raise Refused(f"unexpected argument '{word}' found", word)
+            if word == "--":
+                if i < len(argv):
+                    raise Refused(f"unexpected argument '{argv[i]}' found", argv[i])
+                break
+            name, eq, inline = word.partition("=")
+            o = by_name.get(name)
+            if o is None and server == "triton" and name.startswith("--"):
+                hits = [s for s in by_name if s.startswith(name)]
+                if len(hits) > 1:
+                    raise Refused(f"option '{name}' is ambiguous; possibilities: {' '.join(hits)}", name)
+                o = by_name.get(hits[0]) if hits else None
+            if name in ambiguous_shorts:
+                raise Refused(f"{name} is declared by more than one flag ("
+                              f"{', '.join(x['option_strings'][0] for x in opts if name in x['option_strings'])}), "
+                              "so which one it sets is not defined", name)
+            if o is None:
+                said = f"unrecognized option '{name}'" if server == "triton" else f"unexpected argument '{name}' found"
+                raise Refused(said, name)
+            shown = o["option_strings"][0]
+            if o["kind"] == "switch":
+                if eq:
+                    raise Refused(f"option '{shown}' doesn't allow an argument" if server == "triton" else
+                                  f"unexpected value '{inline}' for '{shown}' found; no more were expected", shown)
+                if o["dest"] == "help":
+                    raise Refused(f"{shown}: prints its help and exits, serving nothing", shown)
+                values[o["dest"]] = True
+                given.add(o["dest"])
+                continue
+            if eq:
+                text = inline
+            elif i < len(argv) and (server == "triton" or not argv[i].startswith("-")):
+                text = argv[i]
+                i += 1
+            else:
+                raise Refused(f"option '{shown}' requires an argument" if server == "triton" else
+                              f"a value is required for '{shown}' but none was supplied", shown)
+            if o.get("repeated"):
+                parts = text.split(o["delimiter"]) if o.get("delimiter") else [text]
+                values[o["dest"]] = (values[o["dest"]] or []) + [_native_value(server, o, shown, p) for p in parts]
+            else:
+                values[o["dest"]] = _native_value(server, o, shown, text)
+            given.add(o["dest"])
+    except Refused as e:
+        reading.error, reading.flag = e.message, e.flag
+        return reading
+    reading.accepted, reading.values, reading.given = True, values, given
+    return reading
+
+
+def table_version(server: str, version: Optional[tuple]) -> Optional[str]:
+    """The version the tables would hold for an image's version (None when the tag names none)."""
+    if server in NATIVE_ENTRYPOINTS:
+        return native_version(server, version)
+    return version_text(version) if version is not None else None
+
+
+def command_entrypoint(server: str, words: list[str]) -> Optional[tuple[str, int]]:
+    """:func:`entrypoint_of` for every server: TGI's ``text-generation-launcher``, Triton's ``tritonserver``."""
+    if server in NATIVE_ENTRYPOINTS:
+        i = 1 if words[:1] == ["exec"] else 0
+        program = words[i].rsplit("/", 1)[-1] if len(words) > i else ""
+        (entry, name), = NATIVE_ENTRYPOINTS[server].items()
+        return (entry, i + 1) if program == name else None
+    return entrypoint_of(server, words)
+
+
+def read_any(server: str, version: str, entrypoint: str, argv: list[str]) -> Reading:
+    return read_native(server, version, argv) if server in NATIVE_ENTRYPOINTS else read(server, version, entrypoint,
+                                                                                          argv)

@@ -277,17 +277,18 @@ def _read_with_grammar(w: Workload, spec: cli.ServerCli, facts: ServerFacts, tok
                        env: dict) -> None:
     """The line read by the server's own grammar, when the tables know the image's version: its problems replace
     the catalog reading's, and the facts it sets (every spelling and prefix the parser takes) override it."""
-    if spec.name not in grammar.ENTRYPOINTS:
+    if spec.name not in grammar.ENTRYPOINTS and spec.name not in grammar.NATIVE_ENTRYPOINTS:
         return
     version = image_version(w.image)
     title = grammar.TITLES[spec.name]
     known = grammar.known_versions(spec.name)
-    if version is None or grammar.flag_table(spec.name, grammar.version_text(version)) is None:
-        said = f"{title} {grammar.version_text(version)}" if version else f"{title} image {w.image!r} (no version tag)"
+    vtext = grammar.table_version(spec.name, version)
+    if vtext is None or grammar.flag_table(spec.name, vtext) is None:
+        said = (f"{title} image {w.image!r}" if spec.name == "triton" else f"{title} {grammar.version_text(version)}") \
+            if version else f"{title} image {w.image!r} (no version tag)"
         facts.notes.append(("image", f"{said}: the flag tables know {', '.join(known)}; the command line is not "
                                      "read by this version's parser (only the flags the catalog models are read)"))
         return
-    vtext = grammar.version_text(version)
     words = [t for _, t in tokens]
     n_command = 0 if shell else len(w.command)
     if n_command == 0 and not shell:
@@ -298,11 +299,11 @@ def _read_with_grammar(w: Workload, spec: cli.ServerCli, facts: ServerFacts, tok
             return
         start = 0
     else:
-        found = grammar.entrypoint_of(spec.name, words)
+        found = grammar.command_entrypoint(spec.name, words)
         if found is None:
+            programs = {**grammar.ENTRYPOINTS, **grammar.NATIVE_ENTRYPOINTS}[spec.name].values()
             facts.notes.append(("command", f"{title} {vtext}: the command starts none of its entry points "
-                                           f"({', '.join(grammar.ENTRYPOINTS[spec.name].values())}); the line is "
-                                           "not read by its parser"))
+                                           f"({', '.join(programs)}); the line is not read by its parser"))
             return
         entry, start = found
     argv_keys = tokens[start:]
@@ -313,7 +314,7 @@ def _read_with_grammar(w: Workload, spec: cli.ServerCli, facts: ServerFacts, tok
             text = K8S_REF.sub(lambda m: grammar.UNKNOWN if m.group(1) else "$", text)
             text = SHELL_REF.sub(grammar.UNKNOWN, text) if shell else text
         argv.append(text)
-    reading = grammar.read(spec.name, vtext, entry, argv)
+    reading = grammar.read_any(spec.name, vtext, entry, argv)
     facts.reading = reading
     split = [p for p in facts.problems if "is one word to the server" in p[1]]
     facts.problems = [p for p in facts.problems if p[0].startswith("env.")] + split

@@ -586,3 +586,13 @@ def test_memory_utilization_written_as_a_percentage_is_refused():
     args_of(raw).append("--gpu-memory-utilization=90")
     message = message_at(raw, f"{W}.args")
     assert "--gpu-memory-utilization 90: vLLM 0.9.2 takes a fraction" in message and "did you mean 0.9?" in message
+
+
+def test_triton_booleans_are_read_as_triton_reads_them():
+    raw = triton()
+    args_of(raw).append("--allow-gpu-metrics=yes")
+    message = message_at(raw, f"{W}.args")
+    assert message.startswith("--allow-gpu-metrics: Triton 2.49.0 (tritonserver) exits on this line: invalid value "
+                              "for bool option: yes")
+    args_of(raw)[-1] = "--allow-gpu-metrics=OFF"
+    load(raw)

@@ -1,5 +1,5 @@
-"""Inference servers in any pod-bearing object: each container whose image or command starts vLLM or SGLang is
-read by that server version's own grammar (catalogs/server_grammar.py, the tables generated from its parser),
+"""Inference servers in any pod-bearing object: each container whose image or command starts vLLM, SGLang, TGI or
+Triton is read by that server version's own grammar (catalogs/server_grammar.py, the tables generated from its parser),
 the same reading a stack's workloads get (components/server_args.py); then the GPUs it spans are held to the GPUs
 the container gets, and a replica that spans more than one to a memory-backed ``/dev/shm``."""
 from __future__ import annotations
@@ -42,13 +42,12 @@ def server_of(c: Mapping) -> Optional[tuple[str, Optional[str], Optional[tuple[s
             return None
         command = words
     words = [_expand(w, env) for w in words]
-    for server in grammar.ENTRYPOINTS:
+    for server in (*grammar.ENTRYPOINTS, *grammar.NATIVE_ENTRYPOINTS):
         official = any(_repo_is(image, repo) for repo in server_cli.SERVER_CLIS[server].official_images)
-        found = grammar.entrypoint_of(server, words) if command else None
+        found = grammar.command_entrypoint(server, words) if command else None
         if found is None and not official:
             continue
-        version = image_version(image)
-        vtext = grammar.version_text(version) if version else None
+        vtext = grammar.table_version(server, image_version(image))
         if found is not None:
             return server, vtext, (found[0], words[found[1]:])
         entry = grammar.IMAGE_ENTRYPOINTS.get(server) if not command else None
@@ -69,7 +68,7 @@ def _read(c: Mapping) -> Optional[grammar.Reading]:
     server, version, line = found
     if version is None or line is None or grammar.flag_table(server, version) is None:
         return None
-    return grammar.read(server, version, line[0], line[1])
+    return grammar.read_any(server, version, line[0], line[1])
 
 
 def _gpus_given(c: Mapping) -> Optional[int]:
@@ -85,8 +84,9 @@ def _gpus_given(c: Mapping) -> Optional[int]:
 
 @resource_policy(
     "server-command-line",
-    "A vLLM or SGLang container's command line is read as the server version its image tag names reads it (the "
-    "flag tables generated from its own parser): an unknown flag, a value on a switch, a bad choice, a wrong type "
+    "A vLLM, SGLang, TGI or Triton container's command line is read as the server version its image tag names "
+    "reads it (the flag tables generated from its own parser or source): an unknown flag, a value on a switch, a "
+    "bad choice, a wrong type "
     "or an ambiguous prefix makes the server exit at start, and so does asking for more GPUs (tensor x pipeline x "
     "data parallel) than the container gets; fewer leaves the rest idle.",
     category=CATEGORY, severity=HIGH, level=MANDATORY, kinds=k8s.POD_KINDS,
@@ -102,8 +102,8 @@ def server_command_line(r, config, report):
         if not reading.accepted:
             report(f"{where}: {grammar.refusal(reading)}{k8s.at(r.props, c, 'args')}")
             continue
-        spans, given = grammar.gpus_spanned(reading.server, reading.values), _gpus_given(c)
-        if given is not None and spans != given:
+        spans, given = _spans(reading), _gpus_given(c)
+        if given is not None and spans is not None and spans != given:
             effect = "fails to start with fewer devices than that" if spans > given else \
                 f"leaves {given - spans} of them idle"
             report(f"{where}: {reading.title} spans {spans} GPUs ({_parallel(reading)}) but the container gets "
@@ -111,7 +111,19 @@ def server_command_line(r, config, report):
                    f"that multiply to {given}{k8s.at(r.props, c, 'resources')}")
 
 
+def _spans(reading: grammar.Reading) -> Optional[int]:
+    """GPUs the server spans: vLLM's and SGLang's parallel sizes, TGI's ``--num-shard`` (None without it: a shard
+    per visible device), None for Triton (per model configuration)."""
+    if reading.server == "tgi":
+        return reading.values.get("num_shard")
+    if reading.server == "triton":
+        return None
+    return grammar.gpus_spanned(reading.server, reading.values)
+
+
 def _parallel(reading: grammar.Reading) -> str:
+    if reading.server == "tgi":
+        return f"--num-shard {reading.values.get('num_shard')}"
     names = {"tensor_parallel_size": "tensor", "pipeline_parallel_size": "pipeline",
              "data_parallel_size": "data", "data_parallel_size_local": "local data"}
     return " x ".join(f"{names[d]} {reading.values.get(d)}" for d in names if (reading.values.get(d) or 1) > 1) \
@@ -127,9 +139,9 @@ def _shm_mounted(spec: Mapping, c: Mapping) -> bool:
 
 @resource_policy(
     "server-shared-memory",
-    "A vLLM or SGLang replica that spans more than one GPU exchanges tensors between its workers through "
+    "A vLLM, SGLang or TGI replica that spans more than one GPU exchanges tensors between its workers through "
     "/dev/shm, which the container runtime sizes at 64 MiB: it needs a memory-backed emptyDir mounted there, "
-    "sized as the server documents (vLLM 2Gi, SGLang 32Gi).",
+    "sized as the server documents (vLLM 2Gi, SGLang 32Gi, TGI 1Gi).",
     category=CATEGORY, severity=HIGH, level=MANDATORY, kinds=k8s.POD_KINDS,
     refs=("vLLM docs: Using Kubernetes (shared memory)", "SGLang install guide (--shm-size)"),
     remediation="Mount an emptyDir with medium: Memory at /dev/shm (the package's Deployments do; sharedMemoryGib "
@@ -140,8 +152,10 @@ def server_shared_memory(r, config, report):
         reading = _read(c)
         if reading is None or not reading.accepted:
             continue
-        spans = grammar.gpus_spanned(reading.server, reading.values)
-        if spans > 1 and not _shm_mounted(spec, c):
+        spans = _spans(reading)
+        if reading.server == "tgi" and spans is None:
+            spans = _gpus_given(c)  # a shard per visible device
+        if spans is not None and spans > 1 and not _shm_mounted(spec, c):
             size = server_cli.SHARED_MEMORY_GIB[reading.server]
             report(f"{r.label} container {k8s.container_name(c)}: {reading.title} spans {spans} GPUs and "
                    f"{server_cli.SHM_MOUNT_PATH} is the runtime's 64 MiB; allowed: a volume emptyDir {{medium: "

@@ -195,6 +195,72 @@ SERVER_CLIS: dict[str, ServerCli] = {c.name: c for c in (
         source="triton-inference-server/server src/command_line_parser.cc, src/http_server.cc"),
 )}
 
+SHARED_MEMORY_GIB: dict[str, float] = {"vllm": 2, "sglang": 32, "tgi": 1}
+"""Size of the memory-backed ``/dev/shm`` each server documents for a replica that spans more than one GPU (the
+container runtime gives 64 MiB, and NCCL and PyTorch's tensor-parallel workers exchange through shared memory):
+vLLM's Kubernetes guide mounts an ``emptyDir`` ``medium: Memory`` of ``sizeLimit: 2Gi`` at ``/dev/shm``
+(docs.vllm.ai/en/v0.9.2/deployment/k8s.html: "PyTorch uses shared memory to share data between processes under
+the hood, particularly for tensor parallel inference"); SGLang's install guide runs its image with
+``--shm-size 32g`` (docs.sglang.ai/get_started/install.html, "Method 3: Using docker"); TGI's README with
+``--shm-size 1g`` and, on Kubernetes, an ``emptyDir`` ``medium: Memory`` of ``sizeLimit: 1Gi`` ("A note on Shared
+Memory (shm)"). Triton's replicas span GPUs per model configuration, which is not read here."""
+
+SHM_MOUNT_PATH = "/dev/shm"
+
+COMPUTE_CAPABILITY: dict[str, float] = {
+    "T4": 7.5, "V100-16GB": 7.0, "V100-32GB": 7.0, "A10": 8.6, "A30": 8.0, "A100-40GB": 8.0, "A100-80GB": 8.0,
+    "A800-40GB": 8.0, "A800-80GB": 8.0, "L20": 8.9, "L4": 8.9, "H20": 9.0, "H100-80GB": 9.0, "H200": 9.0,
+    "H800-80GB": 9.0}
+"""CUDA compute capability of each catalog GPU model (NVIDIA, "CUDA GPUs - Compute Capability",
+developer.nvidia.com/cuda-gpus; the A800, H800 and H20 are the A100's and H100's silicon)."""
+
+
+@dataclass(frozen=True)
+class CapabilityNeed:
+    server: str
+    dest: str
+    """The option (its argparse dest) and the value that needs the capability."""
+    value: str
+    minimum: float
+    maximum: Optional[float] = None
+    source: str = ""
+    said: str = ""
+    """What the server says when it stops on it."""
+
+
+CAPABILITY_NEEDS: tuple[CapabilityNeed, ...] = (
+    CapabilityNeed("vllm", "dtype", "bfloat16", 8.0,
+                   source="vllm==0.9.2 v1/worker/gpu_worker.py:398-408 (and worker/worker.py:554)",
+                   said="Bfloat16 is only supported on GPUs with compute capability of at least 8.0"),
+    *(CapabilityNeed("vllm", "quantization", method, minimum,
+                     source=f"vllm==0.9.2 model_executor/layers/quantization/{module}.py:{line} get_min_capability, "
+                            "checked at config.py:4468-4478",
+                     said=f"The quantization method {method} is not supported for the current GPU. Minimum "
+                          f"capability: {int(minimum * 10)}")
+      for method, minimum, module, line in (
+          ("fp8", 8.0, "fp8", 101), ("fbgemm_fp8", 8.0, "fbgemm_fp8", 51), ("modelopt", 8.9, "modelopt", 61),
+          ("awq", 7.5, "awq", 60), ("awq_marlin", 8.0, "awq_marlin", 87), ("gptq_marlin", 8.0, "gptq_marlin", 138),
+          ("gptq_marlin_24", 8.0, "gptq_marlin_24", 99), ("marlin", 8.0, "marlin", 79),
+          ("experts_int8", 8.0, "experts_int8", 33), ("qqq", 8.0, "qqq", 97), ("bitsandbytes", 7.0, "bitsandbytes",
+                                                                                  69),
+          ("torchao", 7.5, "torchao", 72), ("gptq", 6.0, "gptq", 93))),
+    CapabilityNeed("sglang", "attention_backend", "fa3", 8.0, 9.0,
+                   source="sglang==0.5.4 srt/layers/attention/attention_registry.py:127-133",
+                   said="FlashAttention v3 Backend requires SM>=80 and SM<=90"),
+)
+"""Values of a server's options that need a GPU of at least (and at most) a compute capability: the server stops
+at start on a GPU outside the range (the figures read in each server's source at the pinned version)."""
+
+RANGES: dict[tuple[str, str], tuple[float, float, bool, str]] = {
+    ("vllm", "gpu_memory_utilization"): (0.0, 1.0, False, "vllm==0.9.2 config.py:1582-1585 (CacheConfig: \"GPU "
+                                                          "memory utilization must be less than 1.0\"); a share "
+                                                          "of the GPU's memory, not a percentage"),
+    ("sglang", "mem_fraction_static"): (0.0, 1.0, False, "sglang==0.5.4 srt/server_args.py --mem-fraction-static: "
+                                                         "the fraction of GPU memory for weights and KV cache"),
+}
+"""(server, option dest) -> (lowest, highest, whether the lowest itself is allowed, source): values the parser
+takes but the server cannot use (``--gpu-memory-utilization=90`` parses as 90.0)."""
+
 LOOPBACK = ("127.0.0.1", "localhost", "::1", "[::1]")
 """Addresses only the pod's own processes reach: the kubelet probes and the Service connect to the pod's IP."""
 

@@ -918,7 +918,13 @@ class Workload(Model):
     command: list[str] = Field(default_factory=list)
     """Container command. Default: the image's entrypoint."""
     args: list[str] = Field(default_factory=list)
-    """Container arguments. Default: the image's."""
+    """Container arguments, one word per item (``[--tensor-parallel-size, "2"]``). Default: the image's."""
+    command_line: Optional[str] = None
+    """The server's command line as one string, as it is typed in a shell (``vllm serve /models/m
+    --tensor-parallel-size 2``): split as a shell splits it (quotes, no expansion) and written as ``command`` and
+    ``args`` for the image's entry point (vLLM's image: ``--model /models/m ...`` after its ``api_server``
+    entry point; SGLang: ``python3 -m sglang.launch_server ...``); a line that cannot be is refused with the fix.
+    Not with ``command`` or ``args``. Default none."""
     env: dict[str, str] = Field(default_factory=dict)
     """Plain environment variables (no secrets: use ``secretEnv``). Default none."""
     secret_env: dict[str, SecretRef] = Field(default_factory=dict)
@@ -948,6 +954,11 @@ class Workload(Model):
     false."""
     read_only_root_filesystem: bool = True
     """Default true; a writable ``/tmp`` emptyDir is mounted."""
+    shared_memory_gib: Optional[float] = Field(None, gt=0, le=1024)
+    """Size in GiB of the memory-backed ``/dev/shm`` (an ``emptyDir`` with ``medium: Memory``) mounted in each
+    replica; it counts against the replica's memory. Default: when a replica spans more than one GPU (tensor,
+    pipeline or data parallel), the size its server documents (catalogs/server_cli.py ``SHARED_MEMORY_GIB``: vLLM
+    2, SGLang 32, TGI 1); none otherwise (the container runtime's 64 MiB)."""
     replicas: Optional[int] = Field(None, ge=1, le=1000)
     """Fixed replica count of a workload without an autoscaler (notebooks, a single-replica service): the
     Deployment sets ``spec.replicas`` and no HPA is created. Exactly one of ``replicas`` and ``autoscaling``.
@@ -968,6 +979,21 @@ class Workload(Model):
     service_model: ServiceModel = Field(default_factory=ServiceModel)
     """Load model for ``gpuplatform simulate`` only. Default: 10 requests/s per replica at target, 20 ms per
     request, model load = startup probe budget, 60 s image pull."""
+
+    @model_validator(mode="after")
+    def _split_command_line(self) -> "Workload":
+        """``commandLine`` as ``command`` and ``args`` (components/server_args.py ``split_command_line``); a line
+        that does not split, or comes with ``command`` or ``args``, is left for validation to report."""
+        if self.command_line is None or self.command or self.args:
+            return self
+        from gpuplatform.components.server_args import split_command_line
+        try:
+            command, args = split_command_line(self.server, self.image, self.command_line)
+        except ValueError:
+            return self
+        object.__setattr__(self, "command", command)
+        object.__setattr__(self, "args", args)
+        return self
 
     @model_validator(mode="after")
     def _derive_targets(self) -> "Workload":

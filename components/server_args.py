@@ -1,8 +1,13 @@
 """A workload's inference server as its command line makes it run: ``command``, ``args`` and ``env`` read the way the
 server reads them (catalogs/server_cli.py), into the facts the package checks the workload against.
 
-Flags are ``--name value`` or ``--name=value``; the last one given wins (argparse and clap alike); a switch takes
-no value. A flag the catalog does not model is passed over, with no opinion on it (and so is a value it may take).
+For a server version the flag tables know (catalogs/server_flags/, generated from the server's own parser), the
+line is read by that parser's grammar (catalogs/server_grammar.py): an unknown flag, a value on a switch, a bad
+choice, a wrong type or an ambiguous prefix is an error naming the flag, the server and its version, as the
+server exits on it; the facts come from that reading (``--tp 2`` is SGLang's ``--tp-size``). For a version the
+tables do not know, ``ServerFacts.notes`` says so and the line is read by the catalog's flags alone: ``--name
+value`` or ``--name=value``, the last one wins, a switch takes no value, and a flag the catalog does not model is
+passed over.
 Kubernetes expands ``$(VAR)`` in ``command`` and ``args`` from the container's environment (Kubernetes API,
 Container ``args``: "Variable references $(VAR_NAME) are expanded using the container's environment"), so a
 reference to a ``secretEnv`` variable is how a credential reaches a flag without sitting in the pod spec.
@@ -15,6 +20,8 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from gpuplatform.catalogs import server_cli as cli
+from gpuplatform.catalogs import server_grammar as grammar
+from gpuplatform.catalogs.metrics import image_version
 from gpuplatform.catalogs.secrets import SECRET_ENV_PATTERN, credential_in
 from gpuplatform.catalogs.system_components import image_repository
 from gpuplatform.components.config import Workload
@@ -52,6 +59,10 @@ class ServerFacts:
     """The command line is a shell script (``sh -c``), read as its words."""
     config_file: bool = False
     """The server reads further settings from a file: defaults the line does not override are not known."""
+    reading: Optional[grammar.Reading] = None
+    """The line as the server's own parser reads it, when the flag tables know the image's version."""
+    notes: list = field(default_factory=list)
+    """(stack path, message) of what is not judged and why (a server version the flag tables do not know)."""
 
     def get(self, fact: str, default: Any = None) -> Any:
         s = self.settings.get(fact)
@@ -187,6 +198,12 @@ def parse(w: Workload) -> Optional[ServerFacts]:
             facts.settings[flag.fact] = Setting("(a Secret)", f"secretEnv {name}", f"secretEnv.{name}")
     tokens, shell = _tokens(w)
     facts.shell = shell
+    joined = [] if shell else [(key, token, split_needed(token)) for key, token in tokens]
+    for key, token, split in joined:
+        if split:
+            facts.problems.append((key, f"{token!r} is one word to the server (each item is one argument); "
+                                        f"allowed: two items {split[0]!r}, {split[1]!r}, or "
+                                        f"'{split[0]}={split[1]}'"))
     i = 0
     while i < len(tokens):
         key, token = tokens[i]
@@ -252,7 +269,157 @@ def parse(w: Workload) -> Optional[ServerFacts]:
         except ValueError:
             wanted = "a number" if flag.value in ("int", "float") else "true or false"
             facts.problems.append((key, f"{shown!r}: {raw!r} is not {wanted}"))
+    _read_with_grammar(w, spec, facts, tokens, shell, env)
     return facts
+
+
+def _read_with_grammar(w: Workload, spec: cli.ServerCli, facts: ServerFacts, tokens: list, shell: bool,
+                       env: dict) -> None:
+    """The line read by the server's own grammar, when the tables know the image's version: its problems replace
+    the catalog reading's, and the facts it sets (every spelling and prefix the parser takes) override it."""
+    if spec.name not in grammar.ENTRYPOINTS and spec.name not in grammar.NATIVE_ENTRYPOINTS:
+        return
+    version = image_version(w.image)
+    title = grammar.TITLES[spec.name]
+    known = grammar.known_versions(spec.name)
+    vtext = grammar.table_version(spec.name, version)
+    if vtext is None or grammar.flag_table(spec.name, vtext) is None:
+        said = (f"{title} image {w.image!r}" if spec.name == "triton" else f"{title} {grammar.version_text(version)}") \
+            if version else f"{title} image {w.image!r} (no version tag)"
+        facts.notes.append(("image", f"{said}: the flag tables know {', '.join(known)}; the command line is not "
+                                     "read by this version's parser (only the flags the catalog models are read)"))
+        return
+    words = [t for _, t in tokens]
+    n_command = 0 if shell else len(w.command)
+    if n_command == 0 and not shell:
+        entry = grammar.IMAGE_ENTRYPOINTS.get(spec.name) if facts.official_image else None
+        if entry is None:
+            facts.notes.append(("command", f"{title} {vtext}: no command, and the image's entry point is not known; "
+                                           "the line is not read by its parser"))
+            return
+        start = 0
+    else:
+        found = grammar.command_entrypoint(spec.name, words)
+        if found is None:
+            programs = {**grammar.ENTRYPOINTS, **grammar.NATIVE_ENTRYPOINTS}[spec.name].values()
+            facts.notes.append(("command", f"{title} {vtext}: the command starts none of its entry points "
+                                           f"({', '.join(programs)}); the line is not read by its parser"))
+            return
+        entry, start = found
+    argv_keys = tokens[start:]
+    argv = []
+    for _, token in argv_keys:
+        text, unknown = _expand(token, env)
+        if unknown or (shell and SHELL_REF.search(text)):
+            text = K8S_REF.sub(lambda m: grammar.UNKNOWN if m.group(1) else "$", text)
+            text = SHELL_REF.sub(grammar.UNKNOWN, text) if shell else text
+        argv.append(text)
+    reading = grammar.read_any(spec.name, vtext, entry, argv)
+    facts.reading = reading
+    split = [p for p in facts.problems if "is one word to the server" in p[1]]
+    facts.problems = [p for p in facts.problems if p[0].startswith("env.")] + split
+    if not reading.accepted:
+        if split:
+            return  # the split is the fix
+        facts.problems.append((_key_of(argv_keys, reading.flag), grammar.refusal(reading)))
+        return
+    for flag in spec.flags:
+        if not flag.names:
+            continue
+        dest = grammar.spellings(spec.name, vtext, entry).get(flag.names[0])
+        if dest is None:  # not a flag of this version (vLLM's --uds before 0.10.1): the line cannot have set it
+            if facts.settings.get(flag.fact) is not None and facts.settings[flag.fact].path in ("args", "command"):
+                facts.settings.pop(flag.fact)
+            continue
+        if dest not in reading.given or flag.secret:
+            continue
+        value = reading.values.get(dest)
+        if value is grammar.UNKNOWN_VALUE:
+            facts.settings.pop(flag.fact, None)
+            continue
+        key, token = _last_token(spec.name, vtext, entry, argv_keys, dest)
+        facts.settings[flag.fact] = Setting(value, f"{key} {token!r}", key)
+
+
+def _key_of(argv_keys: list, flag: str) -> str:
+    """The stack key (``args``, ``command``) of the word that names ``flag``."""
+    for key, token in argv_keys:
+        if flag and token.split("=", 1)[0] == flag:
+            return key
+    return argv_keys[-1][0] if argv_keys else "args"
+
+
+def _last_token(server: str, version: str, entry: str, argv_keys: list, dest: str) -> tuple[str, str]:
+    """(key, words) of the last flag on the line that sets ``dest``, with its value for messages."""
+    found = ("args", dest)
+    for i, (key, token) in enumerate(argv_keys):
+        if token.startswith("-") and grammar.resolve(server, version, entry, token) == dest:
+            shown = token if "=" in token or i + 1 >= len(argv_keys) or argv_keys[i + 1][1].startswith("-") \
+                else f"{token}={argv_keys[i + 1][1]}"
+            found = (key, shown)
+    return found
+
+
+SHELL_OPERATORS = ("|", "||", "&&", ";", "&", ">", ">>", "<", "2>", "2>&1")
+
+
+def split_command_line(server: Optional[str], image: str, text: str) -> tuple[list[str], list[str]]:
+    """(command, args) of a ``commandLine``: split as a shell would (``shlex``: quotes, no expansion), then written
+    for the image's entry point. ValueError with the fix for a line that cannot be."""
+    try:
+        words = shlex.split(text)
+    except ValueError as e:
+        raise ValueError(f"{text!r} does not split as a shell would split it ({e}); allowed: balanced quotes") \
+            from None
+    if not words:
+        raise ValueError("empty; allowed: the server's command line, e.g. 'vllm serve /models/m --port 8000'")
+    operators = [w for w in words if w in SHELL_OPERATORS]
+    if operators:
+        raise ValueError(f"{text!r} is a shell script ({operators[0]!r}), which no shell runs here; allowed: "
+                         f"command: [sh, -c, {text!r}]")
+    spec = cli.SERVER_CLIS.get(server or "")
+    official = spec is not None and any(image_repository_matches(image, r) for r in spec.official_images)
+    program = words[0].rsplit("/", 1)[-1]
+    if server in grammar.ENTRYPOINTS:
+        found = grammar.entrypoint_of(server, words)
+        image_entry = grammar.IMAGE_ENTRYPOINTS.get(server) if official else None
+        if found is not None:
+            entry, n = found
+            rest = words[n:]
+            if entry == "serve" and image_entry == "api_server":
+                if "--model" in rest:
+                    raise ValueError(f"{text!r}: vLLM refuses --model after `vllm serve` (\"you should provide the "
+                                     "model as a positional argument\"); allowed: 'vllm serve MODEL ...'")
+                model = [] if not rest or rest[0].startswith("-") else ["--model", rest[0]]
+                return [], model + rest[len(model) // 2:]
+            if entry == image_entry:
+                return [], rest
+            return words[:n], rest
+        if words[0].startswith("-"):
+            if image_entry:
+                return [], words
+            if server == "sglang":
+                return ["python3", "-m", "sglang.launch_server"], words
+        starts = " or ".join(f"'{c} ...'" for c in grammar.ENTRYPOINTS[server].values())
+        raise ValueError(f"{text!r}: {words[0]!r} starts no {grammar.TITLES[server]} entry point; allowed: a line "
+                         f"starting {starts}" + (", or its flags only (the image's entry point)" if image_entry
+                                                 else ""))
+    if server == "tgi" and program == "text-generation-launcher":
+        return ([] if official else words[:1]), words[1:]
+    if server == "tgi" and words[0].startswith("-") and official:
+        return [], words
+    if server == "triton" and words[0].startswith("-"):
+        return ["tritonserver"], words
+    return words[:1], words[1:]
+
+
+def split_needed(token: str) -> Optional[tuple[str, str]]:
+    """(flag, value) of an args item holding both, separated by a space (``--tensor-parallel-size 2``): the server
+    receives it as one word."""
+    if not token.startswith("-") or " " not in token.split("=", 1)[0]:
+        return None
+    flag, _, value = token.partition(" ")
+    return (flag, value.strip()) if flag.lstrip("-") else None
 
 
 def _check_credential(facts: "ServerFacts", key: str, text: str) -> None:

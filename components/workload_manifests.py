@@ -201,6 +201,7 @@ def container(w: Workload, ctx: WorkloadContext) -> dict:
             "seccompProfile": {"type": "RuntimeDefault"},
         },
         "volumeMounts": [{"name": "tmp", "mountPath": TMP_MOUNT_PATH}]
+        + ([{"name": SHM_VOLUME, "mountPath": server_cli.SHM_MOUNT_PATH}] if shared_memory_gib(w) else [])
         + [{"name": v.name, "mountPath": v.mount_path, "readOnly": v.read_only or v.fluid is not None}
            for v in w.volumes],
         **probes(w),
@@ -219,6 +220,34 @@ def container(w: Workload, ctx: WorkloadContext) -> dict:
     return out
 
 
+SHM_VOLUME = "dshm"
+
+
+def replica_gpus(w: Workload) -> int:
+    """GPUs one replica's server spans: its command line's parallel sizes (components/server_args.py), else, for
+    TGI without ``--num-shard`` (a shard per visible device) or a workload without a server, the GPUs it gets."""
+    facts = server_args.parse(w)
+    if facts is not None and facts.gpus is not None:
+        return facts.gpus
+    if facts is None or facts.server == "tgi":
+        return w.gpu.count or 1
+    return 1
+
+
+def shared_memory_gib(w: Workload) -> float:
+    """The size of the replica's memory-backed ``/dev/shm`` (0: none): ``sharedMemoryGib``, else what its server
+    documents when a replica spans more than one GPU (catalogs/server_cli.py ``SHARED_MEMORY_GIB``)."""
+    if w.shared_memory_gib:
+        return w.shared_memory_gib
+    if w.server in server_cli.SHARED_MEMORY_GIB and replica_gpus(w) > 1:
+        return server_cli.SHARED_MEMORY_GIB[w.server]
+    return 0
+
+
+def _gib(size: float) -> str:
+    return f"{int(size)}Gi" if float(size).is_integer() else f"{int(size * 1024)}Mi"
+
+
 def _claim(w: Workload, v) -> dict:
     """The claim a volume mounts: the stack's PVC, the one rendered for an NFS export, or the one Fluid creates for
     a ``fluid`` volume's Dataset (always read-only: the cache serves the weights, nothing writes them)."""
@@ -231,6 +260,9 @@ def deployment(w: Workload, ctx: WorkloadContext) -> dict:
     """apps/v1 Deployment; ``spec.replicas`` only for a fixed workload: otherwise the HPA (or KEDA) owns the
     replica count."""
     volumes = [{"name": "tmp", "emptyDir": {"sizeLimit": f"{TMP_SIZE_LIMIT_GIB}Gi"}}]
+    shm = shared_memory_gib(w)
+    if shm:
+        volumes.append({"name": SHM_VOLUME, "emptyDir": {"medium": "Memory", "sizeLimit": _gib(shm)}})
     volumes += [{"name": v.name, "persistentVolumeClaim": _claim(w, v)} for v in w.volumes]
     spread = [{"maxSkew": 1, "topologyKey": key, "whenUnsatisfiable": "ScheduleAnyway",
                "labelSelector": {"matchLabels": selector(w)}}

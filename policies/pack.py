@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 # importing the modules registers their policies, in this order (also the order of the docs table)
-from gpuplatform.policies import gpu, autoscaling, security, reliability, network  # noqa: F401
+from gpuplatform.policies import gpu, autoscaling, security, reliability, servers, network  # noqa: F401
 from gpuplatform.policies.registry import REGISTRY, PolicyDef
 
 if TYPE_CHECKING:

@@ -104,7 +104,9 @@ def test_a_partial_probes_block_without_a_server_probes_the_root_path():
 # ---------------------------------------------------------------------------------------------- listening
 @pytest.mark.parametrize("raw_of,flag,fragment", [
     (vllm, "--host=127.0.0.1", "vllm listens on 127.0.0.1 (args '--host=127.0.0.1'): only processes inside the pod"),
-    (vllm, "--uds=/tmp/vllm.sock", "vLLM then serves on a Unix socket and listens on no TCP port"),
+    # --uds came with vLLM 0.10.1 (0.9.2 exits on it: test_each_mistake_is_refused_naming_the_flag_and_the_...)
+    (lambda: vllm(image="vllm/vllm-openai:v0.10.1"), "--uds=/tmp/vllm.sock",
+     "vLLM then serves on a Unix socket and listens on no TCP port"),
     (vllm, "--disable-log-stats", "vllm:* metrics ('vllm_requests_waiting') are never exported"),
     (triton, "--allow-metrics=false", "Triton then serves no metrics port"),
 ], ids=["loopback", "unix-socket", "no-log-stats", "no-triton-metrics"])
@@ -277,11 +279,16 @@ def test_settings_a_config_file_may_hold_are_not_judged():
     assert "listens on no such port; it listens on 9000" in message_at(raw, f"{W}.ports[0].containerPort")
 
 
-def test_flags_it_does_not_model_pass_untouched():
+def test_flags_the_catalog_does_not_model_pass_untouched_when_the_server_has_them():
+    # the real vLLM 0.9.2 parser exits on a flag it does not declare: "--some-future-flag=3", which this test once
+    # expected to pass, is refused (tests/test_server_parsers.py holds the reading to the real parser)
     raw = vllm()
     args_of(raw).extend(["--max-num-batched-tokens", "8192", "--enable-prefix-caching", "--tokenizer-mode=auto",
-                         "--kv-cache-dtype", "fp8", "--some-future-flag=3"])
-    assert load(raw).workloads[0].args[-1] == "--some-future-flag=3"
+                         "--kv-cache-dtype", "fp8"])
+    assert load(raw).workloads[0].args[-1] == "fp8"
+    args_of(raw).append("--some-future-flag=3")
+    message = message_at(raw, f"{W}.args")
+    assert "--some-future-flag: vLLM 0.9.2" in message and "unrecognized arguments: --some-future-flag=3" in message
 
 
 # ---------------------------------------------------------------------------------------------- writable paths
@@ -403,3 +410,189 @@ def test_a_webhook_credential_in_helm_values_is_refused(receiver, key):
     path = f"monitoring.helmValues.kubePrometheusStack.alertmanager.config.receivers[0].{key}"
     message = message_at(raw, path)
     assert "value not shown" in message and "abc123" not in message and "XYZ" not in message
+
+
+# ---------------------------------------------------------------------------------------------- the servers' grammar
+def _two_l20(raw: dict) -> dict:
+    raw["nodePools"][0]["gpusPerNode"] = 2
+    raw["nodePools"][0]["instanceTypes"] = ["ecs.gn8is-2x.8xlarge"]
+    raw["workloads"][0]["gpu"]["count"] = 2
+    return raw
+
+
+def test_sglang_tp_2_written_as_its_users_write_it_plans():
+    """``--tp`` is a prefix of SGLang's ``--tp-size`` only (argparse ``allow_abbrev``): SGLang reads it as
+    ``--tp-size 2``, and so does the plan: 2 GPUs per replica, no "spans 1 GPU" error."""
+    raw = _two_l20(sglang())
+    args_of(raw).extend(["--tp", "2"])
+    facts_gpus = None
+    from gpuplatform.components.server_args import parse
+    cfg = load(raw)
+    facts = parse(cfg.workloads[0])
+    facts_gpus = facts.gpus
+    assert facts_gpus == 2 and facts.reading.accepted and facts.reading.values["tensor_parallel_size"] == 2
+    raw["workloads"][0]["gpu"]["count"] = 1
+    assert "spans 2 GPUs" in message_at(raw, f"{W}.gpu.count")  # the reading counts, not only accepts
+
+
+MISTAKES = [
+    # (server, extra args, the flag named, words of the server's own message)
+    ("sglang", ["--tp_size", "2"], "--tp_size", "unrecognized arguments: --tp_size 2"),
+    ("sglang", ["--enable-metrics=true"], "--enable-metrics", "ignored explicit argument 'true'"),
+    ("sglang", ["--t", "2"], "--t", "ambiguous option: --t could match"),
+    ("sglang", ["--mem-fraction-static", "80%"], "--mem-fraction-static", "invalid float value: '80%'"),
+    ("sglang", ["--attention-backend", "flashattn"], "--attention-backend", "invalid choice: 'flashattn'"),
+    ("sglang", ["--num-shard", "2"], "--num-shard", "unrecognized arguments: --num-shard 2"),
+    ("vllm", ["--enforce-eager=true"], "--enforce-eager", "ignored explicit argument 'true'"),
+    ("vllm", ["--uds", "/tmp/s"], "--uds", "unrecognized arguments: --uds /tmp/s"),
+    ("vllm", ["-pcp", "2"], "-pcp", "unrecognized arguments: -pcp 2"),
+    ("vllm", ["--num-shard", "2"], "--num-shard", "unrecognized arguments: --num-shard 2"),
+    ("vllm", ["--dtype", "bf16"], "--dtype", "invalid choice: 'bf16'"),
+    ("vllm", ["--max-num-seqs", "many"], "--max-num-seqs", "invalid int value: 'many'"),
+    ("vllm", ["/models/second"], "/models/second", "unrecognized arguments: /models/second"),
+]
+
+
+@pytest.mark.parametrize("server,extra,flag,said", MISTAKES, ids=[" ".join(m[1]) + f" ({m[0]})" for m in MISTAKES])
+def test_each_mistake_is_refused_naming_the_flag_and_the_servers_version(server, extra, flag, said):
+    raw = sglang() if server == "sglang" else vllm()
+    args_of(raw).extend(extra)
+    message = message_at(raw, f"{W}.args")
+    title = {"sglang": "SGLang 0.5.4", "vllm": "vLLM 0.9.2"}[server]
+    assert message.startswith(f"{flag}: {title} (") and said in message and "allowed:" in message, message
+
+
+def test_vllm_serve_with_model_flag_is_refused_as_vllm_refuses_it():
+    raw = vllm(command=["vllm", "serve", "/models/Qwen2.5-7B-Instruct"])
+    args_of(raw)[:] = [a for a in args_of(raw) if not a.startswith("--model=")]
+    load(raw)  # `vllm serve MODEL ...` is what vLLM takes
+    args_of(raw).append("--model")
+    args_of(raw).append("/models/other")
+    message = message_at(raw, f"{W}.args")
+    assert message.startswith("--model: vLLM 0.9.2 (vllm serve)") and "positional argument" in message
+
+
+def test_no_enforce_eager_is_read_and_the_last_one_wins():
+    from gpuplatform.catalogs import server_cli as cli
+    from gpuplatform.components.server_args import parse
+    raw = vllm()
+    args_of(raw).extend(["--enforce-eager", "--no-enforce-eager"])
+    assert parse(load(raw).workloads[0]).get(cli.ENFORCE_EAGER) is False
+    args_of(raw).append("--enforce_eager")
+    assert parse(load(raw).workloads[0]).get(cli.ENFORCE_EAGER) is True
+
+
+def test_a_version_the_tables_do_not_know_is_said_as_such():
+    from gpuplatform.components.server_args import parse
+    raw = vllm(image="vllm/vllm-openai:v0.10.1")
+    facts = parse(load(raw).workloads[0])
+    assert facts.reading is None
+    assert any("vLLM 0.10.1: the flag tables know 0.9.2" in message for _, message in facts.notes)
+
+
+# ---------------------------------------------------------------------------------------------- shared memory
+def _deployment_of(raw: dict) -> dict:
+    from gpuplatform.components.workload_manifests import deployment  # noqa: F401
+    from support import synth
+    (d,) = of_type(synth(raw), "kubernetes:apps/v1:Deployment")
+    return d.inputs["spec"]["template"]["spec"]
+
+
+def test_a_two_gpu_vllm_deployment_mounts_memory_backed_dev_shm():
+    raw = _two_l20(vllm())
+    raw["nodePools"][0]["gpuModel"] = "L20"
+    args_of(raw).append("--tensor-parallel-size=2")
+    spec = _deployment_of(raw)
+    assert {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "2Gi"}} in spec["volumes"]
+    assert {"name": "dshm", "mountPath": "/dev/shm"} in spec["containers"][0]["volumeMounts"]
+
+
+def test_one_gpu_gets_no_dev_shm_unless_the_stack_sizes_it():
+    raw = vllm()
+    assert all(v["name"] != "dshm" for v in _deployment_of(raw)["volumes"])
+    raw["workloads"][0]["sharedMemoryGib"] = 0.5
+    assert {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "512Mi"}} in _deployment_of(raw)["volumes"]
+
+
+# ---------------------------------------------------------------------------------------------- commandLine
+def test_a_pasted_vllm_serve_line_runs_under_the_images_entry_point():
+    raw = vllm()
+    w = raw["workloads"][0]
+    w.pop("args")
+    w["commandLine"] = ("vllm serve /models/Qwen2.5-7B-Instruct --served-model-name qwen2.5-7b-instruct "
+                        "--port 8000 --max-model-len 8192")
+    got = load(raw).workloads[0]
+    assert got.command == [] and got.args[:2] == ["--model", "/models/Qwen2.5-7B-Instruct"]
+    assert got.args[-2:] == ["--max-model-len", "8192"]
+
+
+@pytest.mark.parametrize("line,said", [
+    ("vllm serve --model /models/m", "vLLM refuses --model after `vllm serve`"),
+    ("vllm serve /models/m | tee /tmp/log", "allowed: command: [sh, -c, 'vllm serve /models/m | tee /tmp/log']"),
+    ("vllm serve '/models/m", "does not split as a shell would split it"),
+    ("text-generation-launcher --model-id m", "starts no vLLM entry point"),
+])
+def test_a_command_line_that_cannot_be_written_is_refused_with_the_fix(line, said):
+    raw = vllm()
+    raw["workloads"][0].pop("args")
+    raw["workloads"][0]["commandLine"] = line
+    assert said in message_at(raw, f"{W}.commandLine")
+
+
+def test_command_line_and_args_together_are_refused():
+    raw = vllm(commandLine="vllm serve /models/m")
+    assert "allowed: commandLine alone" in message_at(raw, f"{W}.commandLine")
+
+
+def test_an_args_item_holding_flag_and_value_is_refused_with_its_split():
+    raw = sglang()
+    args_of(raw).append("--tp-size 2")
+    message = message_at(raw, f"{W}.args")
+    assert "'--tp-size 2' is one word to the server" in message
+    assert "allowed: two items '--tp-size', '2', or '--tp-size=2'" in message
+
+
+# ---------------------------------------------------------------------------------------------- GPU capability, ranges
+def _on_t4(raw: dict) -> dict:
+    raw["nodePools"][0]["gpuModel"] = "T4"
+    raw["nodePools"][0]["instanceTypes"] = ["ecs.gn6i-c4g1.xlarge"]
+    return raw
+
+
+@pytest.mark.parametrize("extra,said", [
+    (["--dtype", "bfloat16"], "--dtype bfloat16: vLLM 0.9.2 needs a GPU of compute capability at least 8"),
+    (["--quantization", "fp8"], "--quantization fp8: vLLM 0.9.2 needs a GPU of compute capability at least 8"),
+])
+def test_a_dtype_or_quantization_the_t4_cannot_run_is_refused(extra, said):
+    raw = _on_t4(vllm())
+    args_of(raw).extend(extra)
+    message = message_at(raw, f"{W}.args")
+    assert said in message and "has T4 (7.5)" in message
+    raw = vllm()  # the A10 (8.6) runs both
+    args_of(raw).extend(extra)
+    assert f"{extra[0]} {extra[1]}:" not in str(rejected(raw) if _rejects(raw) else "")
+
+
+def _rejects(raw: dict) -> bool:
+    try:
+        load(raw)
+    except Exception:  # noqa: BLE001 - ConfigError
+        return True
+    return False
+
+
+def test_memory_utilization_written_as_a_percentage_is_refused():
+    raw = vllm()
+    args_of(raw).append("--gpu-memory-utilization=90")
+    message = message_at(raw, f"{W}.args")
+    assert "--gpu-memory-utilization 90: vLLM 0.9.2 takes a fraction" in message and "did you mean 0.9?" in message
+
+
+def test_triton_booleans_are_read_as_triton_reads_them():
+    raw = triton()
+    args_of(raw).append("--allow-gpu-metrics=yes")
+    message = message_at(raw, f"{W}.args")
+    assert message.startswith("--allow-gpu-metrics: Triton 2.49.0 (tritonserver) exits on this line: invalid value "
+                              "for bool option: yes")
+    args_of(raw)[-1] = "--allow-gpu-metrics=OFF"
+    load(raw)

@@ -236,3 +236,21 @@ def test_the_plan_says_how_many_bad_minutes_each_trace_allows() -> None:
     assert note.startswith("Bad minutes a trace allows at 95%: step (20 min) 1, spike (30 min) 1, diurnal (120 min) "
                            "6; a day (1440 min) 72; at 99%: step (20 min) 0, spike (30 min) 0, diurnal (120 min) 1; "
                            "a day (1440 min) 14")
+
+
+def test_compliance_written_as_a_fraction_is_refused_naming_both_readings() -> None:
+    raw = _with_slo(stack_raw("prod"), objectives=[{"metric": "triton_queue_time_us", "below": 5000}],
+                    compliance=0.99)
+    message = _issues(raw)["workloads[0].slo.compliance"]
+    assert "0.99 reads as 0.99 % of minutes" in message and "allowed: 99 for 0.99 of minutes" in message
+
+
+def test_a_threshold_the_hpa_target_holds_the_metric_above_is_refused_naming_both() -> None:
+    raw = stack_raw("prod")
+    metric = raw["workloads"][0]["autoscaling"]["metrics"][0]
+    target = float(metric["target"])
+    _with_slo(raw, objectives=[{"metric": metric["metric"], "below": target * 0.9}])
+    message = _issues(raw)["workloads[0].slo.objectives[0].below"]
+    assert f"{target * 0.9:g} is unreachable with autoscaling.metrics[0].target {target:g}" in message
+    raw["workloads"][0]["slo"]["objectives"][0]["below"] = target * 1.5
+    assert load(raw).workloads[0].slo.objectives[0].below == target * 1.5

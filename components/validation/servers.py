@@ -33,6 +33,8 @@ def check_server(cfg: PlatformConfig, p: str, w: Workload, f: Optional[PoolFacts
     for path, message in facts.problems:
         out.add(f"{p}.{path}", message)
     _check_secrets(p, w, facts, out)
+    if facts.reading is not None and not facts.reading.accepted:
+        return  # the server exits on its command line: what it would do with it is moot
     _check_listening(p, w, facts, out)
     _check_metrics(p, w, facts, out)
     _check_health(p, w, facts, out)
@@ -41,6 +43,39 @@ def check_server(cfg: PlatformConfig, p: str, w: Workload, f: Optional[PoolFacts
     _check_batch_targets(p, w, facts, f, out)
     _check_writable(p, w, facts, out)
     _check_load_format(p, w, facts, out)
+    _check_capability_and_ranges(p, w, facts, f, out)
+
+
+def _check_capability_and_ranges(p: str, w: Workload, facts: ServerFacts, f: Optional[PoolFacts],
+                                 out: _Issues) -> None:
+    """Option values the parser takes but the server cannot use: a share written as a percentage, a dtype,
+    quantization or attention backend the pool's GPU is too old (or new) for (catalogs/server_cli.py
+    ``CAPABILITY_NEEDS``, ``RANGES``). Needs the parser's reading (a version the tables know)."""
+    reading = facts.reading
+    if reading is None or not reading.accepted:
+        return
+    for (server, dest), (low, high, low_ok, source) in cli.RANGES.items():
+        value = reading.values.get(dest)
+        if server != facts.server or dest not in reading.given or not isinstance(value, (int, float)):
+            continue
+        if value > high or value < low or (value == low and not low_ok):
+            flag = "--" + dest.replace("_", "-")
+            out.add(f"{p}.args", f"{flag} {value:g}: {reading.title} takes a fraction of the GPU's memory "
+                    f"({source}); allowed: {'above' if not low_ok else 'from'} {low:g} up to {high:g}"
+                    + (f" (did you mean {value / 100:g}?)" if 1 < value <= 100 else ""))
+    name = f.model.name if f is not None else None
+    capability = cli.COMPUTE_CAPABILITY.get(str(name)) if name else None
+    if capability is None:
+        return
+    for need in cli.CAPABILITY_NEEDS:
+        if need.server != facts.server or reading.values.get(need.dest) != need.value:
+            continue
+        if capability < need.minimum or (need.maximum is not None and capability > need.maximum):
+            span = f"{need.minimum:g} to {need.maximum:g}" if need.maximum else f"at least {need.minimum:g}"
+            flag = "--" + need.dest.replace("_", "-")
+            out.add(f"{p}.args", f"{flag} {need.value}: {reading.title} needs a GPU of compute capability {span} "
+                    f"(\"{need.said}\", {need.source}), but pool {fmt(f.name)} has {name} ({capability:g}); "
+                    "allowed: another value, or a pool with a newer GPU")
 
 
 def _check_load_format(p: str, w: Workload, facts: ServerFacts, out: _Issues) -> None:

@@ -165,8 +165,19 @@ def check_env_and_volumes(cfg: PlatformConfig, p: str, w: Workload, f: Optional[
 
 
 def check_command_line(cfg: PlatformConfig, p: str, w: Workload, f: Optional[PoolFacts], out: _Issues) -> None:
-    """A credential anywhere in ``command`` or ``args`` of a workload that names no server (a server's command line
-    is read flag by flag, servers.py, which knows which flags take a credential)."""
+    """``commandLine`` that cannot be written as ``command`` and ``args`` (or comes with them); a credential
+    anywhere in ``command`` or ``args`` of a workload that names no server (a server's command line is read flag
+    by flag, servers.py, which knows which flags take a credential)."""
+    if w.command_line is not None:
+        from gpuplatform.components.server_args import split_command_line
+        try:
+            command, args = split_command_line(w.server, w.image, w.command_line)
+        except ValueError as e:
+            out.add(f"{p}.commandLine", str(e))
+        else:
+            if (w.command, w.args) != (command, args):
+                out.add(f"{p}.commandLine", "given with command or args; allowed: commandLine alone, or command and "
+                        "args alone")
     if w.server in SERVER_CLIS:
         return
     for key, words in (("command", w.command), ("args", w.args)):

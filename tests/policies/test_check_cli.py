@@ -487,3 +487,45 @@ def test_unquoted_dates_are_strings_as_kubectl_sends_them(tmp_path, capsys):
     code, out, err = _run(capsys, "--manifests", str(tmp_path / "cm.yaml"), "--format", "json")
     assert code == 0 and "Traceback" not in err
     assert [v for v in json.loads(out) if v["policy_id"] == "api-server-rejects"] == []
+
+
+def test_a_plain_vllm_deployment_asking_four_gpus_of_one_fails_check_manifests(tmp_path):
+    """The server is found by its image, its line read by vLLM 0.9.2's own grammar: --tensor-parallel-size 4 on a
+    container with one nvidia.com/gpu, and no /dev/shm for the four workers."""
+    import subprocess
+    import sys
+    manifest = tmp_path / "vllm.yaml"
+    manifest.write_text(
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: llm, namespace: inference}\nspec:\n"
+        "  selector: {matchLabels: {app: llm}}\n  template:\n    metadata: {labels: {app: llm}}\n    spec:\n"
+        "      containers:\n      - name: vllm\n        image: vllm/vllm-openai:v0.9.2\n"
+        "        args: [--model, /models/m, --tensor-parallel-size, '4']\n"
+        "        resources: {limits: {nvidia.com/gpu: 1}}\n")
+    proc = subprocess.run([sys.executable, "-m", "gpuplatform", "check", "--manifests", str(manifest)],
+                          capture_output=True, text=True)
+    assert proc.returncode != 0, proc.stdout
+    assert "server-command-line" in proc.stdout and "vLLM 0.9.2 spans 4 GPUs (tensor 4) but the container gets 1" \
+        in proc.stdout
+    assert "server-shared-memory" in proc.stdout
+
+
+def test_triton_and_tgi_containers_are_read_by_their_tables_in_manifests():
+    from gpuplatform.check import load_manifests, run_policies
+    import yaml as _yaml
+    docs = _yaml.safe_load_all(
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: t, namespace: inference}\nspec:\n"
+        "  selector: {matchLabels: {app: t}}\n  template:\n    metadata: {labels: {app: t}}\n    spec:\n"
+        "      containers:\n      - name: triton\n        image: nvcr.io/nvidia/tritonserver:24.08-py3\n"
+        "        command: [tritonserver]\n        args: [--model-repository=/models, --allow-metrics=yes]\n"
+        "      - name: tgi\n        image: ghcr.io/huggingface/text-generation-inference:3.3.7\n"
+        "        args: [--model-id, /m, --num-shard, '2']\n        resources: {limits: {nvidia.com/gpu: 2}}\n")
+    import pathlib
+    import tempfile
+    with tempfile.TemporaryDirectory() as d:
+        path = pathlib.Path(d) / "m.yaml"
+        path.write_text(_yaml.safe_dump_all(list(docs)))
+        found = [v for v in run_policies(load_manifests([path])) if v.policy_id.startswith("server-")]
+    messages = " | ".join(v.message for v in found)
+    assert "--allow-metrics: Triton 2.49.0 (tritonserver) exits on this line: invalid value for bool option: yes" \
+        in messages
+    assert "TGI 3.3.7 spans 2 GPUs" in messages  # no /dev/shm for two shards

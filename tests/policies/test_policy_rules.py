@@ -88,6 +88,22 @@ def ray_dashboard_ingress(annotations):
                 "service": {"name": "raycluster-head-svc", "port": {"number": 8265}}}}]}}]}}
 
 
+def llm_server(image="vllm/vllm-openai:v0.9.2", args=("--model", "/models/m", "--tensor-parallel-size", "2"),
+               gpus=2, shm=True, command=()):
+    """A plain Deployment of an inference server, as a team writes it by hand."""
+    container = {"name": "server", "image": image, "args": list(args),
+                 "resources": {"limits": {"nvidia.com/gpu": gpus}}}
+    if command:
+        container["command"] = list(command)
+    spec = {"containers": [container]}
+    if shm:
+        spec["volumes"] = [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "2Gi"}}]
+        container["volumeMounts"] = [{"name": "dshm", "mountPath": "/dev/shm"}]
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "llm", "namespace": "inference"},
+            "spec": {"selector": {"matchLabels": {"app": "llm"}},
+                     "template": {"metadata": {"labels": {"app": "llm"}}, "spec": spec}}}
+
+
 def adapter_config(text):
     return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "adapter-config", "namespace": "monitoring"},
             "data": {"config.yaml": text}}
@@ -211,6 +227,13 @@ CASES = {
         _mutate("staging", lambda rs: None),
         _mutate("staging", lambda rs: find(rs, "Service").inputs["spec"]["ports"].append(
             {"name": "metrics", "port": 8002, "targetPort": 8002}))),
+    # the real parsers' reading: SGLang's --tp is its --tp-size; --tp_size is no spelling it has
+    "server-command-line": (
+        _plain(llm_server(), llm_server(image="lmsysorg/sglang:v0.5.4", command=("python3", "-m", "sglang.launch_server"),
+                                         args=("--model-path", "/m", "--tp", "2"))),
+        _plain(llm_server(image="lmsysorg/sglang:v0.5.4", command=("python3", "-m", "sglang.launch_server"),
+                          args=("--model-path", "/m", "--tp_size", "2")))),
+    "server-shared-memory": (_plain(llm_server()), _plain(llm_server(shm=False))),
     "pod-run-as-non-root": (
         _mutate("prod", lambda rs: None),
         _mutate("prod", lambda rs: container(rs)["securityContext"].update(runAsNonRoot=False))),

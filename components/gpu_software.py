@@ -29,9 +29,11 @@ from gpuplatform.components.assembly import BUILT, ComposedComponent
 
 def fake_gpu_operator_values(pools: list[PoolFacts]) -> dict:
     """Topology derived from the pool specs: product, GPUs per node and memory per GPU, keyed by pool name."""
-    # Helm merges our map into the chart's, whose topology has a ``default`` pool; a null deletes a chart default
-    # (helm.sh/docs/chart_template_guide/values_files, "Deleting a default key"), so only our pools remain
-    node_pools: dict = {"default": None}
+    # Helm merges our map into the chart's, whose topology keeps its ``default`` pool: a null would delete it in
+    # Helm, but the Pulumi engine does not carry a null value through to the provider (gpuplatform rehearse, on the
+    # real engine). It stays inert: it takes only nodes labelled <nodePoolLabelKey>=default, and a pool of ours
+    # named default replaces its entry.
+    node_pools: dict = {}
     # fake-gpu-operator labels its nodes with gpuProduct as GPU Feature Discovery would (nvidia.com/gpu.product)
     node_pools.update({p.name: {"gpuProduct": gpu_product_label(p.model), "gpuCount": p.gpus_per_node,
                                 "gpuMemory": p.model.require_reported_mib("a simulated GPU (fake-gpu-operator "

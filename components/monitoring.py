@@ -118,7 +118,10 @@ def prometheus_adapter_values(cfg: PlatformConfig, prometheus_url: pulumi.Input[
         "serviceAccount": {"create": True, "name": ADAPTER_SA},
         # the chart's RBAC binds a wildcard custom.metrics role to the adapter; we bind only what it needs
         "rbac": {"create": False},
-        "podDisruptionBudget": {"enabled": adapter_replicas(cfg) > 1, "minAvailable": 1, "maxUnavailable": None},
+        # the chart's default maxUnavailable (1) must go: a PDB with both is refused by the API server. Not with a
+        # null (the Pulumi engine does not carry it to Helm: the rehearsal's API server refused the PDB), but with
+        # 0, which the chart's `if .maxUnavailable` leaves out (templates/pdb.yaml)
+        "podDisruptionBudget": {"enabled": adapter_replicas(cfg) > 1, "minAvailable": 1, "maxUnavailable": 0},
         "affinity": {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{
             "weight": 100, "podAffinityTerm": {"topologyKey": "kubernetes.io/hostname",
                                                "labelSelector": {"matchLabels": {

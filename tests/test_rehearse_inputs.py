@@ -111,3 +111,24 @@ def test_chart_packages_install_each_pinned_chart_from_its_package_on_disk():
     for r in releases:
         assert r.inputs["chart"] == f"/srv/charts/{chart_of(r).name}-{r.inputs['version']}.tgz"
         assert "repositoryOpts" not in r.inputs
+
+
+def test_no_helm_value_relies_on_a_null():
+    """Helm deletes a chart default given a null, but the Pulumi engine does not carry a null in a Release's values
+    to the provider (the rehearsal found prometheus-adapter's PDB left with both minAvailable and the chart's
+    maxUnavailable, which the API server refuses): no stack may send one."""
+    from support import STACKS, synth
+
+    def nulls(value, path=""):
+        if isinstance(value, dict):
+            for k, v in value.items():
+                yield from nulls(v, f"{path}.{k}")
+        elif isinstance(value, list):
+            for i, v in enumerate(value):
+                yield from nulls(v, f"{path}[{i}]")
+        elif value is None:
+            yield path
+
+    found = [(stack, r.inputs["name"], p) for stack in STACKS for r in synth(stack_raw(stack))
+             if r.type == "kubernetes:helm.sh/v3:Release" for p in nulls(r.inputs.get("values") or {})]
+    assert found == []

@@ -98,6 +98,35 @@ class _Stop(Exception):
     pass
 
 
+def named_claims(cfg) -> list[tuple[str, str]]:
+    """(namespace, claim) of every PersistentVolumeClaim a workload mounts by name (``volumes[].pvc``): the stack
+    expects it to exist (a prerequisite the user makes), and without it the scheduler leaves the pod Pending."""
+    found = []
+    for w in cfg.workloads:
+        namespace = cfg.workload_namespace(w)
+        for v in w.volumes:
+            if v.pvc and (namespace, v.pvc) not in found:
+                found.append((namespace, v.pvc))
+    return found
+
+
+def claim_stand_in(namespace: str, name: str) -> list[dict]:
+    """The claim's namespace, a volume and the claim bound to it (the persistent-volume controller binds a claim
+    that names its volume)."""
+    volume = f"rehearsal-{namespace}-{name}"[:63]
+    return [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}},
+        {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": volume},
+         "spec": {"capacity": {"storage": "1Ti"}, "accessModes": ["ReadWriteMany", "ReadOnlyMany", "ReadWriteOnce"],
+                  "persistentVolumeReclaimPolicy": "Retain", "storageClassName": "",
+                  "hostPath": {"path": f"/rehearsal/{namespace}/{name}"},
+                  "claimRef": {"namespace": namespace, "name": name}}},
+        {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": name, "namespace": namespace},
+         "spec": {"accessModes": ["ReadWriteMany"], "storageClassName": "", "volumeName": volume,
+                  "resources": {"requests": {"storage": "1Gi"}}}},
+    ]
+
+
 def _summary(changes: dict) -> str:
     return ", ".join(f"{n} {op}" for op, n in sorted(changes.items())) or "nothing"
 
@@ -132,6 +161,18 @@ def rehearse(raw: dict, stack: str, cfg, *, engines: Optional[Path] = None, keep
         from gpuplatform.chart_render import charts_dir
 
         packages = charts_dir().path
+        claims = named_claims(cfg)
+        if claims:
+            def stand_ins():
+                for claim in claims:
+                    for obj in claim_stand_in(*claim):
+                        verdict = apply(cp, discovery, obj)
+                        if not verdict.accepted:
+                            raise ControlPlaneError(f"{obj['kind']} {obj['metadata']['name']}: {verdict.message}")
+                return None, [f"PersistentVolumeClaim {ns}/{name}, named by the stack and made by you, stood in for "
+                              "by a bound claim" for ns, name in claims], True
+            _timed(report, "what the stack names but does not create", stand_ins)
+
         raw_rehearsed, notes = rehearsal_namespace(raw, str(cp.admin_kubeconfig), str(packages) if packages else None)
         report.notes += notes
         before = inventory(cp)

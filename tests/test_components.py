@@ -97,9 +97,9 @@ def test_kubeconfig_target_registers_no_alibaba_resource(stack_records):
     provider = one(records, "pulumi:providers:kubernetes")
     assert provider.inputs["context"] == "kind-gpu"
     fake = one(records, RELEASE, "gpu-gpu-software-fake-gpu-operator")
-    # the chart's own default pool is deleted with a null, which the plan keeps as the engine sends it
+    # only the stack's pools: the chart's own default pool stays inert (no null: the engine would not pass it on)
     assert fake.inputs["values"]["topology"]["nodePools"] == {
-        "default": None, "sim-t4": {"gpuProduct": "Tesla-T4", "gpuCount": 2, "gpuMemory": 15079}}
+        "sim-t4": {"gpuProduct": "Tesla-T4", "gpuCount": 2, "gpuMemory": 15079}}
     assert fake.inputs["values"]["topology"]["nodePoolLabelKey"] == sharing.SIMULATED_POOL_LABEL
     pool = one(records, "gpuplatform:index:GpuNodePool")
     assert pool.inputs["nodeLabels"][sharing.SIMULATED_POOL_LABEL] == "sim-t4"

@@ -67,11 +67,14 @@ def test_with_the_monitoring_fixed_the_services_metrics_are_checked_against_it()
 def test_the_two_mistake_stack_file_reports_both(capsys):
     code = main(["check", "--config", str(FIXTURES / "Pulumi.two-mistakes.yaml")])
     err = capsys.readouterr().err
-    assert code == 2 and "invalid stack configuration (2 problems):" in err, err
+    # the impossible target also makes the SLO above it unreachable: a third finding, of the same mistake
+    assert code == 2 and "invalid stack configuration (3 problems):" in err, err
     assert "- gpu-platform:nodePools[0].maxNode: unknown key (not a gpu-platform setting). Did you mean 'maxNodes'" \
         in err
     assert "- gpu-platform:workloads[0].autoscaling.metrics[0].target: 150 can never be exceeded enough to scale " \
            "up: 'gpu_sm_util' is percent, 0-100" in err
+    assert "- gpu-platform:workloads[0].slo.objectives[0].below: 22 is unreachable with autoscaling.metrics[0]" \
+           ".target 150" in err
     assert "Traceback" not in err
 
 

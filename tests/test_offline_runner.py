@@ -1,6 +1,8 @@
 """The offline runner itself: what it records, and that it leaves the process as it found it."""
 import gc
 import json
+
+import yaml
 import subprocess
 import sys
 
@@ -47,21 +49,24 @@ def _without_nulls(value):
 
 
 def test_nulls_the_engine_receives_are_recorded_and_planned(tmp_path):
-    """The SDK serializes a None inside a map as a protobuf null (pulumi/runtime/rpc.py, serialize_property), so
-    the engine, and Helm after it, receive it: Helm deletes the chart default for that key. The SDK's own
-    decoder drops it again; the plan must not."""
+    """The SDK serializes a None inside a map as a protobuf null (pulumi/runtime/rpc.py, serialize_property) and its
+    own decoder drops it again; the plan must show it as given. (The real engine does not carry it on to Helm as a
+    deletion, the rehearsal found: the package's own values send none, tests/test_rehearse_inputs.py.)"""
     from gpuplatform.cli import main
 
-    records = synth(stack_raw("prod"))
+    raw = stack_raw("prod")
+    raw["monitoring"]["helmValues"] = {"prometheusAdapter": {"podDisruptionBudget": {"unhealthyPodEvictionPolicy": None}}}
+    config = tmp_path / "Pulumi.prod.yaml"
+    config.write_text(yaml.safe_dump({"config": {f"gpu-platform:{k}": v for k, v in raw.items()}}))
+    records = synth(raw)
     adapter = next(r for r in records if r.name.endswith("prometheus-adapter") and "helm" in r.type)
-    assert adapter.inputs["values"]["podDisruptionBudget"] == {"enabled": True, "minAvailable": 1,
-                                                               "maxUnavailable": None}
-    assert main(["plan", "--stack", "prod", "--out", str(tmp_path)]) == 0
-    plan = json.loads((tmp_path / "plan.json").read_text())
+    assert adapter.inputs["values"]["podDisruptionBudget"]["unhealthyPodEvictionPolicy"] is None
+    assert main(["plan", "--config", str(config), "--out", str(tmp_path / "out")]) == 0
+    plan = json.loads((tmp_path / "out" / "plan.json").read_text())
     planned = next(r for r in plan["resources"] if r["name"] == adapter.name)
-    assert planned["inputs"]["values"]["podDisruptionBudget"]["maxUnavailable"] is None
-    manifest = (tmp_path / "manifests" / "helmrelease-monitoring-prometheus-adapter.yaml").read_text()
-    assert "maxUnavailable: null" in manifest
+    assert planned["inputs"]["values"]["podDisruptionBudget"]["unhealthyPodEvictionPolicy"] is None
+    manifest = (tmp_path / "out" / "manifests" / "helmrelease-monitoring-prometheus-adapter.yaml").read_text()
+    assert "unhealthyPodEvictionPolicy: null" in manifest
 
 
 def test_restore_nulls_follows_secrets_lists_and_nesting():

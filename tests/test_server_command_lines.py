@@ -18,8 +18,10 @@ W = "workloads[0]"
 
 
 def vllm(**changes) -> dict:
-    """Example 005: vLLM 0.9.2 on one A10, weights from a PVC, scaled on waiting requests."""
+    """Example 005 at vLLM 0.9.2 (the release whose parser the flag tables were generated from; the example ships a
+    later one for its drain) on one A10, weights from a PVC, scaled on waiting requests."""
     raw = example_raw("005")
+    raw["workloads"][0]["image"] = "vllm/vllm-openai:v0.9.2"
     raw["workloads"][0].update(changes)
     return raw
 

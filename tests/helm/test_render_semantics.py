@@ -8,6 +8,8 @@ import re
 import pytest
 import yaml
 
+from gpuplatform.catalogs import sharing
+
 import helm_engine
 from gpuplatform.catalogs.kubernetes import MANAGED_CONTROL_PLANE_COMPONENTS
 from gpuplatform.catalogs.mig import fits_one_gpu, max_instances
@@ -315,7 +317,10 @@ def test_simulated_topology_has_exactly_the_stacks_pools(rendered, name):
     topologies = [yaml.safe_load(d["data"]["topology.yml"]) for _, d in stack.releases["fake-gpu-operator"].objects
                   if d["kind"] == "ConfigMap" and "topology.yml" in (d.get("data") or {})]
     assert len(topologies) == 1
-    assert set(topologies[0]["nodePools"]) == {p.name for p in stack.cfg.node_pools}
+    # the stack's pools, and the chart's own default pool, inert: it takes only nodes labelled with the pool label
+    # =default, which no pool of the stack's carries (a pool named default would replace it)
+    assert set(topologies[0]["nodePools"]) == {p.name for p in stack.cfg.node_pools} | {"default"}
+    assert topologies[0]["nodePoolLabelKey"] == sharing.SIMULATED_POOL_LABEL
 
 
 # ---------------------------------------------------------------------------------------------- whole stack

@@ -42,7 +42,9 @@ def test_a_kwok_node_is_ready_with_the_capacity_it_was_given(control_plane):
     while time.monotonic() < deadline:
         node = control_plane.get("/api/v1/nodes/pool-t4-0")
         ready = [c for c in node["status"].get("conditions", []) if c["type"] == "Ready"]
-        if ready and ready[0]["status"] == "True":
+        # the node lifecycle controller lifts its not-ready taint a moment after the node turns Ready
+        lifted = not any(t["key"].startswith("node.kubernetes.io/") for t in node["spec"].get("taints", []))
+        if ready and ready[0]["status"] == "True" and lifted:
             break
         time.sleep(0.5)
     assert ready and ready[0]["status"] == "True"

@@ -162,20 +162,6 @@ def kubeconfig(server: str, pki: Pki, user: str) -> dict:
     }
 
 
-def embedded_kubeconfig(server: str, pki: Pki, user: str) -> dict:
-    """The same kubeconfig with the certificates inline: what a stack's provider is given as text."""
-    import base64
-
-    def b64(name: str) -> str:
-        return base64.b64encode((pki.dir / name).read_bytes()).decode()
-
-    config = kubeconfig(server, pki, user)
-    config["clusters"][0]["cluster"] = {"server": server, "certificate-authority-data": b64("ca.crt")}
-    config["users"][0]["user"] = {"client-certificate-data": b64(f"{user}.crt"),
-                                  "client-key-data": b64(f"{user}.key")}
-    return config
-
-
 # ------------------------------------------------------------------------------------------------ processes
 @dataclass
 class Component:

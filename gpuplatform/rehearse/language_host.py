@@ -222,19 +222,20 @@ class LanguageHost(language_pb2_grpc.LanguageRuntimeServicer):
         return plugin_pb2.PluginInfo(version=_version())
 
     # -------------------------------------------------------------------------------------------- plugins
-    def GetRequiredPackages(self, request, context):
+    def _required(self, request, context):
+        """The program's resource plugins; a failure aborts the call with its message (``context.abort`` raises)."""
         try:
-            plugins = required_plugins(python_for(request.info, plugin=False))
+            return required_plugins(python_for(request.info, plugin=False))
         except (HostError, subprocess.TimeoutExpired, ValueError) as exc:
             return self._fail(context, exc)
+
+    def GetRequiredPackages(self, request, context):
+        plugins = self._required(request, context) or []
         return language_pb2.GetRequiredPackagesResponse(packages=[
             plugin_pb2.PackageDependency(kind="resource", **p) for p in plugins])
 
     def GetRequiredPlugins(self, request, context):
-        try:
-            plugins = required_plugins(python_for(request.info, plugin=False))
-        except (HostError, subprocess.TimeoutExpired, ValueError) as exc:
-            return self._fail(context, exc)
+        plugins = self._required(request, context) or []
         return language_pb2.GetRequiredPluginsResponse(plugins=[
             plugin_pb2.PluginDependency(kind="resource", **p) for p in plugins])
 

@@ -19,7 +19,7 @@ import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Optional
+from typing import Optional
 
 import yaml
 
@@ -81,17 +81,17 @@ def _config_file(raw: dict, dest: Path) -> Path:
     return dest
 
 
-def _timed(report: Report, name: str, action) -> Any:
+def _timed(report: Report, name: str, action) -> None:
+    """Run ``action`` (-> its report lines and whether it passed) as the step ``name``."""
     started = time.monotonic()
     try:
-        result, detail, ok = action()
+        detail, ok = action()
     except Exception as exc:  # every failure ends the run with its own message
         report.steps.append(Step(name, False, time.monotonic() - started, [str(exc)]))
         raise _Stop() from exc
     report.steps.append(Step(name, ok, time.monotonic() - started, detail))
     if not ok:
         raise _Stop()
-    return result
 
 
 class _Stop(Exception):
@@ -142,20 +142,23 @@ def rehearse(raw: dict, stack: str, cfg, *, engines: Optional[Path] = None, keep
     workdir = Path(keep) if keep else Path(tempfile.mkdtemp(prefix="gpuplatform-rehearsal-"))
     cp = LocalControlPlane(engines, workdir / "cluster")
     try:
-        _timed(report, "control plane", lambda: (cp.start(), [f"kube-apiserver at {cp.server}"], True))
+        def control_plane():
+            cp.start()
+            return [f"kube-apiserver at {cp.server}"], True
+        _timed(report, "control plane", control_plane)
         discovery = Discovery(cp)
 
         def nodes():
             notes = create_nodes(cp, discovery, node_groups(cfg))
             count = len(cp.get("/api/v1/nodes")["items"])
-            return None, [f"{count} kwok nodes"] + notes, True
+            return [f"{count} kwok nodes"] + notes, True
         _timed(report, "nodes shaped like the node groups", nodes)
 
         if cfg.is_ack:
             def ack_pods():
                 pods = [p for p in cluster_pods(cfg, with_charts=False)]
                 wanted = create_controllers(cp, discovery, pods)
-                return None, [f"{len(wanted)} controllers of ACK and its add-ons"], True
+                return [f"{len(wanted)} controllers of ACK and its add-ons"], True
             _timed(report, "ACK's system pods", ack_pods)
 
         from gpuplatform.chart_render import charts_dir
@@ -169,7 +172,7 @@ def rehearse(raw: dict, stack: str, cfg, *, engines: Optional[Path] = None, keep
                         verdict = apply(cp, discovery, obj)
                         if not verdict.accepted:
                             raise ControlPlaneError(f"{obj['kind']} {obj['metadata']['name']}: {verdict.message}")
-                return None, [f"PersistentVolumeClaim {ns}/{name}, named by the stack and made by you, stood in for "
+                return [f"PersistentVolumeClaim {ns}/{name}, named by the stack and made by you, stood in for "
                               "by a bound claim" for ns, name in claims], True
             _timed(report, "what the stack names but does not create", stand_ins)
 
@@ -184,7 +187,7 @@ def rehearse(raw: dict, stack: str, cfg, *, engines: Optional[Path] = None, keep
             cli.stack_init(project, stack)
             outcome = cli.up(project, stack, timeout=up_timeout)
             report.applied = outcome.changes
-            return None, [f"applied: {_summary(outcome.changes)}"], outcome.ok
+            return [f"applied: {_summary(outcome.changes)}"], outcome.ok
         _timed(report, "pulumi up", first_up)
 
         def settled():
@@ -208,14 +211,14 @@ def rehearse(raw: dict, stack: str, cfg, *, engines: Optional[Path] = None, keep
                       *[f"not available: {d} ({a}/{n})" for d, a, n in placement.deployments if a < n],
                       f"autoscalers: {', '.join(placement.autoscalers) or 'none'}"]
             ok = not placement.unschedulable and all(a >= n for _, a, n in placement.deployments)
-            return None, detail, ok
+            return detail, ok
         _timed(report, "every pod scheduled, every Deployment available", settled)
 
         def second_up():
             outcome = cli.preview(project, stack, expect_no_changes=True, check=False)
             report.second_up_changes = {k: v for k, v in outcome.changes.items() if k != "same"}
             changed = [f"{op} {urn.rsplit('::', 1)[-1]}" for op, urn in outcome.operations if op not in ("same", "")]
-            return None, [f"changes: {_summary(report.second_up_changes)}", *changed[:20]], \
+            return [f"changes: {_summary(report.second_up_changes)}", *changed[:20]], \
                 outcome.ok and not report.second_up_changes
         _timed(report, "second up changes nothing", second_up)
 
@@ -230,7 +233,7 @@ def rehearse(raw: dict, stack: str, cfg, *, engines: Optional[Path] = None, keep
             report.left_after_destroy = left
             report.kept_by_helm = kept
             crds = sum(x.startswith("CustomResourceDefinition") for x in kept)
-            return None, [f"deleted: {_summary(outcome.changes)}", *[f"left: {x}" for x in left[:30]],
+            return [f"deleted: {_summary(outcome.changes)}", *[f"left: {x}" for x in left[:30]],
                           *([f"kept by Helm by design: {crds} CRDs of the charts' crds/ directories (Helm never "
                              "deletes a CRD: every object of its kind would go with it)"] if crds else [])], \
                 outcome.ok and not left

@@ -44,6 +44,10 @@ WORKBOOK_URL = "https://sre.google/workbook/alerting-on-slos/"
 BAD_MINUTE_STEP = "1m"
 """The SLI is judged once a minute: the recording rule group runs at this interval, subqueries step at it."""
 
+SLI_WINDOW = BAD_MINUTE_STEP
+"""The window the SLI reads each objective's metric over: the minute it judges. A rate read over the HPA's rule
+window (often 30 s) once a minute would leave the rest of the minute unjudged."""
+
 _PROMETHEUS_DURATION_UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800, "y": 31536000}
 
 

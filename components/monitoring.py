@@ -469,8 +469,7 @@ class GpuMonitoring(ComposedComponent, pulumi.ComponentResource):
     def slo_rules(cfg: PlatformConfig, recorded: bool):
         """Recording rules and burn-rate alerts of the workloads with an SLO (components/slo_alerts.py); ARMS
         takes no recording rules, so there ``recorded`` is false and the alerts carry the SLI themselves."""
-        return slo_rules(cfg.workload_namespace, cfg.workloads, lambda w, m: source_for(cfg, w, m),
-                         cfg.monitoring.intervals.rule_window, recorded)
+        return slo_rules(cfg.workload_namespace, cfg.workloads, lambda w, m: source_for(cfg, w, m), recorded)
 
     @staticmethod
     def dashboard_config_map(cfg: PlatformConfig) -> dict:

@@ -1,23 +1,29 @@
 """Error-budget burn-rate alerts from each workload's ``slo`` (the SRE workbook's method: catalogs/burn_rates.py).
 
-The SLI is judged per minute. A minute is bad for an objective when the objective's metric, read with the query the
-HPA's adapter (or KEDA) sends for the workload's pods (components/adapter_rules.py ``render_metrics_query``), is
-above ``below`` on the worst pod: ``max(<per-pod query>) > bool <below>`` is 1 for a bad minute, 0 for a good one.
-The error ratio over a window W is the share of bad minutes in it, ``avg_over_time`` of that 0/1 series over W.
+The SLI, the one definition ``simulate`` judges (gpuplatform/simulate/slo.py evaluates the same expression on its
+own scraped series), ``plan`` prints and these alerts page on: each minute, for each objective, the objective's
+metric read with the query the HPA's adapter sends for the workload's pods (components/adapter_rules.py
+``render_metrics_query``) over the minute itself (``SLI_WINDOW``, 1m: a rate covers every request of the minute),
+on the worst pod. ``max(<per-pod query>[1m]) > bool <below>`` is 1 for a bad minute, 0 for a good one, evaluated
+at the end of each minute. A minute in which no pod of the workload reports the metric has no sample.
 
 * kube-prometheus-stack: a recording rule (group interval 1m) stores the 0/1 series as
-  ``gpuplatform:slo_bad_minute{namespace, workload, objective}``; the alerts average it over their windows.
+  ``gpuplatform:slo_bad_minute{namespace, workload, objective}``; the alerts count it over their windows.
 * ARMS: ``PrometheusAlertRule`` holds alert expressions only (no recording rules in pulumi_alicloud's arms module),
-  so the alerts average the same 0/1 expression through a 1m-step subquery, ``avg_over_time((...)[W:1m])``.
+  so the alerts count the same 0/1 expression through a 1m-step subquery, ``sum_over_time((...)[W:1m])``.
 
-Absent data: a minute in which no pod of the workload reports the metric has no 0/1 sample, so it counts neither
-as good nor as bad; with no sample in a window the ratio is absent and no burn alert fires (the series-absent alert
-of components/alerts.py covers a missing HPA metric).
+The error ratio over a window W is the bad minutes in it over W's length in minutes,
+``sum_over_time(bad[W]) / clamp_min(count_over_time(bad[W]), minutes(W))``: the share of W that went bad, so
+that ``ratio > burn rate x budget`` means what the workbook's table says, that share of the whole SLO window's
+budget spent within W. A minute without a sample (before the rule ran, after a deploy, or while no pod reports) counts as good: averaging over the samples
+present instead (``avg_over_time``) made one bad minute in the first minutes after a deploy a 100 % error ratio,
+which on a 99.9 % SLO held the 6h page for hours and the 3d ticket for most of a day. A missing metric has its own
+alert (the series-absent alert of components/alerts.py).
 """
 from __future__ import annotations
 
-from gpuplatform.catalogs.burn_rates import (BAD_MINUTE_STEP, BURN_RATE_WINDOWS, WORKBOOK_URL, BurnRateWindow,
-                                            burn_rate, prometheus_duration_seconds)
+from gpuplatform.catalogs.burn_rates import (BAD_MINUTE_STEP, BURN_RATE_WINDOWS, SLI_WINDOW, WORKBOOK_URL,
+                                            BurnRateWindow, burn_rate, prometheus_duration_seconds)
 from gpuplatform.catalogs.metrics import METRICS, MetricSource
 from gpuplatform.components.adapter_rules import render_metrics_query
 from gpuplatform.components.alerts import Alert
@@ -34,11 +40,12 @@ def number(value: float) -> str:
     return f"{value:.6g}"
 
 
-def workload_sli(source: MetricSource, namespace: str, workload: str, rule_window: str) -> str:
-    """The per-pod query of the workload's pods, as the adapter renders it for the HPA (and KEDA sums it)."""
+def workload_sli(source: MetricSource, namespace: str, workload: str) -> str:
+    """The per-pod query of the workload's pods, in the form the adapter renders it for the HPA, over the minute
+    judged (``SLI_WINDOW``)."""
     lab = source.labels
     return render_metrics_query(source, f'{lab.namespace}="{namespace}",{lab.pod}=~"{workload}-.*"', lab.pod,
-                                rule_window)
+                                SLI_WINDOW)
 
 
 def bad_minute_expr(sli: str, below: float) -> str:
@@ -54,11 +61,17 @@ def recorded_selector(namespace: str, workload: str, objective: str) -> str:
     return f"{BAD_MINUTE_RECORD}{{{body}}}"
 
 
+def window_minutes(window: str) -> float:
+    return prometheus_duration_seconds(window) / prometheus_duration_seconds(BAD_MINUTE_STEP)
+
+
 def error_ratio(bad_minute: str, window: str, recorded: bool) -> str:
-    """Share of bad minutes over ``window``: of the recorded series, or of the expression through a subquery."""
-    if recorded:
-        return f"avg_over_time({bad_minute}[{window}])"
-    return f"avg_over_time(({bad_minute})[{window}:{BAD_MINUTE_STEP}])"
+    """Bad samples over the samples a full ``window`` holds (a minute without a sample counts as good): of the
+    recorded series, or of the expression through a subquery. The divisor is the samples present when there are
+    more than one a minute (a rule group evaluated more often than its 1m interval, as ``promtool test rules``
+    does at the test's evaluation interval), so the ratio is the same either way."""
+    series = f"{bad_minute}[{window}]" if recorded else f"({bad_minute})[{window}:{BAD_MINUTE_STEP}]"
+    return f"sum_over_time({series}) / clamp_min(count_over_time({series}), {number(window_minutes(window))})"
 
 
 def applicable_windows(slo_window: str, budget: float) -> list[tuple[BurnRateWindow, float]]:
@@ -96,7 +109,7 @@ def objective_alerts(namespace: str, workload: str, objective: str, below: float
     return out
 
 
-def slo_rules(namespace_of, workloads, source_of, rule_window: str, recorded: bool) -> tuple[list[dict], list[Alert]]:
+def slo_rules(namespace_of, workloads, source_of, recorded: bool) -> tuple[list[dict], list[Alert]]:
     """Recording rules (``recorded``) and burn-rate alerts of every workload with an SLO.
 
     ``namespace_of(workload)`` and ``source_of(workload, metric)`` resolve what the stack decides (root workloads
@@ -112,7 +125,7 @@ def slo_rules(namespace_of, workloads, source_of, rule_window: str, recorded: bo
             if src is None:
                 raise ValueError(f"workloads[{w.name}].slo.objectives: metric '{o.metric}' has no source for this "
                                  "workload's server and exporter")
-            expr = bad_minute_expr(workload_sli(src, ns, w.name, rule_window), o.below)
+            expr = bad_minute_expr(workload_sli(src, ns, w.name), o.below)
             if recorded:
                 records.append({"record": BAD_MINUTE_RECORD, "expr": expr,
                                 "labels": record_labels(ns, w.name, o.metric)})

@@ -1,0 +1,255 @@
+"""Several workloads in one node pool: shared nodes, shared headroom, and placeholders any of them preempts.
+
+Each workload runs its own loop (:class:`gpuplatform.simulate.engine.Simulation`: its demand, queue, metric
+pipeline, HPA or KEDA, pods), and all of them share the pool's nodes and its cluster autoscaler
+(:class:`gpuplatform.simulate.cluster.NodePool`). The pool's warm capacity is one set of placeholders
+(:class:`gpuplatform.simulate.cluster.Placeholders`: pause pods of one replica's size at priority -10, the
+overprovisioning pattern of the cluster-autoscaler FAQ) that a replica of whichever workload finds no free slot
+preempts; the evicted placeholder goes Pending and the autoscaler adds a node for it. Each second, every workload's
+autoscaler, scrape and scheduler run first, in the order the workloads are given (kube-scheduler pops pods by
+priority, then by arrival: the replicas all have priority 0, the placeholders come after them), then one autoscaler
+scan sees every pending pod of the pool. The pool's cost is its node-seconds (every node from its request to its
+removal, whatever runs on it), counted once for the pool.
+
+The workloads must run one image (a simulated node holds one image: ``Node.image_at``) and request the same GPU
+units. Headroom is shared two ways: placeholders, and a node a scale-in emptied, which stays for the autoscaler's
+unneeded time with the image on it and takes the next burst's replica of either workload.
+
+What it is for: headroom shared by workloads whose bursts do not coincide, where each would otherwise keep a
+replica of its own at ``minReplicas``. ``tune_pool`` compares the two on the same traces at the same SLO.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from typing import Optional, Sequence
+
+from gpuplatform.components.config import PlatformConfig
+from gpuplatform.components.errors import CommandLineIssue, ConfigError
+from gpuplatform.simulate.cluster import NodePool, Placeholders, Pods
+from gpuplatform.simulate.engine import Result, Simulation, find_workload, setup
+from gpuplatform.simulate.slo import MINUTE_S, error_budget_minutes
+from gpuplatform.simulate.traces import Trace
+
+
+class _PoolPods:
+    """Every workload's pods, as the autoscaler's scan counts them (pending pods and free slots of the pool)."""
+
+    def __init__(self, sims: Sequence[Simulation]):
+        self._sims = sims
+
+    @property
+    def pods(self) -> list:
+        return [p for sim in self._sims for p in sim.pods.pods]
+
+
+@dataclass
+class PoolResult:
+    workloads: list[Result]
+    node_s: float
+    placeholder_s: float
+    placeholders: int
+    preempted: int
+    peak_nodes: int
+    budgets: dict = field(default_factory=dict)
+    """Per workload, the bad minutes its SLO's error budget allows on its trace (0 without an SLO)."""
+
+    @property
+    def node_hours(self) -> float:
+        return round(self.node_s / 3600, 3)
+
+    @property
+    def bad_minutes(self) -> dict:
+        return {r.workload: r.tally.bad_minutes for r in self.workloads}
+
+    @property
+    def within_budget(self) -> bool:
+        """Every workload's bad minutes within its error budget: each SLO verdict met."""
+        return all(r.tally.bad_minutes <= self.budgets.get(r.workload, 0) for r in self.workloads)
+
+    def to_json(self) -> dict:
+        return {"nodeHours": self.node_hours, "placeholders": self.placeholders,
+                "placeholderHours": round(self.placeholder_s / 3600, 3), "preempted": self.preempted,
+                "peakNodes": self.peak_nodes, "withinBudget": self.within_budget,
+                "workloads": [{"workload": r.workload, "minReplicas": r.setup.min_replicas,
+                               "badMinutes": r.tally.bad_minutes, "budgetMinutes": self.budgets.get(r.workload, 0),
+                               "readyReplicaHours": round(r.tally.ready_replica_s / 3600, 3),
+                               "capacityReadySeconds": r.capacity_ready_s} for r in self.workloads]}
+
+
+def _pool_of(cfg: PlatformConfig, workloads: Sequence[str]) -> str:
+    pools = {find_workload(cfg, name).node_pool for name in workloads}
+    if len(pools) != 1:
+        raise ConfigError([CommandLineIssue("--workload", f"{', '.join(workloads)} run on pools "
+                                                          f"{', '.join(sorted(pools))}; allowed: workloads of one "
+                                                          "node pool")])
+    return pools.pop()
+
+
+def simulate_pool(cfg: PlatformConfig, stack: str, traces: dict[str, Trace], placeholders: Optional[int] = None,
+                  slo_target: Optional[dict] = None) -> PoolResult:
+    """One run of the workloads named in ``traces`` (each on its own demand) sharing their pool. Placeholders: the
+    workloads' ``warmReplicas`` together (``placeholders`` when given): pause pods of one replica's size at one
+    priority class, so a replica of any workload preempts any of them. ``slo_target``: per workload, the level
+    judged (as ``simulate --slo``)."""
+    names = list(traces)
+    _pool_of(cfg, names)
+    if placeholders is None:
+        placeholders = sum(find_workload(cfg, n).warm_replicas for n in names)
+    setups = [setup(cfg, name) for name in names]
+    slots = {s.slots for s in setups}
+    if len(slots) != 1:
+        raise ConfigError([CommandLineIssue("--workload", f"{', '.join(names)} need different slots per node "
+                                                          f"({', '.join(map(str, sorted(slots)))}); allowed: "
+                                                          "workloads whose replicas request the same GPU units")])
+    images = {s.workload.image for s in setups}
+    if len(images) != 1:
+        # a simulated node holds one image (Node.image_at): a node one workload's replica ran on would pass for
+        # holding the other's image too
+        raise ConfigError([CommandLineIssue("--workload", f"{', '.join(names)} run different images "
+                                                          f"({', '.join(sorted(images))}); the pool model holds one "
+                                                          "image per node; allowed: workloads of one image")])
+    sims = [Simulation(s, traces[s.workload.name], None, (slo_target or {}).get(s.workload.name)) for s in setups]
+    first = setups[0]
+    warm = Placeholders(placeholders)
+    replicas = sum(sim.spec for sim in sims)
+    initial = (max(first.min_nodes, math.ceil((replicas + placeholders) / first.slots)) if first.autoscaled_pool
+               else first.min_nodes)
+    pre_pull = all(s.workload.pre_pull for s in setups)
+    nodes = NodePool(first.slots, first.min_nodes, first.max_nodes, first.provision_s, first.autoscaled_pool,
+                     min(initial, first.max_nodes), pre_pull_s=first.plan.image_pull_s if pre_pull else None,
+                     scaler=first.node_scaler)
+    for sim in sims:  # each loop's steady state again, on the shared pool
+        p = sim.pods
+        sim.pods = Pods(p.workload, p.image_pull_s, p.model_load_s, p.fill_load_s, p.compile_extra_s)
+        sim.pods.start_ready(sim.spec, nodes)
+        sim.nodes, sim.warm = nodes, warm
+    warm.start(nodes)
+    everyone = _PoolPods(sims)
+    node_s = placeholder_s = 0.0
+    peak = len(nodes.nodes)
+    duration = max(int(tr.duration_s) for tr in traces.values())
+    for step in range(duration + 1):
+        t = float(step)
+        for sim in sims:
+            sim.autoscale(t)
+            sim.observe(t)
+        for sim in sims:
+            sim.pods.schedule(t, nodes, warm)
+        warm.schedule(t, nodes)
+        served = []
+        for sim in sims:
+            demand = sim.trace.demand(t)
+            out, levels = sim.serve(t, demand)
+            sim.scraper.count(sim.pods, t, out, demand)
+            sim._served, sim._levels = out, levels
+            served.append((demand, out, levels))
+        nodes.scan(t, everyone, warm)
+        for sim, (demand, out, levels) in zip(sims, served):
+            sim.record(t, demand, out, levels)
+        node_s += len(nodes.nodes)
+        placeholder_s += warm.bound()
+        peak = max(peak, len(nodes.nodes))
+    results = [sim.result(stack) for sim in sims]
+    budgets = {}
+    for sim in sims:
+        stated = sim.s.workload.slo
+        minutes = int(sim.trace.duration_s) // MINUTE_S
+        budgets[sim.s.workload.name] = error_budget_minutes(stated.compliance, minutes) if stated else 0
+    return PoolResult(results, node_s, placeholder_s, placeholders, warm.preempted, peak, budgets)
+
+
+def with_setting(cfg: PlatformConfig, min_replicas: dict[str, int], placeholders: int) -> PlatformConfig:
+    """``cfg`` with each named workload's ``minReplicas`` set and the pool's placeholders stated as the first named
+    workload's ``warmReplicas`` (the others' 0): placeholders of one size serve every workload of the pool."""
+    workloads, first = [], next(iter(min_replicas))
+    for w in cfg.workloads:
+        a = w.autoscaling
+        if a is not None and w.name in min_replicas:
+            a = a.model_copy(update={"min_replicas": min_replicas[w.name],
+                                     "warm_replicas": placeholders if w.name == first else 0})
+            w = w.model_copy(update={"autoscaling": a})
+        workloads.append(w)
+    return cfg.model_copy(update={"workloads": workloads})
+
+
+@dataclass
+class PoolTuning:
+    tried: list[tuple[dict, PoolResult]]
+    best_floor: Optional[tuple[dict, PoolResult]]
+    """The cheapest setting within every SLO with no placeholder: headroom as replicas at ``minReplicas``."""
+    best_placeholders: Optional[tuple[dict, PoolResult]]
+    """The cheapest setting within every SLO with one placeholder or more."""
+    refused: int = 0
+    """Settings the stack's validation refused (never simulated)."""
+
+    @property
+    def best(self) -> Optional[tuple[dict, PoolResult]]:
+        found = [x for x in (self.best_floor, self.best_placeholders) if x is not None]
+        return min(found, key=lambda x: (x[1].node_s, x[1].placeholder_s)) if found else None
+
+    @property
+    def placeholders_win(self) -> Optional[bool]:
+        """Whether the cheapest setting within every SLO keeps placeholders (a tie goes to none); None when no
+        setting tried is within every SLO."""
+        best = self.best
+        return None if best is None else bool(best[0]["placeholders"])
+
+
+def tune_pool(cfg: PlatformConfig, stack: str, traces: dict[str, Trace], max_min_replicas: int = 2,
+              max_placeholders: int = 2, slo_target: Optional[dict] = None) -> PoolTuning:
+    """Every combination of each workload's ``minReplicas`` (its least allowed up to ``max_min_replicas``) and the
+    pool's placeholders (0 up to ``max_placeholders``, within what the pool holds beside every ``maxReplicas``),
+    each judged by every workload's SLO verdict (its bad minutes within its error budget: simulate.slo) and costed
+    in the pool's node-hours. The answer names the cheapest with placeholders and the cheapest without, so whether
+    placeholders beat ``minReplicas`` on these traces is read off the same judge and the same cost."""
+    from itertools import product
+
+    from gpuplatform.components.validation import validate
+
+    names = list(traces)
+    pool = next(p for p in cfg.node_pools if p.name == _pool_of(cfg, names))
+    setups = {name: setup(cfg, name) for name in names}
+    room = setups[names[0]].max_nodes * setups[names[0]].slots - sum(s.max_replicas for s in setups.values())
+    ranges = [range(1 if not setups[n].keda else 0, min(max_min_replicas, setups[n].max_replicas - 1) + 1)
+              for n in names]
+    tried, refused = [], 0
+    for mins in product(*ranges):
+        for count in range(0, min(max_placeholders, max(room, 0)) + 1):
+            if count and not pool.autoscaling:
+                continue
+            setting = {"minReplicas": dict(zip(names, mins)), "placeholders": count}
+            candidate = with_setting(cfg, setting["minReplicas"], count)
+            if validate(candidate):
+                refused += 1  # e.g. placeholders beside every maxReplicas beyond what the pool holds
+                continue
+            tried.append((setting, simulate_pool(candidate, stack, traces, count, slo_target)))
+    feasible = [x for x in tried if x[1].within_budget]
+
+    def cheapest(xs):
+        return min(xs, key=lambda x: (x[1].node_s, x[1].placeholder_s), default=None)
+
+    return PoolTuning(tried, cheapest([x for x in feasible if not x[0]["placeholders"]]),
+                      cheapest([x for x in feasible if x[0]["placeholders"]]), refused)
+
+
+def staggered(trace: Trace, offset_s: int, name: str) -> Trace:
+    """``trace`` shifted later by ``offset_s`` (its first rate held before), the same length: a second workload
+    whose bursts come at other times."""
+    times = (0,) + tuple(t + offset_s for t in trace.times if t + offset_s <= trace.duration_s)
+    rates = (trace.rates[0],) + tuple(r for t, r in zip(trace.times, trace.rates) if t + offset_s <= trace.duration_s)
+    return replace(trace, name=name, times=times, rates=rates)
+
+
+def setting_text(setting: dict) -> str:
+    mins = ", ".join(f"{name} {n}" for name, n in setting["minReplicas"].items())
+    count = setting["placeholders"]
+    return f"minReplicas {mins}" + (f" + {count} placeholder{'s' if count > 1 else ''}" if count else "")
+
+
+def outcome_text(result: PoolResult) -> str:
+    bad = ", ".join(f"{r.workload} {r.tally.bad_minutes}/{result.budgets.get(r.workload, 0)}"
+                    for r in result.workloads)
+    held = (f", {result.placeholder_s / 3600:.4g} placeholder-hours, {result.preempted} preempted"
+            if result.placeholders else "")
+    return f"{result.node_hours:g} node-hours (peak {result.peak_nodes} nodes{held}); bad minutes / budget: {bad}"

@@ -384,7 +384,8 @@ def parser() -> argparse.ArgumentParser:
                      help="also the first scale-up over every loop phase and step size (always with --trace step)")
     sim.add_argument("--tune", action="store_true",
                      help="search target, replica range, scale-up and scale-down rules (and KEDA activation) for the "
-                          "least GPU cost that keeps the time over the SLO within --budget on this trace, growing the "
+                          "least GPU cost that keeps the time out of the SLO within --budget on this trace, growing "
+                          "the "
                           "pool if it must; prints the stack-file snippet, validated")
     sim.add_argument("--slo", metavar="VALUE", type=float,
                      help="the level (in the first metric's unit) time over target is judged against, drawn on "
@@ -394,8 +395,9 @@ def parser() -> argparse.ArgumentParser:
                      help="run the workload on each candidate pool (pools of the stack, or a YAML file giving each "
                           "candidate its pool, serviceModel and gpu request) and rank them by cost per day with the "
                           "SLO met on this trace (docs/simulate.md)")
-    sim.add_argument("--budget", metavar="DURATION", default="0s",
-                     help="with --tune: time over target (beyond the HPA's tolerance) allowed, e.g. 2m (default 0s)")
+    sim.add_argument("--budget", metavar="DURATION",
+                     help="with --tune: time out of the SLO allowed, in whole bad minutes, e.g. 2m (default: the "
+                          "workload's error budget on the trace, what its slo.compliance allows; 0s without an slo)")
     sim.add_argument("--no-drain", action="store_true",
                      help="run the workload's pods without their drain chain (Kubernetes' 30 s grace, no preStop, no "
                           "server drain flag): the requests a scale-in then drops, to compare (docs/drain.md)")

@@ -120,7 +120,8 @@ def test_simulate_sweep_and_plan_show_the_wake_up(embedder_wake) -> None:
     assert code == 0, err
     doc = json.loads(out)
     assert doc["wake_up_sweep"] == embedder_wake.to_json()
-    assert "maxReplicas (2) already run" in doc["neverReasons"]["first_scale_up_s"]
+    # the step is sized from one replica's load, not from maxReplicas: it rises past what the 2 replicas serve
+    assert "maxReplicas (2) reached before the load rose" in doc["neverReasons"]["first_scale_up_s"]
     result = simulate(cfg_of("local"), "local", "batch-embedder", built_in("step", 10.0, 20.0, 600))
     text = table_text(result, woken=embedder_wake)
     warm = embedder_wake.cases[0]
@@ -135,7 +136,7 @@ def test_simulate_sweep_and_plan_show_the_wake_up(embedder_wake) -> None:
     table = latency_text([row])
     assert "WAKE-UP FROM ZERO" in table
     assert f"{warm.ready_worst_s:g}s / {warm.ready_median_s:g}s, {warm.failed_worst:g} failed" in table
-    assert "batch-embedder: never: the load (at most" in table
+    assert "batch-embedder: never: maxReplicas (2) reached before the load rose" in table
 
 
 # ------------------------------------------------------------------------------------------------ KEDA

@@ -101,21 +101,21 @@ def test_bad_values_name_their_path(slo, path, words) -> None:
 
 
 # ---------------------------------------------------------------------------------------------- judging
-def test_a_minute_is_bad_when_its_mean_is_above_the_threshold_or_a_request_failed() -> None:
-    levels = [10.0] * 60 + [10.0] * 30 + [30.0] * 30 + [21.0] * 60 + [0.0] * 60 + [99.0] * 30
-    failing = [0] * 180 + [0] * 59 + [1] + [0] * 30
-    verdict = judge([("m", 20.0)], 99.0, [levels], failing)
-    assert verdict.minutes == 4  # the last half minute is not judged
-    # a mean of 20 (half the minute at 30) is not above 20; a mean of 21 is; a failed request is bad at any level
-    assert verdict.bad_minutes == 2 and verdict.bad_by_objective == (2,)
-    assert verdict.fraction == pytest.approx(0.5) and not verdict.met
-    assert judge([("m", 15.0)], 50.0, [levels[:120]], failing[:120]).met  # 1 bad minute of 2 meets 50 %
-    assert not judge([("m", 15.0)], 50.1, [levels[:120]], failing[:120]).met
+def test_a_minute_is_bad_when_its_sli_reads_bad_or_a_request_failed() -> None:
+    # per minute: the SLI's reading (True bad, False good, None no pod reported) and whether a request failed
+    readings = [False, True, None, False, None]
+    failed = [False, False, False, True, False]
+    verdict = judge([("m", 20.0)], 99.0, [readings], failed)
+    assert verdict.minutes == 5 and verdict.bad_minutes == 2 and verdict.bad_by_objective == (1,)
+    assert (verdict.failed_minutes, verdict.unread_minutes) == (1, 2)
+    assert verdict.fraction == pytest.approx(0.4) and not verdict.met
+    assert judge([("m", 15.0)], 50.0, [[True, False]], [False, False]).met  # 1 bad minute of 2 meets 50 %
+    assert not judge([("m", 15.0)], 50.1, [[True, False]], [False, False]).met
 
 
 def test_a_minute_is_bad_when_any_objective_misses() -> None:
-    verdict = judge([("a", 1.0), ("b", 1.0)], 99.0, [[2.0] * 60 + [0.0] * 60, [0.0] * 60 + [2.0] * 60], [0] * 120)
-    assert verdict.bad_minutes == 2 and verdict.bad_by_objective == (1, 1)
+    verdict = judge([("a", 1.0), ("b", 1.0)], 99.0, [[True, False, False], [False, True, None]], [False] * 3)
+    assert verdict.bad_minutes == 2 and verdict.bad_by_objective == (1, 1) and verdict.unread_minutes == 0
 
 
 def test_simulate_reports_the_slo_in_json_and_the_override_judges_it() -> None:

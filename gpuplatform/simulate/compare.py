@@ -39,6 +39,7 @@ from gpuplatform.components.errors import ConfigError
 from gpuplatform.components.pools import all_pool_facts
 from gpuplatform.pricing import node_price
 from gpuplatform.simulate.engine import find_workload, simulate
+from gpuplatform.simulate.slo import error_budget_minutes
 from gpuplatform.simulate.traces import ArgumentIssue, Trace
 
 SECONDS_PER_DAY = 86400
@@ -189,7 +190,9 @@ def compare(cfg: PlatformConfig, stack: str, workload: str, trace: Trace, arg: s
         o.replicas_per_node = facts.replicas_per_node(w.gpu)
         o.gpu = _gpu_text(w.gpu, facts.resource_name if facts.mode == "cgpu" else facts.resource_for(w.gpu))
         o.over_level_s = r.over_target_s
-        o.slo_met = r.over_target_s <= budget * length
+        # the SLO verdict of simulate.slo (bad minutes of the worst pod's SLI, or failed requests) within the
+        # share of the trace's minutes the compliance allows: the judgement --tune and plan make
+        o.slo_met = r.tally.bad_minutes <= error_budget_minutes(100 * (1 - budget), len(r.tally.failed_minutes))
         s = r.summary()
         if o.price.known:
             per_replica_hour = o.price.dearest / o.replicas_per_node

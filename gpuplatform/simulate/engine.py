@@ -30,6 +30,7 @@ from gpuplatform.catalogs.versions import PrometheusVersion, prometheus_version
 from gpuplatform.components.adapter_rules import render_for_pods
 from gpuplatform.components.config import PlatformConfig, Workload, duration_seconds
 from gpuplatform.components.drain import DrainChain, drain_chain, drain_window_s
+from gpuplatform.components.slo_alerts import bad_minute_expr, workload_sli
 from gpuplatform.components.errors import CommandLineIssue, ConfigError, ConfigIssue, one_of
 from gpuplatform.components.metric_sources import source_for
 from gpuplatform.components.pools import all_pool_facts
@@ -40,7 +41,7 @@ from gpuplatform.simulate import hpa as hpa_mod
 from gpuplatform.simulate import promql
 from gpuplatform.simulate.autoscaling import HpaLoop, KedaLoop, Trigger
 from gpuplatform.simulate.bounds import LowerBound, lower_bound
-from gpuplatform.simulate.slo import SloVerdict, judge
+from gpuplatform.simulate.slo import MINUTE_S, SloVerdict, bad_minute, judge
 from gpuplatform.simulate.cluster import NodePool, NodeScaler, Placeholders, Pods, node_scaler
 from gpuplatform.simulate.scrape import SERIES_MODELS, Scraper
 from gpuplatform.simulate.startup import capacity_path
@@ -190,6 +191,10 @@ def setup(cfg: PlatformConfig, workload: str) -> Setup:
             ingress_labels = tuple(tuple(sorted({"ingress": i["metadata"]["name"], "host": rule["host"],
                                                  "status": "200"}.items()))
                                    for i in ingresses(w, ctx) for rule in i["spec"]["rules"])
+    slo_triggers = _slo_triggers(cfg, index, w)
+    for trig in (*triggers[:1], *slo_triggers):  # the SLI's series (the first metric's judges a run without SLO)
+        for name in promql.metric_names(workload_sli(trig.source, namespace, w.name)):
+            needed.setdefault(name, (trig, trig.source))
     unknown = sorted(n for n in needed if n not in SERIES_MODELS)
     if unknown:
         raise ConfigError([ConfigIssue(f"workloads[{index}].autoscaling",
@@ -206,7 +211,7 @@ def setup(cfg: PlatformConfig, workload: str) -> Setup:
     _check_reachable(index, w, plan)
     return Setup(
         cfg=cfg, workload=w, plan=plan, namespace=namespace, readings=_readings(cfg, w, plan),
-        slo_triggers=_slo_triggers(cfg, index, w), cooldown_s=keda_cooldown_seconds(w),
+        slo_triggers=slo_triggers, cooldown_s=keda_cooldown_seconds(w),
         collect_s=duration_seconds(iv.exporter_collect), scrape_s=duration_seconds(iv.scrape),
         sync_s=duration_seconds(iv.hpa_sync), window=iv.rule_window, keda=keda, triggers=tuple(triggers),
         needed=needed, slots=slots, gpus_per_node=facts.gpus_per_node, units_per_replica=units, unit=unit,
@@ -269,6 +274,8 @@ class PerSecond:
     ready: array = field(default_factory=lambda: array("i"))
     nodes: array = field(default_factory=lambda: array("i"))
     failing: array = field(default_factory=lambda: array("b"))
+    warm: array = field(default_factory=lambda: array("i"))
+    """Warm-capacity placeholders bound to a node (holding a slot a replica can preempt)."""
     slo: list = field(default_factory=list)
     """Per SLO objective, its metric's true value each second."""
 
@@ -303,7 +310,19 @@ class Tally:
     capacity_path: Optional[dict] = None
     """Where the time to ready capacity went: :func:`gpuplatform.simulate.startup.capacity_path`."""
     increase_at: Optional[float] = None
+    ready_at_increase: int = 0
+    """Ready replicas at the load increase: capacity counts as reached only once more are ready."""
+    receded_at: Optional[float] = None
+    """When the load fell back to what the replicas ready at the increase serve before any added replica was
+    ready: that increase never reached capacity (``capacity_ready_s`` stays None)."""
     timeline: list = field(default_factory=list)
+    sli: list = field(default_factory=list)
+    """Per objective judged, each whole minute's SLI: True bad, False good, None no pod reported (simulate.slo)."""
+    failed_minutes: list = field(default_factory=list)
+    """Each whole minute: whether requests failed in it."""
+    bad_minutes: int = 0
+    """Whole minutes so far out of the SLO judged (the workload's SLO, else the first metric at the level judged):
+    an objective's SLI bad, or requests failed. What ``--tune`` keeps within its budget."""
     seconds: PerSecond = field(default_factory=PerSecond)
 
 
@@ -373,13 +392,16 @@ class Result:
         return max((e["nodes"] for e in self.tally.timeline), default=0)
 
     @property
-    def slo_met(self) -> bool:
+    def every_second_within(self) -> bool:
+        """No second over the level beyond the tolerance and no failed request: the strict ceiling the lower bound
+        is taken for (bounds.py), stricter than the SLO verdict (``slo``, judged per minute)."""
         return self.tally.over_target_s == 0
 
     def summary(self) -> dict:
         t, s = self.tally, self.setup
         return {"first_scale_up_s": t.first_scale_up_s, "capacity_ready_s": t.capacity_ready_s,
                 "capacity_path": t.capacity_path,
+                "bad_minutes": t.bad_minutes,
                 "over_target_s": float(t.over_target_s), "above_target_s": float(t.above_target_s),
                 "failed_requests": round(t.failed_requests, 3),
                 "scale_in": {"removed": t.scale_in_removed, "in_flight": round(t.scale_in_in_flight, 3),
@@ -421,6 +443,14 @@ class Simulation:
         self.objectives = tuple((t.metric, slo_target if slo_target is not None and t.metric == s.first.metric
                                  else t.target) for t in s.slo_triggers)
         """The SLO's (metric, below): ``--slo`` replaces the threshold of the objective on the HPA's metric."""
+        judged = (tuple(zip(self.objectives, (t.source for t in s.slo_triggers))) if s.slo_triggers else
+                  (((s.first.metric, self.slo_target), s.triggers[0].source),))
+        self.sli = tuple(bad_minute_expr(workload_sli(src, s.namespace, s.workload.name), below)
+                         for (_, below), src in judged)
+        """Per objective judged (the SLO's, else the first metric at the level judged), the SLI's 0/1 expression:
+        the one the burn-rate alerts' recording rule evaluates (simulate.slo)."""
+        self._judged_triggers = (*s.triggers, *(t for t in s.slo_triggers
+                                                if t.metric not in {x.metric for x in s.triggers}))
         a = s.workload.autoscaling
         demand0 = trace.demand(0)
         r0 = max(min(math.ceil(demand0 / s.plan.rps_at_target - 1e-9), a.max_replicas),
@@ -446,8 +476,9 @@ class Simulation:
         self.queue = Queue(s.plan, demand0, len(self.pods.ready(0.0)))
         self.scraper = Scraper(self.storage, s.needed, s.plan, s.namespace, s.collect_s, s.scrape_s,
                                self.phases.collect, self.phases.scrape, replica_memory_mib(s.cfg, s.workload),
-                               {t.metric: full_scale(s.cfg, s.workload, t.metric) for t in a.metrics
-                                if metric_kind(t.metric) == "utilization"}, s.ingress_labels)
+                               {t.metric: full_scale(s.cfg, s.workload, t.metric)
+                                for t in (*a.metrics, *s.slo_triggers) if metric_kind(t.metric) == "utilization"},
+                               s.ingress_labels)
         controller = hpa_mod.Controller.from_spec(s.hpa_spec)
         if s.keda:
             activation = hpa_mod.KedaActivation(s.scrape_s, s.cooldown_s, a.min_replicas)
@@ -460,7 +491,7 @@ class Simulation:
         self.wake = WakeTracker(s.plan.rps_at_target) if s.keda and a.min_replicas == 0 else None
         """The wake-ups from zero of a scale-to-zero workload (simulate.wake); None for any other."""
         self._served = self.queue.now(demand0, len(self.pods.ready(0.0)))
-        self._levels = {trig.metric: _level_of(s, trig, self._served) for trig in s.triggers}
+        self._levels = {trig.metric: _level_of(s, trig, self._served) for trig in self._judged_triggers}
         self._shown: Optional[float] = None
         self._recommendation = r0
         self._desired = r0
@@ -475,7 +506,7 @@ class Simulation:
 
     def serve(self, t: float, demand: float):
         served = self.queue.serve(demand, len(self.pods.ready(t)))
-        return served, {trig.metric: _level_of(self.s, trig, served) for trig in self.s.triggers}
+        return served, {trig.metric: _level_of(self.s, trig, served) for trig in self._judged_triggers}
 
     def observe(self, t: float) -> None:
         """Prometheus scrapes what the targets held at the start of the second; the exporter collects the GPU
@@ -535,9 +566,16 @@ class Simulation:
         capacity = ready * s.plan.rps_at_target
         if tally.increase_at is None and t > 0 and demand > capacity * (1 + 1e-9) and demand > self.trace.demand(0):
             tally.increase_at = t
-        if tally.increase_at is not None and tally.capacity_ready_s is None and capacity >= demand - 1e-9:
-            tally.capacity_ready_s = t - tally.increase_at
-            tally.capacity_path = capacity_path(self.pods.ready(t), tally.increase_at, s)
+            tally.ready_at_increase = ready
+        if (tally.increase_at is not None and tally.capacity_ready_s is None and tally.receded_at is None
+                and capacity >= demand - 1e-9):
+            # capacity is reached by replicas added for the increase; a load that falls back to what the replicas
+            # ready before it serve leaves the increase without capacity ever reached
+            if ready > tally.ready_at_increase:
+                tally.capacity_ready_s = t - tally.increase_at
+                tally.capacity_path = capacity_path(self.pods.ready(t), tally.increase_at, s)
+            else:
+                tally.receded_at = t
         level = levels.get(s.first.metric, 0.0)
         lost, self._scale_in_lost = self._scale_in_lost, 0.0
         failing = served.dropped > 1e-9 or lost > 1e-9 or (ready == 0 and demand > 0)
@@ -547,7 +585,8 @@ class Simulation:
         if failing or level > self.slo_target:
             tally.above_target_s += 1
         tally.replica_s += self.pods.bound()
-        tally.warm_s += self.warm.bound()
+        warm_bound = self.warm.bound()
+        tally.warm_s += warm_bound
         tally.ready_replica_s += ready
         tally.node_s += len(self.nodes.nodes)
         if self.wake is not None:
@@ -563,11 +602,14 @@ class Simulation:
         sec.ready.append(ready)
         sec.nodes.append(nodes)
         sec.failing.append(failing)
+        sec.warm.append(warm_bound)
         for k, trig in enumerate(s.slo_triggers):
             if len(sec.slo) <= k:
                 sec.slo.append(array("d"))
             sec.slo[k].append(levels[trig.metric] if trig.metric in levels else _level_of(s, trig, served))
         step = int(t)
+        if step and step % MINUTE_S == 0:
+            self._judge_minute(t)
         if (step - self.phases.sync) % s.sync_s == 0 or step == int(self.trace.duration_s):
             # desired as the HPA's status holds it: reconcileAutoscaler (kubernetes pkg/controller/podautoscaler/
             # horizontal.go) passes the normalized count (stabilized, rate-limited, clamped) to setStatus, the
@@ -577,6 +619,19 @@ class Simulation:
                                    "recommendation": int(self._recommendation), "desired": int(self._desired),
                                    "replicas": int(self.spec), "ready": ready,
                                    "nodes": nodes})
+
+    def _judge_minute(self, t: float) -> None:
+        """The minute that ends at ``t``: each objective's SLI on what Prometheus scraped (the samples up to ``t``,
+        as a rule evaluated at ``t`` reads them), and whether requests failed in its seconds."""
+        tally = self.tally
+        readings = [bad_minute(expr, self.storage, t, self.s.prometheus) for expr in self.sli]
+        failed = any(tally.seconds.failing[int(t) - MINUTE_S:int(t)])
+        for k, reading in enumerate(readings):
+            if len(tally.sli) <= k:
+                tally.sli.append([])
+            tally.sli[k].append(reading)
+        tally.failed_minutes.append(failed)
+        tally.bad_minutes += failed or any(readings)
 
     def step(self, t: float) -> None:
         """One second. The stages run downstream first, so each reads what its upstream stage produced in the
@@ -611,9 +666,7 @@ class Simulation:
         query = s.triggers[0].query or render_for_pods(src0, s.namespace, [f"{s.workload.name}-<pod>"], s.window)
         verdict = None
         if s.workload.slo is not None:
-            levels = [self.tally.seconds.slo[k] if k < len(self.tally.seconds.slo) else ()
-                      for k in range(len(self.objectives))]
-            verdict = judge(self.objectives, s.workload.slo.compliance, levels, self.tally.seconds.failing)
+            verdict = judge(self.objectives, s.workload.slo.compliance, self.tally.sli, self.tally.failed_minutes)
         # the bound is taken at the SLO's threshold on the HPA's metric when there is one (a strict ceiling: no
         # second above it), else at the level time over target is judged against
         at_slo = next((below for metric, below in self.objectives if metric == s.first.metric), None)
@@ -628,7 +681,7 @@ def _readings(cfg: PlatformConfig, w: Workload, plan: ServicePlan) -> dict:
     """Per metric, how it reads a replica's state: its kind and its unit's factor (units per second for a queue
     time, the full scale of a utilization-like metric)."""
     out = {}
-    for t in w.autoscaling.metrics:
+    for t in (*w.autoscaling.metrics, *(w.slo.objectives if w.slo is not None else ())):
         kind = metric_kind(t.metric)
         out[t.metric] = (kind, TIME_UNITS[METRICS[t.metric].unit] if kind in ("queue_time", "latency") else
                          full_scale(cfg, w, t.metric) if kind == "utilization" else 1.0)

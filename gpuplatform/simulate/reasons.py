@@ -38,6 +38,10 @@ def capacity_never(sim) -> Optional[str]:
     s, tally = sim.s, sim.tally
     if tally.capacity_ready_s is not None or tally.increase_at is None:
         return None
+    if tally.receded_at is not None:
+        return (f"the load fell back to what the {tally.ready_at_increase} replicas ready at the increase serve "
+                f"{tally.receded_at - tally.increase_at:g}s after it, before any replica added for it was ready: "
+                "capacity was never reached")
     why = first_scale_up_never(sim)
     if why:
         return why

@@ -19,8 +19,11 @@ from gpuplatform.simulate.traces import SHAPES, ArgumentIssue, Trace, built_in, 
 
 def resolve_trace(cfg: PlatformConfig, workload: str, trace: str, duration: str | None,
                   slo: float | None = None) -> Trace:
-    """The trace ``--trace`` names. Built-in shapes scale with the load ``minReplicas`` serve at the target, or at
-    ``slo`` when given, so a tuning run's trace stays the same whatever target the stack has adopted."""
+    """The trace ``--trace`` names. Built-in shapes are sized from what the settings a run compares do not change:
+    *base* is the load one replica serves at the target (at ``slo`` when given, so a tuning run's trace stays the
+    same whatever target it adopts), and the peak is capped by what the workload's pool holds at that load
+    (replicas per node x its nodes). Neither ``minReplicas``, ``maxReplicas`` nor ``warmReplicas`` moves the load,
+    so two runs that differ in them run the same trace."""
     seconds = None
     if duration:
         try:
@@ -32,11 +35,10 @@ def resolve_trace(cfg: PlatformConfig, workload: str, trace: str, duration: str 
     w = find_workload(cfg, workload)
     plan = service_plan(cfg, w)
     if trace in SHAPES or trace == BURSTY:
-        a = w.autoscaling
         per_replica = plan.rps_at_target if slo is None else plan.served_at_level(slo)
         if trace == BURSTY:  # around what one replica serves, bursting to several
-            return bursty(per_replica * max(a.min_replicas, 1), seconds)
-        return built_in(trace, per_replica * max(a.min_replicas, 1), per_replica * a.max_replicas, seconds)
+            return bursty(per_replica, seconds)
+        return built_in(trace, per_replica, per_replica * pool_replicas(cfg, w), seconds)
     if trace.endswith(".json"):
         return from_prometheus_json(trace, seconds)
     if not trace.endswith(".csv") and not Path(trace).exists():
@@ -45,11 +47,26 @@ def resolve_trace(cfg: PlatformConfig, workload: str, trace: str, duration: str 
     return from_csv(trace, seconds)
 
 
+def pool_replicas(cfg: PlatformConfig, w) -> int:
+    """The most replicas of workload ``w`` its pool holds: replicas per node x the pool's nodes (``maxNodes``, or
+    ``desiredNodes`` for a fixed pool: components/pools.py)."""
+    from gpuplatform.components.pools import all_pool_facts
+
+    facts = all_pool_facts(cfg)[w.node_pool]
+    return facts.max_nodes * facts.replicas_per_node(w.gpu)
+
+
 def run(cfg: PlatformConfig, stack: str, workload: str, trace: str, duration: str | None, fmt: str,
         plot: str | None, out: TextIO | None = None, *, sweep: bool = False, tune: bool = False,
-        budget: str = "0s", slo: float | None = None, compare_pools: str | None = None,
+        budget: str | None = None, slo: float | None = None, compare_pools: str | None = None,
         no_drain: bool = False) -> int:
     out = out or sys.stdout
+    if "," in workload:
+        if compare_pools or sweep or plot or no_drain:
+            raise ConfigError([ArgumentIssue("--workload", f"{workload!r} names several workloads: they run "
+                                             "together in their pool, plain or with --tune; not with "
+                                             "--compare-pools, --sweep, --plot or --no-drain")])
+        return _run_pool(cfg, stack, workload, trace, duration, fmt, out, tune=tune, slo=slo)
     if no_drain:
         cfg = without_drain(cfg, workload)
     if slo is not None and slo <= 0:
@@ -110,24 +127,34 @@ def trace_scaling(cfg: PlatformConfig, workload: str, tr: Trace, level: float) -
             "atTargetRps": round(plan.rps_at_target, 6)}
 
 
-def _run_tune(cfg: PlatformConfig, stack: str, workload: str, tr: Trace, budget: str, fmt: str,
+def _run_tune(cfg: PlatformConfig, stack: str, workload: str, tr: Trace, budget: str | None, fmt: str,
               out: TextIO, slo: float | None = None) -> int:
-    from gpuplatform.simulate.tune import pool_ceiling, snippet, tune
+    from gpuplatform.simulate.tune import default_budget_s, pool_ceiling, snippet, tune
 
-    try:
-        budget_s = duration_seconds(budget)
-    except ValueError as exc:
-        raise ConfigError([ArgumentIssue("--budget", str(exc))]) from None
+    if budget is None:
+        budget_s = default_budget_s(cfg, workload, tr)
+        budget_basis = "the workload's error budget on this trace" if find_workload(cfg, workload).slo else "none"
+    else:
+        try:
+            budget_s = duration_seconds(budget)
+        except ValueError as exc:
+            raise ConfigError([ArgumentIssue("--budget", str(exc))]) from None
+        budget_basis = "--budget"
     tuned = tune(cfg, stack, workload, tr, budget_s, slo)
     own, best, growth = tuned.own, tuned.best, tuned.growth
     chosen = growth.outcome if growth is not None else best
+    # nothing within the budget, in the pool as it is or grown: no setting is recommended (the least over the SLO
+    # is shown as that, never as a change to make)
+    recommended = growth is not None or tuned.feasible
     text = snippet(cfg, workload, chosen.candidate)
     if fmt == "json":
-        doc = {"trace": tr.name, "budgetSeconds": budget_s, "candidates": tuned.tried, "refused": tuned.refused,
+        doc = {"trace": tr.name, "budgetSeconds": budget_s, "budgetBasis": budget_basis,
+               "candidates": tuned.tried, "refused": tuned.refused,
                "slo": own.slo, "traceScaling": trace_scaling(cfg, workload, tr, own.slo),
                "own": {"label": own.candidate.label(), **own.result.summary()},
                "best": {"label": best.candidate.label(), **best.result.summary()},
-               "feasible": tuned.feasible, "snippet": text if chosen.candidate != own.candidate else None,
+               "feasible": tuned.feasible, "recommended": recommended,
+               "snippet": text if recommended and chosen.candidate != own.candidate else None,
                "poolGrowth": None}
         if growth is not None:
             doc["poolGrowth"] = {**growth.to_json(), "label": growth.outcome.candidate.label(),
@@ -139,15 +166,18 @@ def _run_tune(cfg: PlatformConfig, stack: str, workload: str, tr: Trace, budget:
 
     def line(name, o):
         r = o.result
-        warm = (f" + {r.tally.warm_s / 3600:.4g} warm (placeholder) replica-hours, idle cost "
-                f"{r.warm_unit_hours:g} {unit}-hours" if r.tally.warm_s else "")
-        return (f"  {name:<11} {o.candidate.label()}: {r.tally.node_s / 3600:.4g} node-hours ({r.gpu_hours:g} "
-                f"GPU-hours of nodes, what is ranked), {r.tally.ready_replica_s / 3600:.4g} ready replica-hours{warm}, "
-                f"{r.unit_hours:g} {unit}-hours, {r.over_target_s:g}s over the SLO, peak {r.replicas_max} replicas")
+        warm = (f", {r.warm_unit_hours:g} {unit}-hours held by placeholders ({r.tally.warm_s / 3600:.4g} "
+                "placeholder-hours)" if r.tally.warm_s else "")
+        return (f"  {name:<11} {o.candidate.label()}: {r.tally.node_s / 3600:.4g} node-hours (ranked on; "
+                f"{r.gpu_hours:g} GPU-hours of nodes), {r.unit_hours:g} {unit}-hours held by replicas "
+                f"({r.tally.ready_replica_s / 3600:.4g} ready replica-hours){warm}, {r.tally.bad_minutes} bad minutes "
+                f"({r.over_target_s:g}s over the level beyond the tolerance), "
+                f"peak {r.replicas_max} replicas")
 
     out.write(f"Tuned {workload} on trace {tr.name} ({tuned.tried} settings simulated, {tuned.refused} refused by "
-              f"the stack's validation), budget {budget_s:g}s over the SLO {own.slo:g} {own.result.unit} beyond the "
-              f"tolerance\n{line('stack', own)}\n{line('best', best)}\n")
+              f"the stack's validation), budget {budget_s / 60:g} bad minutes ({budget_basis}) of the SLO judged "
+              f"({_judged_text(own.result)})\n{line('stack', own)}\n"
+              f"{line('best' if tuned.feasible else 'least over', best)}\n")
     scaling = trace_scaling(cfg, workload, tr, own.slo)
     if scaling is not None:
         out.write(f"  (trace {tr.name} scaled at {scaling['perReplicaRps']:.4g} req/s per replica, what one serves at "
@@ -173,6 +203,77 @@ def _run_tune(cfg: PlatformConfig, stack: str, workload: str, tr: Trace, budget:
         out.write("\nSet in the stack file (merge into the named pool and workload; validated with the stack):\n\n"
                   + text)
     return 0
+
+
+def _run_pool(cfg: PlatformConfig, stack: str, workload: str, trace: str, duration: str | None, fmt: str,
+              out: TextIO, *, tune: bool, slo: float | None) -> int:
+    """Several workloads of one pool on their traces (``--trace`` one per workload, comma-separated, or one for
+    all): one run with their own settings, or with ``--tune`` the cheapest minReplicas and shared placeholders
+    within every workload's SLO (simulate.pool)."""
+    from gpuplatform.simulate.pool import outcome_text, setting_text, simulate_pool, tune_pool
+    from gpuplatform.simulate.tune import slo_level
+
+    names = [n.strip() for n in workload.split(",")]
+    if len(set(names)) != len(names) or "" in names:
+        raise ConfigError([ArgumentIssue("--workload", f"{workload!r}: allowed: distinct workload names, "
+                                                       "comma-separated")])
+    specs = [x.strip() for x in trace.split(",")]
+    if len(specs) not in (1, len(names)):
+        raise ConfigError([ArgumentIssue("--trace", f"{len(specs)} traces for {len(names)} workloads; allowed: one "
+                                                    "per workload, in the order of --workload, or one for all")])
+    levels = {n: slo_level(cfg, n, slo) for n in names} if tune else {n: slo for n in names}
+    traces = {n: resolve_trace(cfg, n, specs[k if len(specs) > 1 else 0], duration, levels[n])
+              for k, n in enumerate(names)}
+    targets = {n: v for n, v in levels.items() if v is not None} if slo is not None else None
+    if not tune:
+        result = simulate_pool(cfg, stack, traces, slo_target=targets)
+        if fmt == "json":
+            json.dump(result.to_json(), out, indent=1)
+            out.write("\n")
+        else:
+            out.write(f"Pool of {', '.join(names)} (traces {', '.join(t.name for t in traces.values())}): "
+                      f"{outcome_text(result)}\n")
+        return 0
+    tuned = tune_pool(cfg, stack, traces, slo_target=targets)
+    floor, held, best = tuned.best_floor, tuned.best_placeholders, tuned.best
+    if tuned.placeholders_win is None:
+        verdict = "No setting tried keeps every workload's SLO: nothing is recommended."
+    elif floor is None:
+        verdict = "Only settings with placeholders keep every workload's SLO."
+    elif held is None:
+        verdict = "No setting with placeholders keeps every workload's SLO: headroom as minReplicas does."
+    elif tuned.placeholders_win:
+        verdict = (f"Placeholders beat minReplicas here: {floor[1].node_hours - held[1].node_hours:.4g} node-hours "
+                   "less at the same SLOs.")
+    else:
+        verdict = (f"Placeholders do not beat minReplicas here: the cheapest with them costs "
+                   f"{held[1].node_hours - floor[1].node_hours:.4g} node-hours more at the same SLOs.")
+    if fmt == "json":
+        def one(x):
+            return None if x is None else {"setting": x[0], **x[1].to_json()}
+        json.dump({"workloads": names, "traces": [t.name for t in traces.values()], "tried": len(tuned.tried),
+                   "refused": tuned.refused, "withoutPlaceholders": one(floor), "withPlaceholders": one(held),
+                   "best": one(best), "placeholdersWin": tuned.placeholders_win}, out, indent=1)
+        out.write("\n")
+        return 0
+    lines = [f"Tuned the pool of {', '.join(names)} (traces {', '.join(t.name for t in traces.values())}): "
+             f"{len(tuned.tried)} settings simulated, {tuned.refused} refused by the stack's validation; each judged "
+             "by every workload's SLO (its bad minutes within its error budget), costed in the pool's node-hours"]
+    for label, x in (("without placeholders", floor), ("with placeholders", held)):
+        lines.append(f"  {label:<21} " + ("none keeps every SLO" if x is None else
+                                          f"{setting_text(x[0])}: {outcome_text(x[1])}"))
+    lines.append(verdict)
+    if best is not None:
+        lines.append("Placeholders are stated as the warmReplicas of one workload of the pool: each is a pause pod "
+                     "of one replica's size that a replica of any workload there preempts.")
+    out.write("\n".join(lines) + "\n")
+    return 0
+
+
+def _judged_text(r: Result) -> str:
+    """The objectives a run's bad minutes are judged on (simulate.slo)."""
+    objectives = r.sim.objectives if r.sim is not None and r.sim.objectives else ((r.metric, r.slo_target),)
+    return " and ".join(f"{m} < {b:g}" for m, b in objectives) + " on the worst pod over each minute"
 
 
 def _slo_text(r: Result) -> str:
@@ -255,9 +356,9 @@ def table_text(r: Result, every_s: int = 60, swept: Optional[SweepResult] = None
               f"{s['time_at_max_s']:g}s",
               *([f"  SLO                                       {r.slo.text()}"] if r.slo is not None else []),
               *(r.sim.wake.text() if r.sim is not None and r.sim.wake is not None else []),
-              f"  cost used / lower bound for the SLO       {s['unit_hours']:g} / {lb['unit_hours']:g} {unit}-hours, "
-              f"{s['node_hours']:g} / {lb['node_hours']:g} node-hours, {s['gpu_hours']:g} / {lb['gpu_hours']:g} "
-              f"GPU-hours of nodes",
+              f"  cost used / lower bound for the SLO       {s['unit_hours']:g} / {lb['unit_hours']:g} {unit}-hours "
+              f"held by replicas, {s['node_hours']:g} / {lb['node_hours']:g} node-hours, {s['gpu_hours']:g} / "
+              f"{lb['gpu_hours']:g} GPU-hours of nodes",
               *([f"  warm capacity: placeholders / preempted    {s['warm_replicas']} / {s['warm_preemptions']}, idle "
                  f"cost {s['warm_unit_hours']:g} {unit}-hours"] if s["warm_replicas"] else []),
               ""]
@@ -317,7 +418,7 @@ def figure(r: Result):
        sync (``kubectl get hpa``'s TARGETS column), the target, the tolerance band and the ``--slo`` level, with
        the seconds over target shaded (on every panel, so replicas can be read against them);
     3. replicas (the Deployment's scale), ready pods, and ``desired`` as the HPA's status shows it, with
-       ``maxReplicas``;
+       ``maxReplicas``; with ``warmReplicas``, the placeholders bound to a node;
     4. the pool's ready nodes.
 
     Every axis is linear from 0 (a percentage on a log axis merges the target with its tolerance line, and 0 has
@@ -386,7 +487,14 @@ def figure(r: Result):
     ax_rep.plot(synced, [e["desired"] for e in r.timeline], drawstyle="steps-post", color="tab:purple",
                 linestyle=":", linewidth=1.8, label="desired (HPA status)")
     ax_rep.axhline(summ["max_replicas"], color="tab:red", linestyle="--", linewidth=1, label="maxReplicas")
-    ax_rep.set_ylim(0, summ["max_replicas"] + 1)
+    top = summ["max_replicas"]
+    if summ["warm_replicas"]:
+        # what holds the pool's room besides the replicas: placeholders bound to a node, which a replica preempts
+        ax_rep.plot(minutes, sec.warm, drawstyle="steps-post", color="tab:olive", linewidth=1.6, linestyle="-.",
+                    label=f"placeholders bound (warmReplicas {summ['warm_replicas']}, "
+                          f"{summ['warm_preemptions']} preempted)")
+        top = max(top, summ["warm_replicas"])
+    ax_rep.set_ylim(0, top + 1)
     ax_rep.set_ylabel("pods")
 
     ax_nodes.plot(minutes, sec.nodes, drawstyle="steps-post", color="0.35", linewidth=2, label="ready nodes")

@@ -21,10 +21,13 @@ replicas while they load.
 Every candidate is first run through the stack's own validation (``components.validation.validate`` on the config
 with the candidate applied, the same rules ``load`` runs); one it refuses is never simulated nor suggested.
 
-Judge: a candidate is feasible when its time over the SLO beyond the HPA's tolerance (plus seconds of failed
-requests) stays within the budget; the cheapest feasible one wins, cheapest by node-hours (what the pool bills:
-nodes provisioning, replicas loading, warm-capacity placeholders and nodes waiting for scale-down all hold a
-node), then by the GPU units bound replicas and placeholders held. Runs stop early once they cannot win: over the
+Judge: a candidate is feasible when its time out of the SLO stays within the budget: its bad minutes (the SLI of
+simulate.slo, the one the burn-rate alerts page on: an objective's worst pod above ``below`` over the minute, or a
+request failed) x 60 s. The default budget is the workload's own error budget on the trace (the bad minutes its
+``compliance`` allows), so "feasible" and the SLO verdict of the same run are one judgement; without an SLO it is
+0 bad minutes of the first metric at the level judged. The cheapest feasible one wins, cheapest by node-hours
+(what the pool bills: nodes provisioning, replicas loading, warm-capacity placeholders and nodes waiting for
+scale-down all hold a node), then by the GPU units bound replicas and placeholders held. Runs stop early once they cannot win: over the
 budget when a feasible candidate is known, or costing more than the best so far (both tallies only grow).
 
 When nothing within the pool keeps the budget, the search grows the pool a node at a time (``maxNodes``, or
@@ -48,6 +51,7 @@ from gpuplatform.components.pools import all_pool_facts
 from gpuplatform.components.validation import validate
 from gpuplatform.simulate.engine import Result, Simulation, find_workload, setup
 from gpuplatform.simulate.service import service_plan
+from gpuplatform.simulate.slo import MINUTE_S, error_budget_minutes
 from gpuplatform.simulate.traces import Trace
 
 TARGET_FACTORS = (0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.1, 1.25)
@@ -127,11 +131,16 @@ class Outcome:
 
     @property
     def violation_s(self) -> float:
-        return self.result.over_target_s
+        """Time out of the SLO judged: its bad minutes x 60 s."""
+        return violation_s(self.result.tally)
 
     @property
     def cost(self) -> tuple:
         return cost_of(self.result.tally)
+
+
+def violation_s(tally) -> float:
+    return float(tally.bad_minutes * MINUTE_S)
 
 
 def cost_of(tally) -> tuple:
@@ -204,6 +213,16 @@ def slo_level(cfg: PlatformConfig, workload: str, slo: Optional[float]) -> float
     if objectives and getattr(objectives[0], "metric", None) == first.metric:
         return float(objectives[0].below)
     return first.target
+
+
+def default_budget_s(cfg: PlatformConfig, workload: str, trace: Trace) -> float:
+    """The budget ``--tune`` keeps when none is given: the workload's error budget on the trace's whole minutes
+    (what its SLO's ``compliance`` allows, so a candidate is feasible exactly when its SLO verdict is met); 0 bad
+    minutes without an SLO."""
+    stated = getattr(find_workload(cfg, workload), "slo", None)
+    if stated is None:
+        return 0.0
+    return float(error_budget_minutes(stated.compliance, int(trace.duration_s) // MINUTE_S) * MINUTE_S)
 
 
 def own_candidate(cfg: PlatformConfig, workload: str) -> Candidate:
@@ -369,8 +388,8 @@ class Search:
             return False
         t = sim.tally
         if best.violation_s <= self.budget_s:
-            return t.over_target_s > self.budget_s or cost_of(t) > best.cost
-        return t.over_target_s > best.violation_s
+            return violation_s(t) > self.budget_s or cost_of(t) > best.cost
+        return violation_s(t) > best.violation_s
 
     def run(self, c: Candidate, full: bool = False, stop_over_budget: bool = False,
             check: bool = True) -> Optional[Outcome]:
@@ -388,7 +407,7 @@ class Search:
             return None
         sim = Simulation(setup(cfg, self.workload), self.trace, None, self.slo)
         def hopeless(run: Simulation) -> bool:
-            return (stop_over_budget and run.tally.over_target_s > self.budget_s) or self._hopeless(run)
+            return (stop_over_budget and violation_s(run.tally) > self.budget_s) or self._hopeless(run)
 
         sim.run(until=None if full else hopeless)
         complete = full or not hopeless(sim)

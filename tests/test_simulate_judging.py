@@ -135,3 +135,23 @@ def test_placeholders_are_drawn_on_the_pods_panel() -> None:
         assert "3 preempted" in line.get_label() and pods.get_ylim()[1] >= 4
     finally:
         plt.close(fig)
+
+
+def test_with_the_default_budget_feasible_is_the_slo_verdict() -> None:
+    # examples/005 with a 90 % SLO on 30 minutes of bursty: the budget is the bad minutes its compliance allows
+    # (3), and every candidate the search ran is within it exactly when its SLO verdict is met
+    from gpuplatform.components.stack_config import load_stack_file
+    from gpuplatform.simulate.tune import Candidate, Search, default_budget_s, slo_level
+
+    cfg = load_stack_file(EXAMPLE)
+    w = cfg.workloads[0]
+    cfg = cfg.model_copy(update={"workloads": [w.model_copy(update={"slo": w.slo.model_copy(
+        update={"compliance": 90.0})})]})
+    level = slo_level(cfg, "chat", None)
+    trace = resolve_trace(cfg, "chat", "bursty", "30m", level)
+    budget = default_budget_s(cfg, "chat", trace)
+    assert budget == 180.0
+    search = Search(cfg, "005", "chat", trace, budget, level)
+    outcomes = [search.run(Candidate(t, lo, 4), full=True) for t in (1.0, 2.0, 3.0) for lo in (1, 3)]
+    verdicts = {(o.violation_s <= budget, o.result.slo.met) for o in outcomes}
+    assert verdicts <= {(True, True), (False, False)} and len(verdicts) == 2, verdicts

@@ -1,0 +1,116 @@
+"""A pool's warm set (``nodePools[].warmSet``): sleeping replicas of several models sharing headroom. Validation
+(the servers that can sleep, named with their version; the weights stated; whole GPUs; the host memory a node
+keeps for the sleeping weights), the sleeping weights charged to the pool's nodes in placement, and example 007."""
+from __future__ import annotations
+
+import copy
+import functools
+
+import pytest
+from support import REPO, assert_rejected
+
+from gpuplatform.catalogs import server_cli as cli
+from gpuplatform.catalogs import servers
+from gpuplatform.components import server_args
+from gpuplatform.components.placement import node_groups, packing_shortfalls, workload_pods
+from gpuplatform.components.stack_config import namespace_from_stack_file
+from gpuplatform.components.validation import load
+from gpuplatform.components.warm_set import host_gib_per_gpu, sleeping_models, warm_set_pods
+
+EXAMPLE = REPO / "examples" / "007-warm-set" / "Pulumi.007-warm-set.yaml"
+
+
+@functools.cache
+def _example() -> dict:
+    return namespace_from_stack_file(EXAMPLE)
+
+
+def example(**warm_set) -> dict:
+    raw = copy.deepcopy(_example())
+    raw["nodePools"][0]["warmSet"].update(warm_set)
+    return raw
+
+
+def test_example_007_validates_and_its_sleeping_weights_cost_a_nodes_host_memory():
+    cfg = load(example())
+    pool = cfg.node_pools[0]
+    models = sleeping_models(cfg, pool)
+    assert [m.workload for m in models] == ["chat", "code", "summarize"]
+    assert host_gib_per_gpu(cfg, pool) == 45  # level 1: each model's 15 GiB of weights in host memory
+    # the copy back at the cited ~20 GiB/s plus the per-wake overhead: well inside the issue's 10 s goal
+    assert all(m.wake_seconds == pytest.approx(1.0 + 15 / 20) for m in models)
+
+
+def test_level_2_keeps_no_weights_in_host_memory_and_wakes_as_slowly_as_a_read():
+    cfg = load(example(sleepLevel=2))
+    pool = cfg.node_pools[0]
+    assert host_gib_per_gpu(cfg, pool) == 0
+    chat = sleeping_models(cfg, pool)[0]
+    assert chat.wake_seconds == pytest.approx(1.0 + 15 * 1024 / 150)  # the PVC's read rate, catalogs/timeouts.py
+
+
+def test_placement_charges_one_holder_per_warm_gpu_with_the_sleeping_weights():
+    cfg = load(example(gpus=2))
+    [holder] = warm_set_pods(cfg)
+    assert holder.replicas == 2
+    assert holder.spec["containers"][0]["resources"]["requests"]["memory"] == "45Gi"
+    assert holder.spec["nodeSelector"] == {"gpuplatform.io/pool": "l20"}
+    assert holder in workload_pods(cfg)
+
+
+def test_placement_refuses_holders_that_do_not_fit_beside_the_replicas():
+    """On 64 GiB nodes (ecs.gn8is.2xlarge), 45 GiB of sleeping weights and a 24 GiB replica never share a node:
+    validation says so, and the packing of the pool's pods finds no node for the holder."""
+    raw = example()
+    raw["nodePools"][0]["instanceTypes"] = ["ecs.gn8is.2xlarge"]
+    assert_rejected(raw, "nodePools[0].warmSet", "45 GiB of weights in host memory", "a replica requests 24 GiB",
+                    "sleepLevel 2")
+    raw["nodePools"][0]["warmSet"]["sleepLevel"] = 2
+    load(raw)  # level 2 keeps nothing on the host: accepted
+    raw["nodePools"][0]["warmSet"]["sleepLevel"] = 1
+    raw["nodePools"][0]["warmSet"]["models"] = ["chat", "code"]  # 30 GiB + 24 GiB fits 64
+    cfg = load(raw)
+    pods = workload_pods(cfg)
+    assert packing_shortfalls(pods, node_groups(cfg)) == []
+
+
+def test_a_server_without_sleep_mode_is_refused_naming_it_its_version_and_what_is_allowed():
+    raw = example()
+    raw["workloads"][1]["image"] = "vllm/vllm-openai:v0.8.5"
+    assert_rejected(raw, "nodePools[0].warmSet.models[1]", "'code' runs vllm 0.8.5", "vllm/vllm-openai:v0.8.5",
+                    "allowed: vllm >= 0.9.2")
+    raw = example()
+    raw["workloads"][2].update(image="lmsysorg/sglang:v0.5.4", server="sglang", command=[
+        "python3", "-m", "sglang.launch_server"], args=["--model-path=/models/llama", "--host=0.0.0.0",
+                                                         "--port=8000", "--enable-metrics"])
+    raw["workloads"][2]["autoscaling"]["metrics"] = [{"metric": "sglang_queue_requests", "target": 2}]
+    assert_rejected(raw, "nodePools[0].warmSet.models[2]", "'summarize' runs sglang", "0.5.4",
+                    "every client with no gate", "allowed: vllm >= 0.9.2")
+    raw = example()
+    raw["workloads"][0]["image"] = "vllm/vllm-openai:latest"
+    assert_rejected(raw, "nodePools[0].warmSet.models[0]", "an unknown version", "an image tag naming the release")
+
+
+def test_names_must_be_workloads_of_the_pool_and_state_their_weights():
+    assert_rejected(example(models=["chat", "chta"]), "nodePools[0].warmSet.models[1]",
+                    "'chta' is no workload of the stack", "allowed: 'chat', 'code', 'summarize'")
+    assert_rejected(example(models=["chat", "chat"]), "nodePools[0].warmSet.models[1]", "listed twice")
+    raw = example()
+    del raw["workloads"][0]["model"]
+    assert_rejected(raw, "nodePools[0].warmSet.models[0]", "states no model", "workloads[].model.sizeGib")
+
+
+def test_more_gpus_than_the_pool_has_are_refused():
+    assert_rejected(example(gpus=8), "nodePools[0].warmSet.gpus", "8 GPUs", "7 at most", "allowed: <= 7")
+
+
+def test_sleep_mode_is_read_from_the_command_line_and_the_flag_tables_know_it():
+    raw = example()
+    w = raw["workloads"][0]
+    w["image"] = "vllm/vllm-openai:v0.9.2"  # the release the flag tables were generated from
+    w["args"] = [*w["args"], "--enable-sleep-mode"]
+    w["env"] = {**w["env"], "VLLM_SERVER_DEV_MODE": "1"}
+    facts = server_args.parse(load(raw).workloads[0])
+    assert facts.get(cli.SLEEP_MODE) is True and facts.get(cli.DEV_MODE) == 1
+    assert servers.VLLM_SLEEP.gate_env == ("VLLM_SERVER_DEV_MODE", "1")
+    assert servers.SLEEP_MODES["sglang"].gate_env is None  # SGLang's endpoints are served to every client

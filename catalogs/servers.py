@@ -165,6 +165,9 @@ class SleepMode:
     """The endpoint that says whether the server sleeps; None: it has none."""
     read_at: str
     """The release whose source the facts were read in, and where."""
+    client_paths: tuple[str, ...] = ("/v1/",)
+    """What clients need of the API port: the OpenAI-compatible API (the ingress routes only these prefixes to a
+    server that serves the endpoints above, which share its port)."""
 
 
 VLLM_SLEEP = SleepMode(

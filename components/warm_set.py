@@ -44,6 +44,24 @@ def sleeping_models(cfg: PlatformConfig, pool: NodePool) -> list[SleepingModel]:
     return out
 
 
+def sleep_endpoints(w: Workload) -> "servers.SleepMode | None":
+    """The sleep mode whose endpoints the workload's server serves on its API port, as its command line reads: vLLM
+    with ``--enable-sleep-mode`` and ``VLLM_SERVER_DEV_MODE=1``, SGLang with ``--enable-memory-saver``. None for
+    any other. They share the port with the API its clients use, and vLLM cannot serve them elsewhere (its dev
+    routes are registered on the one app: llm-d-incubation/llm-d-fast-model-actuation issue #27)."""
+    from gpuplatform.catalogs import server_cli as cli
+    from gpuplatform.components import server_args
+    mode = servers.SLEEP_MODES.get(w.server or "")
+    if mode is None:
+        return None
+    facts = server_args.parse(w)
+    if facts is None or not facts.get(cli.SLEEP_MODE):
+        return None
+    if mode.gate_env is not None and not facts.get(cli.DEV_MODE):
+        return None
+    return mode
+
+
 def host_gib_per_gpu(cfg: PlatformConfig, pool: NodePool) -> float:
     """Host memory the sleeping replicas on one warm GPU hold: one of every model."""
     return sum(m.host_gib for m in sleeping_models(cfg, pool))

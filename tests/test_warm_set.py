@@ -114,3 +114,56 @@ def test_sleep_mode_is_read_from_the_command_line_and_the_flag_tables_know_it():
     assert facts.get(cli.SLEEP_MODE) is True and facts.get(cli.DEV_MODE) == 1
     assert servers.VLLM_SLEEP.gate_env == ("VLLM_SERVER_DEV_MODE", "1")
     assert servers.SLEEP_MODES["sglang"].gate_env is None  # SGLang's endpoints are served to every client
+
+
+# ------------------------------------------------------------------------------------------------ the endpoints
+def _sleeping_chat(raw: dict, dev_mode: bool = True) -> dict:
+    w = raw["workloads"][0]
+    w["args"] = [*w["args"], "--enable-sleep-mode"]
+    if dev_mode:
+        w["env"] = {**w["env"], "VLLM_SERVER_DEV_MODE": "1"}
+    return raw
+
+
+def _ingress(raw: dict) -> dict:
+    w = raw["workloads"][0]
+    w["exposure"] = {"serviceType": "ClusterIP", "ingress": {"className": "nginx", "host": "chat.example.com",
+                                                             "port": "http", "tlsSecret": "chat-tls"}}
+    return raw
+
+
+def _objects(raw: dict, kind: str) -> dict:
+    from gpuplatform.synth import stack_config_from_namespace, synthesize
+    records = synthesize(stack_config_from_namespace(raw), stack="007-warm-set")
+    return {r.inputs["metadata"]["name"]: r.inputs for r in records
+            if r.is_kubernetes_object and r.inputs["kind"] == kind}
+
+
+def test_an_ingress_routes_only_the_clients_api_to_a_server_that_serves_its_sleep_endpoints():
+    plain = _objects(_ingress(example()), "Ingress")["chat"]
+    assert [p["path"] for p in plain["spec"]["rules"][0]["http"]["paths"]] == ["/"]
+    served = _objects(_sleeping_chat(_ingress(example())), "Ingress")["chat"]
+    paths = served["spec"]["rules"][0]["http"]["paths"]
+    assert [(p["path"], p["pathType"]) for p in paths] == [("/v1/", "Prefix")]  # /sleep, /wake_up not routed
+    assert paths[0]["backend"] == {"service": {"name": "chat", "port": {"name": "http"}}}
+    # without VLLM_SERVER_DEV_MODE vLLM registers no sleep route: the whole port stays routed
+    gated = _objects(_sleeping_chat(_ingress(example()), dev_mode=False), "Ingress")["chat"]
+    assert [p["path"] for p in gated["spec"]["rules"][0]["http"]["paths"]] == ["/"]
+
+
+def test_a_load_balancer_in_front_of_the_sleep_endpoints_is_refused():
+    raw = _sleeping_chat(example())
+    raw["settings"]["allowPublicEndpoints"] = True
+    raw["workloads"][0]["exposure"] = {"serviceType": "PublicLoadBalancer"}
+    assert_rejected(raw, "workloads[0].exposure.serviceType", "passes every path of the API port",
+                    "POST /sleep?level=1|2 and POST /wake_up", "VLLM_SERVER_DEV_MODE=1",
+                    "allowed: ClusterIP with an ingress (which routes only /v1/)")
+
+
+def test_plan_warns_that_in_cluster_callers_reach_the_sleep_endpoints():
+    from gpuplatform.components.network_policy import network_warnings
+    warnings = network_warnings(load(_sleeping_chat(example())))
+    [sleeping] = [x for x in warnings if "/wake_up" in x]
+    assert sleeping.startswith("WARNING: workloads[0] 'chat': vllm serves POST /sleep?level=1|2 and POST /wake_up")
+    assert "its networkPolicy.allowFrom callers reach directly" in sleeping
+    assert not [x for x in network_warnings(load(example())) if "/wake_up" in x]

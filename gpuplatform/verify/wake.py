@@ -25,10 +25,10 @@ from typing import Callable, Optional
 
 from kubernetes import client as k8s
 
-from gpuplatform.catalogs import server_cli as cli
 from gpuplatform.catalogs import servers
 from gpuplatform.components.config import PlatformConfig, Workload
 from gpuplatform.components.model_startup import load_estimate
+from gpuplatform.components.warm_set import sleep_endpoints
 from gpuplatform.components.workload_manifests import selector
 from gpuplatform.verify.kube import REQUEST_TIMEOUT, _api_error, _selector_string
 from gpuplatform.verify.results import CheckResult, _fail, _pass, _warn
@@ -62,11 +62,8 @@ def pod_proxy(api_client: k8s.ApiClient) -> Request:
 
 def sleep_mode_served(w: Workload) -> bool:
     """vLLM with ``--enable-sleep-mode`` and ``VLLM_SERVER_DEV_MODE=1``, as its command line reads."""
-    from gpuplatform.components import server_args
-    if w.server != "vllm":
-        return False
-    facts = server_args.parse(w)
-    return facts is not None and bool(facts.get(cli.SLEEP_MODE)) and bool(facts.get(cli.DEV_MODE))
+    mode = sleep_endpoints(w)
+    return mode is not None and mode.server == "vllm"
 
 
 def _api_port(w: Workload) -> int:

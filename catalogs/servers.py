@@ -200,12 +200,15 @@ memory of a serving replica) and has no endpoint that says whether it is release
 sleeping replica from a serving one; its memory saver exists for reinforcement-learning weight updates."""
 
 WAKE_HOST_TO_GPU_GIB_PER_SECOND = 20.0
-"""Level-1 wake: the weights copied back from host memory. ESTIMATE at a cited figure, rounded down: "taking about
-3 seconds for a model with 64 GiB of tensor data" (llm-d-incubation/llm-d-fast-model-actuation README.md), 21 GiB/s.
-The vLLM blog measured level-1 wake-ups of 0.26-0.90 s (blog.vllm.ai/2025/10/26/sleep-mode.html)."""
+"""Level-1 wake: the weights copied back from host memory. ESTIMATE at a cited figure, rounded down: waking "is
+very fast; for example, taking about 3 seconds for a model with 64 GiB of tensor data"
+(github.com/llm-d-incubation/llm-d-fast-model-actuation README.md), 21 GiB/s. On what GPU and host is not said."""
 WAKE_OVERHEAD_SECONDS = 1.0
 """Per wake-up besides the copy (the allocator re-mapping the KV cache, the first request's warm-up): ESTIMATE,
-the upper end of the vLLM blog's level-1 wake-ups (0.26-0.90 s)."""
+above the "~0.1-0.4 s" wake-ups of small models (Qwen3-0.6B, Phi-3-vision on an A4000, where the copy is
+negligible) the vLLM blog post "Zero-Reload Model Switching with vLLM Sleep Mode" reports
+(blog.vllm.ai/2025/10/26/sleep-mode.html, and the Embedded LLM draft of it, vllm-project/vllm-project.github.io
+PR #89)."""
 
 
 def sleeping_host_gib(size_gib: float, level: int) -> float:

@@ -205,10 +205,9 @@ very fast; for example, taking about 3 seconds for a model with 64 GiB of tensor
 (github.com/llm-d-incubation/llm-d-fast-model-actuation README.md), 21 GiB/s. On what GPU and host is not said."""
 WAKE_OVERHEAD_SECONDS = 1.0
 """Per wake-up besides the copy (the allocator re-mapping the KV cache, the first request's warm-up): ESTIMATE,
-above the "~0.1-0.4 s" wake-ups of small models (Qwen3-0.6B, Phi-3-vision on an A4000, where the copy is
-negligible) the vLLM blog post "Zero-Reload Model Switching with vLLM Sleep Mode" reports
-(blog.vllm.ai/2025/10/26/sleep-mode.html, and the Embedded LLM draft of it, vllm-project/vllm-project.github.io
-PR #89)."""
+above the "~0.1-0.4 s" wake-ups of small models (where the copy is negligible) in Embedded LLM's post "Zero-Reload
+Model Switching with vLLM Sleep Mode" (vllm-project/vllm-project.github.io PR #89; the published version,
+blog.vllm.ai/2025/10/26/sleep-mode.html, has both levels "18-200x faster than full reload")."""
 
 
 def sleeping_host_gib(size_gib: float, level: int) -> float:

@@ -50,7 +50,9 @@ def test_level_2_keeps_no_weights_in_host_memory_and_wakes_as_slowly_as_a_read()
 
 
 def test_placement_charges_one_holder_per_warm_gpu_with_the_sleeping_weights():
-    cfg = load(example(gpus=2))
+    raw = example(gpus=2)
+    raw["nodePools"][0]["maxNodes"] = 8
+    cfg = load(raw)
     [holder] = warm_set_pods(cfg)
     assert holder.replicas == 2
     assert holder.spec["containers"][0]["resources"]["requests"]["memory"] == "45Gi"
@@ -100,8 +102,12 @@ def test_names_must_be_workloads_of_the_pool_and_state_their_weights():
     assert_rejected(raw, "nodePools[0].warmSet.models[0]", "states no model", "workloads[].model.sizeGib")
 
 
-def test_more_gpus_than_the_pool_has_are_refused():
-    assert_rejected(example(gpus=8), "nodePools[0].warmSet.gpus", "8 GPUs", "7 at most", "allowed: <= 7")
+def test_warm_gpus_must_fit_beside_the_workloads_at_their_most_replicas():
+    """Seven L20s: three workloads at two replicas hold six, which leaves one for the warm set."""
+    load(example(gpus=1))
+    assert_rejected(example(gpus=2), "nodePools[0].warmSet.gpus", "2 GPUs", "7 at most",
+                    "its workloads hold 6 at their most replicas (chat 2 x 1, code 2 x 1, summarize 2 x 1)",
+                    "allowed: <= 1, or raise maxNodes")
 
 
 def test_sleep_mode_is_read_from_the_command_line_and_the_flag_tables_know_it():

@@ -94,9 +94,13 @@ def check_warm_sets(cfg: PlatformConfig, facts: dict[str, PoolFacts], out: _Issu
             out.add(p, f"pool {fmt(pool.name)} shares its GPUs ({f.mode}): the sleeping replicas of a warm GPU "
                     "take turns on a whole GPU; allowed: sharing.mode exclusive")
         total = f.max_nodes * f.gpus_per_node
-        if ws.gpus > total:
+        users = [w for w in cfg.workloads if w.node_pool == pool.name and w.gpu.count]
+        held = sum(w.pod_ceiling * w.gpu.count for w in users)
+        if ws.gpus + held > total:
+            shown = ", ".join(f"{w.name} {w.pod_ceiling} x {w.gpu.count}" for w in users) or "none"
             out.add(f"{p}.gpus", f"{ws.gpus} GPUs, but pool {fmt(pool.name)} has {total} at most ({f.max_nodes} "
-                    f"nodes x {f.gpus_per_node}); allowed: <= {total}, or raise maxNodes")
+                    f"nodes x {f.gpus_per_node}) and its workloads hold {held} at their most replicas ({shown}); "
+                    f"allowed: <= {max(total - held, 0)}, or raise maxNodes")
         node_bytes = f.allocatable_memory_bytes
         if node_bytes is None:
             continue

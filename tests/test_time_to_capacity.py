@@ -115,7 +115,8 @@ def test_the_streamer_needs_a_vllm_release_that_has_it():
 
 
 def test_another_server_does_not_stream():
-    raw = namespace_from_stack_file(REPO / "examples" / "006-sglang-queue" / "plain" / "Pulumi.006-sglang-queue-plain.yaml")
+    raw = namespace_from_stack_file(REPO / "examples" / "006-sglang-queue" / "plain" /
+                                    "Pulumi.006-sglang-queue-plain.yaml")
     raw = copy.deepcopy(raw)
     raw["workloads"][0]["args"] = [*raw["workloads"][0]["args"], "--load-format=runai_streamer"]
     # SGLang 0.5.4's own parser has no such load format (its choices end at remote_instance): refused as SGLang

@@ -45,6 +45,9 @@ LOAD_FORMAT, ENFORCE_EAGER = "load_format", "enforce_eager"
 DRAIN_TIMEOUT = "drain_timeout"
 """Seconds the server waits for its requests in flight on SIGTERM (catalogs/drain.py: vLLM ``--shutdown-timeout``
 from 0.18.0, Triton ``--exit-timeout-secs``)."""
+SLEEP_MODE, DEV_MODE, WEIGHTS_BACKUP = "sleep_mode", "dev_mode", "weights_backup"
+"""Sleep mode (catalogs/servers.py ``SLEEP_MODES``): vLLM's ``--enable-sleep-mode`` and the ``VLLM_SERVER_DEV_MODE``
+that serves its endpoints; SGLang's ``--enable-memory-saver`` and ``--enable-weights-cpu-backup``."""
 
 RUNAI_STREAMER = "runai_streamer"
 VLLM_RUNAI_STREAMER_SINCE = (0, 6, 6)
@@ -132,7 +135,8 @@ SERVER_CLIS: dict[str, ServerCli] = {c.name: c for c in (
          Flag(API_KEY, ("--api-key",), secret=True, env="VLLM_API_KEY"),
          Flag(DOWNLOAD_DIR, ("--download-dir",)), Flag(LOAD_FORMAT, ("--load-format",)),
          Flag(ENFORCE_EAGER, ("--enforce-eager",), "switch"),
-         Flag(DRAIN_TIMEOUT, ("--shutdown-timeout",), "int")),
+         Flag(DRAIN_TIMEOUT, ("--shutdown-timeout",), "int"),
+         Flag(SLEEP_MODE, ("--enable-sleep-mode",), "switch"), Flag(DEV_MODE, (), "int", env="VLLM_SERVER_DEV_MODE")),
         defaults={HOST: "0.0.0.0", PORT: 8000},
         underscores=True,
         config_files=("--config",),
@@ -154,7 +158,9 @@ SERVER_CLIS: dict[str, ServerCli] = {c.name: c for c in (
          Flag(MEMORY_FRACTION, ("--mem-fraction-static",), "float"),
          Flag(API_KEY, ("--api-key",), secret=True),
          Flag(DOWNLOAD_DIR, ("--download-dir",)),
-         Flag(HEALTH_TIMEOUT, (), "int", env="SGLANG_HEALTH_CHECK_TIMEOUT")),
+         Flag(HEALTH_TIMEOUT, (), "int", env="SGLANG_HEALTH_CHECK_TIMEOUT"),
+         Flag(SLEEP_MODE, ("--enable-memory-saver",), "switch"),
+         Flag(WEIGHTS_BACKUP, ("--enable-weights-cpu-backup",), "switch")),
         defaults={HOST: "127.0.0.1", PORT: 30000, ENABLE_METRICS: False},
         official_images=("lmsysorg/sglang",),
         caches=(CacheDir("kernel and JIT caches (SGLANG_CACHE_DIR)", ("SGLANG_CACHE_DIR",), "~/.cache/sglang",

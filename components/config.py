@@ -361,6 +361,20 @@ class Price(Model):
     Required, non-empty: a price nobody can trace is not one to plan with."""
 
 
+class WarmSet(Model):
+    """Replicas of several models that sleep on the pool, a model's replica woken when it needs capacity
+    (docs/model-startup.md, "Sleeping replicas"): shared headroom that wakes in seconds instead of a cold start."""
+    models: list[str] = Field(min_length=1)
+    """Workloads on this pool whose replicas sleep in the set: each a vLLM server of a release with sleep mode
+    (catalogs/servers.py ``WARM_SET_SERVERS``), with ``model`` stated (its weights size the host memory)."""
+    gpus: int = Field(1, ge=1, le=1000)
+    """GPUs of the pool the set holds; on each, one sleeping replica of every model, of which one at a time
+    wakes. Default 1."""
+    sleep_level: Literal[1, 2] = 1
+    """vLLM's sleep level: 1 keeps the weights in host memory (wakes by a copy, seconds), 2 discards them (wakes by
+    reading them again, as slow as the weights' read). Default 1."""
+
+
 class NodePool(Model):
     name: str
     """Pool name (a Kubernetes label value and part of resource names)."""
@@ -385,6 +399,9 @@ class NodePool(Model):
     """Fixed size when ``autoscaling`` is false (required then). Default none."""
     sharing: Sharing = Field(default_factory=lambda: ExclusiveSharing(mode="exclusive"))
     """GPU sharing mode. Default exclusive whole GPUs."""
+    warm_set: Optional[WarmSet] = None
+    """Sleeping replicas of several models, shared headroom on this pool (docs/model-startup.md, "Sleeping
+    replicas"). Default none."""
     labels: dict[str, str] = Field(default_factory=dict)
     """Extra node labels (not the sharing-mode labels, which ``sharing`` sets). Default none."""
     taints: list[Taint] = Field(default_factory=lambda: [Taint(**DEFAULT_GPU_TAINT)])

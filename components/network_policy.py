@@ -102,11 +102,24 @@ def peer_object(peer: PodPeer, own_namespace: str, namespace_labels: bool) -> di
 # ------------------------------------------------------------------------------------------------ plan
 def network_warnings(cfg: PlatformConfig) -> list[str]:
     """What ``plan`` says about the workloads' NetworkPolicies: a cluster whose plugin ignores them, a Prometheus
-    the stack cannot place, and a workload no caller can reach."""
+    the stack cannot place, a workload no caller can reach, and callers that reach a server's sleep endpoints."""
+    from gpuplatform.components.warm_set import sleep_endpoints
+
+    sleep_warnings: list[str] = []
+    for i, w in enumerate(cfg.workloads):
+        mode = sleep_endpoints(w)
+        callers = "every pod of the cluster" if not w.network_policy.enabled else (
+            "its networkPolicy.allowFrom callers" if w.network_policy.allow_from else "")
+        if mode is not None and callers:
+            sleep_warnings.append(
+                f"WARNING: workloads[{i}] {w.name!r}: {w.server} serves {mode.sleep} and {mode.wake} on its API "
+                f"port, which {callers} reach directly (the ingress routes only {', '.join(mode.client_paths)}): a "
+                "NetworkPolicy cannot filter paths, so list only callers you trust to put replicas to sleep "
+                "(docs/model-startup.md, \"Sleeping replicas\")")
     enabled = [(i, w) for i, w in enumerate(cfg.workloads) if w.network_policy.enabled]
     if not enabled:
-        return []
-    out = []
+        return sleep_warnings
+    out = sleep_warnings
     if cfg.cluster.kind == "ack-managed" and cfg.cluster.network_plugin == "flannel":
         out.append(f"WARNING: cluster.networkPlugin 'flannel' does not enforce NetworkPolicy (ACK: Terway supports it, "
                    f"flannel does not): the NetworkPolicies of {len(enabled)} workload(s) are created, and every pod "

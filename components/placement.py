@@ -322,7 +322,8 @@ def workload_pods(cfg: PlatformConfig) -> list[ClusterPod]:
             out.append(ClusterPod(f"Deployment {ctx.namespace}/{warm['metadata']['name']}",
                                   f"warm capacity of workload {w.name}", warm["spec"]["template"]["spec"],
                                   replicas=w.warm_replicas, source="the stack's workload"))
-    return out
+    from gpuplatform.components.warm_set import warm_set_pods
+    return out + warm_set_pods(cfg)
 
 
 def _max_pods_of(cfg: PlatformConfig, instance_types) -> Optional[int]:

@@ -27,6 +27,7 @@ from gpuplatform.components.network_policy import NetworkAccess, caller_peer, pe
 from gpuplatform.components.pools import PoolFacts
 from gpuplatform.components.fluid_cache import claim_name as fluid_claim_name, fluid_objects
 from gpuplatform.components.pre_pull import pre_pull_daemonset
+from gpuplatform.components.warm_set import sleep_endpoints
 
 PART_OF = PLATFORM_PART_OF
 TMP_MOUNT_PATH = "/tmp"
@@ -376,10 +377,14 @@ def ingresses(w: Workload, ctx: WorkloadContext) -> list[dict]:
             # pulumi-kubernetes waits up to 10 minutes for .status.loadBalancer of an Ingress and fails without a
             # controller (provider/pkg/await/ingress.go); a controller outside the stack may not exist yet
             annotations[SKIP_AWAIT_ANNOTATION] = "true"
+        # a server that serves its sleep and wake endpoints on this port gets only its clients' API routed: the
+        # endpoints are not for clients (components/warm_set.py sleep_endpoints)
+        sleeping = sleep_endpoints(w)
+        prefixes = sleeping.client_paths if sleeping is not None and not grpc else ("/",)
         spec = {"ingressClassName": ing.class_name,
                 "rules": [{"host": route.host, "http": {"paths": [{
-                    "path": "/", "pathType": "Prefix",
-                    "backend": {"service": {"name": w.name, "port": {"name": port.name}}}}]}}]}
+                    "path": prefix, "pathType": "Prefix",
+                    "backend": {"service": {"name": w.name, "port": {"name": port.name}}}} for prefix in prefixes]}}]}
         if ing.tls_secret:
             spec["tls"] = [{"hosts": [route.host], "secretName": ing.tls_secret}]
         name = w.name if len(routes) == 1 and not ing.routes else f"{w.name}-{port.name}"

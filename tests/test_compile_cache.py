@@ -139,7 +139,8 @@ def test_005_with_every_measure_has_capacity_within_120s_and_prints_where_it_wen
 def test_006_with_every_measure_comes_closest_to_120s_on_its_weights_and_sglangs_start():
     """SGLang has no compile cache and no streamer here: on a warm, pre-pulled node with its 28 GiB on a Fluid cache
     what is left is the decision, SGLang's start and the weights read from the cache."""
-    raw = namespace_from_stack_file(REPO / "examples" / "006-sglang-queue" / "Pulumi.006-sglang-queue.yaml")
+    raw = namespace_from_stack_file(REPO / "examples" / "006-sglang-queue" / "plain" /
+                                    "Pulumi.006-sglang-queue-plain.yaml")
     today = _step_006(copy.deepcopy(raw)).tally.capacity_path
     raw["nodePools"][0]["maxNodes"] = 6
     w = raw["workloads"][0]

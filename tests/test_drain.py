@@ -25,7 +25,9 @@ def example_raw(name: str) -> dict:
 
 
 def deployments(raw: dict) -> list[dict]:
-    return [r.inputs for r in synth(raw) if r.type == "kubernetes:apps/v1:Deployment"]
+    """The workloads' Deployments (not their warm-capacity placeholders', which serve nothing and drain nothing)."""
+    return [r.inputs for r in synth(raw) if r.type == "kubernetes:apps/v1:Deployment"
+            and r.inputs["metadata"].get("labels", {}).get("app.kubernetes.io/component") != "warm-capacity"]
 
 
 # ---------------------------------------------------------------------------------------------- the catalog
@@ -220,8 +222,9 @@ def test_the_autoscaler_setting_must_cover_the_largest_grace_period():
 
 def test_a_pool_without_room_for_a_surge_replica_says_what_the_rollout_does():
     w = load(example_raw("005-vllm-queue")).workloads[0]
-    assert rollout_strategy(w, 5).surge
-    tight = rollout_strategy(w, 4)
+    # the surge replica needs a GPU beyond maxReplicas (4) and the warm-capacity placeholders (3)
+    assert rollout_strategy(w, 8).surge
+    tight = rollout_strategy(w, 7)
     assert not tight.surge and tight.strategy["rollingUpdate"] == {"maxSurge": 1, "maxUnavailable": 0}
     assert "waits, every old replica serving, until a scale-in frees a GPU" in tight.why
 

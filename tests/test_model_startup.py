@@ -7,7 +7,8 @@ import re
 
 import pytest
 from support import stack_raw
-from test_scenarios import EXAMPLES, example_raw, rejected
+from test_scenarios import EXAMPLES, rejected
+from test_scenarios import plain_raw as example_raw  # the budgets below are read from the weights' disk claim
 
 from gpuplatform.catalogs import servers, timeouts
 from gpuplatform.components.config import Workload

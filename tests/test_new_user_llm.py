@@ -162,7 +162,8 @@ def test_the_rendered_llm_examples_pass_the_policy_pack(seed, tmp_path, capsys):
     code = main(["check", "--manifests", str(out / "manifests"), "--format", "json"])
     violations = json.loads(capsys.readouterr().out)
     assert code == 0 and violations == [], violations
-    deployment = yaml.safe_load(next((out / "manifests").glob("deployment-*.yaml")).read_text())
+    workload = {"005": "chat", "006": "qa"}[seed]  # not its warm-capacity placeholders' Deployment
+    deployment = yaml.safe_load((out / "manifests" / f"deployment-inference-{workload}.yaml").read_text())
     probe = deployment["spec"]["template"]["spec"]["containers"][0]["readinessProbe"]
     assert probe["timeoutSeconds"] > 1  # SGLang's generating /health takes about a second
 

@@ -132,3 +132,21 @@ def test_no_helm_value_relies_on_a_null():
     found = [(stack, r.inputs["name"], p) for stack in STACKS for r in synth(stack_raw(stack))
              if r.type == "kubernetes:helm.sh/v3:Release" for p in nulls(r.inputs.get("values") or {})]
     assert found == []
+
+
+def test_fluid_is_stood_in_for_by_crds_that_store_the_datasets_and_a_bound_claim_of_the_datasets_name():
+    """Example 005 reads its weights from a Fluid cache: the rehearsal serves Fluid's kinds and makes the claim Fluid
+    would make, so the replicas mount it as they would on the cluster."""
+    from gpuplatform.components.stack_config import load_stack_file
+    from gpuplatform.rehearse.run import claim_stand_in, fluid_claims, fluid_crd_stand_ins, named_claims
+
+    cfg = load_stack_file(REPO / "examples" / "005-vllm-queue" / "Pulumi.005-vllm-queue.yaml")
+    assert fluid_claims(cfg) == [("inference", "chat-models")]
+    assert named_claims(cfg) == [("inference", "vllm-compile-cache")]  # the compile cache's claim is the user's
+    crds = {c["metadata"]["name"]: c["spec"] for c in fluid_crd_stand_ins()}
+    assert set(crds) == {"datasets.data.fluid.io", "jindoruntimes.data.fluid.io"}
+    assert {s["names"]["kind"] for s in crds.values()} == {"Dataset", "JindoRuntime"}
+    assert all(s["scope"] == "Namespaced" and s["versions"][0]["name"] == "v1alpha1" for s in crds.values())
+    claim = claim_stand_in("inference", "chat-models")[-1]
+    assert claim["kind"] == "PersistentVolumeClaim" and claim["metadata"] == {"name": "chat-models",
+                                                                              "namespace": "inference"}

@@ -54,11 +54,17 @@ def message_at(raw: dict, path: str) -> str:
     return issues[path]
 
 
+def served_deployments(records) -> list:
+    """The workloads' Deployments, not their warm-capacity placeholders' (examples 005 and 006 ship some)."""
+    return [d for d in of_type(records, "kubernetes:apps/v1:Deployment")
+            if d.inputs["metadata"].get("labels", {}).get("app.kubernetes.io/component") != "warm-capacity"]
+
+
 # ---------------------------------------------------------------------------------------------- probes
 def test_sglang_probes_wait_longer_than_its_generating_health_check():
     """SGLang's /health runs a one-token generation and answers after about a second (1.001 s measured), 503
     after its own 20 s timeout; the kubelet's default timeout is 1 s. Example 006 as registered."""
-    (deployment,) = of_type(example_records("006"), "kubernetes:apps/v1:Deployment")
+    (deployment,) = served_deployments(example_records("006"))
     container = deployment.inputs["spec"]["template"]["spec"]["containers"][0]
     for kind in ("startupProbe", "readinessProbe", "livenessProbe"):
         probe = container[kind]
@@ -74,7 +80,7 @@ def test_sglang_probe_timeout_follows_its_health_check_timeout_setting():
 
 
 def test_example_005_keeps_its_probes_and_gains_a_timeout_only():
-    (deployment,) = of_type(example_records("005"), "kubernetes:apps/v1:Deployment")
+    (deployment,) = served_deployments(example_records("005"))
     container = deployment.inputs["spec"]["template"]["spec"]["containers"][0]
     assert container["readinessProbe"] == {"httpGet": {"path": "/health", "port": "http"}, "periodSeconds": 5,
                                            "failureThreshold": 3, "timeoutSeconds": 5}
@@ -496,7 +502,7 @@ def test_a_version_the_tables_do_not_know_is_said_as_such():
 def _deployment_of(raw: dict) -> dict:
     from gpuplatform.components.workload_manifests import deployment  # noqa: F401
     from support import synth
-    (d,) = of_type(synth(raw), "kubernetes:apps/v1:Deployment")
+    (d,) = served_deployments(synth(raw))
     return d.inputs["spec"]["template"]["spec"]
 
 

@@ -19,7 +19,8 @@ from gpuplatform.simulate.engine import simulate
 from gpuplatform.simulate.tune import (Candidate, Search, merge_snippet, pool_ceiling, slo_level, snippet,
                                        with_candidate)
 
-EXAMPLE = REPO / "examples" / "005-vllm-queue" / "Pulumi.005-vllm-queue.yaml"
+# the plain variant: the example as shipped has warm capacity, the pre-puller and the caches on
+EXAMPLE = REPO / "examples" / "005-vllm-queue" / "plain" / "Pulumi.005-vllm-queue-plain.yaml"
 ARGS = ("simulate", "--config", str(EXAMPLE), "--workload", "chat", "--trace", "bursty", "--duration", "30m",
         "--tune", "--format", "json", "--slo", "2")
 """Judged at a stated level (the HPA's target, 2 waiting requests), not at the example's SLO, so that the search's

@@ -22,7 +22,8 @@ from gpuplatform.simulate.startup import PHASES
 from gpuplatform.synth import stack_config_from_namespace, synthesize
 from support import REPO
 
-EXAMPLE = REPO / "examples" / "005-vllm-queue" / "Pulumi.005-vllm-queue.yaml"
+EXAMPLE = REPO / "examples" / "005-vllm-queue" / "plain" / "Pulumi.005-vllm-queue-plain.yaml"
+"""The plain variant: each measure is set against the service without any (the shipped example has them all on)."""
 ACCELERATED = "registry-vpc.cn-hangzhou.cr.aliyuncs.com/team/vllm-openai:v0.9.2_containerd_accelerated"
 
 
@@ -114,7 +115,8 @@ def test_the_streamer_needs_a_vllm_release_that_has_it():
 
 
 def test_another_server_does_not_stream():
-    raw = namespace_from_stack_file(REPO / "examples" / "006-sglang-queue" / "Pulumi.006-sglang-queue.yaml")
+    raw = namespace_from_stack_file(REPO / "examples" / "006-sglang-queue" / "plain" /
+                                    "Pulumi.006-sglang-queue-plain.yaml")
     raw = copy.deepcopy(raw)
     raw["workloads"][0]["args"] = [*raw["workloads"][0]["args"], "--load-format=runai_streamer"]
     # SGLang 0.5.4's own parser has no such load format (its choices end at remote_instance): refused as SGLang

@@ -14,7 +14,8 @@ from gpuplatform.components.validation import load
 from gpuplatform.simulate.engine import Simulation, setup
 from gpuplatform.simulate.traces import built_in
 
-EXAMPLE = REPO / "examples" / "005-vllm-queue" / "Pulumi.005-vllm-queue.yaml"
+# the plain variant: the example as shipped has warm capacity, the pre-puller and the caches on
+EXAMPLE = REPO / "examples" / "005-vllm-queue" / "plain" / "Pulumi.005-vllm-queue-plain.yaml"
 
 
 # ------------------------------------------------------------------------------------------------ validation

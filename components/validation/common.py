@@ -81,6 +81,9 @@ class _Issues(list):
     """Leading workloads already validated (a composed service's predecessors on its cluster): the rules of single
     workloads skip them, and they count only where the new one is compared with them (names, hosts, capacity).
     Without it, composing N services validates N x N workloads."""
+    whole_stack: bool = True
+    """Every area runs on the whole stack (a stack file): a rule may judge a reference to a workload that is not
+    there. A composed component validates its own part, and a service named there may come later."""
 
     def add(self, path: str, message: str) -> None:
         self.append(ConfigIssue(path, message))

@@ -27,7 +27,7 @@ from gpuplatform.components.validation.placement import check_pod_homes
 from gpuplatform.components.validation.pools import check_ack_pools, check_pools
 from gpuplatform.components.validation.servers import check_server
 from gpuplatform.components.validation.slo import check_slo
-from gpuplatform.components.validation.warm import check_warm_capacity
+from gpuplatform.components.validation.warm import check_warm_capacity, check_warm_sets
 from gpuplatform.components.validation.workloads import (check_command_line, check_env_and_volumes,
                                                          check_gpu_request, check_image, check_node_pool,
                                                          check_ports_and_probes, check_workload_name)
@@ -64,8 +64,8 @@ MONITORING_RULES: tuple[Rule, ...] = (check_monitoring, check_adapter_adoption, 
 # Cross-component: they compare pools with each other or with the workloads, and read the issues the rules of
 # single components reported, so they run after those. The last builds each workload's objects and judges them as
 # the API server would, once nothing else is wrong with the workload.
-STACK_RULES: tuple[Rule, ...] = (check_mig_strategy, check_mig_configs, check_pool_totals, check_kubernetes_validity,
-                                 check_authored_objects)
+STACK_RULES: tuple[Rule, ...] = (check_mig_strategy, check_mig_configs, check_pool_totals, check_warm_sets,
+                                 check_kubernetes_validity, check_authored_objects)
 # What a stack's workloads need from its monitoring: a composed InferenceService checks the same contract against
 # the GpuMonitoring object it is given (components/contracts.py), naming it, so it does not run this area.
 CONTRACT_RULES: tuple[Rule, ...] = (check_metrics_served,)
@@ -86,7 +86,7 @@ AREAS: dict[str, tuple[Rule, ...]] = {
 RULES: tuple[Rule, ...] = (check_cluster, check_monitoring, check_chart_versions, check_ack_pools, check_ack_cluster,
                            check_adapter_adoption, check_intervals, check_pools,
                            check_mig_strategy, check_mig_configs,
-                           check_workloads, check_pool_totals,
+                           check_workloads, check_pool_totals, check_warm_sets,
                            check_kubernetes_validity, check_served_metrics, check_metrics_served, check_pod_homes,
                            check_authored_objects)
 
@@ -105,6 +105,7 @@ def validate(cfg: PlatformConfig, *, installs_charts: bool = True,
     chosen = {rule for area in areas for rule in AREAS[area]}
     out = _Issues()
     out.checked_workloads = checked_workloads
+    out.whole_stack = set(areas) == set(AREAS)
     facts = all_pool_facts(cfg)
     for rule in RULES:
         if rule not in chosen or (rule is check_chart_versions and not installs_charts):

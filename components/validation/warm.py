@@ -36,3 +36,81 @@ def check_warm_capacity(cfg: PlatformConfig, p: str, w: Workload, f: Optional[Po
         out.add(pw, f"{n} placeholders do not fit pool {fmt(f.name)} beside maxReplicas "
                 f"{w.autoscaling.max_replicas}: it holds {cap} replicas at most ({f.replicas_per_node(w.gpu)} per "
                 f"node x {f.max_nodes} nodes); allowed: <= {max(room, 0)}, or raise the pool's maxNodes")
+
+
+def check_warm_sets(cfg: PlatformConfig, facts: dict[str, PoolFacts], out: _Issues) -> None:
+    """A pool's warm set (``nodePools[].warmSet``, components/warm_set.py): its models are vLLM workloads on the pool
+    of a release with sleep mode, with their weights stated; whole GPUs; no more GPUs than the pool has; and the
+    host memory the sleeping replicas of one GPU keep fits a node of the pool beside a replica."""
+    from gpuplatform.catalogs import servers
+    from gpuplatform.catalogs.metrics import image_version
+    from gpuplatform.components.pools import _amount
+    from gpuplatform.components.warm_set import host_gib_per_gpu
+
+    by_name = {w.name: w for w in cfg.workloads}
+    allowed = ", ".join(f"{s} >= {'.'.join(map(str, v))}" for s, v in servers.WARM_SET_SERVERS.items())
+    for i, pool in enumerate(cfg.node_pools):
+        ws = pool.warm_set
+        if ws is None:
+            continue
+        p = f"nodePools[{i}].warmSet"
+        on_pool = sorted(w.name for w in cfg.workloads if w.node_pool == pool.name)
+        seen: set[str] = set()
+        for j, name in enumerate(ws.models):
+            pm = f"{p}.models[{j}]"
+            if name in seen:
+                out.add(pm, f"{fmt(name)} is listed twice; each model has one sleeping replica per warm GPU")
+                continue
+            seen.add(name)
+            w = by_name.get(name)
+            if w is None and not out.whole_stack:
+                continue  # a composed program may add the service after this one
+            if w is None or w.node_pool != pool.name:
+                where = "no workload of the stack" if w is None else f"on pool {fmt(w.node_pool)}"
+                out.add(pm, f"{fmt(name)} is {where}: a warm set holds replicas of workloads on its own pool; "
+                        f"allowed: {', '.join(map(fmt, on_pool)) or 'none (no workload runs on this pool)'}")
+                continue
+            since = servers.WARM_SET_SERVERS.get(w.server or "")
+            version = image_version(w.image)
+            shown = ".".join(map(str, version)) if version else "an unknown version"
+            if since is None:
+                out.add(pm, f"{fmt(name)} runs {w.server or 'no named server'} ({w.image}, {shown}), which cannot "
+                        "sleep in a warm set"
+                        + ("; SGLang serves its release/resume endpoints to every client with no gate and says "
+                           "nowhere whether it is released" if w.server == "sglang" else "")
+                        + f"; allowed: {allowed}")
+                continue
+            if version is None or version < since:
+                out.add(pm, f"{fmt(name)} runs {w.server} {shown} ({w.image}), which has no sleep mode the package "
+                        f"read; allowed: {allowed} (an image tag naming the release)")
+                continue
+            if w.model is None:
+                out.add(pm, f"{fmt(name)} states no model: the host memory its sleeping replicas hold is its "
+                        f"weights; allowed: a workload with workloads[].model.sizeGib")
+        f = facts.get(pool.name)
+        if f is None:
+            continue
+        if f.mode != "exclusive":
+            out.add(p, f"pool {fmt(pool.name)} shares its GPUs ({f.mode}): the sleeping replicas of a warm GPU "
+                    "take turns on a whole GPU; allowed: sharing.mode exclusive")
+        total = f.max_nodes * f.gpus_per_node
+        users = [w for w in cfg.workloads if w.node_pool == pool.name and w.gpu.count]
+        held = sum(w.pod_ceiling * w.gpu.count for w in users)
+        if ws.gpus + held > total:
+            shown = ", ".join(f"{w.name} {w.pod_ceiling} x {w.gpu.count}" for w in users) or "none"
+            out.add(f"{p}.gpus", f"{ws.gpus} GPUs, but pool {fmt(pool.name)} has {total} at most ({f.max_nodes} "
+                    f"nodes x {f.gpus_per_node}) and its workloads hold {held} at their most replicas ({shown}); "
+                    f"allowed: <= {max(total - held, 0)}, or raise maxNodes")
+        node_bytes = f.allocatable_memory_bytes
+        if node_bytes is None:
+            continue
+        per_node = min(ws.gpus, f.gpus_per_node)
+        host = host_gib_per_gpu(cfg, pool) * per_node
+        replica = max((_amount(by_name[n].resources.memory) for n in ws.models if n in by_name), default=0.0)
+        room = (node_bytes - replica) / 2 ** 30
+        if host > room + 1e-9:
+            out.add(p, f"the sleeping replicas keep {host:g} GiB of weights in host memory on a node with "
+                    f"{per_node} warm GPU(s) (sleepLevel {ws.sleep_level}: each model's weights per GPU), but a node "
+                    f"of pool {fmt(pool.name)} offers {node_bytes / 2 ** 30:.1f} GiB and a replica requests "
+                    f"{replica / 2 ** 30:g} GiB of it, leaving {room:.1f}; allowed: <= {room:.1f} GiB, i.e. "
+                    "fewer models, sleepLevel 2 (weights discarded, read again on wake), or a larger instance type")

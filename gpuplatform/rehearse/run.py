@@ -23,7 +23,7 @@ from typing import Optional
 
 import yaml
 
-from gpuplatform.rehearse.apply import Discovery, apply
+from gpuplatform.rehearse.apply import Discovery, apply, wait_established
 from gpuplatform.rehearse.controlplane import ControlPlaneError, LocalControlPlane
 from gpuplatform.rehearse.engines import CHECKOUT, engines_dir, pinned_versions
 from gpuplatform.rehearse.placement import create_controllers, create_nodes
@@ -127,6 +127,35 @@ def claim_stand_in(namespace: str, name: str) -> list[dict]:
     ]
 
 
+def fluid_claims(cfg) -> list[tuple[str, str]]:
+    """(namespace, claim) of every claim Fluid would create for a workload's ``fluid`` volume: the stack renders the
+    Datasets, and Fluid (a prerequisite the stack names, not something it installs) turns the referencing one into a
+    claim of its name that the replicas mount."""
+    from gpuplatform.components.fluid_cache import claim_name
+    return [(cfg.workload_namespace(w), claim_name(w, v)) for w in cfg.workloads for v in w.volumes if v.fluid]
+
+
+FLUID_KINDS = (("Dataset", "datasets"), ("JindoRuntime", "jindoruntimes"))
+"""The Fluid kinds the stack renders (components/fluid_cache.py)."""
+
+
+def fluid_crd_stand_ins() -> list[dict]:
+    """Namespaced CRDs of Fluid's kinds that keep whatever the stack writes (``x-kubernetes-preserve-unknown-fields``):
+    here they only let the API server store the objects, as ack-fluid's CRDs would on the cluster; their fields
+    follow Fluid's api/v1alpha1 types (components/fluid_cache.py), which tests/test_fluid_cache.py pins."""
+    from gpuplatform.components.fluid_cache import FLUID_API_VERSION
+    group, version = FLUID_API_VERSION.split("/")
+    return [{"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+             "metadata": {"name": f"{plural}.{group}"},
+             "spec": {"group": group, "scope": "Namespaced",
+                      "names": {"kind": kind, "plural": plural, "singular": kind.lower(), "listKind": f"{kind}List"},
+                      "versions": [{"name": version, "served": True, "storage": True,
+                                    "subresources": {"status": {}},
+                                    "schema": {"openAPIV3Schema": {"type": "object",
+                                                                   "x-kubernetes-preserve-unknown-fields": True}}}]}}
+            for kind, plural in FLUID_KINDS]
+
+
 def _summary(changes: dict) -> str:
     return ", ".join(f"{n} {op}" for op, n in sorted(changes.items())) or "nothing"
 
@@ -164,16 +193,29 @@ def rehearse(raw: dict, stack: str, cfg, *, engines: Optional[Path] = None, keep
         from gpuplatform.chart_render import charts_dir
 
         packages = charts_dir().path
-        claims = named_claims(cfg)
-        if claims:
+        claims, fluid = named_claims(cfg), fluid_claims(cfg)
+        if claims or fluid:
             def stand_ins():
-                for claim in claims:
+                notes = []
+                if fluid:
+                    crds = fluid_crd_stand_ins()
+                    for obj in crds:
+                        verdict = apply(cp, discovery, obj)
+                        if not verdict.accepted:
+                            raise ControlPlaneError(f"{obj['kind']} {obj['metadata']['name']}: {verdict.message}")
+                    wait_established(cp, [c["metadata"]["name"] for c in crds])
+                    notes.append("Fluid (ack-fluid, a prerequisite the stack names) stood in for by CRDs of "
+                                 f"{' and '.join(k for k, _ in FLUID_KINDS)} that store what the stack writes")
+                for claim in [*claims, *fluid]:
                     for obj in claim_stand_in(*claim):
                         verdict = apply(cp, discovery, obj)
                         if not verdict.accepted:
                             raise ControlPlaneError(f"{obj['kind']} {obj['metadata']['name']}: {verdict.message}")
-                return [f"PersistentVolumeClaim {ns}/{name}, named by the stack and made by you, stood in for "
-                              "by a bound claim" for ns, name in claims], True
+                notes += [f"PersistentVolumeClaim {ns}/{name}, named by the stack and made by you, stood in for "
+                          "by a bound claim" for ns, name in claims]
+                notes += [f"PersistentVolumeClaim {ns}/{name}, which Fluid makes from the stack's Dataset, stood "
+                          "in for by a bound claim" for ns, name in fluid]
+                return notes, True
             _timed(report, "what the stack names but does not create", stand_ins)
 
         raw_rehearsed, notes = rehearsal_namespace(raw, str(cp.admin_kubeconfig), str(packages) if packages else None)

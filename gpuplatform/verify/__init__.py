@@ -17,6 +17,8 @@ Check ids (stable; ``docs/verify.md`` describes each):
 * ``podmonitor.present`` (workloads scaled on inference-server metrics)
 * ``model.load-time`` (one per workload): measured container start to ready against the startup budget; warns
   above half of it, fails when the startup probe killed a container
+* ``model.wake-time`` (vLLM workloads serving sleep mode): a live wake-up of a sleeping replica, put back to sleep
+  after, against the warm set's estimate (module ``wake``)
 * ``startup.warm-capacity`` (workloads with ``autoscaling.warmReplicas``), ``startup.pre-pull`` (with ``prePull``),
   ``startup.fluid-cache`` (with a ``fluid`` volume), ``startup.compile-cache`` (vLLM with its compile cache on a
   shared volume): the time-to-capacity measures hold on the cluster, one result per object the stack rendered
@@ -55,9 +57,10 @@ from gpuplatform.verify.output import format_json, format_table, progress_line
 from gpuplatform.verify.results import CheckResult
 from gpuplatform.verify.runner import POLL_SECONDS, run_verify, verify_main
 from gpuplatform.verify.startup import check_load_time
+from gpuplatform.verify.wake import check_wake_time
 from gpuplatform.verify.workloads import KEDA_HPA_PREFIX, PODMONITOR, check_hpa, check_pod_monitor
 
 __all__ = ["CheckResult", "run_verify", "verify_main", "build_api_client", "format_table", "format_json",
            "progress_line", "check_credential", "check_hpa", "check_pool", "check_ingress", "ingress_names",
-           "check_load_time", "check_warm_priority_class", "check_warm_capacity", "check_pre_pull",
+           "check_load_time", "check_wake_time", "check_warm_priority_class", "check_warm_capacity", "check_pre_pull",
            "check_fluid_cache", "check_compile_cache"]

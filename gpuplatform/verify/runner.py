@@ -25,6 +25,7 @@ from gpuplatform.verify.output import format_json, format_table, progress_line
 from gpuplatform.verify.results import CheckResult, _fail, _pass
 from gpuplatform.verify.slo import check_slo
 from gpuplatform.verify.startup import check_load_time
+from gpuplatform.verify.wake import check_wake_time, pod_proxy
 from gpuplatform.verify.workloads import check_hpa, check_pod_monitor
 
 POLL_SECONDS = 5.0
@@ -91,6 +92,10 @@ def run_verify(cfg: PlatformConfig, api_client: k8s.ApiClient) -> list[CheckResu
             results += check_hpa(cfg, w, auto)
     for w in cfg.workloads:
         results.append(check_load_time(cfg, w, core))
+    for w in cfg.workloads:
+        woke = check_wake_time(cfg, w, core, pod_proxy(api_client))
+        if woke is not None:
+            results.append(woke)
     # the time-to-capacity measures, for the workloads that use them (docs/model-startup.md, "Time to capacity")
     if any(w.warm_replicas for w in cfg.workloads):
         results.append(check_warm_priority_class(k8s.SchedulingV1Api(api_client)))

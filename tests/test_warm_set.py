@@ -1,0 +1,175 @@
+"""A pool's warm set (``nodePools[].warmSet``): sleeping replicas of several models sharing headroom. Validation
+(the servers that can sleep, named with their version; the weights stated; whole GPUs; the host memory a node
+keeps for the sleeping weights), the sleeping weights charged to the pool's nodes in placement, and example 007."""
+from __future__ import annotations
+
+import copy
+import functools
+
+import pytest
+from support import REPO, assert_rejected
+
+from gpuplatform.catalogs import server_cli as cli
+from gpuplatform.catalogs import servers
+from gpuplatform.components import server_args
+from gpuplatform.components.placement import node_groups, packing_shortfalls, workload_pods
+from gpuplatform.components.stack_config import namespace_from_stack_file
+from gpuplatform.components.validation import load
+from gpuplatform.components.warm_set import host_gib_per_gpu, sleeping_models, warm_set_pods
+
+EXAMPLE = REPO / "examples" / "007-warm-set" / "Pulumi.007-warm-set.yaml"
+
+
+@functools.cache
+def _example() -> dict:
+    return namespace_from_stack_file(EXAMPLE)
+
+
+def example(**warm_set) -> dict:
+    raw = copy.deepcopy(_example())
+    raw["nodePools"][0]["warmSet"].update(warm_set)
+    return raw
+
+
+def test_example_007_validates_and_its_sleeping_weights_cost_a_nodes_host_memory():
+    cfg = load(example())
+    pool = cfg.node_pools[0]
+    models = sleeping_models(cfg, pool)
+    assert [m.workload for m in models] == ["chat", "code", "summarize"]
+    assert host_gib_per_gpu(cfg, pool) == 45  # level 1: each model's 15 GiB of weights in host memory
+    # the copy back at the cited ~20 GiB/s plus the per-wake overhead: well inside the issue's 10 s goal
+    assert all(m.wake_seconds == pytest.approx(1.0 + 15 / 20) for m in models)
+
+
+def test_level_2_keeps_no_weights_in_host_memory_and_wakes_as_slowly_as_a_read():
+    cfg = load(example(sleepLevel=2))
+    pool = cfg.node_pools[0]
+    assert host_gib_per_gpu(cfg, pool) == 0
+    chat = sleeping_models(cfg, pool)[0]
+    assert chat.wake_seconds == pytest.approx(1.0 + 15 * 1024 / 150)  # the PVC's read rate, catalogs/timeouts.py
+
+
+def test_placement_charges_one_holder_per_warm_gpu_with_the_sleeping_weights():
+    raw = example(gpus=2)
+    raw["nodePools"][0]["maxNodes"] = 8
+    cfg = load(raw)
+    [holder] = warm_set_pods(cfg)
+    assert holder.replicas == 2
+    assert holder.spec["containers"][0]["resources"]["requests"]["memory"] == "45Gi"
+    assert holder.spec["nodeSelector"] == {"gpuplatform.io/pool": "l20"}
+    assert holder in workload_pods(cfg)
+
+
+def test_placement_refuses_holders_that_do_not_fit_beside_the_replicas():
+    """On 64 GiB nodes (ecs.gn8is.2xlarge), 45 GiB of sleeping weights and a 24 GiB replica never share a node:
+    validation says so, and the packing of the pool's pods finds no node for the holder."""
+    raw = example()
+    raw["nodePools"][0]["instanceTypes"] = ["ecs.gn8is.2xlarge"]
+    assert_rejected(raw, "nodePools[0].warmSet", "45 GiB of weights in host memory", "a replica requests 24 GiB",
+                    "sleepLevel 2")
+    raw["nodePools"][0]["warmSet"]["sleepLevel"] = 2
+    load(raw)  # level 2 keeps nothing on the host: accepted
+    raw["nodePools"][0]["warmSet"]["sleepLevel"] = 1
+    raw["nodePools"][0]["warmSet"]["models"] = ["chat", "code"]  # 30 GiB + 24 GiB fits 64
+    cfg = load(raw)
+    pods = workload_pods(cfg)
+    assert packing_shortfalls(pods, node_groups(cfg)) == []
+
+
+def test_a_server_without_sleep_mode_is_refused_naming_it_its_version_and_what_is_allowed():
+    raw = example()
+    raw["workloads"][1]["image"] = "vllm/vllm-openai:v0.8.5"
+    assert_rejected(raw, "nodePools[0].warmSet.models[1]", "'code' runs vllm 0.8.5", "vllm/vllm-openai:v0.8.5",
+                    "allowed: vllm >= 0.9.2")
+    raw = example()
+    raw["workloads"][2].update(image="lmsysorg/sglang:v0.5.4", server="sglang", command=[
+        "python3", "-m", "sglang.launch_server"], args=["--model-path=/models/llama", "--host=0.0.0.0",
+                                                         "--port=8000", "--enable-metrics"])
+    raw["workloads"][2]["autoscaling"]["metrics"] = [{"metric": "sglang_queue_requests", "target": 2}]
+    assert_rejected(raw, "nodePools[0].warmSet.models[2]", "'summarize' runs sglang", "0.5.4",
+                    "every client with no gate", "allowed: vllm >= 0.9.2")
+    raw = example()
+    raw["workloads"][0]["image"] = "vllm/vllm-openai:latest"
+    assert_rejected(raw, "nodePools[0].warmSet.models[0]", "an unknown version", "an image tag naming the release")
+
+
+def test_names_must_be_workloads_of_the_pool_and_state_their_weights():
+    assert_rejected(example(models=["chat", "chta"]), "nodePools[0].warmSet.models[1]",
+                    "'chta' is no workload of the stack", "allowed: 'chat', 'code', 'summarize'")
+    assert_rejected(example(models=["chat", "chat"]), "nodePools[0].warmSet.models[1]", "listed twice")
+    raw = example()
+    del raw["workloads"][0]["model"]
+    assert_rejected(raw, "nodePools[0].warmSet.models[0]", "states no model", "workloads[].model.sizeGib")
+
+
+def test_warm_gpus_must_fit_beside_the_workloads_at_their_most_replicas():
+    """Seven L20s: three workloads at two replicas hold six, which leaves one for the warm set."""
+    load(example(gpus=1))
+    assert_rejected(example(gpus=2), "nodePools[0].warmSet.gpus", "2 GPUs", "7 at most",
+                    "its workloads hold 6 at their most replicas (chat 2 x 1, code 2 x 1, summarize 2 x 1)",
+                    "allowed: <= 1, or raise maxNodes")
+
+
+def test_sleep_mode_is_read_from_the_command_line_and_the_flag_tables_know_it():
+    raw = example()
+    w = raw["workloads"][0]
+    w["image"] = "vllm/vllm-openai:v0.9.2"  # the release the flag tables were generated from
+    w["args"] = [*w["args"], "--enable-sleep-mode"]
+    w["env"] = {**w["env"], "VLLM_SERVER_DEV_MODE": "1"}
+    facts = server_args.parse(load(raw).workloads[0])
+    assert facts.get(cli.SLEEP_MODE) is True and facts.get(cli.DEV_MODE) == 1
+    assert servers.VLLM_SLEEP.gate_env == ("VLLM_SERVER_DEV_MODE", "1")
+    assert servers.SLEEP_MODES["sglang"].gate_env is None  # SGLang's endpoints are served to every client
+
+
+# ------------------------------------------------------------------------------------------------ the endpoints
+def _sleeping_chat(raw: dict, dev_mode: bool = True) -> dict:
+    w = raw["workloads"][0]
+    w["args"] = [*w["args"], "--enable-sleep-mode"]
+    if dev_mode:
+        w["env"] = {**w["env"], "VLLM_SERVER_DEV_MODE": "1"}
+    return raw
+
+
+def _ingress(raw: dict) -> dict:
+    w = raw["workloads"][0]
+    w["exposure"] = {"serviceType": "ClusterIP", "ingress": {"className": "nginx", "host": "chat.example.com",
+                                                             "port": "http", "tlsSecret": "chat-tls"}}
+    return raw
+
+
+def _objects(raw: dict, kind: str) -> dict:
+    from gpuplatform.synth import stack_config_from_namespace, synthesize
+    records = synthesize(stack_config_from_namespace(raw), stack="007-warm-set")
+    return {r.inputs["metadata"]["name"]: r.inputs for r in records
+            if r.is_kubernetes_object and r.inputs["kind"] == kind}
+
+
+def test_an_ingress_routes_only_the_clients_api_to_a_server_that_serves_its_sleep_endpoints():
+    plain = _objects(_ingress(example()), "Ingress")["chat"]
+    assert [p["path"] for p in plain["spec"]["rules"][0]["http"]["paths"]] == ["/"]
+    served = _objects(_sleeping_chat(_ingress(example())), "Ingress")["chat"]
+    paths = served["spec"]["rules"][0]["http"]["paths"]
+    assert [(p["path"], p["pathType"]) for p in paths] == [("/v1/", "Prefix")]  # /sleep, /wake_up not routed
+    assert paths[0]["backend"] == {"service": {"name": "chat", "port": {"name": "http"}}}
+    # without VLLM_SERVER_DEV_MODE vLLM registers no sleep route: the whole port stays routed
+    gated = _objects(_sleeping_chat(_ingress(example()), dev_mode=False), "Ingress")["chat"]
+    assert [p["path"] for p in gated["spec"]["rules"][0]["http"]["paths"]] == ["/"]
+
+
+def test_a_load_balancer_in_front_of_the_sleep_endpoints_is_refused():
+    raw = _sleeping_chat(example())
+    raw["settings"]["allowPublicEndpoints"] = True
+    raw["workloads"][0]["exposure"] = {"serviceType": "PublicLoadBalancer"}
+    assert_rejected(raw, "workloads[0].exposure.serviceType", "passes every path of the API port",
+                    "POST /sleep?level=1|2 and POST /wake_up", "VLLM_SERVER_DEV_MODE=1",
+                    "allowed: ClusterIP with an ingress (which routes only /v1/)")
+
+
+def test_plan_warns_that_in_cluster_callers_reach_the_sleep_endpoints():
+    from gpuplatform.components.network_policy import network_warnings
+    warnings = network_warnings(load(_sleeping_chat(example())))
+    [sleeping] = [x for x in warnings if "/wake_up" in x]
+    assert sleeping.startswith("WARNING: workloads[0] 'chat': vllm serves POST /sleep?level=1|2 and POST /wake_up")
+    assert "its networkPolicy.allowFrom callers reach directly" in sleeping
+    assert not [x for x in network_warnings(load(example())) if "/wake_up" in x]

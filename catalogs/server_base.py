@@ -164,8 +164,7 @@ class Server:
     health: ServerProfile
     """Health paths, probe timeout, start overhead."""
     fastest_start_seconds: int
-    """The shortest start less the weights' read this package knows for the server (no compilation, warm caches):
-    the lower bound a check that must not cry wolf compares with."""
+    """The shortest start less the weights' read this package knows for the server, whatever its options."""
     metrics: ServerMetrics
     entrypoints: dict
     """Entry point -> the command that runs it (``serve`` -> ``vllm serve``); the flag table has one per entry point."""
@@ -182,7 +181,15 @@ class Server:
     generating_health: Optional[GeneratingHealth] = None
     start_phases: tuple = ()
     """(name, :class:`StartPhase`) of its start less the weights, when measured phase by phase."""
+    least_start: Optional[Callable] = None
+    """``least_start(option, version)`` -> the shortest start less the weights with the options the line gives
+    (``option(dest)`` -> its value; ``version`` the image's, or None), when the options change it."""
     source: str = ""
+
+    def least_start_seconds(self, option: Callable, version: Optional[tuple]) -> int:
+        """The shortest start less the weights' read with the line's options: the lower bound a check that must
+        not cry wolf compares with."""
+        return self.least_start(option, version) if self.least_start else self.fastest_start_seconds
 
     def flag_table_versions(self) -> tuple:
         """The versions whose flag table the catalog holds (``catalogs/server_flags/<name>-<version>.json``)."""

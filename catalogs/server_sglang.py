@@ -66,10 +66,10 @@ HEALTH = ServerProfile("sglang", "/health", "/health", True, SGLANG_START_SECOND
 GENERATING_HEALTH = GeneratingHealth(
     {"/health": "0.4.10.post2", "/health_generate": ""}, answer_seconds=1.0,
     switch_env="SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION", switch_since="0.5.5.post3",
-    source="sgl-project/sglang PR #8444 (/health runs health_generate from 0.4.10.post2), PR #13320 (the switch, "
-           "0.5.5.post3); sglang==0.5.23 srt/entrypoints/http_server.py:218, :721-800; a healthy answer measured at "
-           "1.001 s in mostlygeek/llama-swap#276")
-"""SGLang's generating health check: a healthy answer takes about a second, so the kubelet's default 1 s timeout
+    source="sglang PR #8444, http_server.py health_generate; 1.001 s measured in mostlygeek/llama-swap#276")
+"""SGLang's generating health check (sgl-project/sglang PR #8444: /health runs health_generate from 0.4.10.post2;
+PR #13320: the switch, from 0.5.5.post3; sglang==0.5.23 srt/entrypoints/http_server.py:218, :721-800): a healthy
+answer takes about a second (1.001 s measured in mostlygeek/llama-swap#276), so the kubelet's default 1 s timeout
 fails a healthy server."""
 
 PROFILE = Server(

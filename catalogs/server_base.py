@@ -155,6 +155,18 @@ class ServerMetrics:
 
 
 @dataclass(frozen=True)
+class FlagTables:
+    """Where a server's flag tables come from: the releases the generator produces a table for
+    (``catalogs/server_flags/<name>-<release>.json``); for a parser that is not Python, the repository and file
+    whose source at the tag ``<tag_prefix><release>`` is read (gpuplatform/server_sources.py); for an argparse one,
+    the released wheel (gpuplatform/server_parsers.py)."""
+    releases: tuple
+    repository: str = ""
+    parser_path: str = ""
+    tag_prefix: str = "v"
+
+
+@dataclass(frozen=True)
 class Server:
     """One inference server's profile: everything the package knows of it, filled in by its module."""
     name: str
@@ -166,6 +178,7 @@ class Server:
     fastest_start_seconds: int
     """The shortest start less the weights' read this package knows for the server, whatever its options."""
     metrics: ServerMetrics
+    flag_tables: FlagTables
     entrypoints: dict
     """Entry point -> the command that runs it (``serve`` -> ``vllm serve``); the flag table has one per entry point."""
     native_parser: bool

@@ -17,10 +17,10 @@ server can serve.
 """
 from __future__ import annotations
 
-from gpuplatform.catalogs.server_base import (API_KEY, CacheDir, DOWNLOAD_DIR, DP, ENABLE_METRICS, Flag,
-                                              GeneratingHealth, HEALTH_TIMEOUT, HF_DOWNLOADS, HOST, MAX_BATCH,
-                                              MEMORY_FRACTION, MetricsSwitch, PORT, PP, Server, ServerCli,
-                                              ServerMetrics, ServerProfile, TP, TRITON_KERNEL_CACHE)
+from gpuplatform.catalogs.server_base import (API_KEY, DOWNLOAD_DIR, DP, ENABLE_METRICS, HEALTH_TIMEOUT, HF_DOWNLOADS,
+                                              HOST, MAX_BATCH, MEMORY_FRACTION, PORT, PP, TP, TRITON_KERNEL_CACHE,
+                                              CacheDir, Flag, FlagTables, GeneratingHealth, MetricsSwitch, Server,
+                                              ServerCli, ServerMetrics, ServerProfile)
 
 SGLANG_HEALTH_CHECK_TIMEOUT_SECONDS = 20
 """How long SGLang's ``/health`` waits for its one-token generation before it answers 503 itself
@@ -79,6 +79,7 @@ PROFILE = Server(
     metrics=ServerMetrics("/metrics", on_api_port=True, switch=MetricsSwitch(
         "enable_metrics", ENABLE_METRICS, default=False, fix="add '--enable-metrics' to the args",
         source="sglang==0.5.4 srt/server_args.py (--enable-metrics, store_true: off unless given)")),
+    flag_tables=FlagTables(("0.5.4",)),
     entrypoints={"launch_server": "python3 -m sglang.launch_server"},
     native_parser=False,
     # sgl-project/sglang v0.5.4 docker/Dockerfile sets no ENTRYPOINT: the pod names python3 -m sglang.launch_server

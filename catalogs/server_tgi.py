@@ -11,9 +11,9 @@ then "Starting Webserver", ``launcher/src/main.rs``).
 """
 from __future__ import annotations
 
-from gpuplatform.catalogs.server_base import (API_KEY, CacheDir, DOWNLOAD_DIR, Flag, HOST, MAX_BATCH, MAX_CONCURRENT,
-                                              MEMORY_FRACTION, NUM_SHARD, PORT, PROBE_TIMEOUT_SECONDS, PROMETHEUS_PORT,
-                                              Server, ServerCli, ServerMetrics, ServerProfile)
+from gpuplatform.catalogs.server_base import (API_KEY, DOWNLOAD_DIR, HOST, MAX_BATCH, MAX_CONCURRENT, MEMORY_FRACTION,
+                                              NUM_SHARD, PORT, PROBE_TIMEOUT_SECONDS, PROMETHEUS_PORT, CacheDir, Flag,
+                                              FlagTables, Server, ServerCli, ServerMetrics, ServerProfile)
 
 CLI = ServerCli(
     "tgi",
@@ -44,6 +44,7 @@ PROFILE = Server(
     "tgi", "TGI", CLI, HEALTH,
     fastest_start_seconds=HEALTH.start_overhead_seconds,
     metrics=ServerMetrics("/metrics", on_api_port=True),
+    flag_tables=FlagTables(("3.3.7",), "huggingface/text-generation-inference", "launcher/src/main.rs"),
     entrypoints={"launcher": "text-generation-launcher"},
     native_parser=True,
     # huggingface/text-generation-inference v3.3.7 Dockerfile: ENTRYPOINT text-generation-launcher

@@ -15,9 +15,9 @@ its HTTP and gRPC services ("Started HTTPService" follows the model table in its
 """
 from __future__ import annotations
 
-from gpuplatform.catalogs.server_base import (ALLOW_METRICS, DRAIN_TIMEOUT, Flag, GRPC_PORT, HOST, METRICS_PORT,
-                                              MetricsSwitch, PORT, PROBE_TIMEOUT_SECONDS, RESTRICTED, Server,
-                                              ServerCli, ServerMetrics, ServerProfile)
+from gpuplatform.catalogs.server_base import (ALLOW_METRICS, DRAIN_TIMEOUT, GRPC_PORT, HOST, METRICS_PORT, PORT,
+                                              PROBE_TIMEOUT_SECONDS, RESTRICTED, Flag, FlagTables, MetricsSwitch,
+                                              Server, ServerCli, ServerMetrics, ServerProfile)
 
 CLI = ServerCli(
     "triton",
@@ -40,6 +40,7 @@ PROFILE = Server(
     metrics=ServerMetrics("/metrics", on_api_port=False, switch=MetricsSwitch(
         "allow_metrics", ALLOW_METRICS, default=True, fix="remove --allow-metrics=false (true by default)",
         source="triton-inference-server/server src/command_line_parser.cc (--allow-metrics, default true)")),
+    flag_tables=FlagTables(("2.49.0",), "triton-inference-server/server", "src/command_line_parser.cc"),
     entrypoints={"tritonserver": "tritonserver"},
     native_parser=True,
     image_entrypoint=None,

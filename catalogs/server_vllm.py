@@ -19,11 +19,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gpuplatform.catalogs.server_base import (API_KEY, CacheDir, DISABLE_LOG_STATS, DOWNLOAD_DIR, DP, DP_LOCAL,
-                                              DRAIN_TIMEOUT, ENFORCE_EAGER, Flag, HF_DOWNLOADS, HOST, LOAD_FORMAT,
-                                              MAX_BATCH, MEMORY_FRACTION, PCP, PORT, PP, PROBE_TIMEOUT_SECONDS, Server,
-                                              ServerCli, ServerMetrics, ServerProfile, StartPhase, TP,
-                                              TRITON_KERNEL_CACHE, UDS)
+from gpuplatform.catalogs.server_base import (API_KEY, DISABLE_LOG_STATS, DOWNLOAD_DIR, DP, DP_LOCAL, DRAIN_TIMEOUT,
+                                              ENFORCE_EAGER, HF_DOWNLOADS, HOST, LOAD_FORMAT, MAX_BATCH,
+                                              MEMORY_FRACTION, PCP, PORT, PP, PROBE_TIMEOUT_SECONDS, TP,
+                                              TRITON_KERNEL_CACHE, UDS, CacheDir, Flag, FlagTables, Server, ServerCli,
+                                              ServerMetrics, ServerProfile, StartPhase)
 
 RUNAI_STREAMER = "runai_streamer"
 VLLM_RUNAI_STREAMER_SINCE = (0, 6, 6)
@@ -117,6 +117,7 @@ PROFILE = Server(
     fastest_start_seconds=VLLM_START.process.seconds,
     least_start=least_start_seconds,
     metrics=ServerMetrics("/metrics", on_api_port=True),
+    flag_tables=FlagTables(("0.9.2",)),
     entrypoints={"serve": "vllm serve", "api_server": "python3 -m vllm.entrypoints.openai.api_server"},
     native_parser=False,
     # vllm-project/vllm v0.9.2 docker/Dockerfile, stage vllm-openai:

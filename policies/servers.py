@@ -380,7 +380,8 @@ def server_startup_probe(r, config, report):
                f"livenessProbe restarts it after {budget} s (initialDelaySeconds {delay} + failureThreshold "
                f"{failures} x periodSeconds {period}) and there is no startupProbe, so it restarts before it ever "
                f"serves; allowed: a startupProbe (httpGet {ready}, periodSeconds {period_start}, failureThreshold "
-               f"{sized // period_start} or more: {sized} s, twice the least start){k8s.at(r.props, c, 'livenessProbe')}")
+               f"{sized // period_start} or more: {sized} s, twice the least start)"
+               f"{k8s.at(r.props, c, 'livenessProbe')}")
 
 
 # ---------------------------------------------------------------------------------------------- metrics
@@ -429,7 +430,8 @@ def server_metrics_served(view, config, report):
             switch = s.profile.metrics.switch
             names = ", ".join(m.label for m in scraping)
             report(f"{names} scrapes the pods of {workload.label}, whose container {k8s.container_name(c)} runs "
-                   f"{s.title}, which serves no /metrics with this command line ({switch.source}), so every scrape fails and its series never "
+                   f"{s.title}, which serves no /metrics with this command line ({switch.source}), so every scrape "
+                   f"fails and its series never "
                    f"exist; allowed: {switch.fix}{k8s.at(workload.props, c, 'args')}", workload)
 
 
@@ -501,5 +503,6 @@ def server_cache_claim_shared(view, config, report):
                        f"up to {most} replicas: the volume attaches to one node, so every replica on another node "
                        f"waits in ContainerCreating (Multi-Attach error); allowed: accessModes [ReadWriteMany] (a "
                        f"NAS or CPFS class), [ReadOnlyMany] for weights written once, a StatefulSet's "
-                       f"volumeClaimTemplates for a cache per replica, or replicas 1{k8s.at(workload.props, c, 'volumeMounts')}",
+                       f"volumeClaimTemplates for a cache per replica, or replicas 1"
+                       f"{k8s.at(workload.props, c, 'volumeMounts')}",
                        workload)

@@ -35,6 +35,9 @@ def test_each_profile_exposes_the_same_complete_interface(module):
     # a start and a probe timeout, the flags that take secrets, a source
     assert p.title and p.source and p.cli.source
     assert p.flag_table_versions(), f"no catalogs/server_flags/{p.name}-<version>.json"
+    # every release the generator is pinned to has its table, and no table is left from another
+    assert set(p.flag_table_versions()) == set(p.flag_tables.releases)
+    assert bool(p.flag_tables.repository and p.flag_tables.parser_path) is p.native_parser
     for version in p.flag_table_versions():
         table = server_grammar.flag_table(p.name, version)
         assert set(table["entrypoints"]) == set(p.entrypoints), version

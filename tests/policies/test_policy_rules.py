@@ -142,7 +142,8 @@ def cache_claim(obj, modes, replicas=3):
     c.setdefault("volumeMounts", []).append({"name": "cache", "mountPath": "/cache"})
     c["env"] = [{"name": "VLLM_CACHE_ROOT", "value": "/cache/vllm"}]
     spec.setdefault("volumes", []).append({"name": "cache", "persistentVolumeClaim": {"claimName": "cache"}})
-    claim = {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "cache", "namespace": "inference"},
+    claim = {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+             "metadata": {"name": "cache", "namespace": "inference"},
              "spec": {"accessModes": list(modes), "resources": {"requests": {"storage": "10Gi"}}}}
     return [obj, claim]
 

@@ -12,6 +12,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
+from gpuplatform.catalogs.metrics import version_text
+
 # facts a flag sets
 HOST, PORT, UDS, GRPC_PORT, METRICS_PORT = "host", "port", "uds", "grpc_port", "metrics_port"
 ENABLE_METRICS, DISABLE_LOG_STATS, ALLOW_METRICS = "enable_metrics", "disable_log_stats", "allow_metrics"
@@ -155,6 +157,52 @@ class ServerMetrics:
 
 
 @dataclass(frozen=True)
+class CapabilityNeed:
+    """A value of an option that needs a GPU of at least (and at most) a compute capability."""
+    server: str
+    dest: str
+    """The option (its argparse dest) and the value that needs the capability."""
+    value: str
+    minimum: float
+    maximum: Optional[float] = None
+    source: str = ""
+    said: str = ""
+    """What the server says when it stops on it."""
+
+
+# ---------------------------------------------------------------------------------------------- SIGTERM
+@dataclass(frozen=True)
+class ServerDrain:
+    """What a server does with the requests in flight when it receives SIGTERM (catalogs/drain.py tells how a
+    serving pod stops)."""
+    server: str
+    flag: Optional[str]
+    """The flag that sets how long it drains (None: the server has none)."""
+    since: Optional[tuple[int, ...]]
+    """First release that drains on SIGTERM (None: every release this catalog knows)."""
+    default_seconds: Optional[int]
+    """The drain when the flag is not given: 0 = SIGTERM aborts every request in flight; None = unbounded."""
+    ceiling_seconds: Optional[int]
+    """A bound the server keeps whatever the flags say (TGI's launcher); None when none."""
+    behaviour: str
+    before: str
+    """What a release before ``since`` does on SIGTERM."""
+    source: str
+    verified: bool = True
+    exit_lag_seconds: int = 0
+    """How long after its last request the server may still be running (SGLang's 5 s watchdog period, twice)."""
+
+    def drains(self, version: Optional[tuple[int, ...]]) -> bool:
+        """Whether this release can drain at all (a version the tag does not pin is read as the newest)."""
+        return self.since is None or version is None or tuple(version) >= self.since
+
+    @property
+    def since_text(self) -> str:
+        return version_text(self.since) if self.since else "every release"
+
+
+
+@dataclass(frozen=True)
 class FlagTables:
     """Where a server's flag tables come from: the releases the generator produces a table for
     (``catalogs/server_flags/<name>-<release>.json``); for a parser that is not Python, the repository and file
@@ -197,6 +245,17 @@ class Server:
     least_start: Optional[Callable] = None
     """``least_start(option, version)`` -> the shortest start less the weights with the options the line gives
     (``option(dest)`` -> its value; ``version`` the image's, or None), when the options change it."""
+    capability_needs: tuple = ()
+    """(:class:`CapabilityNeed`) option values the server stops on at start on a GPU outside their range."""
+    value_ranges: dict = field(default_factory=dict)
+    """Option dest -> (lowest, highest, whether the lowest itself is allowed, source): values its parser takes but
+    the server cannot use."""
+    drain: Optional[ServerDrain] = None
+    """What it does with the requests in flight on SIGTERM."""
+    default_max_request_seconds: int = 30
+    """The longest request assumed when the workload states none and its line caps no tokens."""
+    token_limit_flags: tuple = ()
+    """The flags that cap the tokens of one request (prompt and output), the first the one to suggest."""
     source: str = ""
 
     def least_start_seconds(self, option: Callable, version: Optional[tuple]) -> int:

@@ -39,7 +39,7 @@ from typing import Optional
 from gpuplatform.catalogs.server_base import (  # noqa: F401  (the names every reader of this catalog uses)
     ALLOW_METRICS, API_KEY, DISABLE_LOG_STATS, DOWNLOAD_DIR, DP, DP_LOCAL, DRAIN_TIMEOUT, ENABLE_METRICS, ENFORCE_EAGER,
     GRPC_PORT, HEALTH_TIMEOUT, HOST, LOAD_FORMAT, MAX_BATCH, MAX_CONCURRENT, MEMORY_FRACTION, METRICS_PORT, NUM_SHARD,
-    PCP, PORT, PP, PROMETHEUS_PORT, RESTRICTED, TP, UDS, CacheDir, Flag, ServerCli)
+    PCP, PORT, PP, PROMETHEUS_PORT, RESTRICTED, TP, UDS, CacheDir, CapabilityNeed, Flag, ServerCli)
 from gpuplatform.catalogs.server_profiles import PROFILES
 from gpuplatform.catalogs.server_vllm import RUNAI_STREAMER, VLLM_RUNAI_STREAMER_SINCE  # noqa: F401
 
@@ -67,51 +67,15 @@ COMPUTE_CAPABILITY: dict[str, float] = {
 developer.nvidia.com/cuda-gpus; the A800, H800 and H20 are the A100's and H100's silicon)."""
 
 
-@dataclass(frozen=True)
-class CapabilityNeed:
-    server: str
-    dest: str
-    """The option (its argparse dest) and the value that needs the capability."""
-    value: str
-    minimum: float
-    maximum: Optional[float] = None
-    source: str = ""
-    said: str = ""
-    """What the server says when it stops on it."""
-
-
-CAPABILITY_NEEDS: tuple[CapabilityNeed, ...] = (
-    CapabilityNeed("vllm", "dtype", "bfloat16", 8.0,
-                   source="vllm==0.9.2 v1/worker/gpu_worker.py:398-408 (and worker/worker.py:554)",
-                   said="Bfloat16 is only supported on GPUs with compute capability of at least 8.0"),
-    *(CapabilityNeed("vllm", "quantization", method, minimum,
-                     source=f"vllm==0.9.2 model_executor/layers/quantization/{module}.py:{line} get_min_capability, "
-                            "checked at config.py:4468-4478",
-                     said=f"The quantization method {method} is not supported for the current GPU. Minimum "
-                          f"capability: {int(minimum * 10)}")
-      for method, minimum, module, line in (
-          ("fp8", 8.0, "fp8", 101), ("fbgemm_fp8", 8.0, "fbgemm_fp8", 51), ("modelopt", 8.9, "modelopt", 61),
-          ("awq", 7.5, "awq", 60), ("awq_marlin", 8.0, "awq_marlin", 87), ("gptq_marlin", 8.0, "gptq_marlin", 138),
-          ("gptq_marlin_24", 8.0, "gptq_marlin_24", 99), ("marlin", 8.0, "marlin", 79),
-          ("experts_int8", 8.0, "experts_int8", 33), ("qqq", 8.0, "qqq", 97), ("bitsandbytes", 7.0, "bitsandbytes",
-                                                                                  69),
-          ("torchao", 7.5, "torchao", 72), ("gptq", 6.0, "gptq", 93))),
-    CapabilityNeed("sglang", "attention_backend", "fa3", 8.0, 9.0,
-                   source="sglang==0.5.4 srt/layers/attention/attention_registry.py:127-133",
-                   said="FlashAttention v3 Backend requires SM>=80 and SM<=90"),
-)
+CAPABILITY_NEEDS: tuple[CapabilityNeed, ...] = tuple(need for p in PROFILES.values() for need in p.capability_needs)
 """Values of a server's options that need a GPU of at least (and at most) a compute capability: the server stops
-at start on a GPU outside the range (the figures read in each server's source at the pinned version)."""
+at start on a GPU outside the range (each profile module, with the figures read in the server's source at the
+pinned version)."""
 
 RANGES: dict[tuple[str, str], tuple[float, float, bool, str]] = {
-    ("vllm", "gpu_memory_utilization"): (0.0, 1.0, False, "vllm==0.9.2 config.py:1582-1585 (CacheConfig: \"GPU "
-                                                          "memory utilization must be less than 1.0\"); a share "
-                                                          "of the GPU's memory, not a percentage"),
-    ("sglang", "mem_fraction_static"): (0.0, 1.0, False, "sglang==0.5.4 srt/server_args.py --mem-fraction-static: "
-                                                         "the fraction of GPU memory for weights and KV cache"),
-}
+    (name, dest): bounds for name, p in PROFILES.items() for dest, bounds in p.value_ranges.items()}
 """(server, option dest) -> (lowest, highest, whether the lowest itself is allowed, source): values the parser
-takes but the server cannot use (``--gpu-memory-utilization=90`` parses as 90.0)."""
+takes but the server cannot use (``--gpu-memory-utilization=90`` parses as 90.0); each profile module's."""
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1", "[::1]")
 """Addresses only the pod's own processes reach: the kubelet probes and the Service connect to the pod's IP."""

@@ -19,8 +19,9 @@ from __future__ import annotations
 
 from gpuplatform.catalogs.server_base import (API_KEY, DOWNLOAD_DIR, DP, ENABLE_METRICS, HEALTH_TIMEOUT, HF_DOWNLOADS,
                                               HOST, MAX_BATCH, MEMORY_FRACTION, PORT, PP, TP, TRITON_KERNEL_CACHE,
-                                              CacheDir, Flag, FlagTables, GeneratingHealth, MetricsSwitch, Server,
-                                              ServerCli, ServerMetrics, ServerProfile)
+                                              CacheDir, CapabilityNeed, Flag, FlagTables, GeneratingHealth,
+                                              MetricsSwitch, Server, ServerCli, ServerDrain, ServerMetrics,
+                                              ServerProfile)
 
 SGLANG_HEALTH_CHECK_TIMEOUT_SECONDS = 20
 """How long SGLang's ``/health`` waits for its one-token generation before it answers 503 itself
@@ -72,6 +73,36 @@ PR #13320: the switch, from 0.5.5.post3; sglang==0.5.23 srt/entrypoints/http_ser
 answer takes about a second (1.001 s measured in mostlygeek/llama-swap#276), so the kubelet's default 1 s timeout
 fails a healthy server."""
 
+DRAIN = ServerDrain(
+    "sglang", None, None, None, None,
+    "on SIGTERM the tokenizer manager sets its exit flag; a watchdog that looks every 5 s then waits, looking "
+    "every 5 s, until no request is left in flight and exits: no time limit of its own, so the grace period "
+    "bounds it. It does not refuse new requests meanwhile, so routing must have stopped first (the preStop "
+    "wait), and it exits up to 10 s after its last request",
+    "",
+    "sgl-project/sglang PR #1838 'Drain requests before exit when receive SIGTERM' (2024; its first release is "
+    "not verified here); read in the sglang==0.5.4 wheel: srt/managers/tokenizer_manager.py:1201 (SIGTERM "
+    "handler), :1302-1340 (sigterm_watchdog), :2150 ('Draining requests and shutting down'); "
+    "SGL_FORCE_SHUTDOWN makes it exit at once; the same drain logged by v0.4.5 in InftyAI/llmaz PR #381",
+    exit_lag_seconds=10)
+
+
+CAPABILITY_NEEDS = (
+    CapabilityNeed("sglang", "attention_backend", "fa3", 8.0, 9.0,
+                   source="sglang==0.5.4 srt/layers/attention/attention_registry.py:127-133",
+                   said="FlashAttention v3 Backend requires SM>=80 and SM<=90"),
+)
+
+VALUE_RANGES = {
+    "mem_fraction_static": (0.0, 1.0, False, "sglang==0.5.4 srt/server_args.py --mem-fraction-static: the fraction "
+                                             "of GPU memory for weights and KV cache"),
+}
+
+METRICS_WITHOUT_KEY_SINCE = "0.4.6"
+"""SGLang exempts ``/metrics`` from ``--api-key`` from 0.4.6 (sglang==0.4.6 srt/utils.py:795-798; 0.4.0 to 0.4.5
+exempt ``/health`` only), so a scrape without the key gets 401 before."""
+
+
 PROFILE = Server(
     "sglang", "SGLang", CLI, HEALTH,
     # SGLang compiles nothing by default and keeps no CUDA graphs across starts: no faster start is known
@@ -88,4 +119,11 @@ PROFILE = Server(
     shared_memory_gib=32,
     model_dests=("model_path",),
     generating_health=GENERATING_HEALTH,
+    capability_needs=CAPABILITY_NEEDS,
+    value_ranges=VALUE_RANGES,
+    drain=DRAIN,
+    # the longest request assumed: llm-d's figure for LLM servers (300 s, PR #1653); --context-length caps a
+    # request's tokens (srt/server_args.py)
+    default_max_request_seconds=300,
+    token_limit_flags=("--context-length",),
     source=CLI.source)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from gpuplatform.catalogs.server_base import (API_KEY, DOWNLOAD_DIR, HOST, MAX_BATCH, MAX_CONCURRENT, MEMORY_FRACTION,
                                               NUM_SHARD, PORT, PROBE_TIMEOUT_SECONDS, PROMETHEUS_PORT, CacheDir, Flag,
-                                              FlagTables, Server, ServerCli, ServerMetrics, ServerProfile)
+                                              FlagTables, Server, ServerCli, ServerDrain, ServerMetrics, ServerProfile)
 
 CLI = ServerCli(
     "tgi",
@@ -40,6 +40,16 @@ HEALTH = ServerProfile("tgi", "/health", "/health", False, 60, PROBE_TIMEOUT_SEC
                        "huggingface/text-generation-inference router/src/server.rs (health), launcher/src/main.rs")
 """Its start overhead (60 s) is an ESTIMATE: process start, CUDA context and the warm-up of its batch sizes."""
 
+DRAIN = ServerDrain(
+    "tgi", None, None, None, 90,
+    "on SIGTERM the launcher sends SIGTERM to its router and waits for it up to a fixed 90 s ('Waiting for "
+    "webserver to gracefully shutdown'), then stops the shards; no flag sets it, so a drain longer than 90 s "
+    "cannot be had",
+    "",
+    "huggingface/text-generation-inference launcher/src/main.rs (webserver.terminate, wait_timeout 90 s); "
+    "that the router finishes its in-flight streams in that time is UNVERIFIED", verified=False)
+
+
 PROFILE = Server(
     "tgi", "TGI", CLI, HEALTH,
     fastest_start_seconds=HEALTH.start_overhead_seconds,
@@ -53,4 +63,9 @@ PROFILE = Server(
     shared_memory_gib=1,
     model_dests=("model_id",),
     model_envs=("MODEL_ID",),
+    drain=DRAIN,
+    # the longest request assumed: kept under its launcher's fixed 90 s; --max-total-tokens caps a request's
+    # tokens (launcher/src/main.rs; env MAX_TOTAL_TOKENS)
+    default_max_request_seconds=85,
+    token_limit_flags=("--max-total-tokens",),
     source=CLI.source)

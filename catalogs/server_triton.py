@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from gpuplatform.catalogs.server_base import (ALLOW_METRICS, DRAIN_TIMEOUT, GRPC_PORT, HOST, METRICS_PORT, PORT,
                                               PROBE_TIMEOUT_SECONDS, RESTRICTED, Flag, FlagTables, MetricsSwitch,
-                                              Server, ServerCli, ServerMetrics, ServerProfile)
+                                              Server, ServerCli, ServerDrain, ServerMetrics, ServerProfile)
 
 CLI = ServerCli(
     "triton",
@@ -34,6 +34,20 @@ HEALTH = ServerProfile("triton", "/v2/health/ready", "/v2/health/live", False, 3
                        "KServe Open Inference Protocol /v2/health/ready; triton-inference-server/server docs/protocol")
 """Its start overhead (30 s) is an ESTIMATE."""
 
+DRAIN = ServerDrain(
+    "triton", "--exit-timeout-secs", None, 30, None,
+    "on SIGTERM the server stops its endpoints and waits up to --exit-timeout-secs for in-flight inferences, "
+    "then exits even if some are still running",
+    "",
+    "triton-inference-server/server src/command_line_parser.cc (OPTION_EXIT_TIMEOUT_SECS: 'Timeout (in "
+    "seconds) when exiting to wait for in-flight inferences to finish'; exit_timeout_secs_ default 30)")
+
+
+UNPROBED_RESTRICTED_CATEGORY = "health"
+"""The ``--http-restricted-api`` category that covers ``/v2/health/*`` (src/http_server.cc
+``RETURN_AND_RESPOND_IF_RESTRICTED(req, RestrictedCategory::HEALTH, ...)``): the kubelet sends no header."""
+
+
 PROFILE = Server(
     "triton", "Triton", CLI, HEALTH,
     fastest_start_seconds=HEALTH.start_overhead_seconds,
@@ -46,4 +60,8 @@ PROFILE = Server(
     image_entrypoint=None,
     # a Triton replica spans GPUs per model configuration, which is not read here
     shared_memory_gib=None,
+    drain=DRAIN,
+    # the longest request assumed: its own default exit timeout (30 s)
+    default_max_request_seconds=30,
+    token_limit_flags=(),
     source=CLI.source)

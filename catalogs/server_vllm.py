@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from gpuplatform.catalogs.server_base import (API_KEY, DISABLE_LOG_STATS, DOWNLOAD_DIR, DP, DP_LOCAL, DRAIN_TIMEOUT,
                                               ENFORCE_EAGER, HF_DOWNLOADS, HOST, LOAD_FORMAT, MAX_BATCH,
                                               MEMORY_FRACTION, PCP, PORT, PP, PROBE_TIMEOUT_SECONDS, TP,
-                                              TRITON_KERNEL_CACHE, UDS, CacheDir, Flag, FlagTables, Server, ServerCli,
-                                              ServerMetrics, ServerProfile, StartPhase)
+                                              TRITON_KERNEL_CACHE, UDS, CacheDir, CapabilityNeed, Flag, FlagTables,
+                                              Server, ServerCli, ServerDrain, ServerMetrics, ServerProfile, StartPhase)
 
 RUNAI_STREAMER = "runai_streamer"
 VLLM_RUNAI_STREAMER_SINCE = (0, 6, 6)
@@ -112,6 +112,44 @@ def least_start_seconds(option, version) -> int:
 HEALTH = ServerProfile("vllm", "/health", "/health", False, VLLM_START.seconds(True, False), PROBE_TIMEOUT_SECONDS,
                        "vllm-project/vllm vllm/entrypoints/openai/api_server.py (setup_server, /health)")
 
+DRAIN = ServerDrain(
+    "vllm", "--shutdown-timeout", (0, 18, 0), 0, None,
+    "on SIGTERM the API server refuses new requests and the engine core waits up to --shutdown-timeout seconds "
+    "for the requests in flight ('Draining N in-flight requests'), exiting as soon as none is left; 0 (the "
+    "default) aborts them",
+    "SIGTERM aborts every request in flight (no drain exists before 0.18.0)",
+    "vllm-project/vllm PR #34730 (merged 2026-02, reverted by #36628), re-applied by PR #36666 (merged "
+    "2026-03); read in the vllm==0.18.0 wheel: engine/arg_utils.py:1321 (--shutdown-timeout, int, default 0), "
+    "config/vllm.py:330, entrypoints/launcher.py (SIGTERM handler passes the timeout to the engine client), "
+    "v1/engine/core.py:1199-1225 (0 aborts, >0 drains); absent from vllm==0.17.1; llm-d issue #927 names "
+    "v0.18.0 as the first release")
+
+
+CAPABILITY_NEEDS = (
+    CapabilityNeed("vllm", "dtype", "bfloat16", 8.0,
+                   source="vllm==0.9.2 v1/worker/gpu_worker.py:398-408 (and worker/worker.py:554)",
+                   said="Bfloat16 is only supported on GPUs with compute capability of at least 8.0"),
+    *(CapabilityNeed("vllm", "quantization", method, minimum,
+                     source=f"vllm==0.9.2 model_executor/layers/quantization/{module}.py:{line} get_min_capability, "
+                            "checked at config.py:4468-4478",
+                     said=f"The quantization method {method} is not supported for the current GPU. Minimum "
+                          f"capability: {int(minimum * 10)}")
+      for method, minimum, module, line in (
+          ("fp8", 8.0, "fp8", 101), ("fbgemm_fp8", 8.0, "fbgemm_fp8", 51), ("modelopt", 8.9, "modelopt", 61),
+          ("awq", 7.5, "awq", 60), ("awq_marlin", 8.0, "awq_marlin", 87), ("gptq_marlin", 8.0, "gptq_marlin", 138),
+          ("gptq_marlin_24", 8.0, "gptq_marlin_24", 99), ("marlin", 8.0, "marlin", 79),
+          ("experts_int8", 8.0, "experts_int8", 33), ("qqq", 8.0, "qqq", 97), ("bitsandbytes", 7.0, "bitsandbytes",
+                                                                                  69),
+          ("torchao", 7.5, "torchao", 72), ("gptq", 6.0, "gptq", 93))),
+)
+
+VALUE_RANGES = {
+    "gpu_memory_utilization": (0.0, 1.0, False, "vllm==0.9.2 config.py:1582-1585 (CacheConfig: \"GPU memory "
+                                                "utilization must be less than 1.0\"); a share of the GPU's "
+                                                "memory, not a percentage"),
+}
+
+
 PROFILE = Server(
     "vllm", "vLLM", CLI, HEALTH,
     fastest_start_seconds=VLLM_START.process.seconds,
@@ -128,4 +166,11 @@ PROFILE = Server(
     model_dests=("model_tag", "model"),
     start_phases=(("process", VLLM_START.process), ("compile (cold)", VLLM_START.compile_cold),
                   ("compile (cached)", VLLM_START.compile_cached), ("warm-up", VLLM_START.warmup)),
+    capability_needs=CAPABILITY_NEEDS,
+    value_ranges=VALUE_RANGES,
+    drain=DRAIN,
+    # the longest request assumed: llm-d's largest figure for LLM servers (300 s, covering 259 s measured for
+    # 2k-token DeepSeek-R1 answers, PR #1653); --max-model-len caps a request's tokens (engine/arg_utils.py)
+    default_max_request_seconds=300,
+    token_limit_flags=("--max-model-len",),
     source=CLI.source)

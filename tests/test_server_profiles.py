@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from gpuplatform.catalogs import server_cli, server_grammar, server_profiles, servers
-from gpuplatform.catalogs.server_base import (GeneratingHealth, MetricsSwitch, Server, ServerCli, ServerMetrics,
-                                              ServerProfile)
+from gpuplatform.catalogs import drain, server_cli, server_grammar, server_profiles, servers
+from gpuplatform.catalogs.server_base import (GeneratingHealth, MetricsSwitch, Server, ServerCli, ServerDrain,
+                                              ServerMetrics, ServerProfile)
 
 CATALOGS = Path(server_profiles.__file__).parent
 NOT_PROFILES = {"server_base", "server_profiles", "server_cli", "server_grammar"}
@@ -49,10 +49,15 @@ def test_each_profile_exposes_the_same_complete_interface(module):
     assert p.health.probe_timeout_seconds >= 1
     assert p.secret_flags and all(f.secret for f in p.secret_flags)
     assert p.shared_memory_gib is None or p.shared_memory_gib > 0
+    assert isinstance(p.drain, ServerDrain) and p.drain.server == p.name and p.drain.source
+    assert p.default_max_request_seconds > 0
+    assert all(flag.startswith("--") for flag in p.token_limit_flags)
+    assert all(need.server == p.name and need.source for need in p.capability_needs)
     # the option dests a profile names are options of its own flag table
     dests = {o["dest"] for version in p.flag_table_versions()
              for spec in server_grammar.flag_table(p.name, version)["entrypoints"].values() for o in spec["options"]}
-    for dest in (*p.model_dests, *((p.metrics.switch.dest,) if p.metrics.switch else ())):
+    for dest in (*p.model_dests, *((p.metrics.switch.dest,) if p.metrics.switch else ()), *p.value_ranges,
+                 *(need.dest for need in p.capability_needs)):
         assert dest in dests, (p.name, dest)
 
 
@@ -71,13 +76,21 @@ def test_the_older_catalog_names_read_the_profiles(name):
     assert {**server_grammar.ENTRYPOINTS, **server_grammar.NATIVE_ENTRYPOINTS}[name] == p.entrypoints
     assert server_grammar.IMAGE_ENTRYPOINTS.get(name) == p.image_entrypoint
     assert server_cli.SHARED_MEMORY_GIB.get(name) == p.shared_memory_gib
+    assert drain.SERVER_DRAINS[name] is p.drain
+    assert drain.DEFAULT_MAX_REQUEST_SECONDS[name] == p.default_max_request_seconds
+    assert drain.TOKEN_LIMIT_FLAGS.get(name, ()) == p.token_limit_flags
+    assert [n for n in server_cli.CAPABILITY_NEEDS if n.server == name] == list(p.capability_needs)
+    assert {d: r for (s, d), r in server_cli.RANGES.items() if s == name} == p.value_ranges
 
 
 def test_the_names_other_modules_import_still_resolve():
     for module, names in {
         "gpuplatform.catalogs.server_cli": ("Flag", "CacheDir", "ServerCli", "SERVER_CLIS", "SHARED_MEMORY_GIB",
                                             "RUNAI_STREAMER", "VLLM_RUNAI_STREAMER_SINCE", "DRAIN_TIMEOUT",
-                                            "BATCH_METRICS", "CAPABILITY_NEEDS"),
+                                            "BATCH_METRICS", "CAPABILITY_NEEDS", "CapabilityNeed", "RANGES"),
+        "gpuplatform.catalogs.drain": ("ServerDrain", "SERVER_DRAINS", "DEFAULT_MAX_REQUEST_SECONDS",
+                                       "TOKEN_LIMIT_FLAGS"),
+        "gpuplatform.components.validation.servers": ("SGLANG_METRICS_WITHOUT_KEY", "TRITON_UNPROBED_CATEGORY"),
         "gpuplatform.catalogs.servers": ("ServerProfile", "SERVER_PROFILES", "VLLM_START", "SGLANG_START_SECONDS",
                                          "SGLANG_PROBE_TIMEOUT_SECONDS", "PROBE_TIMEOUT_SECONDS", "SERVER_NAMES",
                                          "start_overhead_seconds"),

@@ -141,9 +141,8 @@ class MetricsSwitch:
     dest: str
     """The option's dest in the server's flag table (``enable_metrics``)."""
     fact: str
-    """The same option among the command-line model's facts (:class:`ServerCli`), for versions the tables lack."""
-    default: bool
-    """Whether metrics are served when the line does not set it."""
+    """The same option among the command-line model's facts (:class:`ServerCli`), for versions the tables lack;
+    its ``defaults`` say whether metrics are served when the line does not set it."""
     fix: str
     source: str = ""
 
@@ -250,6 +249,9 @@ class Server:
     value_ranges: dict = field(default_factory=dict)
     """Option dest -> (lowest, highest, whether the lowest itself is allowed, source): values its parser takes but
     the server cannot use."""
+    release_dependent: tuple = ()
+    """(config path under a workload, what is judged) of the checks of a stack's workload whose verdict depends on
+    the server's release beyond its caches and metrics: what an image pinned by a digest alone costs."""
     drain: Optional[ServerDrain] = None
     """What it does with the requests in flight on SIGTERM."""
     default_max_request_seconds: int = 30

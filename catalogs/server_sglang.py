@@ -108,7 +108,7 @@ PROFILE = Server(
     # SGLang compiles nothing by default and keeps no CUDA graphs across starts: no faster start is known
     fastest_start_seconds=SGLANG_START_SECONDS,
     metrics=ServerMetrics("/metrics", on_api_port=True, switch=MetricsSwitch(
-        "enable_metrics", ENABLE_METRICS, default=False, fix="add '--enable-metrics' to the args",
+        "enable_metrics", ENABLE_METRICS, fix="add '--enable-metrics' to the args",
         source="sglang==0.5.4 srt/server_args.py (--enable-metrics, store_true: off unless given)")),
     flag_tables=FlagTables(("0.5.4",)),
     entrypoints={"launch_server": "python3 -m sglang.launch_server"},
@@ -121,6 +121,9 @@ PROFILE = Server(
     generating_health=GENERATING_HEALTH,
     capability_needs=CAPABILITY_NEEDS,
     value_ranges=VALUE_RANGES,
+    release_dependent=(
+        ("args", f"--api-key with metrics scraped: SGLang before {METRICS_WITHOUT_KEY_SINCE} guards /metrics with "
+                 "the key"),),
     drain=DRAIN,
     # the longest request assumed: llm-d's figure for LLM servers (300 s, PR #1653); --context-length caps a
     # request's tokens (srt/server_args.py)

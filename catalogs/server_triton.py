@@ -52,7 +52,7 @@ PROFILE = Server(
     "triton", "Triton", CLI, HEALTH,
     fastest_start_seconds=HEALTH.start_overhead_seconds,
     metrics=ServerMetrics("/metrics", on_api_port=False, switch=MetricsSwitch(
-        "allow_metrics", ALLOW_METRICS, default=True, fix="remove --allow-metrics=false (true by default)",
+        "allow_metrics", ALLOW_METRICS, fix="remove --allow-metrics=false (true by default)",
         source="triton-inference-server/server src/command_line_parser.cc (--allow-metrics, default true)")),
     flag_tables=FlagTables(("2.49.0",), "triton-inference-server/server", "src/command_line_parser.cc"),
     entrypoints={"tritonserver": "tritonserver"},

@@ -168,6 +168,9 @@ PROFILE = Server(
                   ("compile (cached)", VLLM_START.compile_cached), ("warm-up", VLLM_START.warmup)),
     capability_needs=CAPABILITY_NEEDS,
     value_ranges=VALUE_RANGES,
+    release_dependent=(
+        ("model", "the weights' fit under vLLM's default --gpu-memory-utilization, which changed between releases"),
+        ("autoscaling.metrics", "batch targets under vLLM's default --max-num-seqs, which changed between releases")),
     drain=DRAIN,
     # the longest request assumed: llm-d's largest figure for LLM servers (300 s, covering 259 s measured for
     # 2k-token DeepSeek-R1 answers, PR #1653); --max-model-len caps a request's tokens (engine/arg_utils.py)

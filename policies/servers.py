@@ -395,7 +395,7 @@ def metrics_off(s: ServerContainer) -> bool:
     if value is grammar.UNKNOWN_VALUE:
         return False  # set from a variable whose value is not known here
     if value is None:
-        return not switch.default
+        return s.profile.cli.defaults.get(switch.fact) is False
     if isinstance(value, str):
         return value.strip().lower() in ("false", "off", "0")
     return value is False

@@ -414,25 +414,39 @@ def server_metrics_served(view, config, report):
     monitors = view.objects("PodMonitor", "ServiceMonitor")
     if not monitors:
         return
-    for workload in view.objects(*k8s.WORKLOAD_KINDS):
-        spec = k8s.workload_pod_spec(workload.kind, workload.props)
-        if spec is None:
-            continue
-        labels = k8s.pod_labels(workload.kind, workload.props)
-        ports = {k8s.get(p, "name") for c in k8s.containers(spec, init=False) for p in k8s.as_list(k8s.get(c, "ports"))}
-        scraping = [m for m in monitors if scrapes(view, m, workload, labels, ports)]
-        if not scraping:
-            continue
-        for c in k8s.containers(spec, init=False):
-            s = server_container(c)
-            if s is None or s.refused or not metrics_off(s):
+    for workload in _pod_bearing(view):
+        for pod in k8s.pods_of(workload.kind, workload.props):
+            labels = _pod_labels(workload, pod)
+            ports = {k8s.get(p, "name") for c in k8s.containers(pod.spec, init=False)
+                     for p in k8s.as_list(k8s.get(c, "ports"))}
+            scraping = [m for m in monitors if scrapes(view, m, workload, labels, ports)]
+            if not scraping:
                 continue
-            switch = s.profile.metrics.switch
-            names = ", ".join(m.label for m in scraping)
-            report(f"{names} scrapes the pods of {workload.label}, whose container {k8s.container_name(c)} runs "
-                   f"{s.title}, which serves no /metrics with this command line ({switch.source}), so every scrape "
-                   f"fails and its series never "
-                   f"exist; allowed: {switch.fix}{k8s.at(workload.props, c, 'args')}", workload)
+            for c in k8s.containers(pod.spec, init=False):
+                s = server_container(c)
+                if s is None or s.refused or not metrics_off(s):
+                    continue
+                switch = s.profile.metrics.switch
+                names = ", ".join(m.label for m in scraping)
+                report(f"{names} scrapes the pods of {workload.label}, whose container {k8s.container_name(c)} runs "
+                       f"{s.title}, which serves no /metrics with this command line ({switch.source}), so every "
+                       f"scrape fails and its series never exist; allowed: {switch.fix}"
+                       f"{k8s.at(workload.props, c, 'args')}", workload)
+
+
+def _pod_bearing(view) -> list:
+    """The Kubernetes objects of the view that carry pods (built-in workloads and custom resources alike)."""
+    return [r for r in view.objects(*k8s.POD_KINDS) if r.kind not in ("PodMonitor", "ServiceMonitor")
+            and k8s.pods_of(r.kind, r.props)]
+
+
+def _pod_labels(workload, pod) -> Mapping:
+    """The labels of the pods a template makes: its ``metadata.labels`` beside the spec (a bare Pod's own)."""
+    if workload.kind == "Pod":
+        return k8s.as_map(k8s.get(workload.props, "metadata", "labels"))
+    if pod.path and pod.path[-1] == "spec":
+        return k8s.as_map(k8s.get(workload.props, *pod.path[:-1], "metadata", "labels"))
+    return k8s.pod_labels(workload.kind, workload.props)
 
 
 # ---------------------------------------------------------------------------------------------- shared claims
@@ -442,8 +456,8 @@ node waits in ContainerCreating ("Multi-Attach error", Kubernetes "Persistent Vo
 
 
 def _replicas_at_most(view, workload) -> int:
-    """The most replicas the workload may run: its ``replicas`` (a Job's ``parallelism``) or an autoscaler's
-    maximum, whichever is larger."""
+    """The most replicas the workload may run: its ``replicas`` (a Job's ``parallelism``; a LeaderWorkerSet's
+    groups) or an autoscaler's maximum, whichever is larger."""
     spec = k8s.as_map(k8s.get(workload.props, "spec"))
     key = "parallelism" if workload.kind == "Job" else "replicas"
     stated = k8s.quantity(spec.get(key))
@@ -452,6 +466,20 @@ def _replicas_at_most(view, workload) -> int:
         if scaler.max_replicas is not None:
             most = max(most, scaler.max_replicas)
     return most
+
+
+def _pods_of_template(workload, pod, replicas: int) -> int:
+    """How many pods one template of the workload makes at most: a replica each; in a LeaderWorkerSet a leader per
+    group from its leaderTemplate and the other ``size - 1`` (all ``size`` without a leaderTemplate) from its
+    workerTemplate (lws api/leaderworkerset/v1 leaderworkerset_types.go)."""
+    if workload.kind != "LeaderWorkerSet":
+        return replicas
+    size = k8s.quantity(k8s.get(workload.props, "spec", "leaderWorkerTemplate", "size"))
+    size = int(size) if size is not None else 1
+    if "leaderTemplate" in pod.path:
+        return replicas
+    has_leader = k8s.get(workload.props, "spec", "leaderWorkerTemplate", "leaderTemplate") is not None
+    return replicas * (size - 1 if has_leader else size)
 
 
 def _what_it_holds(s: ServerContainer, mount_path: str) -> str:
@@ -480,29 +508,40 @@ def _what_it_holds(s: ServerContainer, mount_path: str) -> str:
                 "written once, or a StatefulSet's volumeClaimTemplates for a cache per replica.")
 def server_cache_claim_shared(view, config, report):
     claims = {(pvc.namespace, pvc.obj_name): pvc for pvc in view.objects("PersistentVolumeClaim")}
-    for workload in view.objects("Deployment", "StatefulSet", "ReplicaSet", "ReplicationController", "Job"):
-        spec = k8s.workload_pod_spec(workload.kind, workload.props)
-        most = _replicas_at_most(view, workload)
-        if spec is None or most < 2:
-            continue
-        volumes = {k8s.get(v, "name"): k8s.get(v, "persistentVolumeClaim", "claimName")
-                   for v in k8s.as_list(k8s.get(spec, "volumes")) if k8s.get(v, "persistentVolumeClaim") is not None}
-        for c in k8s.containers(spec, init=False):
-            s = None
-            for mount in k8s.as_list(k8s.get(c, "volumeMounts")):
-                pvc = claims.get((workload.namespace, volumes.get(k8s.get(mount, "name"))))
-                modes = [str(m) for m in k8s.as_list(k8s.get(pvc.props, "spec", "accessModes"))] if pvc else []
-                if not modes or any(m not in SINGLE_NODE_MODES for m in modes):
-                    continue
-                s = s or server_container(c)
-                if s is None or s.refused:
-                    break
-                path = str(k8s.get(mount, "mountPath") or "")
-                report(f"{workload.label} container {k8s.container_name(c)} ({s.title}) keeps "
-                       f"{_what_it_holds(s, path)} on {pvc.label}, which is {'/'.join(modes)}, and the workload runs "
-                       f"up to {most} replicas: the volume attaches to one node, so every replica on another node "
-                       f"waits in ContainerCreating (Multi-Attach error); allowed: accessModes [ReadWriteMany] (a "
-                       f"NAS or CPFS class), [ReadOnlyMany] for weights written once, a StatefulSet's "
-                       f"volumeClaimTemplates for a cache per replica, or replicas 1"
-                       f"{k8s.at(workload.props, c, 'volumeMounts')}",
-                       workload)
+    for workload in view.objects(*SCALED_KINDS):
+        replicas = _replicas_at_most(view, workload)
+        pods_on: dict = {}
+        mounted: list = []
+        for pod in k8s.pods_of(workload.kind, workload.props):
+            volumes = {k8s.get(v, "name"): k8s.get(v, "persistentVolumeClaim", "claimName")
+                       for v in k8s.as_list(k8s.get(pod.spec, "volumes"))
+                       if k8s.get(v, "persistentVolumeClaim") is not None}
+            for name in set(volumes.values()):
+                pods_on[name] = pods_on.get(name, 0) + _pods_of_template(workload, pod, replicas)
+            for c in k8s.containers(pod.spec, init=False):
+                for mount in k8s.as_list(k8s.get(c, "volumeMounts")):
+                    name = volumes.get(k8s.get(mount, "name"))
+                    if name is not None:
+                        mounted.append((c, mount, name))
+        seen: dict = {}
+        for c, mount, name in mounted:
+            pvc = claims.get((workload.namespace, name))
+            modes = [str(m) for m in k8s.as_list(k8s.get(pvc.props, "spec", "accessModes"))] if pvc else []
+            if pods_on.get(name, 0) < 2 or not modes or any(m not in SINGLE_NODE_MODES for m in modes):
+                continue
+            s = seen[id(c)] if id(c) in seen else seen.setdefault(id(c), server_container(c))
+            if s is None or s.refused:
+                continue
+            path = str(k8s.get(mount, "mountPath") or "")
+            report(f"{workload.label} container {k8s.container_name(c)} ({s.title}) keeps "
+                   f"{_what_it_holds(s, path)} on {pvc.label}, which is {'/'.join(modes)}, and up to "
+                   f"{pods_on[name]} pods of the workload mount it: the volume attaches to one node, so every pod on "
+                   f"another node waits in ContainerCreating (Multi-Attach error); allowed: accessModes "
+                   f"[ReadWriteMany] (a NAS or CPFS class), [ReadOnlyMany] for weights written once, a StatefulSet's "
+                   f"volumeClaimTemplates for a cache per replica, or one replica"
+                   f"{k8s.at(workload.props, c, 'volumeMounts')}", workload)
+
+
+SCALED_KINDS = ("Deployment", "StatefulSet", "ReplicaSet", "ReplicationController", "Job", "LeaderWorkerSet")
+"""The kinds whose replicas are copies of their pod templates (a StatefulSet's volumeClaimTemplates are per replica
+and are no pod volume)."""

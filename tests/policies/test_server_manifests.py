@@ -156,7 +156,7 @@ def test_a_readwriteonce_compile_cache_shared_by_three_replicas():
     (m,) = only("server-cache-claim-shared", extra(*cache_claim(llm_server(), ["ReadWriteOnce"])))
     assert m.startswith("Deployment inference/llm container server (vLLM 0.9.2) keeps its compile and kernel caches "
                         "(VLLM_CACHE_ROOT) at /cache/vllm on PersistentVolumeClaim inference/cache, which is "
-                        "ReadWriteOnce, and the workload runs up to 3 replicas")
+                        "ReadWriteOnce, and up to 3 pods of the workload mount it")
     assert "allowed: accessModes [ReadWriteMany]" in m
 
 
@@ -175,7 +175,7 @@ def test_an_autoscaler_that_may_add_replicas_counts():
            "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "llm"},
                     "minReplicas": 1, "maxReplicas": 4}}
     (m,) = only("server-cache-claim-shared", extra(*objs, hpa))
-    assert "runs up to 4 replicas" in m
+    assert "up to 4 pods of the workload mount it" in m
 
 
 def test_a_claim_not_among_the_manifests_or_a_container_that_runs_no_server_is_not_judged():
@@ -183,3 +183,45 @@ def test_a_claim_not_among_the_manifests_or_a_container_that_runs_no_server_is_n
     assert only("server-cache-claim-shared", extra(deployment)) == []
     other, claim = cache_claim(llm_server(image="registry.example.com/team/app:1.0", args=()), ["ReadWriteOnce"])
     assert only("server-cache-claim-shared", extra(other, claim)) == []
+
+
+def lws(claim_in=("leaderTemplate",), size=2, replicas=1):
+    """A LeaderWorkerSet of vLLM whose templates named in ``claim_in`` mount the ReadWriteOnce claim ``cache``."""
+    def template(name):
+        c = {"name": name, "image": "vllm/vllm-openai:v0.9.2", "args": ["--model", "/m"]}
+        spec = {"containers": [c]}
+        if name in claim_in:
+            c["volumeMounts"] = [{"name": "cache", "mountPath": "/cache"}]
+            spec["volumes"] = [{"name": "cache", "persistentVolumeClaim": {"claimName": "cache"}}]
+        return {"metadata": {"labels": {"app": "llm"}}, "spec": spec}
+    obj = {"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
+           "metadata": {"name": "llm", "namespace": "inference"},
+           "spec": {"replicas": replicas, "leaderWorkerTemplate": {
+               "size": size, "leaderTemplate": template("leaderTemplate"),
+               "workerTemplate": template("workerTemplate")}}}
+    claim = {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+             "metadata": {"name": "cache", "namespace": "inference"}, "spec": {"accessModes": ["ReadWriteOnce"]}}
+    return [obj, claim]
+
+
+@pytest.mark.parametrize("claim_in,size,replicas,pods", [
+    (("leaderTemplate",), 2, 1, 0),                      # one leader: nothing shared
+    (("leaderTemplate", "workerTemplate"), 2, 1, 2),     # the leader and its worker
+    (("workerTemplate",), 3, 1, 2),                      # two workers of one group
+    (("leaderTemplate",), 2, 2, 2),                      # two groups' leaders
+])
+def test_a_leaderworkerset_counts_the_pods_each_template_makes(claim_in, size, replicas, pods):
+    found = only("server-cache-claim-shared", extra(*lws(claim_in, size, replicas)))
+    assert (found[0].count(f"up to {pods} pods") if found else 0) == (1 if pods else 0)
+    assert "LeaderWorkerSet inference/llm" in (found[0] if found else "LeaderWorkerSet inference/llm")
+
+
+def test_a_monitor_scraping_the_pods_of_a_leaderworkerset():
+    obj, _claim = lws(claim_in=())
+    for t in ("leaderTemplate", "workerTemplate"):
+        c = obj["spec"]["leaderWorkerTemplate"][t]["spec"]["containers"][0]
+        c.update(image="lmsysorg/sglang:v0.5.4", command=["python3", "-m", "sglang.launch_server"],
+                 args=["--model-path", "/m"], ports=[{"name": "http", "containerPort": 30000}])
+    found = only("server-metrics-served", extra(obj, pod_monitor()))
+    assert found and all(m.startswith("PodMonitor inference/llm scrapes the pods of LeaderWorkerSet inference/llm")
+                         for m in found)

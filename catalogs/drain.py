@@ -26,7 +26,7 @@ import math
 from dataclasses import dataclass
 from typing import Mapping, Optional, Sequence
 
-from gpuplatform.catalogs.metrics import image_version, version_text
+from gpuplatform.catalogs.metrics import image_version, version_text  # noqa: F401  (policies read it here)
 from gpuplatform.catalogs.server_base import ServerDrain  # noqa: F401  (read by components and policies)
 from gpuplatform.catalogs.server_cli import SERVER_CLIS
 from gpuplatform.catalogs.server_profiles import PROFILES

@@ -33,7 +33,6 @@ Every fact was read in the server's own source at the releases named (wheel or t
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Optional
 
 from gpuplatform.catalogs.server_base import (  # noqa: F401  (the names every reader of this catalog uses)

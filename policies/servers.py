@@ -171,7 +171,6 @@ def server_shared_memory(r, config, report):
                    f"{k8s.at(r.props, c, 'volumeMounts')}")
 
 
-
 # ---------------------------------------------------------------------------------------------- what runs where
 @dataclass
 class ServerContainer:
@@ -187,7 +186,6 @@ class ServerContainer:
     """The line as the server's parser reads it, when the flag tables know the version and the line is accepted."""
     refused: bool = False
     """The server's parser refuses the line (server-command-line says why): what it would do with it is moot."""
-
     release: Optional[str] = None
     """The server's release as its flag tables name it (Triton's from its NGC container tag), when told."""
 

@@ -26,8 +26,10 @@ import math
 from dataclasses import dataclass
 from typing import Mapping, Optional, Sequence
 
-from gpuplatform.catalogs.metrics import image_version, version_text
+from gpuplatform.catalogs.metrics import image_version, version_text  # noqa: F401  (policies read it here)
+from gpuplatform.catalogs.server_base import ServerDrain  # noqa: F401  (read by components and policies)
 from gpuplatform.catalogs.server_cli import SERVER_CLIS
+from gpuplatform.catalogs.server_profiles import PROFILES
 from gpuplatform.catalogs.system_components import image_repository
 
 KUBERNETES_DEFAULT_GRACE_SECONDS = 30
@@ -126,75 +128,8 @@ def pre_stop_seconds(container: Mapping) -> Optional[float]:
 
 
 # ---------------------------------------------------------------------------------------------- the server side
-@dataclass(frozen=True)
-class ServerDrain:
-    """What a server does with the requests in flight when it receives SIGTERM."""
-    server: str
-    flag: Optional[str]
-    """The flag that sets how long it drains (None: the server has none)."""
-    since: Optional[tuple[int, ...]]
-    """First release that drains on SIGTERM (None: every release this catalog knows)."""
-    default_seconds: Optional[int]
-    """The drain when the flag is not given: 0 = SIGTERM aborts every request in flight; None = unbounded."""
-    ceiling_seconds: Optional[int]
-    """A bound the server keeps whatever the flags say (TGI's launcher); None when none."""
-    behaviour: str
-    before: str
-    """What a release before ``since`` does on SIGTERM."""
-    source: str
-    verified: bool = True
-    exit_lag_seconds: int = 0
-    """How long after its last request the server may still be running (SGLang's 5 s watchdog period, twice)."""
-
-    def drains(self, version: Optional[tuple[int, ...]]) -> bool:
-        """Whether this release can drain at all (a version the tag does not pin is read as the newest)."""
-        return self.since is None or version is None or tuple(version) >= self.since
-
-    @property
-    def since_text(self) -> str:
-        return version_text(self.since) if self.since else "every release"
-
-
-SERVER_DRAINS: dict[str, ServerDrain] = {d.server: d for d in (
-    ServerDrain(
-        "vllm", "--shutdown-timeout", (0, 18, 0), 0, None,
-        "on SIGTERM the API server refuses new requests and the engine core waits up to --shutdown-timeout seconds "
-        "for the requests in flight ('Draining N in-flight requests'), exiting as soon as none is left; 0 (the "
-        "default) aborts them",
-        "SIGTERM aborts every request in flight (no drain exists before 0.18.0)",
-        "vllm-project/vllm PR #34730 (merged 2026-02, reverted by #36628), re-applied by PR #36666 (merged "
-        "2026-03); read in the vllm==0.18.0 wheel: engine/arg_utils.py:1321 (--shutdown-timeout, int, default 0), "
-        "config/vllm.py:330, entrypoints/launcher.py (SIGTERM handler passes the timeout to the engine client), "
-        "v1/engine/core.py:1199-1225 (0 aborts, >0 drains); absent from vllm==0.17.1; llm-d issue #927 names "
-        "v0.18.0 as the first release"),
-    ServerDrain(
-        "sglang", None, None, None, None,
-        "on SIGTERM the tokenizer manager sets its exit flag; a watchdog that looks every 5 s then waits, looking "
-        "every 5 s, until no request is left in flight and exits: no time limit of its own, so the grace period "
-        "bounds it. It does not refuse new requests meanwhile, so routing must have stopped first (the preStop "
-        "wait), and it exits up to 10 s after its last request",
-        "",
-        "sgl-project/sglang PR #1838 'Drain requests before exit when receive SIGTERM' (2024; its first release is "
-        "not verified here); read in the sglang==0.5.4 wheel: srt/managers/tokenizer_manager.py:1201 (SIGTERM "
-        "handler), :1302-1340 (sigterm_watchdog), :2150 ('Draining requests and shutting down'); "
-        "SGL_FORCE_SHUTDOWN makes it exit at once; the same drain logged by v0.4.5 in InftyAI/llmaz PR #381",
-        exit_lag_seconds=10),
-    ServerDrain(
-        "triton", "--exit-timeout-secs", None, 30, None,
-        "on SIGTERM the server stops its endpoints and waits up to --exit-timeout-secs for in-flight inferences, "
-        "then exits even if some are still running",
-        "",
-        "triton-inference-server/server src/command_line_parser.cc (OPTION_EXIT_TIMEOUT_SECS: 'Timeout (in "
-        "seconds) when exiting to wait for in-flight inferences to finish'; exit_timeout_secs_ default 30)"),
-    ServerDrain(
-        "tgi", None, None, None, 90,
-        "on SIGTERM the launcher sends SIGTERM to its router and waits for it up to a fixed 90 s ('Waiting for "
-        "webserver to gracefully shutdown'), then stops the shards; no flag sets it, so a drain longer than 90 s "
-        "cannot be had",
-        "",
-        "huggingface/text-generation-inference launcher/src/main.rs (webserver.terminate, wait_timeout 90 s); "
-        "that the router finishes its in-flight streams in that time is UNVERIFIED", verified=False),
-)}
+SERVER_DRAINS: dict[str, ServerDrain] = {name: p.drain for name, p in PROFILES.items()}
+"""What each server does on SIGTERM (its profile module, ``drain``)."""
 
 
 def server_of_image(image: str) -> Optional[str]:
@@ -252,16 +187,13 @@ DECODE_SECONDS_PER_TOKEN = 0.047
 benchmark its drain values are sized from). The longest request a token limit allows is taken as that many
 tokens at this rate: an ESTIMATE on other GPUs and models; state ``drain.maxRequestSeconds`` from your own
 latencies (e.g. the max of vllm:e2e_request_latency_seconds over a day)."""
-DEFAULT_MAX_REQUEST_SECONDS = {"vllm": 300, "sglang": 300, "tgi": 85, "triton": 30}
-"""The longest request assumed when the workload states none and its command line caps no tokens: llm-d's largest
-figure for LLM servers (300 s, covering 259 s measured for 2k-token DeepSeek-R1 answers, PR #1653); TGI's is kept
-under its launcher's fixed 90 s; Triton's is its own default exit timeout (30 s)."""
+DEFAULT_MAX_REQUEST_SECONDS = {name: p.default_max_request_seconds for name, p in PROFILES.items()}
+"""The longest request assumed when the workload states none and its command line caps no tokens (each profile
+module says why its figure)."""
 GENERIC_MAX_REQUEST_SECONDS = 30
 """A workload that names no server: Kubernetes' own default grace period."""
-TOKEN_LIMIT_FLAGS = {"vllm": ("--max-model-len",), "sglang": ("--context-length",), "tgi": ("--max-total-tokens",)}
-"""The flag that caps the tokens of one request (prompt and output): vLLM ``--max-model-len`` (engine/arg_utils.py),
-SGLang ``--context-length`` (srt/server_args.py), TGI ``--max-total-tokens`` (launcher/src/main.rs; env
-``MAX_TOTAL_TOKENS``)."""
+TOKEN_LIMIT_FLAGS = {name: p.token_limit_flags for name, p in PROFILES.items() if p.token_limit_flags}
+"""The flag that caps the tokens of one request (prompt and output), per server (its profile module)."""
 
 
 def token_limit(server: Optional[str], words: Sequence[str], env: Optional[dict] = None) -> Optional[int]:

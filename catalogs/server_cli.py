@@ -3,6 +3,8 @@
 serves metrics, how many GPUs a replica spans, its batch limit, the share of GPU memory it takes, the secrets it
 takes, and where it writes. Read by ``components/server_args.py`` (the parser) and the validation of workloads.
 
+The facts of each server live in its profile module (catalogs/server_vllm.py, server_sglang.py, server_tgi.py,
+server_triton.py, on the shapes of catalogs/server_base.py); this module gathers them and holds what spans servers.
 Every fact was read in the server's own source at the releases named (wheel or tag, file and line):
 
 * vLLM (PyPI wheels 0.2.3 to 0.33.0): ``vllm/entrypoints/openai/cli_args.py`` (moved to
@@ -31,177 +33,21 @@ Every fact was read in the server's own source at the releases named (wheel or t
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Optional
 
-# facts a flag sets
-HOST, PORT, UDS, GRPC_PORT, METRICS_PORT = "host", "port", "uds", "grpc_port", "metrics_port"
-ENABLE_METRICS, DISABLE_LOG_STATS, ALLOW_METRICS = "enable_metrics", "disable_log_stats", "allow_metrics"
-TP, PP, DP, DP_LOCAL, PCP, NUM_SHARD = "tp", "pp", "dp", "dp_local", "pcp", "num_shard"
-MAX_BATCH, MAX_CONCURRENT = "max_batch", "max_concurrent"
-MEMORY_FRACTION, API_KEY, RESTRICTED, DOWNLOAD_DIR = "memory_fraction", "api_key", "restricted", "download_dir"
-PROMETHEUS_PORT, HEALTH_TIMEOUT = "prometheus_port", "health_timeout"
-LOAD_FORMAT, ENFORCE_EAGER = "load_format", "enforce_eager"
-DRAIN_TIMEOUT = "drain_timeout"
-"""Seconds the server waits for its requests in flight on SIGTERM (catalogs/drain.py: vLLM ``--shutdown-timeout``
-from 0.18.0, Triton ``--exit-timeout-secs``)."""
-SLEEP_MODE, DEV_MODE, WEIGHTS_BACKUP = "sleep_mode", "dev_mode", "weights_backup"
-"""Sleep mode (catalogs/servers.py ``SLEEP_MODES``): vLLM's ``--enable-sleep-mode`` and the ``VLLM_SERVER_DEV_MODE``
-that serves its endpoints; SGLang's ``--enable-memory-saver`` and ``--enable-weights-cpu-backup``."""
+from gpuplatform.catalogs.server_base import (  # noqa: F401  (the names every reader of this catalog uses)
+    ALLOW_METRICS, API_KEY, DISABLE_LOG_STATS, DOWNLOAD_DIR, DP, DP_LOCAL, DRAIN_TIMEOUT, ENABLE_METRICS, ENFORCE_EAGER,
+    GRPC_PORT, HEALTH_TIMEOUT, HOST, LOAD_FORMAT, MAX_BATCH, MAX_CONCURRENT, MEMORY_FRACTION, METRICS_PORT, NUM_SHARD,
+    PCP, PORT, PP, PROMETHEUS_PORT, RESTRICTED, TP, UDS, SLEEP_MODE, DEV_MODE, WEIGHTS_BACKUP, CacheDir,
+    CapabilityNeed, Flag, ServerCli)
+from gpuplatform.catalogs.server_profiles import PROFILES
+from gpuplatform.catalogs.server_vllm import RUNAI_STREAMER, VLLM_RUNAI_STREAMER_SINCE  # noqa: F401
 
-RUNAI_STREAMER = "runai_streamer"
-VLLM_RUNAI_STREAMER_SINCE = (0, 6, 6)
-"""vLLM's ``--load-format runai_streamer`` (the Run:ai Model Streamer: safetensors read by concurrent threads and
-streamed to GPU memory) came with vllm-project/vllm PR #10192 and is documented from the v0.6.6 docs on
-(docs.vllm.ai/en/v0.6.6/serving/runai_model_streamer.html: local directories and ``s3://``; GCS ``gs://`` and
-Azure ``az://`` in later releases, docs.vllm.ai/en/stable/models/extensions/runai_model_streamer/). It needs the
-``runai-model-streamer`` package (``pip install vllm[runai]``): the official ``vllm/vllm-openai`` images install it
-(vllm-project/vllm ``Dockerfile``, stage ``vllm-openai-base``: ``... boto3 runai-model-streamer
-runai-model-streamer[s3]``); an image built on another base may lack it."""
+SERVER_CLIS: dict[str, ServerCli] = {name: p.cli for name, p in PROFILES.items()}
+"""Each server's command-line model, from its profile module."""
 
-
-@dataclass(frozen=True)
-class Flag:
-    fact: str
-    names: tuple[str, ...]
-    """Spellings the server accepts (long and short)."""
-    value: str = "str"
-    """``int``, ``float``, ``str``, ``switch`` (a flag that takes no value: argparse ``store_true``) or ``bool``
-    (a value such as true/false)."""
-    env: str = ""
-    """Environment variable the server reads for the same setting (TGI's clap ``env``), when it has one."""
-    secret: bool = False
-    """The value is a credential: written in the args it sits in the pod spec and the stack in plain text."""
-
-
-@dataclass(frozen=True)
-class CacheDir:
-    """A directory the server writes at run time, and how it is chosen: the first environment variable set, else
-    ``default`` (``~`` is ``$HOME``)."""
-    what: str
-    envs: tuple[str, ...]
-    default: str
-    since: str = ""
-    below: dict = field(default_factory=dict)
-    """Environment variable -> the subdirectory under it that is used (``HF_HOME`` -> ``hub``)."""
-
-
-@dataclass(frozen=True)
-class ServerCli:
-    name: str
-    flags: tuple[Flag, ...]
-    defaults: dict = field(default_factory=dict)
-    """Fact -> the value the server uses when neither a flag nor an environment variable sets it."""
-    underscores: bool = False
-    """``--max_num_seqs`` is read as ``--max-num-seqs`` (vLLM's FlexibleArgumentParser)."""
-    image_env: dict = field(default_factory=dict)
-    """Environment variables the server's official image sets (they apply unless the workload sets its own)."""
-    official_images: tuple[str, ...] = ()
-    caches: tuple[CacheDir, ...] = ()
-    downloads: Optional[CacheDir] = None
-    """Where the server puts weights it downloads (a model id rather than a path)."""
-    ambiguous: tuple[str, ...] = ()
-    """Spellings two flags claim, so the server's reading of them is not defined (TGI's ``-p``)."""
-    config_files: tuple[str, ...] = ()
-    """Flags that read further settings from a file (vLLM's ``--config`` YAML, FlexibleArgumentParser): with one,
-    a setting the command line leaves out is not known to be the default."""
-    source: str = ""
-
-    def flag(self, name: str) -> Optional[Flag]:
-        key = name.replace("_", "-") if self.underscores else name
-        return next((f for f in self.flags if key in f.names), None)
-
-    def env_flag(self, env: str) -> Optional[Flag]:
-        return next((f for f in self.flags if f.env and f.env == env), None)
-
-
-# huggingface_hub constants.py: HF_HUB_CACHE, else the older HUGGINGFACE_HUB_CACHE, else $HF_HOME/hub
-# triton python/triton/runtime/cache.py: TRITON_CACHE_DIR, else Path.home()/.triton/cache (vLLM and SGLang both
-# compile Triton kernels at start)
-_TRITON = CacheDir("Triton kernel cache", ("TRITON_CACHE_DIR",), "~/.triton/cache")
-_HF = CacheDir("Hugging Face downloads", ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "HF_HOME"),
-               "~/.cache/huggingface/hub", below={"HF_HOME": "hub"})
-
-SERVER_CLIS: dict[str, ServerCli] = {c.name: c for c in (
-    ServerCli(
-        "vllm",
-        (Flag(HOST, ("--host",)), Flag(PORT, ("--port",), "int"), Flag(UDS, ("--uds",)),
-         Flag(DISABLE_LOG_STATS, ("--disable-log-stats",), "switch"),
-         Flag(TP, ("--tensor-parallel-size", "-tp"), "int"), Flag(PP, ("--pipeline-parallel-size", "-pp"), "int"),
-         Flag(DP, ("--data-parallel-size", "-dp"), "int"), Flag(DP_LOCAL, ("--data-parallel-size-local", "-dpl"),
-                                                                    "int"),
-         Flag(PCP, ("--prefill-context-parallel-size", "-pcp"), "int"),
-         Flag(MAX_BATCH, ("--max-num-seqs",), "int"), Flag(MEMORY_FRACTION, ("--gpu-memory-utilization",), "float"),
-         Flag(API_KEY, ("--api-key",), secret=True, env="VLLM_API_KEY"),
-         Flag(DOWNLOAD_DIR, ("--download-dir",)), Flag(LOAD_FORMAT, ("--load-format",)),
-         Flag(ENFORCE_EAGER, ("--enforce-eager",), "switch"),
-         Flag(DRAIN_TIMEOUT, ("--shutdown-timeout",), "int"),
-         Flag(SLEEP_MODE, ("--enable-sleep-mode",), "switch"), Flag(DEV_MODE, (), "int", env="VLLM_SERVER_DEV_MODE")),
-        defaults={HOST: "0.0.0.0", PORT: 8000},
-        underscores=True,
-        config_files=("--config",),
-        official_images=("vllm/vllm-openai",),
-        caches=(CacheDir("compile and kernel caches (VLLM_CACHE_ROOT)", ("VLLM_CACHE_ROOT",), "$XDG_CACHE_HOME/vllm",
-                         since="0.6.0"),
-                CacheDir("usage statistics (VLLM_CONFIG_ROOT)", ("VLLM_CONFIG_ROOT",), "$XDG_CONFIG_HOME/vllm"),
-                _TRITON),
-        downloads=_HF,
-        source="vllm-project/vllm vllm/entrypoints/openai/cli_args.py, vllm/engine/arg_utils.py, vllm/envs.py"),
-    ServerCli(
-        "sglang",
-        (Flag(HOST, ("--host",)), Flag(PORT, ("--port",), "int"),
-         Flag(ENABLE_METRICS, ("--enable-metrics",), "switch"),
-         Flag(TP, ("--tp-size", "--tensor-parallel-size"), "int"),
-         Flag(PP, ("--pp-size", "--pipeline-parallel-size"), "int"),
-         Flag(DP, ("--dp-size", "--data-parallel-size"), "int"),
-         Flag(MAX_BATCH, ("--max-running-requests",), "int"),
-         Flag(MEMORY_FRACTION, ("--mem-fraction-static",), "float"),
-         Flag(API_KEY, ("--api-key",), secret=True),
-         Flag(DOWNLOAD_DIR, ("--download-dir",)),
-         Flag(HEALTH_TIMEOUT, (), "int", env="SGLANG_HEALTH_CHECK_TIMEOUT"),
-         Flag(SLEEP_MODE, ("--enable-memory-saver",), "switch"),
-         Flag(WEIGHTS_BACKUP, ("--enable-weights-cpu-backup",), "switch")),
-        defaults={HOST: "127.0.0.1", PORT: 30000, ENABLE_METRICS: False},
-        official_images=("lmsysorg/sglang",),
-        caches=(CacheDir("kernel and JIT caches (SGLANG_CACHE_DIR)", ("SGLANG_CACHE_DIR",), "~/.cache/sglang",
-                         since="0.5.15"),
-                _TRITON),
-        downloads=_HF,
-        source="sgl-project/sglang python/sglang/srt/server_args.py (srt/arg_groups/fields from 0.5.20), "
-               "srt/environ.py"),
-    ServerCli(
-        "tgi",
-        (Flag(HOST, ("--hostname",)), Flag(PORT, ("--port",), "int", env="PORT"),
-         Flag(PROMETHEUS_PORT, ("--prometheus-port",), "int", env="PROMETHEUS_PORT"),
-         Flag(NUM_SHARD, ("--num-shard",), "int", env="NUM_SHARD"),
-         Flag(MAX_BATCH, ("--max-batch-size",), "int", env="MAX_BATCH_SIZE"),
-         Flag(MAX_CONCURRENT, ("--max-concurrent-requests",), "int", env="MAX_CONCURRENT_REQUESTS"),
-         Flag(MEMORY_FRACTION, ("--cuda-memory-fraction",), "float", env="CUDA_MEMORY_FRACTION"),
-         Flag(API_KEY, ("--api-key",), secret=True, env="API_KEY"),
-         Flag(DOWNLOAD_DIR, ("--huggingface-hub-cache",), env="HUGGINGFACE_HUB_CACHE")),
-        # HOSTNAME is not read from the environment here: Kubernetes sets it to the pod's name, which is no
-        # address, and the router then binds 0.0.0.0 (router/src/server.rs: "Invalid hostname, defaulting to
-        # 0.0.0.0")
-        defaults={HOST: "0.0.0.0", PORT: 3000, PROMETHEUS_PORT: 9000, MAX_CONCURRENT: 128, MEMORY_FRACTION: 1.0},
-        image_env={"PORT": "80", "HF_HOME": "/data"},
-        official_images=("huggingface/text-generation-inference",),
-        downloads=CacheDir("Hugging Face downloads", ("HUGGINGFACE_HUB_CACHE", "HF_HOME"), "~/.cache/huggingface/hub",
-                           below={"HF_HOME": "hub"}),
-        ambiguous=("-p",),
-        source="huggingface/text-generation-inference launcher/src/main.rs, Dockerfile, router/src/server.rs"),
-    ServerCli(
-        "triton",
-        (Flag(HOST, ("--http-address",)), Flag(PORT, ("--http-port",), "int"),
-         Flag(GRPC_PORT, ("--grpc-port",), "int"), Flag(METRICS_PORT, ("--metrics-port",), "int"),
-         Flag(ALLOW_METRICS, ("--allow-metrics",), "bool"),
-         Flag(RESTRICTED, ("--http-restricted-api", "--grpc-restricted-protocol"), secret=True),
-         Flag(DRAIN_TIMEOUT, ("--exit-timeout-secs",), "int")),
-        defaults={HOST: "0.0.0.0", PORT: 8000, GRPC_PORT: 8001, METRICS_PORT: 8002, ALLOW_METRICS: True},
-        official_images=("nvidia/tritonserver",),
-        source="triton-inference-server/server src/command_line_parser.cc, src/http_server.cc"),
-)}
-
-SHARED_MEMORY_GIB: dict[str, float] = {"vllm": 2, "sglang": 32, "tgi": 1}
+SHARED_MEMORY_GIB: dict[str, float] = {name: p.shared_memory_gib for name, p in PROFILES.items()
+                                       if p.shared_memory_gib is not None}
 """Size of the memory-backed ``/dev/shm`` each server documents for a replica that spans more than one GPU (the
 container runtime gives 64 MiB, and NCCL and PyTorch's tensor-parallel workers exchange through shared memory):
 vLLM's Kubernetes guide mounts an ``emptyDir`` ``medium: Memory`` of ``sizeLimit: 2Gi`` at ``/dev/shm``
@@ -221,51 +67,15 @@ COMPUTE_CAPABILITY: dict[str, float] = {
 developer.nvidia.com/cuda-gpus; the A800, H800 and H20 are the A100's and H100's silicon)."""
 
 
-@dataclass(frozen=True)
-class CapabilityNeed:
-    server: str
-    dest: str
-    """The option (its argparse dest) and the value that needs the capability."""
-    value: str
-    minimum: float
-    maximum: Optional[float] = None
-    source: str = ""
-    said: str = ""
-    """What the server says when it stops on it."""
-
-
-CAPABILITY_NEEDS: tuple[CapabilityNeed, ...] = (
-    CapabilityNeed("vllm", "dtype", "bfloat16", 8.0,
-                   source="vllm==0.9.2 v1/worker/gpu_worker.py:398-408 (and worker/worker.py:554)",
-                   said="Bfloat16 is only supported on GPUs with compute capability of at least 8.0"),
-    *(CapabilityNeed("vllm", "quantization", method, minimum,
-                     source=f"vllm==0.9.2 model_executor/layers/quantization/{module}.py:{line} get_min_capability, "
-                            "checked at config.py:4468-4478",
-                     said=f"The quantization method {method} is not supported for the current GPU. Minimum "
-                          f"capability: {int(minimum * 10)}")
-      for method, minimum, module, line in (
-          ("fp8", 8.0, "fp8", 101), ("fbgemm_fp8", 8.0, "fbgemm_fp8", 51), ("modelopt", 8.9, "modelopt", 61),
-          ("awq", 7.5, "awq", 60), ("awq_marlin", 8.0, "awq_marlin", 87), ("gptq_marlin", 8.0, "gptq_marlin", 138),
-          ("gptq_marlin_24", 8.0, "gptq_marlin_24", 99), ("marlin", 8.0, "marlin", 79),
-          ("experts_int8", 8.0, "experts_int8", 33), ("qqq", 8.0, "qqq", 97), ("bitsandbytes", 7.0, "bitsandbytes",
-                                                                                  69),
-          ("torchao", 7.5, "torchao", 72), ("gptq", 6.0, "gptq", 93))),
-    CapabilityNeed("sglang", "attention_backend", "fa3", 8.0, 9.0,
-                   source="sglang==0.5.4 srt/layers/attention/attention_registry.py:127-133",
-                   said="FlashAttention v3 Backend requires SM>=80 and SM<=90"),
-)
+CAPABILITY_NEEDS: tuple[CapabilityNeed, ...] = tuple(need for p in PROFILES.values() for need in p.capability_needs)
 """Values of a server's options that need a GPU of at least (and at most) a compute capability: the server stops
-at start on a GPU outside the range (the figures read in each server's source at the pinned version)."""
+at start on a GPU outside the range (each profile module, with the figures read in the server's source at the
+pinned version)."""
 
 RANGES: dict[tuple[str, str], tuple[float, float, bool, str]] = {
-    ("vllm", "gpu_memory_utilization"): (0.0, 1.0, False, "vllm==0.9.2 config.py:1582-1585 (CacheConfig: \"GPU "
-                                                          "memory utilization must be less than 1.0\"); a share "
-                                                          "of the GPU's memory, not a percentage"),
-    ("sglang", "mem_fraction_static"): (0.0, 1.0, False, "sglang==0.5.4 srt/server_args.py --mem-fraction-static: "
-                                                         "the fraction of GPU memory for weights and KV cache"),
-}
+    (name, dest): bounds for name, p in PROFILES.items() for dest, bounds in p.value_ranges.items()}
 """(server, option dest) -> (lowest, highest, whether the lowest itself is allowed, source): values the parser
-takes but the server cannot use (``--gpu-memory-utilization=90`` parses as 90.0)."""
+takes but the server cannot use (``--gpu-memory-utilization=90`` parses as 90.0); each profile module's."""
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1", "[::1]")
 """Addresses only the pod's own processes reach: the kubelet probes and the Service connect to the pod's IP."""

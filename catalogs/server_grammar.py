@@ -23,24 +23,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional
 
+from gpuplatform.catalogs.server_profiles import PROFILES
+
 TABLES_DIR = Path(__file__).with_name("server_flags")
 
-TITLES = {"vllm": "vLLM", "sglang": "SGLang", "tgi": "TGI", "triton": "Triton"}
+TITLES = {name: p.title for name, p in PROFILES.items()}
 
-ENTRYPOINTS: dict[str, dict[str, str]] = {
-    "vllm": {"serve": "vllm serve", "api_server": "python3 -m vllm.entrypoints.openai.api_server"},
-    "sglang": {"launch_server": "python3 -m sglang.launch_server"},
-}
-"""Each table's entry points and the command that runs it (the vLLM image's ENTRYPOINT is the ``api_server`` one:
-vllm-project/vllm docker/Dockerfile ``ENTRYPOINT ["python3", "-m", "vllm.entrypoints.openai.api_server"]``)."""
+ENTRYPOINTS: dict[str, dict[str, str]] = {name: dict(p.entrypoints) for name, p in PROFILES.items()
+                                          if not p.native_parser}
+"""Each argparse table's entry points and the command that runs it (each server's profile module)."""
 
-IMAGE_ENTRYPOINTS: dict[str, str] = {"vllm": "api_server", "tgi": "launcher"}
-"""The entry point an official image starts when the workload sets no ``command``: vLLM's image runs
-``python3 -m vllm.entrypoints.openai.api_server`` (vllm-project/vllm v0.9.2 docker/Dockerfile, stage
-``vllm-openai``: ``ENTRYPOINT ["python3", "-m", "vllm.entrypoints.openai.api_server"]``); SGLang's image sets none
-(sgl-project/sglang v0.5.4 docker/Dockerfile), so its workloads name ``python3 -m sglang.launch_server``; TGI's
-image runs ``text-generation-launcher`` (huggingface/text-generation-inference v3.3.7 Dockerfile ``ENTRYPOINT``);
-Triton's runs the command given (``tritonserver``)."""
+IMAGE_ENTRYPOINTS: dict[str, str] = {name: p.image_entrypoint for name, p in PROFILES.items() if p.image_entrypoint}
+"""The entry point an official image starts when the workload sets no ``command`` (each profile module cites its
+image's ENTRYPOINT: vLLM's runs ``python3 -m vllm.entrypoints.openai.api_server``, TGI's
+``text-generation-launcher``; SGLang's image sets none, so its workloads name ``python3 -m sglang.launch_server``;
+Triton's runs the command given)."""
 
 _MODULES = {"vllm.entrypoints.openai.api_server": ("vllm", "api_server"),
             "sglang.launch_server": ("sglang", "launch_server")}
@@ -604,7 +601,7 @@ def spellings(server: str, version: str, entrypoint: str) -> dict[str, str]:
 
 # --- the servers whose parsers are not Python: TGI (clap) and Triton (getopt_long) ------------------------------
 
-NATIVE_ENTRYPOINTS = {"tgi": {"launcher": "text-generation-launcher"}, "triton": {"tritonserver": "tritonserver"}}
+NATIVE_ENTRYPOINTS = {name: dict(p.entrypoints) for name, p in PROFILES.items() if p.native_parser}
 TRITON_CONTAINERS: dict[tuple, str] = {(24, 8): "2.49.0"}
 """NGC container release -> the Triton release it ships (NVIDIA Triton Inference Server release notes, 24.08:
 "Triton Inference Server 2.49.0"): the image tag names the container."""

@@ -4,30 +4,8 @@ starting one, and how long a server takes to start before it reads its first wei
 Read by the workload manifests (probes generated for a workload that names a ``server`` and sets no ``probes``),
 by validation and the simulator (the startup estimate) and by the docs.
 
-Health paths, each checked in the server's own source or docs:
-
-* vLLM: ``GET /health`` (vllm-project/vllm ``vllm/entrypoints/openai/api_server.py``). The route belongs to the
-  FastAPI app, which is built only after ``build_async_engine_client`` has loaded the model; it answers 503 when
-  the engine has died. vLLM *binds* its port before the engine is built (``setup_server``: "bind the port before
-  the engine is set up", issue #8204) but uvicorn only listens once the app runs, so a TCP probe is refused until
-  the model is loaded too; the HTTP check is still the one that notices a dead engine.
-* SGLang: ``GET /health`` (sgl-project/sglang ``python/sglang/srt/entrypoints/http_server.py``): up to 0.4.10.post1
-  a plain 200; from 0.4.10.post2 the same handler as ``/health_generate`` (PR #8444): 503 while the tokenizer
-  manager's ``server_status`` is ``Starting`` (until the warm-up request has run), then a one-token generation it
-  polls for once a second, 503 after ``SGLANG_HEALTH_CHECK_TIMEOUT`` (20 s). ``SGLANG_ENABLE_HEALTH_ENDPOINT_
-  GENERATION`` (0.5.5.post3, PR #13320) turns the generation off and defaults to true, so a healthy answer takes
-  about a second (sglang==0.5.23 http_server.py:218, :721-800; mostlygeek/llama-swap#276 measured 1.001 s): more
-  than the kubelet's default 1 s probe timeout. The HTTP server starts while the warm-up is pending, so a TCP probe
-  passes before the server can serve.
-* TGI: ``GET /health`` (huggingface/text-generation-inference ``router/src/server.rs``: 200 "Everything is working
-  fine", 503 "Text generation inference is down"). The launcher starts the router (and its port) only once every
-  shard has loaded ("Shard ready in ..." then "Starting Webserver", ``launcher/src/main.rs``).
-* Triton: ``GET /v2/health/ready`` and ``/v2/health/live`` (KServe Open Inference Protocol, which Triton
-  implements: "server ready ... indicates if all the models are ready for inferencing ... can be used directly to
-  implement the Kubernetes readinessProbe", kserve.github.io/website/docs/reference/oip/get-v-2-health-ready;
-  triton-inference-server/server ``docs/protocol``). Triton loads the repository's startup models before it starts
-  its HTTP and gRPC services ("Started HTTPService" follows the model table in its log), so its port opens late;
-  ``/v2/health/ready`` also turns false when a model becomes unavailable later.
+Health paths and start facts live in each server's profile module (catalogs/server_vllm.py, server_sglang.py,
+server_tgi.py, server_triton.py), each with the source it was checked in; this module gathers them.
 
 Start overheads: no server documents them. vLLM's is the sum of its start phases as its own logs report them in
 public measurements (``VLLM_START``, below); SGLang's, TGI's and Triton's are ESTIMATES of the same parts (process
@@ -40,104 +18,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
+from gpuplatform.catalogs.server_base import PROBE_TIMEOUT_SECONDS, ServerProfile, StartPhase  # noqa: F401
+from gpuplatform.catalogs.server_profiles import PROFILES
+from gpuplatform.catalogs.server_sglang import (SGLANG_HEALTH_CHECK_TIMEOUT_SECONDS,  # noqa: F401
+                                                SGLANG_PROBE_TIMEOUT_SECONDS, SGLANG_START_SECONDS)
+from gpuplatform.catalogs.server_vllm import VLLM_START, VllmStart  # noqa: F401
 
-@dataclass(frozen=True)
-class ServerProfile:
-    name: str
-    ready_path: str
-    """Answers 200 only once the model is loaded and the server can serve it (readiness and startup probes)."""
-    live_path: str
-    """Answers 200 while the server process can still serve (liveness probe)."""
-    port_opens_before_ready: bool
-    """Whether a TCP connect succeeds before the server can serve (then a TCP readiness probe admits traffic early)."""
-    start_overhead_seconds: int
-    """Container start to ready, less the time reading the weights: an ESTIMATE."""
-    probe_timeout_seconds: int
-    """``timeoutSeconds`` of every probe on the health paths: longer than the slowest healthy answer (the
-    kubelet's default of 1 s fails SGLang's generating ``/health``)."""
-    source: str
-    """Where the health paths and the port behaviour were checked."""
-
-
-PROBE_TIMEOUT_SECONDS = 5
-"""Probe timeout of the servers whose health check does no generation (vLLM's checks the engine's error flag,
-TGI's asks each shard to allocate a 2x2 tensor, Triton's reads model states): a margin over an event loop busy
-with a full batch, not a measured figure. Kubernetes' default is 1 s."""
-SGLANG_HEALTH_CHECK_TIMEOUT_SECONDS = 20
-"""How long SGLang's ``/health`` waits for its one-token generation before it answers 503 itself
-(``SGLANG_HEALTH_CHECK_TIMEOUT``, sglang==0.5.23 srt/entrypoints/http_server.py:218; from 0.4.6)."""
-SGLANG_PROBE_TIMEOUT_SECONDS = SGLANG_HEALTH_CHECK_TIMEOUT_SECONDS + 1
-"""A second over SGLang's own health timeout, so the kubelet reads the server's verdict (200 or its 503) rather
-than timing out while a busy server is still generating the probe's token."""
-
-
-@dataclass(frozen=True)
-class StartPhase:
-    seconds: int
-    basis: str
-
-
-@dataclass(frozen=True)
-class VllmStart:
-    """vLLM's start from container start to ready, less the weights' read, in the phases its logs name. The V1
-    engine (the default from 0.8.0) compiles the model with torch.compile at every start unless it finds the
-    compiled graphs in its cache directory, ``$VLLM_CACHE_ROOT/torch_compile_cache`` (docs.vllm.ai design
-    "torch.compile integration", "Compilation Cache": the directory can be copied to another deployment to skip the
-    compilation; keyed by the configs, PyTorch's and the model's code, so a replica of the same image, model and
-    arguments hits it). ``--enforce-eager`` leaves the V1 engine without compilation and CUDA graphs."""
-    process: StartPhase
-    compile_cold: StartPhase
-    compile_cached: StartPhase
-    warmup: StartPhase
-    compile_since: tuple[int, ...]
-
-    def seconds(self, compiles: bool, cached: bool) -> int:
-        compile_s = (self.compile_cached if cached else self.compile_cold).seconds if compiles else 0
-        return self.process.seconds + compile_s + self.warmup.seconds
-
-
-VLLM_START = VllmStart(
-    process=StartPhase(25, "measured, vllm-project/vllm issue #20264 (V1, about 0.9, a 3.4 GiB model, GPU not "
-                           "stated): the first response 59 s after start, of which the engine's init took 34.11 s "
-                           "and the weights 0.9 s; the rest is the process, imports, engine config and API server"),
-    compile_cold=StartPhase(44, "estimate between two measurements: 'torch.compile takes 28.77 s in total' on an "
-                                "80 GB GPU (kubernetes-sigs/gateway-api-inference-extension PR #550, a 7B model) "
-                                "and 66.5 s more engine init with compilation than without on an L4 (vllm-project/"
-                                "vllm PR #11078, Llama-3-8B, with autotuning)"),
-    compile_cached=StartPhase(12, "estimate above one measurement: Dynamo bytecode transform 5.03 s + loading the "
-                                  "cached graphs 4.19 s = 9.2 s (vllm-project/vllm PR #16848, V1, Meta-Llama-3-8B, "
-                                  "GPU not stated), rounded up since the transform grows with the model"),
-    warmup=StartPhase(21, "measured: engine init without compilation, i.e. memory profiling, the KV cache and CUDA "
-                          "graph capture, 20.63 s on an L4 (vllm-project/vllm PR #11078, Llama-3-8B); 14.18 s with "
-                          "'Graph capturing finished in 10 secs' in PR #11005"),
-    compile_since=(0, 8, 0),
-)
-"""V1 and its compilation became the default in v0.8.0 (release notes: "enabled V1 engine by default", PR #13726).
-Measured on other GPUs and models than a given stack's: ``gpuplatform verify`` (``model.load-time``) measures the
-cluster's. 90 s cold, 58 s with the compile cache, 46 s for the V0 engine (no compilation)."""
-
-SGLANG_START_SECONDS = 50
-"""SGLang's start less the weights' read, from the phases its log names (docs.sglang.ai "Sending Requests", SGLang
-0.4.1, Llama-3.1-8B on an 80 GB GPU): 19 s from the process start to "Init torch distributed begin", "Capture cuda
-graph end. Time elapsed: 6.57 s", 5 s from the warm-up request to "The server is fired up and ready to roll!"
-(issue #6291, 0.4.6, Qwen3-8B: capture 5.92 s). The capture runs the model's forward pass for each batch size, so
-it is taken at 26 s for a GPU with a quarter of that card's memory bandwidth (an L20's 864 GB/s): an ESTIMATE
-(19 + 26 + 5). SGLang compiles nothing by default (``--enable-torch-compile`` is off) and keeps no CUDA graphs
-across starts, so no cache shortens it."""
-
-SERVER_PROFILES: dict[str, ServerProfile] = {
-    p.name: p
-    for p in (
-        ServerProfile("vllm", "/health", "/health", False, VLLM_START.seconds(True, False), PROBE_TIMEOUT_SECONDS,
-                      "vllm-project/vllm vllm/entrypoints/openai/api_server.py (setup_server, /health)"),
-        ServerProfile("sglang", "/health", "/health", True, SGLANG_START_SECONDS, SGLANG_PROBE_TIMEOUT_SECONDS,
-                      "sgl-project/sglang python/sglang/srt/entrypoints/http_server.py (health_generate)"),
-        ServerProfile("tgi", "/health", "/health", False, 60, PROBE_TIMEOUT_SECONDS,
-                      "huggingface/text-generation-inference router/src/server.rs (health), launcher/src/main.rs"),
-        ServerProfile("triton", "/v2/health/ready", "/v2/health/live", False, 30, PROBE_TIMEOUT_SECONDS,
-                      "KServe Open Inference Protocol /v2/health/ready; triton-inference-server/server docs/protocol"),
-    )
-}
+SERVER_PROFILES: dict[str, ServerProfile] = {name: p.health for name, p in PROFILES.items()}
+"""Each server's health paths and start overhead, from its profile module."""
 
 GENERIC_START_OVERHEAD_SECONDS = 60
 """Start overhead of a workload that names no server: an ESTIMATE."""

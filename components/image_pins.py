@@ -10,14 +10,13 @@ from __future__ import annotations
 
 from gpuplatform.catalogs.metrics import METRICS, pins_digest_only
 from gpuplatform.catalogs.server_cli import SERVER_CLIS
+from gpuplatform.catalogs.server_profiles import PROFILES
 from gpuplatform.components.config import PlatformConfig, Workload
 
 
 def version_dependent_checks(w: Workload) -> list[tuple[str, str]]:
     """(config path under the workload, what is judged) of each check of ``w`` whose verdict depends on its
     server's release."""
-    from gpuplatform.components.validation.servers import SGLANG_METRICS_WITHOUT_KEY
-
     server = w.server
     if server is None:
         return []
@@ -30,14 +29,8 @@ def version_dependent_checks(w: Workload) -> list[tuple[str, str]]:
     spec = SERVER_CLIS.get(server)
     out += [("env", f"a writable path for its {cache.what}, written from {server} {cache.since} on")
             for cache in (spec.caches if spec else ()) if cache.since]
-    if server == "vllm":
-        out.append(("model", "the weights' fit under vLLM's default --gpu-memory-utilization, which changed "
-                             "between releases"))
-        out.append(("autoscaling.metrics", "batch targets under vLLM's default --max-num-seqs, which changed "
-                                           "between releases"))
-    if server == "sglang":
-        out.append(("args", f"--api-key with metrics scraped: SGLang before {SGLANG_METRICS_WITHOUT_KEY} guards "
-                            "/metrics with the key"))
+    profile = PROFILES.get(server)
+    out += list(profile.release_dependent if profile else ())
     return out
 
 

@@ -23,8 +23,12 @@ import venv
 from pathlib import Path
 from typing import Optional
 
-PINNED: dict[str, tuple[str, ...]] = {"vllm": ("0.9.2",), "sglang": ("0.5.4",)}
-"""The server versions whose parsers the tables are generated from (the versions the stacks and examples pin)."""
+from gpuplatform.catalogs.server_profiles import PROFILES
+
+PINNED: dict[str, tuple[str, ...]] = {name: p.flag_tables.releases for name, p in PROFILES.items()
+                                      if not p.native_parser}
+"""The server versions whose parsers the tables are generated from (each server's profile module,
+``flag_tables``)."""
 
 PARSER_DEPENDENCIES: dict[str, tuple[str, ...]] = {
     "vllm": ("pydantic>=2.10", "pyyaml", "regex", "cachetools", "psutil", "numpy", "requests", "tqdm",

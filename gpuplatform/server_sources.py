@@ -17,10 +17,12 @@ import sys
 from pathlib import Path
 from typing import Optional
 
+from gpuplatform.catalogs.server_profiles import PROFILES
 from gpuplatform.server_parsers import TABLES, write_table
 
-PINNED = {"tgi": ("v3.3.7", "launcher/src/main.rs", "huggingface/text-generation-inference"),
-          "triton": ("v2.49.0", "src/command_line_parser.cc", "triton-inference-server/server")}
+PINNED = {name: (p.flag_tables.tag_prefix + p.flag_tables.releases[-1], p.flag_tables.parser_path,
+                 p.flag_tables.repository) for name, p in PROFILES.items() if p.native_parser}
+"""(tag, parser file, repository) of each server whose table is read from source (its profile's ``flag_tables``)."""
 
 
 def _kebab(name: str) -> str:

@@ -73,7 +73,9 @@ def _monitor_namespaces(monitor) -> tuple[bool, set[str]]:
     return False, names or {monitor.namespace}
 
 
-def _scrapes(view, monitor, workload, pod_labels, ports) -> bool:
+def scrapes(view, monitor, workload, pod_labels, ports) -> bool:
+    """Whether the PodMonitor or ServiceMonitor ``monitor`` scrapes the pods (``pod_labels``, port names ``ports``)
+    of ``workload``."""
     any_ns, namespaces = _monitor_namespaces(monitor)
     if not any_ns and workload.namespace not in namespaces:
         return False
@@ -116,7 +118,7 @@ def hpa_app_metric_scraped(view, config, report):
         labels = k8s.pod_labels(target.kind, target.props)
         ports = {k8s.get(p, "name") for c in k8s.containers(spec, init=False)
                  for p in k8s.as_list(k8s.get(c, "ports"))}
-        if not any(_scrapes(view, mon, target, labels, ports) for mon in monitors):
+        if not any(scrapes(view, mon, target, labels, ports) for mon in monitors):
             report(f"{s.resource.label} scales on '{app[0].name}', scraped from the pods of {target.label}, but no "
                    f"PodMonitor/ServiceMonitor selects those pods in namespace {target.namespace}", s.resource)
 

@@ -7,6 +7,7 @@ import math
 from typing import Optional
 
 from gpuplatform.catalogs import server_cli as cli
+from gpuplatform.catalogs import server_sglang, server_triton
 from gpuplatform.catalogs.kubernetes import HPA_TOLERANCE
 from gpuplatform.catalogs.metrics import METRICS, image_version, parse_version
 from gpuplatform.components.config import PlatformConfig, Workload
@@ -18,12 +19,8 @@ from gpuplatform.components.validation.workloads import credential_message
 from gpuplatform.components.workload_manifests import TMP_MOUNT_PATH, TMP_SIZE_LIMIT_GIB
 
 SERVER_METRICS_PATH = "/metrics"
-SGLANG_METRICS_WITHOUT_KEY = "0.4.6"
-"""SGLang exempts ``/metrics`` from ``--api-key`` from 0.4.6 (sglang==0.4.6 srt/utils.py:795-798; 0.4.0 to 0.4.5
-exempt ``/health`` only), so a scrape without the key gets 401 before."""
-TRITON_UNPROBED_CATEGORY = "health"
-"""The ``--http-restricted-api`` category that covers ``/v2/health/*`` (src/http_server.cc
-``RETURN_AND_RESPOND_IF_RESTRICTED(req, RestrictedCategory::HEALTH, ...)``): the kubelet sends no header."""
+SGLANG_METRICS_WITHOUT_KEY = server_sglang.METRICS_WITHOUT_KEY_SINCE
+TRITON_UNPROBED_CATEGORY = server_triton.UNPROBED_RESTRICTED_CATEGORY
 
 
 def check_server(cfg: PlatformConfig, p: str, w: Workload, f: Optional[PoolFacts], out: _Issues) -> None:

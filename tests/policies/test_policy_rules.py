@@ -104,6 +104,53 @@ def llm_server(image="vllm/vllm-openai:v0.9.2", args=("--model", "/models/m", "-
                      "template": {"metadata": {"labels": {"app": "llm"}}, "spec": spec}}}
 
 
+SGLANG = dict(image="lmsysorg/sglang:v0.5.4", command=("python3", "-m", "sglang.launch_server"))
+
+
+def _server_pod(obj):
+    return obj["spec"]["template"]["spec"]
+
+
+def probed(obj, timeout=None, startup=True, delay=0, path="/health"):
+    """The server with readiness and liveness probes on ``path`` (``timeout`` None: the kubelet's default) and,
+    with ``startup``, a startup probe of 20 minutes."""
+    c = _server_pod(obj)["containers"][0]
+    probe = {"httpGet": {"path": path, "port": 8000}, **({"timeoutSeconds": timeout} if timeout else {})}
+    c["readinessProbe"] = dict(probe)
+    c["livenessProbe"] = dict(probe, initialDelaySeconds=delay) if delay else dict(probe)
+    if startup:
+        c["startupProbe"] = dict(probe, periodSeconds=10, failureThreshold=120)
+    return obj
+
+
+def pod_monitor(app="llm"):
+    return {"apiVersion": "monitoring.coreos.com/v1", "kind": "PodMonitor",
+            "metadata": {"name": app, "namespace": "inference"},
+            "spec": {"selector": {"matchLabels": {"app": app}}, "podMetricsEndpoints": [{"port": "http"}]}}
+
+
+def with_port(obj):
+    _server_pod(obj)["containers"][0]["ports"] = [{"name": "http", "containerPort": 30000}]
+    return obj
+
+
+def cache_claim(obj, modes, replicas=3):
+    """The server's VLLM_CACHE_ROOT on the claim ``cache`` of ``modes``, the workload at ``replicas``."""
+    obj["spec"]["replicas"] = replicas
+    spec = _server_pod(obj)
+    c = spec["containers"][0]
+    c.setdefault("volumeMounts", []).append({"name": "cache", "mountPath": "/cache"})
+    c["env"] = [{"name": "VLLM_CACHE_ROOT", "value": "/cache/vllm"}]
+    spec.setdefault("volumes", []).append({"name": "cache", "persistentVolumeClaim": {"claimName": "cache"}})
+    claim = {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+             "metadata": {"name": "cache", "namespace": "inference"},
+             "spec": {"accessModes": list(modes), "resources": {"requests": {"storage": "10Gi"}}}}
+    return [obj, claim]
+
+
+LLAMA_70B = ("--model", "meta-llama/Llama-3.1-70B-Instruct", "--tensor-parallel-size", "2")
+
+
 def adapter_config(text):
     return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "adapter-config", "namespace": "monitoring"},
             "data": {"config.yaml": text}}
@@ -234,6 +281,21 @@ CASES = {
         _plain(llm_server(image="lmsysorg/sglang:v0.5.4", command=("python3", "-m", "sglang.launch_server"),
                           args=("--model-path", "/m", "--tp_size", "2")))),
     "server-shared-memory": (_plain(llm_server()), _plain(llm_server(shm=False))),
+    # SGLang's /health generates a token (about 1 s): the kubelet's default 1 s timeout fails it, 21 s does not
+    "server-probe-timeout": (
+        _plain(probed(llm_server(**SGLANG, args=("--model-path", "/m", "--tp", "2")), timeout=21)),
+        _plain(probed(llm_server(**SGLANG, args=("--model-path", "/m", "--tp", "2"))))),
+    # 130 GiB of weights outlast a 60 + 3 x 10 s liveness budget unless a startup probe holds the liveness probe
+    "server-startup-probe": (
+        _plain(probed(llm_server(args=LLAMA_70B), timeout=5, delay=60)),
+        _plain(probed(llm_server(args=LLAMA_70B), timeout=5, delay=60, startup=False))),
+    "server-metrics-served": (
+        _plain(with_port(llm_server(**SGLANG, args=("--model-path", "/m", "--tp", "2", "--enable-metrics"))),
+               pod_monitor()),
+        _plain(with_port(llm_server(**SGLANG, args=("--model-path", "/m", "--tp", "2"))), pod_monitor())),
+    "server-cache-claim-shared": (
+        _plain(*cache_claim(llm_server(), ["ReadWriteMany"])),
+        _plain(*cache_claim(llm_server(), ["ReadWriteOnce"]))),
     "pod-run-as-non-root": (
         _mutate("prod", lambda rs: None),
         _mutate("prod", lambda rs: container(rs)["securityContext"].update(runAsNonRoot=False))),

@@ -49,7 +49,7 @@ charts: $(VENV)/.installed
 	$(PY) -m gpuplatform.fetch_charts charts
 
 # Every benchmark runs even when one misses its target; the target fails at the end if any did.
-BENCHMARKS := synth check_manifests simulate tune pack_install
+BENCHMARKS := synth check_manifests simulate tune pack_install import_graph
 bench: $(VENV)/.installed $(WHEELHOUSE)/.complete
 	@missed=""; for b in $(BENCHMARKS); do echo "== benchmarks/$$b.py"; \
 	  $(PY) benchmarks/$$b.py || missed="$$missed $$b"; done; \

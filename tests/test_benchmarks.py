@@ -77,6 +77,15 @@ def test_pack_install_benchmark_resolves_the_consumer_pack_without_a_heavy_distr
     assert [v["result"] for v in verdicts] == ["pass", "not measured", "not measured"]
 
 
+def test_import_graph_benchmark_keeps_components_and_policies_apart():
+    """The layering that holds today, as a contract: components/ and policies/ never import each other."""
+    figures, verdicts = run_benchmark("import_graph.py")
+    (figure,) = figures
+    assert figure["modules"] > 100  # the linked components/, catalogs/ and policies/ are read too
+    assert figure["components_to_policies"] == [] and figure["policies_to_components"] == []
+    assert [v["result"] for v in verdicts] == ["pass", "pass"]
+
+
 def _synth_module():
     sys.path.insert(0, str(BENCHMARKS))
     try:

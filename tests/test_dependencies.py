@@ -106,6 +106,7 @@ def test_check_and_plan_of_a_kubeconfig_stack_need_the_stack_extra_only(tmp_path
     (EXTRA_OF_MODULE, ["check", "--stack", "local"], "stack"),
     (HEAVY, ["check", "--stack", "dev"], "ack"),
     (HEAVY, ["plan", "--stack", "dev", "--no-sweep"], "ack"),
+    (HEAVY, ["verify", "--stack", "local", "--kubeconfig", "/nonexistent/kubeconfig"], "verify"),
 ])
 def test_a_command_without_its_extra_names_the_extra_to_install(hidden, command, extra):
     proc = _without(hidden, CLI, *command)

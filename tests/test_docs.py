@@ -196,3 +196,18 @@ def test_every_table_row_of_the_docs_has_a_cell_for_each_column():
     assert _table_rows_with_a_wrong_cell_count("| a | b |\n|---|---|\n| 1 |\n") == ["| 1 |"]
     for doc in [REPO_ROOT / "README.md", *sorted((REPO_ROOT / "docs").glob("*.md"))]:
         assert _table_rows_with_a_wrong_cell_count(doc.read_text()) == [], doc.name
+
+
+def test_the_readme_starts_fast_and_every_link_it_gives_exists():
+    """An introduction, not a manual: the two commands near the top, about 150 lines, and every page it sends the
+    reader to is there (the reference lives in docs/, the upgrade notes in CHANGELOG.md)."""
+    import re
+
+    lines = (REPO_ROOT / "README.md").read_text().splitlines()
+    assert len(lines) <= 160, len(lines)
+    top = "\n".join(lines[:20])
+    assert "make plan " in top and "make test " in top
+    targets = {m for line in lines for m in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", line)
+               if not m.startswith("http")}
+    assert {"CHANGELOG.md", "docs/configuration-reference.md", "docs/deploy.md", "docs/install.md"} <= targets
+    assert [t for t in targets if not (REPO_ROOT / t).exists()] == []

@@ -15,12 +15,12 @@ $(VENV)/.installed: requirements.txt pyproject.toml
 	$(PY) -m pip install -q --no-deps -e .
 	touch $@
 
-# Wheels of the package's runtime dependencies (pinned by requirements.txt) and of its build backend: the tests
-# that build fresh virtualenvs (a consumer project, the policy pack) install from here, not from an index.
+# Wheels of the package's dependencies with its `stack` extra (pinned by requirements.txt) and of its build backend:
+# the tests that build fresh virtualenvs (a consumer project, the policy pack) install from here, not from an index.
 WHEELHOUSE := $(VENV)/wheelhouse
 $(WHEELHOUSE)/.complete: $(VENV)/.installed
 	@echo "collecting wheels into $(WHEELHOUSE) for the tests that build fresh virtualenvs (first run: a minute or two)"
-	$(PY) -m pip wheel -q --wheel-dir $(WHEELHOUSE) -c requirements.txt . "setuptools>=77" pip
+	$(PY) -m pip wheel -q --wheel-dir $(WHEELHOUSE) -c requirements.txt ".[stack]" "setuptools>=77" pip
 	@# dependencies only: every test that installs gpu-platform builds it from the checkout it tests, and one
 	@# proves a bare `gpu-platform==<version>` resolves to whatever an index offers (no copy of ours may answer)
 	rm -f $(WHEELHOUSE)/gpu_platform-*.whl
@@ -49,8 +49,8 @@ charts: $(VENV)/.installed
 	$(PY) -m gpuplatform.fetch_charts charts
 
 # Every benchmark runs even when one misses its target; the target fails at the end if any did.
-BENCHMARKS := synth check_manifests simulate tune
-bench: $(VENV)/.installed
+BENCHMARKS := synth check_manifests simulate tune pack_install import_graph
+bench: $(VENV)/.installed $(WHEELHOUSE)/.complete
 	@missed=""; for b in $(BENCHMARKS); do echo "== benchmarks/$$b.py"; \
 	  $(PY) benchmarks/$$b.py || missed="$$missed $$b"; done; \
 	if [ -n "$$missed" ]; then echo "target missed or benchmark failed:$$missed"; exit 1; fi; \

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))  # a checkout: gpuplatform resolves its subpackages from here
+sys.path.insert(0, str(ROOT))  # the checkout's gpuplatform, not an installed copy
 
 from targets import exit_code, verdict  # noqa: E402
 

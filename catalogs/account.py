@@ -1,6 +1,6 @@
 """What an Alibaba Cloud account needs before the first ``pulumi up`` of a stack that creates ACK resources: the
 services activated, ACK's service roles authorized, and GPU instances it may buy (quota) and can buy (stock) in
-the stack's zones. The README's first-deploy checklist lists each with its console step; ``gpuplatform verify
+the stack's zones. The first-deploy checklist of docs/deploy.md lists each with its console step; ``gpuplatform verify
 --preflight`` checks the ones an API can read (``gpuplatform/verify/preflight.py``). Sources in docs/ack.md
 ("Account readiness").
 """
@@ -79,7 +79,7 @@ CHECKLIST: tuple[Prerequisite, ...] = (
                  "ECS console > instance purchase page for the zone, or another zone/type",
                  "account.instance-stock (ECS DescribeAvailableResource, one result per type and zone)"),
 )
-"""The README's first-deploy checklist, in order."""
+"""The first-deploy checklist of docs/deploy.md, in order."""
 
 VCPU_QUOTA_ATTRIBUTE = "max-postpaid-instance-vcpu-count"
 """ECS ``DescribeAccountAttributes`` attribute: the pay-as-you-go vCPU quota (per instance family where the account

@@ -653,7 +653,7 @@ class MetricTarget(Model):
     """Logical metric name from the catalog (``gpuplatform schema`` lists them), e.g. ``gpu_sm_util``."""
     target: Optional[float] = None
     """Target average value per pod, in the metric's catalog unit (percent 0-100, ratio 0-1, MiB, microseconds,
-    requests; README lists each metric's). Bounded units must leave room above the target for the HPA's 10%
+    requests; docs/configuration.md lists each metric's). Bounded units must leave room above the target for the HPA's 10%
     tolerance (percent <= 90.909, ratio <= 0.909); Kubernetes keeps thousandths. Default: derived from the
     workload's ``slo`` objective on the same metric (``below`` / (1.1 x 1.25), catalogs/metrics.py
     ``slo_derived_target``); required when the SLO has no objective on this metric."""

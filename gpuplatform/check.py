@@ -596,7 +596,7 @@ class Checked:
     """What a run covered, for the report's last line."""
 
     policies: int
-    """Policies of the pack that ran: the pack's own count, as README and docs/policies.md state it."""
+    """Policies of the pack that ran: the pack's own count, as README.md and docs/policies.md state it."""
     objects: int
     files: int
     api_server: bool = False

@@ -203,6 +203,12 @@ def _check(args) -> int:
         violations = check.api_server_violations(read, args.kube_version or (None if args.manifests else
                                                                              cfg.cluster.kubernetes_version),
                                                  check.api_server_level(policy_config)) + violations
+    if args.manifests and check.api_server_level(policy_config) != "disabled":
+        from gpuplatform import apiserver
+
+        if apiserver.schema_version(None) is None:
+            sys.stderr.write("note: the API server's schema checks did not run: kubernetes-validate, which bundles "
+                             "its schemas, is not installed (pip install 'gpu-platform[stack]'); the policies ran\n")
     files = len(read.files) if args.manifests else 1
     # a stack's or program's objects went through the API server's checks before the policies (a refusal stops
     # the run); plain manifests and rendered charts, unless the policy config disables them
@@ -418,6 +424,12 @@ def main(argv: Optional[list[str]] = None) -> int:
         errors = sys.modules.get("gpuplatform.components.errors")
         if errors is not None and isinstance(exc, errors.ConfigError):
             sys.stderr.write(exc.render() + "\n")
+            return EXIT_CONFIG
+        from gpuplatform.extras import missing_extra
+
+        missing = missing_extra(exc)
+        if missing:
+            sys.stderr.write(f"error: gpuplatform {args.command}: {missing}\n")
             return EXIT_CONFIG
         raise
 

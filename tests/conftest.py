@@ -5,6 +5,7 @@ import tempfile
 
 import pytest
 
+from skip_summary import pytest_runtest_logreport  # noqa: F401 - the hook: one -rs line per skip reason
 from support import stack_raw, synth
 
 _CACHE: dict[str, list] = {}

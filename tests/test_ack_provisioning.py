@@ -268,8 +268,8 @@ def test_every_unverified_behaviour_has_a_verify_check_and_a_first_deploy_line()
     from support import REPO
 
     doc = (REPO / "docs" / "ack.md").read_text()
-    readme = (REPO / "README.md").read_text()
-    first_deploy = readme[readme.index("### First deploy on ACK"):readme.index("### After `pulumi up`: verify")]
+    guide = (REPO / "docs" / "deploy.md").read_text()
+    first_deploy = guide[guide.index("### First deploy on ACK"):guide.index("### After `pulumi up`: verify")]
     verify_source = "\n".join(p.read_text() for p in sorted((REPO / "gpuplatform" / "verify").glob("*.py")))
     rows = [line for line in doc.splitlines() if line.startswith("|") and "**unverified**" in line]
     assert rows
@@ -279,7 +279,7 @@ def test_every_unverified_behaviour_has_a_verify_check_and_a_first_deploy_line()
         assert ids, f"no verify check named in: {row}"
         for check in ids:
             assert f'"{check}"' in verify_source, f"{check} is not a verify check"
-            assert check in first_deploy, f"{check} is not in the README's first deploy section"
+            assert check in first_deploy, f"{check} is not in docs/deploy.md's first deploy section"
     lines = doc.splitlines()
     for row, following in zip(lines, lines[1:] + [""]):
         header = following.startswith("|---")

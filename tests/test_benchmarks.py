@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from support import REPO
+from support import REPO, wheelhouse
 
 BENCHMARKS = REPO / "benchmarks"
 RESULTS = {"pass", "fail", "not measured"}
@@ -65,6 +65,25 @@ def test_tune_benchmark_tunes_examples_005_on_a_bursty_trace():
     assert figure["example"] == "005-vllm-queue" and figure["simulated_s"] == 600
     assert figure["candidates"] > 10 and figure["cpu_seconds"] > 0
     assert [v["result"] for v in verdicts] == ["not measured"]
+
+
+def test_pack_install_benchmark_resolves_the_consumer_pack_without_a_heavy_distribution():
+    """The small run: which wheels the pack's venv would get (pip --dry-run), no venv built."""
+    wheels = wheelhouse()
+    figures, verdicts = run_benchmark("pack_install.py", "--resolve-only", "--wheelhouse", str(wheels))
+    (figure,) = figures
+    assert figure["heavy"] == [] and 0 < figure["distributions"] < 40 and figure["wheels_mb"] > 0
+    assert figure["venv_mb"] is None and figure["install_s"] is None
+    assert [v["result"] for v in verdicts] == ["pass", "not measured", "not measured"]
+
+
+def test_import_graph_benchmark_keeps_components_and_policies_apart():
+    """The layering that holds today, as a contract: components/ and policies/ never import each other."""
+    figures, verdicts = run_benchmark("import_graph.py")
+    (figure,) = figures
+    assert figure["modules"] > 100  # the linked components/, catalogs/ and policies/ are read too
+    assert figure["components_to_policies"] == [] and figure["policies_to_components"] == []
+    assert [v["result"] for v in verdicts] == ["pass", "pass"]
 
 
 def _synth_module():

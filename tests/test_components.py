@@ -222,15 +222,16 @@ def test_a_stacks_own_scale_down_replaces_the_default(stack_records):
 
 
 def test_scale_up_default_is_stated_the_same_in_config_docs_and_readme():
-    """The docstring and the README state the default the code applies (one wording per place, from the code)."""
+    """The docstring and docs/configuration.md state the default the code applies (one wording per place, from the
+    code)."""
     pct = next(p for p in DEFAULT_SCALE_UP["policies"] if p["type"] == "Percent")
     pods = next(p for p in DEFAULT_SCALE_UP["policies"] if p["type"] == "Pods")
     assert pct["periodSeconds"] == pods["periodSeconds"]
     period = pct["periodSeconds"]
     doc = inspect.getsource(config_module.Behavior)
     assert f"+{pct['value']}% or +{pods['value']} pods per {period}s" in doc
-    readme = " ".join((REPO / "README.md").read_text().split())
-    assert f"by {pct['value']}% or {pods['value']} pods per {period} s" in readme
+    guide = " ".join((REPO / "docs" / "configuration.md").read_text().split())
+    assert f"by {pct['value']}% or {pods['value']} pods per {period} s" in guide
 
 
 def test_behavior_override_from_the_stack():

@@ -93,12 +93,12 @@ def test_the_gpu_model_table_is_the_catalog():
     assert documented == expected
 
 
-def test_the_readme_names_every_catalog_gpu_model():
+def test_the_configuration_guide_names_every_catalog_gpu_model():
     import re
 
     from gpuplatform.catalogs.gpus import GPU_MODELS
 
-    text = (REPO_ROOT / "README.md").read_text()
+    text = (REPO_ROOT / "docs" / "configuration.md").read_text()
     para = text.split("The catalog's GPU models (`gpuModel`", 1)[1].split("\n\n", 1)[0]
     listed = para.split(" are ", 1)[1].split(";", 1)[0]
     names = set()
@@ -108,14 +108,14 @@ def test_the_readme_names_every_catalog_gpu_model():
     assert names == set(GPU_MODELS)
 
 
-def test_the_readme_metric_table_lists_every_catalog_metric_and_its_api_name():
-    """README's metric table has one row per catalog metric, and no other; an app metric's row names the API name
+def test_the_configuration_guide_metric_table_lists_every_catalog_metric_and_its_api_name():
+    """docs/configuration.md's metric table has one row per catalog metric, and no other; an app metric's row names the API name
     the adapter serves it under, and a renamed series' row names both of its series names."""
     import re
 
     from gpuplatform.catalogs.metrics import METRICS
 
-    text = (REPO_ROOT / "README.md").read_text()
+    text = (REPO_ROOT / "docs" / "configuration.md").read_text()
     table = text.split("| metric | meaning |", 1)[1].split("\n\n", 1)[0]
     rows = dict(re.findall(r"^\| `(\w+)` \|(.*)$", table, flags=re.M))
     assert set(rows) == set(METRICS)
@@ -196,3 +196,18 @@ def test_every_table_row_of_the_docs_has_a_cell_for_each_column():
     assert _table_rows_with_a_wrong_cell_count("| a | b |\n|---|---|\n| 1 |\n") == ["| 1 |"]
     for doc in [REPO_ROOT / "README.md", *sorted((REPO_ROOT / "docs").glob("*.md"))]:
         assert _table_rows_with_a_wrong_cell_count(doc.read_text()) == [], doc.name
+
+
+def test_the_readme_starts_fast_and_every_link_it_gives_exists():
+    """An introduction, not a manual: the two commands near the top, about 150 lines, and every page it sends the
+    reader to is there (the reference lives in docs/, the upgrade notes in CHANGELOG.md)."""
+    import re
+
+    lines = (REPO_ROOT / "README.md").read_text().splitlines()
+    assert len(lines) <= 160, len(lines)
+    top = "\n".join(lines[:20])
+    assert "make plan " in top and "make test " in top
+    targets = {m for line in lines for m in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", line)
+               if not m.startswith("http")}
+    assert {"CHANGELOG.md", "docs/configuration-reference.md", "docs/deploy.md", "docs/install.md"} <= targets
+    assert [t for t in targets if not (REPO_ROOT / t).exists()] == []

@@ -2,11 +2,11 @@
 a bare name a public index could serve to an impostor, and the pack installs in a fresh CI virtualenv from what it
 pins, by the steps docs/policies.md shows."""
 import json
-import os
 import re
 import shutil
 import subprocess
 import sys
+import venv
 import zipfile
 from pathlib import Path
 
@@ -254,12 +254,12 @@ def test_the_pack_installs_in_a_fresh_ci_venv_from_what_it_pins_and_no_impostor_
     squatter.mkdir()
     for version in (VERSION, "99.0.0"):
         _impostor_wheel(squatter, version)
-    # `python` as setup-python provides it, after the pack's venv the steps create
-    shim = tmp_path / "shim"
-    shim.mkdir()
-    (shim / "python").symlink_to(sys.executable)
-    env = clean_env(checkout / "policy-pack" / "venv")
-    env["PATH"] = env["PATH"].replace(os.pathsep, f"{os.pathsep}{shim}{os.pathsep}", 1)
+    # the project pins the release the pack pins, with the extra its program needs (a kubeconfig cluster: `stack`)
+    (checkout / "requirements.txt").write_text(f"./policy-pack/{release_wheel.name}[stack]\n")
+    # `python` and `pip` as setup-python provides them: an environment of their own, first on PATH
+    ci_python = tmp_path / "ci-python"
+    venv.EnvBuilder(with_pip=True).create(ci_python)
+    env = clean_env(ci_python)
     env |= {
         "PIP_NO_INDEX": "1", "PIP_FIND_LINKS": f"{squatter} {wheelhouse()}", "PIP_DISABLE_PIP_VERSION_CHECK": "1",
         "PIP_NO_COMPILE": "1"}
@@ -270,7 +270,7 @@ def test_the_pack_installs_in_a_fresh_ci_venv_from_what_it_pins_and_no_impostor_
     assert [i["download_info"]["url"] for i in bare["install"]] == [(squatter / release_wheel.name).as_uri()]
 
     steps = _doc_steps()
-    for name in ("Install the policy pack", "Policies (offline)"):
+    for name in ("Install the project", "Install the policy pack", "Policies (offline)"):
         step = steps[name]
         _run(step["run"], cwd=checkout / step.get("working-directory", "."), env=env, shell=True)
 

@@ -1,4 +1,4 @@
-"""`gpuplatform verify --preflight`: the account checks the README's first-deploy checklist points to, run on
+"""`gpuplatform verify --preflight`: the account checks the first-deploy checklist of docs/deploy.md points to, run on
 recorded API answers (tests/fixtures/alibaba_api) and the request signing on the API reference's own example."""
 from __future__ import annotations
 
@@ -116,9 +116,9 @@ def test_the_client_signs_and_sends_one_get_per_call():
     assert sent[0].startswith("https://ram.aliyuncs.com/?") and "Signature=" in sent[0] and "RoleName=" in sent[0]
 
 
-def test_the_readme_checklist_names_every_prerequisite_and_role():
-    readme = (REPO / "README.md").read_text()
-    section = readme.split("#### Is the account ready?")[1].split("\n#### ")[0]
+def test_the_first_deploy_checklist_names_every_prerequisite_and_role():
+    guide = (REPO / "docs" / "deploy.md").read_text()
+    section = guide.split("#### Is the account ready?")[1].split("\n#### ")[0]
     for item in account.CHECKLIST:
         assert item.what in section, item.key
     for role in account.SERVICE_ROLES:

@@ -1,0 +1,131 @@
+"""The package's import graph, read from the source with ``ast`` (no import runs): print one JSON line
+{"modules", "imports", "function_level", "cycles", "largest_cycle", "components_to_policies", "policies_to_components",
+"ack_branches", "ack_branch_files"}, then the verdicts.
+
+Every ``import gpuplatform...`` / ``from gpuplatform... import`` of every module under gpuplatform/ (the components,
+catalogs and policies through their links) is an edge; ``function_level`` counts those inside a function.
+``cycles`` is the number of strongly connected components with more than one module (Tarjan), ``largest_cycle``
+the modules of the largest. ``ack_branches`` counts the lines matching ``is_ack|on_ack|is_ack_pro`` outside a
+cloud profile (there is none yet: every line counts). Targets: the layering that holds today, components/ and
+policies/ never importing each other.
+"""
+import ast
+import json
+import os
+import re
+import sys
+from pathlib import Path
+
+from targets import exit_code, verdict
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "gpuplatform"
+ACK_BRANCH = re.compile(r"is_ack|on_ack|is_ack_pro")
+
+
+def modules() -> dict[str, Path]:
+    out = {}
+    # os.walk told to follow links: pathlib's ** does not enter gpuplatform/components, catalogs, policies
+    found = [Path(d, f) for d, _, files in os.walk(PACKAGE, followlinks=True) for f in files if f.endswith(".py")]
+    for path in sorted(found):
+        parts = list(path.relative_to(ROOT).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        out[".".join(parts)] = path
+    return out
+
+
+def edges(mods: dict[str, Path]) -> tuple[dict[str, set], int, int]:
+    graph: dict[str, set] = {m: set() for m in mods}
+    total = nested = 0
+    for name, path in mods.items():
+        tree = ast.parse(path.read_text())
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        functions = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+        inside = {id(n) for f in functions for n in ast.walk(f)}
+        for node in ast.walk(tree):
+            targets = []
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    base = ".".join(package.split(".")[:len(package.split(".")) - node.level + 1] + ([base] if base else []))
+                targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in mods else base for a in node.names]
+            for t in targets:
+                while t and t not in mods:
+                    t = t.rpartition(".")[0]
+                if t and t != name and t.startswith("gpuplatform"):
+                    graph[name].add(t)
+                    total += 1
+                    nested += id(node) in inside
+    return graph, total, nested
+
+
+def strongly_connected(graph: dict[str, set]) -> list[list[str]]:
+    index, low, stack, on, out, counter = {}, {}, [], set(), [], [0]
+    sys.setrecursionlimit(10000)
+
+    def visit(v):
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            out.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return [c for c in out if len(c) > 1]
+
+
+def ack_branches() -> tuple[int, int]:
+    lines = files = 0
+    for folder in ("gpuplatform", "components", "catalogs", "policies"):
+        for path in (ROOT / folder).glob("**/*.py"):
+            if folder == "gpuplatform" and path.relative_to(ROOT / folder).parts[0] in ("components", "catalogs",
+                                                                                        "policies"):
+                continue
+            hits = sum(bool(ACK_BRANCH.search(line)) for line in path.read_text().splitlines())
+            lines += hits
+            files += bool(hits)
+    return lines, files
+
+
+def crossing(graph: dict[str, set], source: str, target: str) -> list[str]:
+    return sorted(f"{m} -> {t}" for m, ts in graph.items() if m.startswith(source) for t in ts if t.startswith(target))
+
+
+def main() -> int:
+    mods = modules()
+    graph, total, nested = edges(mods)
+    cycles = strongly_connected(graph)
+    branches, branch_files = ack_branches()
+    down = crossing(graph, "gpuplatform.components", "gpuplatform.policies")
+    up = crossing(graph, "gpuplatform.policies", "gpuplatform.components")
+    largest = max(cycles, key=len) if cycles else []
+    print(json.dumps({"modules": len(mods), "imports": total, "function_level": nested, "cycles": len(cycles),
+                      "cycle_sizes": sorted((len(c) for c in cycles), reverse=True), "largest_cycle": largest,
+                      "components_to_policies": down, "policies_to_components": up, "ack_branches": branches,
+                      "ack_branch_files": branch_files}))
+    results = [verdict("components/ imports nothing of policies/", not down, imports=down),
+               verdict("policies/ imports nothing of components/", not up, imports=up)]
+    return exit_code(results)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

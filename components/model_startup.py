@@ -17,6 +17,9 @@ from gpuplatform.catalogs.kubernetes import HPA_DEFAULT_DOWNSCALE_STABILIZATION_
 from gpuplatform.components.config import Workload
 
 STARTUP_PROBE_PERIOD_SECONDS = 10
+READINESS_PROBE_PERIOD_SECONDS = 5
+"""The generated readiness probe's period: a replica that turns ready while already running (a woken sleeping
+replica) is an endpoint at the probe's next pass."""
 DEFAULT_STARTUP_TIMEOUT_SECONDS = 600
 """Startup probe budget of a workload that states neither ``model`` nor ``probes.startupTimeoutSeconds``."""
 

@@ -20,9 +20,9 @@ from gpuplatform.components.drain import container_lifecycle, drain_chain, rollo
 from gpuplatform.components.adapter_rules import render_metrics_query
 from gpuplatform.components.config import Behavior, ScalingRules, Workload, duration_seconds
 from gpuplatform.components.metric_sources import source_for
-from gpuplatform.components.model_startup import (STARTUP_PROBE_PERIOD_SECONDS, image_pull_budget_seconds,
-                                                  keda_cooldown_seconds, scale_down_window_seconds,
-                                                  startup_seconds)
+from gpuplatform.components.model_startup import (READINESS_PROBE_PERIOD_SECONDS, STARTUP_PROBE_PERIOD_SECONDS,
+                                                  image_pull_budget_seconds, keda_cooldown_seconds,
+                                                  scale_down_window_seconds, startup_seconds)
 from gpuplatform.components.network_policy import NetworkAccess, caller_peer, peer_object
 from gpuplatform.components.pools import PoolFacts
 from gpuplatform.components.fluid_cache import claim_name as fluid_claim_name, fluid_objects
@@ -163,7 +163,7 @@ def probes(w: Workload) -> dict:
     return {
         "startupProbe": _probe(start, port, periodSeconds=period, failureThreshold=max(1, timeout // period),
                                **answer),
-        "readinessProbe": _probe(ready, port, periodSeconds=5, failureThreshold=3, **answer),
+        "readinessProbe": _probe(ready, port, periodSeconds=READINESS_PROBE_PERIOD_SECONDS, failureThreshold=3, **answer),
         "livenessProbe": _probe(live, port, periodSeconds=15, failureThreshold=4,
                                 timeoutSeconds=max(probe_timeout or 0, LIVENESS_TIMEOUT_SECONDS)),
     }

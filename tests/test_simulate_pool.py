@@ -28,6 +28,9 @@ def two_workloads() -> dict:
     a["prePull"] = True
     a["serviceModel"].update({"modelLoadSeconds": 60, "imagePullSeconds": 60})
     a["slo"] = {"objectives": [{"metric": "vllm_requests_waiting", "below": 4}], "compliance": 95}
+    # the pool's placeholders are what each setting states (with_setting); 005 ships three of its own, which
+    # beside both workloads' maxReplicas would overfill the 10 nodes
+    a["autoscaling"]["warmReplicas"] = 0
     b = copy.deepcopy(a)
     b["name"] = "chat-b"
     b.pop("exposure", None)
@@ -53,6 +56,10 @@ def scenario():
 
 def test_either_workload_preempts_the_pools_placeholder(scenario):
     cfg, traces = scenario
+    # chat-b's burst 30 minutes after chat's: chat's burst overshoots to 4 replicas, and the nodes its scale-in
+    # empties are gone by then (the autoscaler's unneeded time), so chat-b's replica finds only the placeholder
+    per = service_plan(cfg, cfg.workloads[0]).rps_at_target
+    traces = {"chat": traces["chat"], "chat-b": bursts(per, [40], name="b")}
     result = simulate_pool(with_setting(cfg, {"chat": 1, "chat-b": 1}, 1), "x", traces)
     assert result.placeholders == 1 and result.preempted == 2  # chat's burst, then chat-b's
     # each burst's replica took the placeholder's node: no node was provisioned on its path to ready

@@ -71,6 +71,8 @@ class Pod:
     """The replica found the Fluid weights cache empty and reads OSS to fill it."""
     compiles: bool = False
     """The replica found vLLM's shared compile cache empty and compiles the model (its start is the cold one)."""
+    woken: Optional[dict] = None
+    """The replica was woken from the pool's warm set instead of started cold: the wake's parts (simulate.pool)."""
 
     def phase(self, t: float) -> str:
         return "Running" if self.started is not None and self.started <= t else "Pending"

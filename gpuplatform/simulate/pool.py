@@ -17,6 +17,16 @@ unneeded time with the image on it and takes the next burst's replica of either 
 
 What it is for: headroom shared by workloads whose bursts do not coincide, where each would otherwise keep a
 replica of its own at ``minReplicas``. ``tune_pool`` compares the two on the same traces at the same SLO.
+
+A pool's warm set (``nodePools[].warmSet``, components/warm_set.py) is modelled by :class:`SleepingSet`: each warm
+GPU holds a slot on a node (its image there) with a sleeping replica of every model of the set; when a model of the
+set has a replica pending, a warm GPU not yet taken wakes that model's replica instead of a cold start, ready at the
+readiness probe's next pass after ``wake_seconds`` (catalogs/servers.py: level 1 the weights' copy back from host
+memory at ``WAKE_HOST_TO_GPU_GIB_PER_SECOND`` plus ``WAKE_OVERHEAD_SECONDS``, level 2 the weights' read again plus
+the overhead; estimates). The woken replica keeps that GPU, so the set holds one warm GPU fewer, until the
+ReplicaSet deletes it on a scale-in (the newest ready pod goes first: usually the woken one) and it goes back to
+sleep, its GPU warm again at once (the sleep's own copy to host memory is not timed). No fresh warm GPU is started
+to replace a taken one. The sleeping replicas' host memory is not simulated (placement counts it).
 """
 from __future__ import annotations
 
@@ -26,7 +36,9 @@ from typing import Optional, Sequence
 
 from gpuplatform.components.config import PlatformConfig
 from gpuplatform.components.errors import CommandLineIssue, ConfigError
-from gpuplatform.simulate.cluster import NodePool, Placeholders, Pods
+from gpuplatform.catalogs import servers
+from gpuplatform.components.model_startup import READINESS_PROBE_PERIOD_SECONDS
+from gpuplatform.simulate.cluster import NodePool, Placeholders, Pod, Pods
 from gpuplatform.simulate.engine import Result, Simulation, find_workload, setup
 from gpuplatform.simulate.slo import MINUTE_S, error_budget_minutes
 from gpuplatform.simulate.traces import Trace
@@ -43,6 +55,91 @@ class _PoolPods:
         return [p for sim in self._sims for p in sim.pods.pods]
 
 
+class SleepingSet:
+    """The pool's warm set in a run: ``gpus`` holders (one slot each, not preemptible by replicas) on which a
+    replica of every model in ``wakes`` sleeps; ``wakes`` maps a model to its wake's parts."""
+
+    def __init__(self, gpus: int, level: int, wakes: dict[str, dict]):
+        self.gpus, self.level, self.wakes = gpus, level, wakes
+        self.holders = [Pod(f"sleeping-{k:05d}", -1e9) for k in range(gpus)]
+        self.taken: dict[int, tuple[Simulation, Pod]] = {}
+        """Warm GPU (its index) -> the woken replica holding it, with its workload's loop."""
+        self.woken = 0
+        """Wake-ups so far."""
+        self.asleep_s = 0.0
+        """Warm-GPU-seconds with every model asleep (idle headroom paid for)."""
+
+    def start(self, nodes: NodePool) -> None:
+        """The holders of the steady state the run begins in, on the free slots of the first nodes (the sleeping
+        servers ran there: their image is on the node)."""
+        for pod in self.holders:
+            node = next((x for x in nodes.nodes if len(x.pods) < x.slots), None)
+            if node is None:
+                raise ConfigError([CommandLineIssue("--workload", f"the warm set's {self.gpus} GPU(s) do not fit the "
+                                                                  "pool's nodes beside the replicas at the start; "
+                                                                  "allowed: a pool that holds both")])
+            node.pods.append(pod)
+            node.image_at = node.image_at if node.image_at is not None else -1e9
+            pod.node, pod.bound, pod.started, pod.ready_at = node, -1e9, -1e9, -1e9
+
+    def restore(self) -> None:
+        """A woken replica the ReplicaSet deleted goes back to sleep: its GPU is warm again."""
+        for k, (sim, pod) in list(self.taken.items()):
+            if pod in sim.pods.pods:
+                continue
+            holder = self.holders[k]
+            holder.node.pods.append(holder)
+            del self.taken[k]
+
+    def wake(self, t: float, sim: Simulation) -> None:
+        """Each pending replica of a model of the set takes a warm GPU, oldest pending first, while one is free."""
+        parts = self.wakes.get(sim.s.workload.name)
+        if parts is None:
+            return
+        for pod in sim.pods.pods:
+            if pod.node is not None:
+                continue
+            free = [k for k in range(self.gpus) if k not in self.taken]
+            if not free:
+                return
+            k = free[0]
+            holder = self.holders[k]
+            node = holder.node
+            node.pods.remove(holder)
+            node.pods.append(pod)
+            node.empty_since = None
+            wake = parts["seconds"]
+            pod.node, pod.bound, pod.started, pod.load_s, pod.woken = node, t, t, wake, dict(parts)
+            pod.ready_at = t + READINESS_PROBE_PERIOD_SECONDS * math.ceil(wake / READINESS_PROBE_PERIOD_SECONDS)
+            sim.pods._changes += 1
+            self.taken[k] = (sim, pod)
+            self.woken += 1
+
+    def record(self) -> None:
+        self.asleep_s += self.gpus - len(self.taken)
+
+
+def sleeping_set(cfg: PlatformConfig, pool_name: str, gpus: Optional[int] = None) -> Optional[SleepingSet]:
+    """The pool's warm set as the stack states it (``gpus`` when given: 0 for none), each model's wake from the
+    catalog's figures (components/warm_set.py ``sleeping_models``)."""
+    from gpuplatform.components.warm_set import sleeping_models
+
+    pool = next(p for p in cfg.node_pools if p.name == pool_name)
+    ws = pool.warm_set
+    count = (ws.gpus if ws is not None else 0) if gpus is None else gpus
+    if ws is None or count <= 0:
+        return None
+    wakes = {}
+    for m in sleeping_models(cfg, pool):
+        transfer = m.wake_seconds - servers.WAKE_OVERHEAD_SECONDS
+        wakes[m.workload] = {"seconds": m.wake_seconds, "level": ws.sleep_level,
+                             "copy" if ws.sleep_level == 1 else "reload": round(transfer, 3),
+                             "overhead": servers.WAKE_OVERHEAD_SECONDS, "size_gib": m.size_gib,
+                             **({"gib_per_second": servers.WAKE_HOST_TO_GPU_GIB_PER_SECOND}
+                                if ws.sleep_level == 1 else {})}
+    return SleepingSet(count, ws.sleep_level, wakes)
+
+
 @dataclass
 class PoolResult:
     workloads: list[Result]
@@ -53,6 +150,12 @@ class PoolResult:
     peak_nodes: int
     budgets: dict = field(default_factory=dict)
     """Per workload, the bad minutes its SLO's error budget allows on its trace (0 without an SLO)."""
+    warm_gpus: int = 0
+    """GPUs the pool's warm set held in the run (0: none)."""
+    woken: int = 0
+    """Sleeping replicas woken in the run."""
+    asleep_s: float = 0.0
+    """Warm-GPU-seconds with every model asleep."""
 
     @property
     def node_hours(self) -> float:
@@ -71,10 +174,13 @@ class PoolResult:
         return {"nodeHours": self.node_hours, "placeholders": self.placeholders,
                 "placeholderHours": round(self.placeholder_s / 3600, 3), "preempted": self.preempted,
                 "peakNodes": self.peak_nodes, "withinBudget": self.within_budget,
+                "warmSet": {"gpus": self.warm_gpus, "woken": self.woken,
+                            "asleepGpuHours": round(self.asleep_s / 3600, 3)},
                 "workloads": [{"workload": r.workload, "minReplicas": r.setup.min_replicas,
                                "badMinutes": r.tally.bad_minutes, "budgetMinutes": self.budgets.get(r.workload, 0),
                                "readyReplicaHours": round(r.tally.ready_replica_s / 3600, 3),
-                               "capacityReadySeconds": r.capacity_ready_s} for r in self.workloads]}
+                               "capacityReadySeconds": r.capacity_ready_s,
+                               "capacityPath": r.tally.capacity_path} for r in self.workloads]}
 
 
 def _pool_of(cfg: PlatformConfig, workloads: Sequence[str]) -> str:
@@ -87,13 +193,14 @@ def _pool_of(cfg: PlatformConfig, workloads: Sequence[str]) -> str:
 
 
 def simulate_pool(cfg: PlatformConfig, stack: str, traces: dict[str, Trace], placeholders: Optional[int] = None,
-                  slo_target: Optional[dict] = None) -> PoolResult:
+                  slo_target: Optional[dict] = None, warm_set_gpus: Optional[int] = None) -> PoolResult:
     """One run of the workloads named in ``traces`` (each on its own demand) sharing their pool. Placeholders: the
     workloads' ``warmReplicas`` together (``placeholders`` when given): pause pods of one replica's size at one
-    priority class, so a replica of any workload preempts any of them. ``slo_target``: per workload, the level
+    priority class, so a replica of any workload preempts any of them. The pool's warm set as stated (its ``gpus``
+    set to ``warm_set_gpus`` when given, 0 for none): :class:`SleepingSet`. ``slo_target``: per workload, the level
     judged (as ``simulate --slo``)."""
     names = list(traces)
-    _pool_of(cfg, names)
+    sleeping = sleeping_set(cfg, _pool_of(cfg, names), warm_set_gpus)
     if placeholders is None:
         placeholders = sum(find_workload(cfg, n).warm_replicas for n in names)
     setups = [setup(cfg, name) for name in names]
@@ -112,7 +219,7 @@ def simulate_pool(cfg: PlatformConfig, stack: str, traces: dict[str, Trace], pla
     sims = [Simulation(s, traces[s.workload.name], None, (slo_target or {}).get(s.workload.name)) for s in setups]
     first = setups[0]
     warm = Placeholders(placeholders)
-    replicas = sum(sim.spec for sim in sims)
+    replicas = sum(sim.spec for sim in sims) + (sleeping.gpus if sleeping is not None else 0)
     initial = (max(first.min_nodes, math.ceil((replicas + placeholders) / first.slots)) if first.autoscaled_pool
                else first.min_nodes)
     pre_pull = all(s.workload.pre_pull for s in setups)
@@ -124,6 +231,8 @@ def simulate_pool(cfg: PlatformConfig, stack: str, traces: dict[str, Trace], pla
         sim.pods = Pods(p.workload, p.image_pull_s, p.model_load_s, p.fill_load_s, p.compile_extra_s)
         sim.pods.start_ready(sim.spec, nodes)
         sim.nodes, sim.warm = nodes, warm
+    if sleeping is not None:
+        sleeping.start(nodes)
     warm.start(nodes)
     everyone = _PoolPods(sims)
     node_s = placeholder_s = 0.0
@@ -134,6 +243,11 @@ def simulate_pool(cfg: PlatformConfig, stack: str, traces: dict[str, Trace], pla
         for sim in sims:
             sim.autoscale(t)
             sim.observe(t)
+        if sleeping is not None:
+            # the waker answers a model's pending replica before the scheduler starts it cold elsewhere
+            sleeping.restore()
+            for sim in sims:
+                sleeping.wake(t, sim)
         for sim in sims:
             sim.pods.schedule(t, nodes, warm)
         warm.schedule(t, nodes)
@@ -149,6 +263,8 @@ def simulate_pool(cfg: PlatformConfig, stack: str, traces: dict[str, Trace], pla
             sim.record(t, demand, out, levels)
         node_s += len(nodes.nodes)
         placeholder_s += warm.bound()
+        if sleeping is not None:
+            sleeping.record()
         peak = max(peak, len(nodes.nodes))
     results = [sim.result(stack) for sim in sims]
     budgets = {}
@@ -156,7 +272,10 @@ def simulate_pool(cfg: PlatformConfig, stack: str, traces: dict[str, Trace], pla
         stated = sim.s.workload.slo
         minutes = int(sim.trace.duration_s) // MINUTE_S
         budgets[sim.s.workload.name] = error_budget_minutes(stated.compliance, minutes) if stated else 0
-    return PoolResult(results, node_s, placeholder_s, placeholders, warm.preempted, peak, budgets)
+    result = PoolResult(results, node_s, placeholder_s, placeholders, warm.preempted, peak, budgets)
+    if sleeping is not None:
+        result.warm_gpus, result.woken, result.asleep_s = sleeping.gpus, sleeping.woken, sleeping.asleep_s
+    return result
 
 
 def with_setting(cfg: PlatformConfig, min_replicas: dict[str, int], placeholders: int) -> PlatformConfig:
@@ -182,10 +301,13 @@ class PoolTuning:
     """The cheapest setting within every SLO with one placeholder or more."""
     refused: int = 0
     """Settings the stack's validation refused (never simulated)."""
+    best_warm_set: Optional[tuple[dict, PoolResult]] = None
+    """The cheapest setting within every SLO with the pool's warm set (and no placeholder); None without a warm
+    set, or when none is within every SLO."""
 
     @property
     def best(self) -> Optional[tuple[dict, PoolResult]]:
-        found = [x for x in (self.best_floor, self.best_placeholders) if x is not None]
+        found = [x for x in (self.best_floor, self.best_placeholders, self.best_warm_set) if x is not None]
         return min(found, key=lambda x: (x[1].node_s, x[1].placeholder_s)) if found else None
 
     @property
@@ -195,6 +317,15 @@ class PoolTuning:
         best = self.best
         return None if best is None else bool(best[0]["placeholders"])
 
+    @property
+    def warm_set_wins(self) -> Optional[bool]:
+        """Whether the cheapest setting with the warm set costs fewer node-hours than the cheapest headroom as
+        ``minReplicas`` alone (a tie goes to ``minReplicas``); None when either keeps no SLO or the pool has no
+        warm set."""
+        if self.best_warm_set is None or self.best_floor is None:
+            return None
+        return self.best_warm_set[1].node_s < self.best_floor[1].node_s
+
 
 def tune_pool(cfg: PlatformConfig, stack: str, traces: dict[str, Trace], max_min_replicas: int = 2,
               max_placeholders: int = 2, slo_target: Optional[dict] = None) -> PoolTuning:
@@ -202,13 +333,18 @@ def tune_pool(cfg: PlatformConfig, stack: str, traces: dict[str, Trace], max_min
     pool's placeholders (0 up to ``max_placeholders``, within what the pool holds beside every ``maxReplicas``),
     each judged by every workload's SLO verdict (its bad minutes within its error budget: simulate.slo) and costed
     in the pool's node-hours. The answer names the cheapest with placeholders and the cheapest without, so whether
-    placeholders beat ``minReplicas`` on these traces is read off the same judge and the same cost."""
+    placeholders beat ``minReplicas`` on these traces is read off the same judge and the same cost. A pool with a
+    warm set (``warmSet``) is tried both ways: every setting above without it, and each ``minReplicas`` with it and
+    no placeholder; the cheapest with it is set against the cheapest without placeholders (headroom held as
+    replicas at ``minReplicas``)."""
     from itertools import product
 
     from gpuplatform.components.validation import validate
 
     names = list(traces)
     pool = next(p for p in cfg.node_pools if p.name == _pool_of(cfg, names))
+    warm_set = pool.warm_set
+    plain = without_warm_set(cfg, pool.name)
     setups = {name: setup(cfg, name) for name in names}
     room = setups[names[0]].max_nodes * setups[names[0]].slots - sum(s.max_replicas for s in setups.values())
     ranges = [range(1 if not setups[n].keda else 0, min(max_min_replicas, setups[n].max_replicas - 1) + 1)
@@ -218,19 +354,34 @@ def tune_pool(cfg: PlatformConfig, stack: str, traces: dict[str, Trace], max_min
         for count in range(0, min(max_placeholders, max(room, 0)) + 1):
             if count and not pool.autoscaling:
                 continue
-            setting = {"minReplicas": dict(zip(names, mins)), "placeholders": count}
-            candidate = with_setting(cfg, setting["minReplicas"], count)
+            setting = {"minReplicas": dict(zip(names, mins)), "placeholders": count, "warmSetGpus": 0}
+            candidate = with_setting(plain, setting["minReplicas"], count)
             if validate(candidate):
                 refused += 1  # e.g. placeholders beside every maxReplicas beyond what the pool holds
                 continue
-            tried.append((setting, simulate_pool(candidate, stack, traces, count, slo_target)))
+            tried.append((setting, simulate_pool(candidate, stack, traces, count, slo_target, warm_set_gpus=0)))
+        if warm_set is not None:
+            setting = {"minReplicas": dict(zip(names, mins)), "placeholders": 0, "warmSetGpus": warm_set.gpus}
+            candidate = with_setting(cfg, setting["minReplicas"], 0)
+            if validate(candidate):
+                refused += 1  # the warm set's GPUs beside every maxReplicas beyond what the pool holds
+                continue
+            tried.append((setting, simulate_pool(candidate, stack, traces, 0, slo_target)))
     feasible = [x for x in tried if x[1].within_budget]
 
     def cheapest(xs):
         return min(xs, key=lambda x: (x[1].node_s, x[1].placeholder_s), default=None)
 
-    return PoolTuning(tried, cheapest([x for x in feasible if not x[0]["placeholders"]]),
-                      cheapest([x for x in feasible if x[0]["placeholders"]]), refused)
+    bare = [x for x in feasible if not x[0]["warmSetGpus"]]
+    return PoolTuning(tried, cheapest([x for x in bare if not x[0]["placeholders"]]),
+                      cheapest([x for x in bare if x[0]["placeholders"]]), refused,
+                      cheapest([x for x in feasible if x[0]["warmSetGpus"]]))
+
+
+def without_warm_set(cfg: PlatformConfig, pool_name: str) -> PlatformConfig:
+    """``cfg`` with the named pool's warm set taken off."""
+    pools = [p.model_copy(update={"warm_set": None}) if p.name == pool_name else p for p in cfg.node_pools]
+    return cfg.model_copy(update={"node_pools": pools})
 
 
 def staggered(trace: Trace, offset_s: int, name: str) -> Trace:
@@ -243,8 +394,9 @@ def staggered(trace: Trace, offset_s: int, name: str) -> Trace:
 
 def setting_text(setting: dict) -> str:
     mins = ", ".join(f"{name} {n}" for name, n in setting["minReplicas"].items())
-    count = setting["placeholders"]
-    return f"minReplicas {mins}" + (f" + {count} placeholder{'s' if count > 1 else ''}" if count else "")
+    count, gpus = setting["placeholders"], setting.get("warmSetGpus", 0)
+    return (f"minReplicas {mins}" + (f" + {count} placeholder{'s' if count > 1 else ''}" if count else "")
+            + (f" + the warm set on {gpus} GPU{'s' if gpus > 1 else ''}" if gpus else ""))
 
 
 def outcome_text(result: PoolResult) -> str:
@@ -252,4 +404,7 @@ def outcome_text(result: PoolResult) -> str:
                     for r in result.workloads)
     held = (f", {result.placeholder_s / 3600:.4g} placeholder-hours, {result.preempted} preempted"
             if result.placeholders else "")
+    if result.warm_gpus:
+        held += (f", warm set of {result.warm_gpus} GPU{'s' if result.warm_gpus > 1 else ''}: {result.woken} "
+                 f"woken, {result.asleep_s / 3600:.4g} GPU-hours asleep")
     return f"{result.node_hours:g} node-hours (peak {result.peak_nodes} nodes{held}); bad minutes / budget: {bad}"

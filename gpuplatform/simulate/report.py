@@ -211,6 +211,7 @@ def _run_pool(cfg: PlatformConfig, stack: str, workload: str, trace: str, durati
     all): one run with their own settings, or with ``--tune`` the cheapest minReplicas and shared placeholders
     within every workload's SLO (simulate.pool)."""
     from gpuplatform.simulate.pool import outcome_text, setting_text, simulate_pool, tune_pool
+    from gpuplatform.simulate.startup import path_text
     from gpuplatform.simulate.tune import slo_level
 
     names = [n.strip() for n in workload.split(",")]
@@ -233,6 +234,11 @@ def _run_pool(cfg: PlatformConfig, stack: str, workload: str, trace: str, durati
         else:
             out.write(f"Pool of {', '.join(names)} (traces {', '.join(t.name for t in traces.values())}): "
                       f"{outcome_text(result)}\n")
+            for r in result.workloads:
+                if r.tally.increase_at is not None:
+                    got = ("never" if r.capacity_ready_s is None else
+                           f"{r.capacity_ready_s:g}s: {path_text(r.tally.capacity_path)}")
+                    out.write(f"  {r.workload}: capacity after its load rose at {r.tally.increase_at:g}s: {got}\n")
         return 0
     tuned = tune_pool(cfg, stack, traces, slo_target=targets)
     floor, held, best = tuned.best_floor, tuned.best_placeholders, tuned.best
@@ -253,16 +259,30 @@ def _run_pool(cfg: PlatformConfig, stack: str, workload: str, trace: str, durati
             return None if x is None else {"setting": x[0], **x[1].to_json()}
         json.dump({"workloads": names, "traces": [t.name for t in traces.values()], "tried": len(tuned.tried),
                    "refused": tuned.refused, "withoutPlaceholders": one(floor), "withPlaceholders": one(held),
-                   "best": one(best), "placeholdersWin": tuned.placeholders_win}, out, indent=1)
+                   "withWarmSet": one(tuned.best_warm_set), "best": one(best),
+                   "placeholdersWin": tuned.placeholders_win, "warmSetWins": tuned.warm_set_wins}, out, indent=1)
         out.write("\n")
         return 0
     lines = [f"Tuned the pool of {', '.join(names)} (traces {', '.join(t.name for t in traces.values())}): "
              f"{len(tuned.tried)} settings simulated, {tuned.refused} refused by the stack's validation; each judged "
              "by every workload's SLO (its bad minutes within its error budget), costed in the pool's node-hours"]
-    for label, x in (("without placeholders", floor), ("with placeholders", held)):
+    slept = tuned.best_warm_set
+    with_warm_set = any(x[0]["warmSetGpus"] for x in tuned.tried)
+    for label, x in (("without placeholders", floor), ("with placeholders", held),
+                     *((("with the warm set", slept),) if with_warm_set else ())):
         lines.append(f"  {label:<21} " + ("none keeps every SLO" if x is None else
                                           f"{setting_text(x[0])}: {outcome_text(x[1])}"))
     lines.append(verdict)
+    if with_warm_set:
+        if tuned.warm_set_wins is None:
+            lines.append("The warm set and minReplicas cannot be weighed here: "
+                         + ("no setting with the warm set" if slept is None else "no setting without placeholders")
+                         + " keeps every workload's SLO.")
+        else:
+            diff = abs(floor[1].node_hours - slept[1].node_hours)
+            lines.append(f"The warm set {'beats' if tuned.warm_set_wins else 'does not beat'} minReplicas here: "
+                         f"{diff:.4g} node-hours {'less' if tuned.warm_set_wins else 'more or the same'} at the "
+                         "same SLOs.")
     if best is not None:
         lines.append("Placeholders are stated as the warmReplicas of one workload of the pool: each is a pause pod "
                      "of one replica's size that a replica of any workload there preempts.")

@@ -17,6 +17,10 @@ The phases follow the replica's path through the simulated cluster (gpuplatform/
   replica filled it from OSS, hit it, or waited on the replica filling it; with vLLM's compile cache on a shared
   volume, ``compile`` says whether the replica compiled (``cold``) or loaded the compiled graphs (``cached``);
 * ``probe``: the wait for the startup probe's next period after loading.
+
+A replica woken from the pool's warm set (simulate.pool ``SleepingSet``) has another path: ``scale_up_decision``,
+then ``wake`` (the weights copied back from host memory, or read again at level 2, plus the wake's overhead:
+``wake_parts``) and ``probe`` (the readiness probe's next pass); the phases of a cold start are 0.
 """
 from __future__ import annotations
 
@@ -38,6 +42,12 @@ def capacity_path(ready_pods: list, increase_at: float, setup) -> Optional[dict]
     node = pod.node
     load = pod.load_s if pod.load_s is not None else setup.plan.model_load_s
     t1 = pod.created
+    if pod.woken is not None:
+        wake = pod.woken["seconds"]
+        out = {"scale_up_decision": t1 - increase_at, **{p: 0.0 for p in PHASES[1:]}, "wake": wake,
+               "probe": pod.ready_at - pod.started - wake, "total": pod.ready_at - increase_at, "new_node": False,
+               "wake_parts": pod.woken}
+        return {k: (round(v, 3) if isinstance(v, float) else v) for k, v in out.items()}
     t2 = max(t1, node.created)
     t3 = max(t2, node.ready_at)
     t4 = max(t3, pod.bound)
@@ -77,6 +87,13 @@ def path_text(path: Optional[dict]) -> str:
     """One line: each phase with its seconds, in order."""
     if not path:
         return "no new replica was needed"
+    if "wake" in path:
+        w = path["wake_parts"]
+        how = (f"{w['copy']:g}s copying {w['size_gib']:g} GiB back from host memory at {w['gib_per_second']:g} GiB/s"
+               if w["level"] == 1 else f"{w['reload']:g}s reading the {w['size_gib']:g} GiB of weights again")
+        return (f"{path['total']:.0f}s woken from the warm set (sleep level {w['level']}) = scale-up decision "
+                f"{path['scale_up_decision']:.0f}s + wake {path['wake']:g}s ({how} + {w['overhead']:g}s overhead; "
+                f"estimates) + readiness probe {path['probe']:g}s")
     parts = []
     for name in PHASES:
         label = name.replace("_", " ").replace("scale up", "scale-up")

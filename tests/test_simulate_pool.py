@@ -28,8 +28,7 @@ def two_workloads() -> dict:
     a["prePull"] = True
     a["serviceModel"].update({"modelLoadSeconds": 60, "imagePullSeconds": 60})
     a["slo"] = {"objectives": [{"metric": "vllm_requests_waiting", "below": 4}], "compliance": 95}
-    # the pool's placeholders are what each setting states (with_setting); 005 ships three of its own, which
-    # beside both workloads' maxReplicas would overfill the 10 nodes
+    # the pool's placeholders are what each setting states (with_setting), never the stack file's own
     a["autoscaling"]["warmReplicas"] = 0
     b = copy.deepcopy(a)
     b["name"] = "chat-b"

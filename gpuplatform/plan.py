@@ -18,6 +18,7 @@ from gpuplatform.components.model_startup import load_estimate, startup_seconds,
 from gpuplatform.components.pools import all_pool_facts
 from gpuplatform.components.validation import load
 from gpuplatform.records import RegisteredResource
+from gpuplatform.report import table as _table
 from gpuplatform.synth import OFFLINE_SECRETS, stack_config_from_namespace, synthesize
 
 SECRET_MASK = "[secret]"
@@ -502,11 +503,6 @@ def startup_text(rows: list[dict]) -> str:
                       if weights else "unknown (no model)",
                       f"{r['startupProbeSeconds']}s ({r['startupProbeBasis']})", r["readiness"]])
     return _table(table)
-
-
-def _table(rows: list[list[str]]) -> str:
-    widths = [max(len(str(r[i])) for r in rows) for i in range(len(rows[0]))]
-    return "\n".join("  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows)
 
 
 def capacity_text(rows: list[dict]) -> str:

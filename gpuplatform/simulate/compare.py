@@ -38,6 +38,7 @@ from gpuplatform.components.config import GpuRequestSpec, Model, NodePool, Platf
 from gpuplatform.components.errors import ConfigError
 from gpuplatform.components.pools import all_pool_facts
 from gpuplatform.pricing import node_price
+from gpuplatform.report import table
 from gpuplatform.simulate.engine import find_workload, simulate
 from gpuplatform.simulate.slo import error_budget_minutes
 from gpuplatform.simulate.traces import ArgumentIssue, Trace
@@ -227,8 +228,6 @@ def run_compare(cfg: PlatformConfig, stack: str, workload: str, trace: Trace, ar
 
 
 def compare_text(workload: str, trace: str, basis: str, budget: float, outcomes: list[Outcome]) -> str:
-    from gpuplatform.plan import _table
-
     rows = [["RANK", "POOL", "GPU PER REPLICA", "SLO MET", "OVER LEVEL", "REPLICA-H", "PER DAY",
              "NODES PER DAY", "PRICE BASIS"]]
     notes = []
@@ -254,4 +253,4 @@ def compare_text(workload: str, trace: str, basis: str, budget: float, outcomes:
     head = (f"Pools compared for {workload} on trace {trace}; SLO: {basis}, {allowed} allowed over it.\n"
             "Per day: replica-hours (bound replicas: pulling, loading, serving) x (node price / replicas per node), "
             "scaled to 24 h; nodes per day: the nodes the run kept up.\n")
-    return head + _table(rows) + "\n" + ("\n".join(notes) + "\n" if notes else "")
+    return head + table(rows) + "\n" + ("\n".join(notes) + "\n" if notes else "")

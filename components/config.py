@@ -15,6 +15,7 @@ from gpuplatform.catalogs.burn_rates import prometheus_duration_seconds
 from gpuplatform.catalogs.metrics import slo_derived_target
 from gpuplatform.catalogs.prices import CURRENCIES
 from gpuplatform.catalogs.sharing import CGPU_PLACEMENTS, CGPU_POLICIES, DEFAULT_GPU_TAINT
+from gpuplatform.components.command_line import split_command_line
 
 PROJECT = "gpu-platform"
 SECRET_KEYS = ("kubeconfig", "grafanaAdminPassword")
@@ -999,11 +1000,10 @@ class Workload(Model):
 
     @model_validator(mode="after")
     def _split_command_line(self) -> "Workload":
-        """``commandLine`` as ``command`` and ``args`` (components/server_args.py ``split_command_line``); a line
+        """``commandLine`` as ``command`` and ``args`` (components/command_line.py ``split_command_line``); a line
         that does not split, or comes with ``command`` or ``args``, is left for validation to report."""
         if self.command_line is None or self.command or self.args:
             return self
-        from gpuplatform.components.server_args import split_command_line
         try:
             command, args = split_command_line(self.server, self.image, self.command_line)
         except ValueError:

@@ -447,3 +447,12 @@ pkg/scheduler/apis/config/v1/defaults.go): a pod that preempted others is retrie
 its victims are gone (kubernetes.io "Pod Priority and Preemption": the preemptor gets ``nominatedNodeName`` and is
 bound on a later cycle). The simulator binds it this long after the preemption; the victims' own graceful
 termination is 0 s (placeholders set ``terminationGracePeriodSeconds: 0``)."""
+
+
+# ------------------------------------------------------------------------------------- every workload's pod
+TMP_MOUNT_PATH = "/tmp"
+"""Where every workload's writable emptyDir is mounted (its root filesystem is read-only by default)."""
+TMP_SIZE_LIMIT_GIB = 1
+"""Size limit of the writable ``/tmp`` emptyDir every workload gets (the kubelet evicts a pod that writes more)."""
+SERVICE_PROTOCOLS = ("http", "grpc")
+"""The port protocols a workload's Service exposes; a ``metrics`` port is scraped from the pods only."""

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from typing import Optional
 
 from gpuplatform.catalogs import server_cli as cli, servers, timeouts
-from gpuplatform.catalogs.kubernetes import HPA_DEFAULT_DOWNSCALE_STABILIZATION_SECONDS, KEDA_DEFAULT_COOLDOWN_SECONDS
+from gpuplatform.catalogs.kubernetes import (HPA_DEFAULT_DOWNSCALE_STABILIZATION_SECONDS, KEDA_DEFAULT_COOLDOWN_SECONDS,
+                                             TMP_MOUNT_PATH)
 from gpuplatform.components.config import Workload
 
 STARTUP_PROBE_PERIOD_SECONDS = 10
@@ -163,13 +164,20 @@ def vllm_compiles(w: Workload) -> bool:
     return not (facts is not None and facts.get(cli.ENFORCE_EAGER))
 
 
+def writable_mount(path: str, w: Workload) -> Optional[str]:
+    """The writable mount that holds ``path`` (``/tmp`` or a volume with readOnly false), None when it is on the
+    read-only root filesystem."""
+    mounts = [TMP_MOUNT_PATH] + [v.mount_path for v in w.volumes if not v.read_only]
+    hits = [m for m in mounts if path == m or path.startswith(m.rstrip("/") + "/")]
+    return max(hits, key=len) if hits else None
+
+
 def compile_cache_volume(w: Workload) -> Optional[str]:
     """The workload volume on which vLLM keeps its compiled graphs (``$VLLM_CACHE_ROOT/torch_compile_cache``,
     resolved from the workload's environment as vLLM resolves it) when that volume outlives a replica: a writable
     PVC or NFS volume, which every replica mounts, so the first replica's compilation serves the next ones. None
     when the server does not compile or the directory is on the root filesystem or the pod's own /tmp."""
     from gpuplatform.components import server_args
-    from gpuplatform.components.validation.servers import writable_mount
     env = server_args.effective_env(w)
     if not vllm_compiles(w) or env.get(VLLM_DISABLE_COMPILE_CACHE, "0") not in ("", "0"):
         return None

@@ -11,6 +11,8 @@ from gpuplatform.catalogs import server_cli, timeouts
 from gpuplatform.catalogs.kubernetes import (ACK_INTRANET_LB, HPA_DEFAULT_DOWNSCALE_STABILIZATION_SECONDS,
                                              HPA_DEFAULT_SCALE_UP, KEDA_API, PROMETHEUS_OPERATOR_API,
                                              ROOT_OPT_OUT_ANNOTATION, served_by)
+# the pod layout facts live in catalogs/kubernetes.py (validation reads them too); named here as before
+from gpuplatform.catalogs.kubernetes import SERVICE_PROTOCOLS, TMP_MOUNT_PATH, TMP_SIZE_LIMIT_GIB  # noqa: F401
 from gpuplatform.catalogs.metrics import METRICS
 from gpuplatform.catalogs.network import PLATFORM_PART_OF
 from gpuplatform.catalogs.servers import SERVER_PROFILES
@@ -30,10 +32,6 @@ from gpuplatform.components.pre_pull import pre_pull_daemonset
 from gpuplatform.components.warm_set import sleep_endpoints
 
 PART_OF = PLATFORM_PART_OF
-TMP_MOUNT_PATH = "/tmp"
-"""Where every workload's writable emptyDir is mounted (its root filesystem is read-only by default)."""
-TMP_SIZE_LIMIT_GIB = 1
-"""Size limit of the writable ``/tmp`` emptyDir every workload gets (the kubelet evicts a pod that writes more)."""
 LIVENESS_TIMEOUT_SECONDS = 5
 """The liveness probe's timeout when the server's own is shorter: a busy server answering slowly is not hung."""
 AWAIT_TIMEOUT_ANNOTATION = "pulumi.com/timeoutSeconds"
@@ -84,10 +82,6 @@ def meta(name: str, ctx: WorkloadContext, w: Workload, **extra) -> dict:
 def quantity(value: float) -> str:
     """A Kubernetes quantity: whole numbers as-is, fractions in milli-units (0.8 -> '800m')."""
     return str(int(value)) if float(value).is_integer() else f"{int(round(value * 1000))}m"
-
-
-SERVICE_PROTOCOLS = ("http", "grpc")
-"""The port protocols the Service exposes; a ``metrics`` port is scraped from the pods only."""
 
 
 def serving_ports(w: Workload) -> list:

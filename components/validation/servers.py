@@ -8,15 +8,15 @@ from typing import Optional
 
 from gpuplatform.catalogs import server_cli as cli
 from gpuplatform.catalogs import server_sglang, server_triton
-from gpuplatform.catalogs.kubernetes import HPA_TOLERANCE
+from gpuplatform.catalogs.kubernetes import HPA_TOLERANCE, TMP_MOUNT_PATH, TMP_SIZE_LIMIT_GIB
 from gpuplatform.catalogs.metrics import METRICS, image_version, parse_version
 from gpuplatform.components.config import PlatformConfig, Workload
 from gpuplatform.components.errors import fmt, one_of
+from gpuplatform.components.model_startup import writable_mount  # noqa: F401 (named here too)
 from gpuplatform.components.pools import PoolFacts
 from gpuplatform.components.server_args import ServerFacts, effective_env, parse, resolve_dir
 from gpuplatform.components.validation.common import _Issues
 from gpuplatform.components.validation.workloads import credential_message
-from gpuplatform.components.workload_manifests import TMP_MOUNT_PATH, TMP_SIZE_LIMIT_GIB
 
 SERVER_METRICS_PATH = "/metrics"
 SGLANG_METRICS_WITHOUT_KEY = server_sglang.METRICS_WITHOUT_KEY_SINCE
@@ -321,14 +321,6 @@ def _check_batch_targets(p: str, w: Workload, facts: ServerFacts, f: Optional[Po
 
 
 # ---------------------------------------------------------------------------------------------- writable paths
-def writable_mount(path: str, w: Workload) -> Optional[str]:
-    """The writable mount that holds ``path`` (``/tmp`` or a volume with readOnly false), None when it is on the
-    read-only root filesystem."""
-    mounts = [TMP_MOUNT_PATH] + [v.mount_path for v in w.volumes if not v.read_only]
-    hits = [m for m in mounts if path == m or path.startswith(m.rstrip("/") + "/")]
-    return max(hits, key=len) if hits else None
-
-
 def _check_writable(p: str, w: Workload, facts: ServerFacts, out: _Issues) -> None:
     if not w.read_only_root_filesystem:
         return

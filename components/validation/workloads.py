@@ -5,13 +5,13 @@ import re
 from typing import Optional
 
 from gpuplatform.catalogs.secrets import SECRET_ENV_PATTERN, credential_in, is_reference, unexpanded_variable
+from gpuplatform.catalogs.kubernetes import SERVICE_PROTOCOLS, TMP_MOUNT_PATH
 from gpuplatform.catalogs.mig import WHOLE_GPU
 from gpuplatform.catalogs.server_cli import SERVER_CLIS
 from gpuplatform.components.config import PlatformConfig, Workload
 from gpuplatform.components.errors import counted, fmt, one_of
 from gpuplatform.components.pools import PoolFacts
 from gpuplatform.components.validation.common import _Issues, _suggest
-from gpuplatform.components.workload_manifests import SERVICE_PROTOCOLS, TMP_MOUNT_PATH
 
 DNS_1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 PORT_NAME = re.compile(r"^(?=.*[a-z])[a-z0-9]([-a-z0-9]*[a-z0-9])?$")

@@ -26,6 +26,9 @@ from urllib.parse import urlsplit
 from gpuplatform.catalogs import network
 from gpuplatform.catalogs.network import PodPeer
 from gpuplatform.components.config import PlatformConfig, Workload
+from gpuplatform.components.validation.common import kubernetes_version
+from gpuplatform.components.validation.network import EVERY_NAMESPACE
+from gpuplatform.components.warm_set import sleep_endpoints
 
 
 @dataclass(frozen=True)
@@ -65,8 +68,6 @@ def ingress_peers(cfg: PlatformConfig, w: Workload) -> tuple[PodPeer, ...]:
 
 
 def network_access(cfg: PlatformConfig, w: Workload) -> NetworkAccess:
-    from gpuplatform.components.validation import kubernetes_version
-
     version = kubernetes_version(cfg)
     ing = w.exposure.ingress
     return NetworkAccess(ingress_peers=ingress_peers(cfg, w),
@@ -77,8 +78,6 @@ def network_access(cfg: PlatformConfig, w: Workload) -> NetworkAccess:
 
 def caller_peer(namespace: Optional[str], pod_labels: dict, own_namespace: str) -> PodPeer:
     """An ``allowFrom`` entry as a peer: no namespace is the workload's own, ``*`` every namespace."""
-    from gpuplatform.components.validation.network import EVERY_NAMESPACE
-
     if namespace is None:
         return PodPeer(own_namespace, dict(pod_labels))
     return PodPeer(None if namespace == EVERY_NAMESPACE else namespace, dict(pod_labels))
@@ -103,8 +102,6 @@ def peer_object(peer: PodPeer, own_namespace: str, namespace_labels: bool) -> di
 def network_warnings(cfg: PlatformConfig) -> list[str]:
     """What ``plan`` says about the workloads' NetworkPolicies: a cluster whose plugin ignores them, a Prometheus
     the stack cannot place, a workload no caller can reach, and callers that reach a server's sleep endpoints."""
-    from gpuplatform.components.warm_set import sleep_endpoints
-
     sleep_warnings: list[str] = []
     for i, w in enumerate(cfg.workloads):
         mode = sleep_endpoints(w)

@@ -15,6 +15,8 @@ import yaml
 from gpuplatform.components.config import PROJECT, SECRET_KEYS, PlatformConfig
 from gpuplatform.components.errors import ConfigError, ConfigIssue
 from gpuplatform.components.validation import load
+# provider_conflicts lives in validation/parsing.py, which load runs; named here as before
+from gpuplatform.components.validation.parsing import provider_conflicts  # noqa: F401
 
 SECRET_PLACEHOLDER = "offline-placeholder-secret"
 
@@ -136,21 +138,6 @@ def provider_settings_from_pulumi() -> dict[str, Any]:
         if value is not None:
             out[key] = value
     return out
-
-
-def provider_conflicts(raw: dict[str, Any], settings: dict[str, Any]) -> list[ConfigIssue]:
-    """A provider setting that contradicts the stack's own: ``alicloud:region`` naming another region than
-    ``cluster.region`` would silently do nothing (the stack's provider is built from ``cluster.region``), so the
-    stack would not run where its file says."""
-    region = settings.get("alicloud:region")
-    cluster = raw.get("cluster") if isinstance(raw.get("cluster"), dict) else {}
-    ours = cluster.get("region")
-    if region is None or ours is None or str(region) == str(ours):
-        return []
-    return [ConfigIssue("cluster.region", f"{ours!r}, but the stack file also sets alicloud:region {region!r}; "
-                        "every Alibaba resource of the stack goes to cluster.region (one explicit provider, which "
-                        "does not read alicloud:region); allowed: remove alicloud:region, or set both to the same "
-                        "region")]
 
 
 def load_stack_file(path: str | Path) -> PlatformConfig:

@@ -137,3 +137,18 @@ def without_unknown_keys(raw: dict[str, Any], errors: list[dict]) -> tuple[dict[
             parent[near[0]] = value
             guessed.add(_path(tuple(e["loc"][:-1]) + (near[0],)))
     return fixed, guessed
+
+
+def provider_conflicts(raw: dict[str, Any], settings: dict[str, Any]) -> list[ConfigIssue]:
+    """A provider setting that contradicts the stack's own: ``alicloud:region`` naming another region than
+    ``cluster.region`` would silently do nothing (the stack's provider is built from ``cluster.region``), so the
+    stack would not run where its file says."""
+    region = settings.get("alicloud:region")
+    cluster = raw.get("cluster") if isinstance(raw.get("cluster"), dict) else {}
+    ours = cluster.get("region")
+    if region is None or ours is None or str(region) == str(ours):
+        return []
+    return [ConfigIssue("cluster.region", f"{ours!r}, but the stack file also sets alicloud:region {region!r}; "
+                        "every Alibaba resource of the stack goes to cluster.region (one explicit provider, which "
+                        "does not read alicloud:region); allowed: remove alicloud:region, or set both to the same "
+                        "region")]

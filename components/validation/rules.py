@@ -5,6 +5,8 @@ reported, so a report reads the same whichever way its rules are grouped.
 """
 from typing import Any, Iterable, Optional
 
+from pydantic import ValidationError
+
 from gpuplatform.components.config import PlatformConfig
 from gpuplatform.components.contracts import check_metrics_served, check_served_metrics
 from gpuplatform.components.errors import ConfigError, ConfigIssue
@@ -22,7 +24,7 @@ from gpuplatform.components.validation.fluid import check_fluid_volumes
 from gpuplatform.components.validation.model import check_model
 from gpuplatform.components.validation.monitoring import check_adapter_adoption, check_intervals, check_monitoring
 from gpuplatform.components.validation.network import check_network_policy
-from gpuplatform.components.validation.parsing import parse
+from gpuplatform.components.validation.parsing import parse, provider_conflicts, without_unknown_keys
 from gpuplatform.components.validation.placement import check_pod_homes
 from gpuplatform.components.validation.pools import check_ack_pools, check_pools
 from gpuplatform.components.validation.servers import check_server
@@ -119,10 +121,6 @@ def values_beside_unknown_keys(raw: dict[str, Any], issues: list[ConfigIssue]) -
     reports the misspelt key and an impossible target beside it: the config is judged with each unknown key read
     as the key it is closest to, or without it (parsing ``without_unknown_keys``). Issues at a guessed key, or
     already reported, are left out; nothing when the repaired config still does not parse."""
-    from pydantic import ValidationError
-
-    from gpuplatform.components.validation.parsing import without_unknown_keys
-
     try:
         PlatformConfig.model_validate(raw)
         return []
@@ -144,8 +142,6 @@ def values_beside_unknown_keys(raw: dict[str, Any], issues: list[ConfigIssue]) -
 def load(raw: dict[str, Any], provider_settings: Optional[dict[str, Any]] = None) -> PlatformConfig:
     """The validated config of a stack's ``gpu-platform`` namespace; ``provider_settings`` (``alicloud:region``) are
     checked against it in the same run. ConfigError with every problem otherwise."""
-    from gpuplatform.components.stack_config import provider_conflicts
-
     conflicts = provider_conflicts(raw, provider_settings or {})
     try:
         cfg = parse(raw)

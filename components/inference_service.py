@@ -35,17 +35,16 @@ from gpuplatform.catalogs.kubernetes import api_group
 from gpuplatform.components import warm_capacity, workload_manifests as wm
 from gpuplatform.components.k8s_objects import register
 from gpuplatform.components.addons import ingress_addon
-from gpuplatform.components.config import PlatformConfig, Workload
+from gpuplatform.components.config import Workload
 from gpuplatform.components.contracts import metric_contract
 from gpuplatform.components.errors import ConfigError, ConfigIssue
 from gpuplatform.components.k8s_validity import DNS_LABEL
 from gpuplatform.components.monitoring import GpuMonitoring
 from gpuplatform.components.namespace import WorkloadNamespace
-from gpuplatform.components.network_policy import network_access
 from gpuplatform.components.node_pool import GpuNodePool
-from gpuplatform.components.pools import PoolFacts
 from gpuplatform.components.pre_pull import pre_pull_daemonset
-from gpuplatform.components.validation import hpa_api_version, kubernetes_version
+# workload_context lives in workload_manifests (validation builds the same objects); named here as before
+from gpuplatform.components.workload_manifests import workload_context
 from gpuplatform.components.validation import validate as _validate
 from gpuplatform.components.assembly import BUILT, ComposedComponent
 
@@ -211,18 +210,6 @@ class InferenceService(ComposedComponent, pulumi.ComponentResource):
 def _depends_on(opts: Optional[pulumi.ResourceOptions]) -> list:
     deps = (opts.depends_on if opts is not None else None) or []
     return deps if isinstance(deps, list) else [deps]
-
-
-def workload_context(cfg: PlatformConfig, workload: Workload, facts: PoolFacts,
-                     prometheus_url: Optional[str] = None) -> wm.WorkloadContext:
-    mon = cfg.monitoring
-    return wm.WorkloadContext(
-        namespace=cfg.workload_namespace(workload), pool=facts, kubernetes_version=kubernetes_version(cfg) or (1, 31),
-        hpa_api_version=hpa_api_version(cfg), on_ack=cfg.is_ack, scrape_interval=mon.intervals.scrape,
-        rule_window=mon.intervals.rule_window,
-        **({"prometheus_url": url} if (url := prometheus_url or (mon.prometheus_url if mon.backend == "self-hosted"
-                                                                   else None)) else {}),
-        metric_sources=wm.context_sources(cfg, workload), network=network_access(cfg, workload))
 
 
 def _reads_monitoring(path: str, index: int) -> bool:

@@ -27,7 +27,16 @@ from gpuplatform.catalogs import ack, sharing
 from gpuplatform.catalogs.kubernetes import QUANTITY, quantity_value
 from gpuplatform.catalogs.pods import (ADDON_PODS, ClusterPod, ack_daemonsets, ack_system_pods, chart_daemonsets,
                                        chart_pods)
-from gpuplatform.components.config import PlatformConfig
+from gpuplatform.catalogs.versions import chart
+from gpuplatform.components import gpu_software_values as sw
+from gpuplatform.components import monitoring_values as mon_mod
+from gpuplatform.components import workload_manifests as wm
+from gpuplatform.components.config import PlatformConfig, duration_seconds
+from gpuplatform.components.pools import all_pool_facts
+from gpuplatform.components.releases import chart_releases, chart_version
+from gpuplatform.components.validation.common import kubernetes_version
+from gpuplatform.components.warm_capacity import placeholder_deployment
+from gpuplatform.components.warm_set import warm_set_pods
 
 WELL_KNOWN_LABELS = {"kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64"}
 """Labels the kubelet sets on every node (Kubernetes "Well-Known Labels, Annotations and Taints"); ECS x86
@@ -264,15 +273,6 @@ def node_groups(cfg: PlatformConfig) -> list[NodeGroup]:
 def release_values(cfg: PlatformConfig) -> dict[str, tuple[str, str, str, str, dict]]:
     """Release key -> (chart name, chart version, release name, namespace, values as registered: ours merged with
     the stack's ``helmValues``), for every chart the stack installs."""
-    from gpuplatform.catalogs.versions import chart
-    from gpuplatform.catalogs.metrics import METRICS  # noqa: F401  (monitoring imports it; keeps order stable)
-    from gpuplatform.components import monitoring as mon_mod
-    from gpuplatform.components import gpu_software as sw
-    from gpuplatform.components.config import duration_seconds
-    from gpuplatform.components.pools import all_pool_facts
-    from gpuplatform.components.releases import chart_releases, chart_version
-    from gpuplatform.components.validation.common import kubernetes_version
-
     mon = cfg.monitoring
     hv = mon.helm_values
     facts = list(all_pool_facts(cfg).values())
@@ -302,18 +302,13 @@ def release_values(cfg: PlatformConfig) -> dict[str, tuple[str, str, str, str, d
 
 def workload_pods(cfg: PlatformConfig) -> list[ClusterPod]:
     """The stack's own Deployments, with the pod spec their builder writes."""
-    from gpuplatform.components import workload_manifests as wm
-    from gpuplatform.components.inference_service import workload_context
-    from gpuplatform.components.pools import all_pool_facts
-    from gpuplatform.components.warm_capacity import placeholder_deployment
-
     facts = all_pool_facts(cfg)
     out = []
     for w in cfg.workloads:
         f = facts.get(w.node_pool)
         if f is None:
             continue
-        ctx = workload_context(cfg, w, f)
+        ctx = wm.workload_context(cfg, w, f)
         spec = wm.deployment(w, ctx)["spec"]["template"]["spec"]
         out.append(ClusterPod(f"Deployment {ctx.namespace}/{w.name}", f"workload {w.name}", spec,
                               replicas=w.replica_ceiling, source="the stack's workload"))
@@ -322,7 +317,6 @@ def workload_pods(cfg: PlatformConfig) -> list[ClusterPod]:
             out.append(ClusterPod(f"Deployment {ctx.namespace}/{warm['metadata']['name']}",
                                   f"warm capacity of workload {w.name}", warm["spec"]["template"]["spec"],
                                   replicas=w.warm_replicas, source="the stack's workload"))
-    from gpuplatform.components.warm_set import warm_set_pods
     return out + warm_set_pods(cfg)
 
 

@@ -20,15 +20,16 @@ from gpuplatform.catalogs.versions import MONITOR_LABELS, in_cluster_prometheus_
 from gpuplatform.components import server_args
 from gpuplatform.components.drain import container_lifecycle, drain_chain, rollout_strategy
 from gpuplatform.components.adapter_rules import render_metrics_query
-from gpuplatform.components.config import Behavior, ScalingRules, Workload, duration_seconds
+from gpuplatform.components.config import Behavior, PlatformConfig, ScalingRules, Workload, duration_seconds
 from gpuplatform.components.metric_sources import source_for
 from gpuplatform.components.model_startup import (READINESS_PROBE_PERIOD_SECONDS, STARTUP_PROBE_PERIOD_SECONDS,
                                                   image_pull_budget_seconds, keda_cooldown_seconds,
                                                   scale_down_window_seconds, startup_seconds)
-from gpuplatform.components.network_policy import NetworkAccess, caller_peer, peer_object
+from gpuplatform.components.network_policy import NetworkAccess, caller_peer, network_access, peer_object
 from gpuplatform.components.pools import PoolFacts
 from gpuplatform.components.fluid_cache import claim_name as fluid_claim_name, fluid_objects
 from gpuplatform.components.pre_pull import pre_pull_daemonset
+from gpuplatform.components.validation.common import hpa_api_version, kubernetes_version
 from gpuplatform.components.warm_set import sleep_endpoints
 
 PART_OF = PLATFORM_PART_OF
@@ -558,6 +559,21 @@ def uses_app_metrics(w: Workload) -> bool:
 
 def context_sources(cfg, w: Workload) -> dict:
     return {t.metric: source_for(cfg, w, t.metric) for t in w.autoscaling.metrics}
+
+
+def workload_context(cfg: PlatformConfig, workload: Workload, facts: PoolFacts,
+                     prometheus_url: Optional[str] = None) -> WorkloadContext:
+    """What the objects of ``workload`` need to know of the stack around it (its namespace, pool, cluster version,
+    monitoring, callers): pure over the config, so validation builds the same objects the InferenceService
+    registers."""
+    mon = cfg.monitoring
+    return WorkloadContext(
+        namespace=cfg.workload_namespace(workload), pool=facts, kubernetes_version=kubernetes_version(cfg) or (1, 31),
+        hpa_api_version=hpa_api_version(cfg), on_ack=cfg.is_ack, scrape_interval=mon.intervals.scrape,
+        rule_window=mon.intervals.rule_window,
+        **({"prometheus_url": url} if (url := prometheus_url or (mon.prometheus_url if mon.backend == "self-hosted"
+                                                                   else None)) else {}),
+        metric_sources=context_sources(cfg, workload), network=network_access(cfg, workload))
 
 
 def workload_objects(w: Workload, ctx: WorkloadContext) -> list[dict]:

@@ -88,8 +88,9 @@ def check_authored_objects(cfg: PlatformConfig, facts: dict[str, PoolFacts], out
     they were built, and building them again for each new one would cost a program of N services N x N builds
     (``gpuplatform plan --project`` and ``check --project`` compare every object of the program)."""
     from gpuplatform.apiserver import semantic_rejections
-    from gpuplatform.components.inference_service import workload_context
-    from gpuplatform.components.workload_manifests import workload_objects
+    # inside the function: importing any validation module runs the package's __init__, which imports these
+    # rules, and workload_manifests imports validation.common, so a top-level import here would be circular
+    from gpuplatform.components.workload_manifests import workload_context, workload_objects
 
     if any(i.path.split(".")[0].split("[")[0] in _NEEDED for i in out):
         return

@@ -66,27 +66,6 @@ BUILT: list = []
 read a consumer's program by (its clusters, their pools, monitoring and services)."""
 
 
-def composed_views() -> list[ComposedConfig]:
-    """One config per GpuCluster a program built: its pools, the first GpuMonitoring of it, and the services on its
-    pools, each in its own namespace."""
-    from gpuplatform.components.cluster import GpuCluster
-    from gpuplatform.components.monitoring import GpuMonitoring
-
-    views = []
-    for cluster in [c for c in BUILT if isinstance(c, GpuCluster)]:
-        monitoring = next((m for m in BUILT if isinstance(m, GpuMonitoring) and m.cluster is cluster), None)
-        services = [s for p in cluster.node_pools for s in p.services]
-        namespace = services[0].context.namespace if services else cluster.settings.namespace
-        cfg = ComposedConfig.model_construct(
-            settings=cluster.settings.model_copy(update={"namespace": namespace}), cluster=cluster.spec,
-            node_pools=[p.spec for p in cluster.node_pools],
-            monitoring=monitoring.spec if monitoring else Monitoring(), workloads=[s.workload for s in services],
-            kubeconfig=None, grafana_admin_password=None)
-        cfg._namespaces = {s.workload.name: s.context.namespace for s in services}
-        views.append(cfg)
-    return views
-
-
 def view(cluster_settings: Settings, cluster, node_pools: Iterable[NodePool] = (),
          monitoring: Optional[Monitoring] = None, workloads: Iterable[Workload] = (), namespace: Optional[str] = None,
          **extra) -> PlatformConfig:

@@ -42,6 +42,7 @@ from gpuplatform.components.config import AckExistingCluster, AckManagedCluster,
 from gpuplatform.components.errors import ConfigError
 from gpuplatform.components.config import Cluster as ClusterSpec
 from gpuplatform.components.assembly import BUILT, ComposedComponent
+from gpuplatform.components.node_pool_inputs import autoscaled_pool_options, system_pool_inputs
 
 
 class GpuClusterArgs(TypedDict):
@@ -277,8 +278,6 @@ class GpuCluster(ComposedComponent, pulumi.ComponentResource):
         if not cluster.public_api_endpoint:
             self._intranet_endpoint = ack_cluster.connections.apply(_private_intranet_endpoint)
         if cluster.system_pool.enabled:
-            from gpuplatform.components.node_pool import autoscaled_pool_options, system_pool_inputs
-
             self.system_pool = alicloud.cs.NodePool(
                 f"{name}-{ack.SYSTEM_POOL_NAME}", cluster_id=self.cluster_id, vswitch_ids=self.vswitch_ids,
                 **system_pool_inputs(cluster.system_pool),

@@ -92,7 +92,7 @@ def synthesize_project(project_dir: str, stack: str):
     import pulumi
 
     from gpuplatform.authored import raise_for_refusals
-    from gpuplatform.components.assembly import composed_views
+    from gpuplatform.components.program_views import composed_views
     from gpuplatform.synth import synthesize
 
     name, main, config, secret_keys = project_config(Path(project_dir).resolve(), stack)

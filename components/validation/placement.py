@@ -29,6 +29,8 @@ def check_pod_homes(cfg: PlatformConfig, facts: dict[str, PoolFacts], out: _Issu
     """ACK's system pods, the add-ons' pods and every chart's pods each need a node group of the stack that admits
     them; the error names the pod and, per node group, why it does not. The stack's own workloads are checked
     by the workload rules (their pool, GPU request and node fit), with the same filters."""
+    # inside the functions of this module: importing any validation module runs the package's __init__, which
+    # imports these rules, and placement imports validation.common, so a top-level import would be circular
     from gpuplatform.components.placement import cluster_pods, homeless_pods, node_groups
 
     if any(i.path.split(".")[0].split("[")[0] in _NEEDED for i in out):

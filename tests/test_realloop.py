@@ -1,0 +1,102 @@
+"""The real loop's pieces that need no engine: the scenarios' arrivals and the trace simulate gets, the kwok stages
+that play the simulator's start-up delays, the emulated server's metrics, and how the agreement is read."""
+import asyncio
+import time
+
+import yaml
+
+from gpuplatform.realloop.agreement import Agreement, Side, read_side, table
+from gpuplatform.realloop.chain import kwok_stages
+from gpuplatform.realloop.emulator import EmulatedServer
+from gpuplatform.realloop.run import load_scenario
+from gpuplatform.realloop.scenarios import SCENARIOS, Scenario
+
+
+def test_even_arrivals_follow_the_rates_warm_up_included():
+    s = Scenario("t", "t", SCENARIOS["gpu-util-step"].config, "echo-gpu", "dcgm", ((0, 2.0), (10, 6.0)), 20,
+                 poisson=False, deterministic_service=True, warmup_s=5)
+    arrivals = s.arrivals()
+    assert sum(1 for a in arrivals if a < 0) == 10            # 5 s of warm-up at 2/s
+    assert sum(1 for a in arrivals if 0 <= a < 10) == 20
+    assert sum(1 for a in arrivals if 10 <= a < 20) == 60
+    assert s.trace().rates == (2.0, 6.0) and s.trace().times == (0.0, 10.0)
+
+
+def test_poisson_arrivals_are_seeded_and_simulate_replays_their_per_second_counts():
+    s = SCENARIOS["vllm-queue-poisson"]
+    assert s.arrivals() == s.arrivals()
+    trace = s.trace()
+    counted = [0] * (s.duration_s + 1)
+    for a in s.arrivals():
+        if 0 <= a <= s.duration_s:
+            counted[int(a)] += 1
+    assert list(trace.rates[1:]) == [float(c) for c in counted[1:]]
+    # second 0 is the warm-up's rate: the simulator starts in that steady state
+    assert trace.rates[0] == s.rates[0][1]
+    after = sum(counted[s.rates[1][0]:s.duration_s]) / (s.duration_s - s.rates[1][0])
+    assert abs(after - s.rates[1][1]) < 0.2 * s.rates[1][1]
+
+
+def test_kwok_plays_the_pull_then_the_load():
+    stages = {d["metadata"]["name"]: d for d in yaml.safe_load_all(kwok_stages(10, 20))}
+    assert stages["real-loop-pod-started"]["spec"]["delay"]["durationMilliseconds"] == 10000
+    assert stages["real-loop-pod-ready"]["spec"]["delay"]["durationMilliseconds"] == 20000
+    started = yaml.safe_load(stages["real-loop-pod-started"]["spec"]["next"]["statusTemplate"]
+                             .replace("{{ $now := Now }}", "").split("containerStatuses")[0]
+                             .replace("{{ $now | Quote }}", "now"))
+    assert {c["type"]: c["status"] for c in started["conditions"]}["Ready"] == "False"
+    assert "rehearsal-pod-deleted" in stages and "rehearsal-node-ready" in stages
+
+
+def test_the_scenarios_load_and_their_delays_are_the_simulators():
+    for scenario in SCENARIOS.values():
+        cfg, s, _ = load_scenario(scenario)
+        assert s.plan.image_pull_s == 10 and s.plan.model_load_s == 20
+        assert s.hpa_spec["minReplicas"] == 1
+
+
+def test_an_emulated_gpu_reports_the_busy_share_of_the_second_before_its_collection():
+    async def play():
+        server = EmulatedServer("p", "dcgm", 0.1, 1, True, None, ready=True)
+        start = time.time()
+        for k in range(5):  # 5 requests of 100 ms, one every 200 ms: half busy
+            asyncio.get_running_loop().call_later(0.2 * k, lambda: asyncio.ensure_future(server.serve_one()))
+        await asyncio.sleep(1.0 - (time.time() - start))
+        server.collect(time.time())
+        return server
+    server = asyncio.run(play())
+    assert 45 <= server.collected_util <= 55
+    assert 'DCGM_FI_DEV_GPU_UTIL{gpu="0",UUID="GPU-p"}' in server.metrics_text()
+
+
+def test_an_emulated_vllm_counts_requests_waiting_beyond_its_slots():
+    async def play():
+        server = EmulatedServer("p", "vllm", 0.5, 2, True, None, ready=True)
+        tasks = [asyncio.ensure_future(server.serve_one()) for _ in range(5)]
+        await asyncio.sleep(0.1)
+        text = server.metrics_text()
+        await asyncio.gather(*tasks)
+        return text
+    text = asyncio.run(play())
+    assert "vllm:num_requests_waiting 3" in text and "vllm:num_requests_running 2" in text
+
+
+def test_first_scale_up_and_capacity_are_read_from_the_load_increase():
+    rate = lambda t: 3.0 if t < 10 else 15.0  # noqa: E731
+    replicas = lambda t: 1 if t < 25 else 3  # noqa: E731
+    ready = lambda t: 1 if t < 55 else 3  # noqa: E731
+    side = read_side(rate, replicas, ready, 5.0, 80, [20.0, 35.0], lambda t: None)
+    assert (side.first_scale_up_s, side.capacity_s) == (15, 45)
+    assert side.replicas_at_syncs == [1, 3] and side.peak_replicas == 3
+
+
+def test_the_gate_needs_both_times_within_a_sync_and_every_sync_equal():
+    def agreement(real_first, sim_first, mismatched=()):
+        return Agreement("s", "t", 15, Side(real_first, 60, [1], [None], 3), Side(sim_first, 60, [1], [None], 3),
+                         [10.0], {}, 0, list(mismatched))
+    assert agreement(30, 42).agrees
+    assert not agreement(30, 46).agrees
+    assert not agreement(30, None).agrees
+    assert not agreement(30, 30, [{"t": 10, "real": 2, "sim": 3}]).agrees
+    text = table([agreement(30, 42)])
+    assert "30 s / 42 s" in text and "agree" in text

@@ -199,7 +199,7 @@ class Chain:
         plan = self.s.plan
         return float(plan.image_pull_s), float(period * math.ceil(plan.model_load_s / period))
 
-    def up(self) -> None:
+    def up(self, replicas: int = 1) -> None:
         from gpuplatform.rehearse.apply import Discovery
 
         self.workdir.mkdir(parents=True, exist_ok=True)
@@ -215,7 +215,7 @@ class Chain:
         self._nodes()
         self._prometheus(prometheus)
         self._adapter(adapter)
-        self._workload()
+        self._workload(replicas)
 
     def _apply(self, obj: dict) -> None:
         from gpuplatform.rehearse.apply import apply
@@ -343,7 +343,7 @@ class Chain:
                        for c in body.get("status", {}).get("conditions", []))
         self._wait(available, "the adapter's APIService to be Available")
 
-    def _workload(self) -> None:
+    def _workload(self, replicas: int) -> None:
         from gpuplatform.components import workload_manifests as wm
         from gpuplatform.components.inference_service import workload_context
         from gpuplatform.components.pools import all_pool_facts
@@ -356,10 +356,11 @@ class Chain:
         self.hpa = wm.hpa(w, ctx)
         if self.hpa is None:
             raise RealLoopError(f"workload {w.name!r} has no HPA (the real loop runs the HPA path only)")
-        self._apply(self.deployment)
+        # the manifest leaves spec.replicas to the HPA; the scenario starts where the simulator does, with the
+        # replicas that serve its first rate at the target
+        self._apply({**self.deployment, "spec": {**self.deployment["spec"], "replicas": replicas}})
         self.selector = ",".join(f"{k}={v}" for k, v in self.deployment["spec"]["selector"]["matchLabels"].items())
-        self._wait(lambda: self.ready_pods() >= max(w.autoscaling.min_replicas, 1),
-                   "the workload's first pod to be Ready", timeout=120)
+        self._wait(lambda: self.ready_pods() >= replicas, "the workload's first pods to be Ready", timeout=120)
         self._apply(self.hpa)
 
     # -------------------------------------------------------------------------------------------- reading

@@ -203,7 +203,7 @@ class Agent:
     # -- the exporter's collection
     async def collect(self) -> None:
         period, start = self.spec["collect_s"], self.spec["start"] + self.spec["collect_phase"]
-        k = 0
+        k = -int((start - time.time()) // period)  # the warm-up is collected too, on the same grid
         while True:
             at = start + k * period
             delay = at - time.time()
@@ -248,10 +248,8 @@ class Agent:
     async def main(self) -> None:
         asyncio.create_task(self.watch_pods())
         asyncio.create_task(self.collect())
-        delay = self.spec["start"] - time.time()
-        self.event("started", starts_in=delay)
-        await asyncio.sleep(max(0.0, delay))
-        await self.generate()
+        self.event("started", starts_in=self.spec["start"] - time.time())
+        await self.generate()  # the warm-up's arrivals come before second 0
         await asyncio.sleep(self.spec.get("linger_s", 0))
 
 

@@ -35,7 +35,7 @@ def run_scenario(scenario: Scenario, engines: Path, workdir: Path) -> Agreement:
     cfg, s, collect_phase = load_scenario(scenario)
     chain = Chain(engines, workdir, cfg, scenario.workload, s)
     try:
-        chain.up()
+        chain.up(scenario.initial_replicas(s))
         run = chain.play(scenario.arrivals(), scenario.duration_s, LEAD_S + scenario.warmup_s,
                          s.plan.concurrency / s.plan.capacity_rps, s.plan.concurrency, scenario.deterministic_service,
                          collect_phase,
@@ -48,17 +48,39 @@ def run_scenario(scenario: Scenario, engines: Path, workdir: Path) -> Agreement:
     return compare(scenario, run, s, collect_phase)
 
 
+def load_run(workdir: Path):
+    """A recorded real run (``real-run.json`` and the emulator's events in ``workdir``), to compare again."""
+    from gpuplatform.realloop.chain import RealRun, Sample
+
+    doc = json.loads((workdir / "real-run.json").read_text())
+    events = workdir / "emulator-events.jsonl"
+    return RealRun(doc["start"], [Sample(**s) for s in doc["samples"]], doc["syncs"], doc["scrapes"],
+                   [json.loads(line) for line in events.read_text().splitlines()] if events.exists() else [])
+
+
+def recompare(scenario: Scenario, workdir: Path) -> Agreement:
+    _cfg, s, collect_phase = load_scenario(scenario)
+    return compare(scenario, load_run(workdir), s, collect_phase)
+
+
 def main(argv: Optional[list] = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m gpuplatform.realloop",
                                      description="Run the real autoscaling chain and simulate on the same arrivals.")
     parser.add_argument("scenarios", nargs="*", help=f"scenario names (default: all): {', '.join(SCENARIOS)}")
     parser.add_argument("--workdir", help="keep every log and record here (default: a temporary directory)")
     parser.add_argument("--json", help="write the agreement of every scenario to this file")
+    parser.add_argument("--recorded", metavar="DIR",
+                        help="compare the runs recorded in DIR/<scenario> (an earlier --workdir) instead of running "
+                             "the chain again")
     args = parser.parse_args(argv)
     unknown = [n for n in args.scenarios if n not in SCENARIOS]
     if unknown:
         print(f"unknown scenario {', '.join(unknown)}; allowed: {', '.join(SCENARIOS)}", file=sys.stderr)
         return 2
+    if args.recorded:
+        results = [recompare(SCENARIOS[name], Path(args.recorded) / name) for name in args.scenarios or SCENARIOS
+                   if (Path(args.recorded) / name / "real-run.json").exists()]
+        return _report(results, args.json)
     from gpuplatform.rehearse.engines import EnginesMissing, engines_dir
 
     try:
@@ -72,10 +94,14 @@ def main(argv: Optional[list] = None) -> int:
         print(f"real loop: {name} (a few minutes of real time; logs in {base / name})", file=sys.stderr)
         results.append(run_scenario(SCENARIOS[name], engines, base / name))
         print(table(results[-1:]), file=sys.stderr)
+    return _report(results, args.json)
+
+
+def _report(results: list, json_path: Optional[str]) -> int:
     print(table(results))
     for a in results:
         for m in a.mismatched_syncs:
             print(f"  {a.scenario}: at {m['t']} s the real chain had {m['real']} replicas, simulate {m['sim']}")
-    if args.json:
-        write(results, Path(args.json))
+    if json_path:
+        write(results, Path(json_path))
     return 0 if all(a.agrees for a in results) else 1

@@ -73,6 +73,9 @@ class Phases:
     scrape: int
     sync: int
     poll: Optional[int] = None
+    pod_scrapes: tuple = ()
+    """Per pod in the order the run creates them, its own target's scrape offset (``scrape.Scraper.pod_phases``);
+    empty: every pod's target at ``scrape``."""
 
 
 def default_phases(ref: int, collect: int, scrape: int, sync: int) -> Phases:
@@ -447,7 +450,8 @@ class Simulation:
         self.scraper = Scraper(self.storage, s.needed, s.plan, s.namespace, s.collect_s, s.scrape_s,
                                self.phases.collect, self.phases.scrape, replica_memory_mib(s.cfg, s.workload),
                                {t.metric: full_scale(s.cfg, s.workload, t.metric) for t in a.metrics
-                                if metric_kind(t.metric) == "utilization"}, s.ingress_labels)
+                                if metric_kind(t.metric) == "utilization"}, s.ingress_labels,
+                               tuple(p % s.scrape_s for p in self.phases.pod_scrapes))
         controller = hpa_mod.Controller.from_spec(s.hpa_spec)
         if s.keda:
             activation = hpa_mod.KedaActivation(s.scrape_s, s.cooldown_s, a.min_replicas)

@@ -1,0 +1,37 @@
+"""The autoscaling chain on the real controllers, and ``simulate`` on the same arrivals (docs/real-loop.md): kwok
+pods with the simulator's start-up delays, emulated DCGM and vLLM servers under real request traffic, Prometheus,
+the real prometheus-adapter with the package's rules and RBAC behind an APIService, the real HPA controller.
+
+The gate of each scenario: the first scale-up and the time to capacity within one HPA sync period of the real
+chain's, and the replica count equal at every sync. Each scenario takes four to five minutes of real time."""
+import os
+import shutil
+
+import pytest
+
+from gpuplatform.realloop.agreement import table
+from gpuplatform.realloop.run import run_scenario
+from gpuplatform.realloop.scenarios import SCENARIOS
+
+
+@pytest.fixture(scope="module")
+def prometheus():
+    if shutil.which("prometheus") is None:
+        message = "prometheus is not installed (Debian: apt-get install prometheus); the real loop scrapes with it"
+        if os.environ.get("CI") == "true":
+            pytest.fail(message)
+        pytest.skip(message)
+
+
+@pytest.mark.parametrize("name", list(SCENARIOS))
+def test_simulate_agrees_with_the_real_chain(name, engines, prometheus, tmp_path):
+    agreement = run_scenario(SCENARIOS[name], engines, tmp_path / name)
+    shown = table([agreement])
+    print("\n" + shown)
+    real, sim = agreement.real, agreement.sim
+    assert real.first_scale_up_s is not None, f"the real chain never scaled up:\n{shown}"
+    assert agreement.failed_real == 0, f"{agreement.failed_real} arrivals found no Ready pod in the real chain"
+    assert agreement.times_agree, (f"first scale-up {real.first_scale_up_s} / {sim.first_scale_up_s} s, capacity "
+                                   f"{real.capacity_s} / {sim.capacity_s} s (real / simulate), allowed one sync "
+                                   f"period ({agreement.sync_s} s):\n{shown}")
+    assert not agreement.mismatched_syncs, f"replicas differ at syncs {agreement.mismatched_syncs}:\n{shown}"

@@ -25,7 +25,7 @@ class Scenario:
     deterministic_service: bool
     """Service times: fixed (the GPU step, so a second's busy share reads the load exactly) or exponential."""
     seed: int = 44
-    warmup_s: int = 60
+    warmup_s: int = 45
     """Seconds of the first rate before second 0: the target is scraped, the adapter has listed the metric and the
     HPA has read it (the simulator starts in that steady state)."""
 
@@ -83,12 +83,12 @@ class Scenario:
 
 SCENARIOS = {s.name: s for s in (
     Scenario("gpu-util-step", "GPU utilization step (DCGM), 3 -> 15 req/s", SCENARIOS_DIR / "gpu-util-step.yaml",
-             "echo-gpu", "dcgm", ((0, 3.0), (45, 15.0)), 210, poisson=False, deterministic_service=True),
+             "echo-gpu", "dcgm", ((0, 3.0), (45, 15.0)), 195, poisson=False, deterministic_service=True),
     Scenario("vllm-queue-poisson", "vLLM queue step, Poisson arrivals 1 -> 4 req/s",
-             SCENARIOS_DIR / "vllm-queue-poisson.yaml", "chat", "vllm", ((0, 1.0), (45, 4.0)), 180, poisson=True,
+             SCENARIOS_DIR / "vllm-queue-poisson.yaml", "chat", "vllm", ((0, 1.0), (45, 4.0)), 150, poisson=True,
              deterministic_service=False),
     Scenario("gpu-util-scale-down", "GPU utilization fall (DCGM) under a 60 s window, -1 pod per 30 s, 15 -> 3 req/s",
-             SCENARIOS_DIR / "gpu-util-scale-down.yaml", "echo-gpu", "dcgm", ((0, 15.0), (30, 3.0)), 180,
+             SCENARIOS_DIR / "gpu-util-scale-down.yaml", "echo-gpu", "dcgm", ((0, 15.0), (30, 3.0)), 165,
              poisson=False, deterministic_service=True),
 )}
 """Run in this order: the simplest first."""

@@ -2,13 +2,14 @@
 that play the simulator's start-up delays, the emulated server's metrics, and how the agreement is read."""
 import asyncio
 import time
+from pathlib import Path
 
 import yaml
 
 from gpuplatform.realloop.agreement import Agreement, Side, read_side, table
 from gpuplatform.realloop.chain import kwok_stages
 from gpuplatform.realloop.emulator import EmulatedServer
-from gpuplatform.realloop.run import load_scenario
+from gpuplatform.realloop.run import load_scenario, main, recompare
 from gpuplatform.realloop.scenarios import SCENARIOS, Scenario
 
 
@@ -100,3 +101,24 @@ def test_the_gate_needs_both_times_within_a_sync_and_every_sync_equal():
     assert not agreement(30, 30, [{"t": 10, "real": 2, "sim": 3}]).agrees
     text = table([agreement(30, 42)])
     assert "30 s / 42 s" in text and "agree" in text
+
+
+RECORDED = Path(__file__).parent / "fixtures" / "real-loop"
+
+
+def test_a_recorded_real_run_agrees_only_with_each_pods_own_scrape_offset():
+    """A run of gpu-util-step recorded from the real chain (docs/real-loop.md): the second replica's target was
+    scraped 6 s before the first's; with one offset for every pod the simulator reads its first sample a sync late
+    and asks for 4 replicas one sync after the real HPA did."""
+    agreement = recompare(SCENARIOS["gpu-util-step"], RECORDED / "gpu-util-step")
+    assert agreement.phases["pod_scrapes"] == [14, 8, 7, 3]
+    assert agreement.agrees and agreement.mismatched_syncs == []
+    assert (agreement.real.first_scale_up_s, agreement.real.capacity_s) == (43, 118)
+    assert [m["t"] for m in agreement.one_phase_mismatched] == [132.5]
+    assert agreement.one_phase.capacity_s == 133
+
+
+def test_the_command_names_what_it_allows():
+    assert main(["nope"]) == 2
+    assert main(["--recorded", str(RECORDED / "none")]) == 2
+    assert main(["gpu-util-step", "--recorded", str(RECORDED)]) == 0

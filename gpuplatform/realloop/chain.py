@@ -21,7 +21,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import threading
 import time
 import urllib.parse
 import urllib.request
@@ -31,7 +30,7 @@ from typing import Optional
 
 import yaml
 
-from gpuplatform.rehearse.controlplane import ControlPlaneError, LocalControlPlane
+from gpuplatform.rehearse.controlplane import LocalControlPlane
 
 ADAPTER_PORT = 6444
 """The adapter's port at the control plane's address (the API server holds 6443 there)."""

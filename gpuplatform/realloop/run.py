@@ -78,9 +78,12 @@ def main(argv: Optional[list] = None) -> int:
         print(f"unknown scenario {', '.join(unknown)}; allowed: {', '.join(SCENARIOS)}", file=sys.stderr)
         return 2
     if args.recorded:
-        results = [recompare(SCENARIOS[name], Path(args.recorded) / name) for name in args.scenarios or SCENARIOS
-                   if (Path(args.recorded) / name / "real-run.json").exists()]
-        return _report(results, args.json)
+        names = [n for n in args.scenarios or SCENARIOS if (Path(args.recorded) / n / "real-run.json").exists()]
+        if not names:
+            print(f"--recorded: {args.recorded!r} holds no recorded run (<scenario>/real-run.json, written by an "
+                  f"earlier --workdir); scenarios: {', '.join(SCENARIOS)}", file=sys.stderr)
+            return 2
+        return _report([recompare(SCENARIOS[n], Path(args.recorded) / n) for n in names], args.json)
     from gpuplatform.rehearse.engines import EnginesMissing, engines_dir
 
     try:
@@ -89,10 +92,17 @@ def main(argv: Optional[list] = None) -> int:
         print(str(exc), file=sys.stderr)
         return 2
     base = Path(args.workdir) if args.workdir else Path(tempfile.mkdtemp(prefix="real-loop-"))
+    from gpuplatform.realloop.chain import RealLoopError
+    from gpuplatform.rehearse.controlplane import ControlPlaneError
+
     results = []
     for name in args.scenarios or list(SCENARIOS):
         print(f"real loop: {name} (a few minutes of real time; logs in {base / name})", file=sys.stderr)
-        results.append(run_scenario(SCENARIOS[name], engines, base / name))
+        try:
+            results.append(run_scenario(SCENARIOS[name], engines, base / name))
+        except (RealLoopError, ControlPlaneError) as exc:
+            print(f"real loop: {name}: {exc}", file=sys.stderr)
+            return 1
         print(table(results[-1:]), file=sys.stderr)
     return _report(results, args.json)
 

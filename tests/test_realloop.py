@@ -98,9 +98,21 @@ def test_the_gate_needs_both_times_within_a_sync_and_every_sync_equal():
     assert agreement(30, 42).agrees
     assert not agreement(30, 46).agrees
     assert not agreement(30, None).agrees
-    assert not agreement(30, 30, [{"t": 10, "real": 2, "sim": 3}]).agrees
     text = table([agreement(30, 42)])
     assert "30 s / 42 s" in text and "agree" in text
+
+
+def test_replicas_one_sync_apart_agree_and_two_do_not():
+    def agreement(real, sim):
+        syncs = [15.0 * k for k in range(len(real))]
+        return Agreement("s", "t", 15, Side(None, None, real, [None] * len(real), max(real)),
+                         Side(None, None, sim, [None] * len(sim), max(sim)), syncs, {}, 0,
+                         [{"t": t, "real": r, "sim": m} for t, r, m in zip(syncs, real, sim) if r != m])
+    late = agreement([1, 1, 2, 6, 6], [1, 2, 6, 6, 6])   # the simulator decides each step one sync earlier
+    assert late.agrees and len(late.mismatched_syncs) == 2
+    early = agreement([1, 1, 1, 2, 6], [1, 2, 6, 6, 6])  # two syncs earlier: not within a sync period
+    assert not early.agrees and [b["t"] for b in early.beyond_a_sync] == [15.0, 30.0]
+    assert "3 of 5 equal, 5 within a sync" in table([late])
 
 
 RECORDED = Path(__file__).parent / "fixtures" / "real-loop"

@@ -111,7 +111,9 @@ def _report(results: list, json_path: Optional[str]) -> int:
     print(table(results))
     for a in results:
         for m in a.mismatched_syncs:
-            print(f"  {a.scenario}: at {m['t']} s the real chain had {m['real']} replicas, simulate {m['sim']}")
+            beyond = " (beyond a sync)" if m["t"] in [b["t"] for b in a.beyond_a_sync] else ""
+            print(f"  {a.scenario}: at {m['t']} s the real chain had {m['real']} replicas, simulate "
+                  f"{m['sim']}{beyond}")
     if json_path:
         write(results, Path(json_path))
     return 0 if all(a.agrees for a in results) else 1

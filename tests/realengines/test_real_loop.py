@@ -2,8 +2,9 @@
 pods with the simulator's start-up delays, emulated DCGM and vLLM servers under real request traffic, Prometheus,
 the real prometheus-adapter with the package's rules and RBAC behind an APIService, the real HPA controller.
 
-The gate of each scenario: the first scale-up and the time to capacity within one HPA sync period of the real
-chain's, and the replica count equal at every sync. Each scenario takes four to five minutes of real time."""
+The gate of each scenario: the first scale-up, the time to capacity, the first scale-down and its settling within
+one HPA sync period of the real chain's; the replica count per time within one sync period, and under evenly spaced
+arrivals equal at every sync. Each scenario takes about four minutes of real time."""
 import os
 import shutil
 
@@ -39,4 +40,8 @@ def test_simulate_agrees_with_the_real_chain(name, engines, prometheus, tmp_path
     assert agreement.times_agree, (f"first scale-up {real.first_scale_up_s} / {sim.first_scale_up_s} s, capacity "
                                    f"{real.capacity_s} / {sim.capacity_s} s (real / simulate), allowed one sync "
                                    f"period ({agreement.sync_s} s):\n{shown}")
-    assert not agreement.mismatched_syncs, f"replicas differ at syncs {agreement.mismatched_syncs}:\n{shown}"
+    assert not agreement.beyond_a_sync, (f"replicas differ by more than a sync at {agreement.beyond_a_sync}:"
+                                         f"\n{shown}")
+    if not scenario.poisson:
+        # evenly spaced arrivals and fixed service times leave no sampling noise: every sync decides the same
+        assert not agreement.mismatched_syncs, f"replicas differ at syncs {agreement.mismatched_syncs}:\n{shown}"

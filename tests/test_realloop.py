@@ -134,3 +134,14 @@ def test_the_command_names_what_it_allows():
     assert main(["nope"]) == 2
     assert main(["--recorded", str(RECORDED / "none")]) == 2
     assert main(["gpu-util-step", "--recorded", str(RECORDED)]) == 0
+
+
+def test_an_emulated_servers_queue_runs_on_the_arrival_stamps_not_on_when_it_got_the_requests():
+    server = EmulatedServer("p", "vllm", 1.0, 1, True, None, ready=True)
+    base = time.time() - 100  # the requests arrive late: the queue is what their stamps say
+    for k in range(3):
+        server.admit(base + 0.1 * k)
+    assert (server.running(base + 0.5), server.waiting(base + 0.5)) == (1, 2)
+    assert (server.running(base + 2.5), server.waiting(base + 2.5)) == (1, 0)
+    assert server.busy_fraction(base + 1, base + 3) == 1.0
+    assert server.busy_fraction(base + 3, base + 4) == 0.0

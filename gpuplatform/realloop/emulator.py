@@ -4,7 +4,8 @@ generator that sends the scenario's arrivals to the Ready ones.
 
 Each emulated server listens on a loopback port of its own and serves real requests: ``POST /infer`` waits for one
 of its ``concurrency`` slots (first in, first out) and holds it for a service time, as an inference server holds a
-GPU for a request. ``GET /metrics`` answers in the Prometheus text format with what the server's exporter reports:
+GPU for a request. The queue runs on the arrival time the load generator stamps on each request (``X-Arrival``), so
+what the server reports does not depend on how promptly a loaded machine runs this process. ``GET /metrics`` answers in the Prometheus text format with what the server's exporter reports:
 
 * ``dcgm``: ``DCGM_FI_DEV_GPU_UTIL``, the share of the second before the exporter's last collection in which the
   slot was busy, in integer percent (DCGM reports the field as an integer), collected every ``collect_s``; the
@@ -38,10 +39,17 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 POLL_S = 0.5
+ARRIVAL_HEADER = "x-arrival"
+"""The request's arrival as the scenario schedules it (wall-clock seconds), stamped by the load generator."""
 
 
 @dataclass
 class EmulatedServer:
+    """One server's queue, kept on the requests' arrival stamps: a request that arrived at ``a`` takes the slot that
+    frees first, starts at ``max(a, that slot's end)`` and holds it for its service time (first in, first out over
+    ``concurrency`` slots). The gauges and the busy share are read from those spans at the instant asked, so a
+    late event loop (a loaded machine) delays the answers, never the queue the exporter reports."""
+
     pod: str
     kind: str
     service_s: float
@@ -50,43 +58,42 @@ class EmulatedServer:
     rng: random.Random
     port: int = 0
     server: Optional[asyncio.AbstractServer] = None
-    running: int = 0
-    waiting: deque = field(default_factory=deque)
-    busy: list = field(default_factory=list)
-    """(start, end) of every finished service, wall-clock seconds (the utilization is read from them)."""
-    active: dict = field(default_factory=dict)
-    """Start of every service in progress, by a token of its own."""
+    free_at: list = field(default_factory=list)
+    """Per slot, when it frees."""
+    spans: deque = field(default_factory=deque)
+    """(arrival, start, end) of every request, in arrival order."""
     ready: bool = False
     collected_util: int = 0
 
     def service_time(self) -> float:
         return self.service_s if self.deterministic else self.rng.expovariate(1.0 / self.service_s)
 
-    async def serve_one(self) -> None:
-        if self.running >= self.concurrency:
-            turn = asyncio.get_running_loop().create_future()
-            self.waiting.append(turn)
-            await turn  # the slot is handed over by the request that frees it
-        else:
-            self.running += 1
-        start = time.time()
-        token = object()
-        self.active[token] = start
-        try:
-            await asyncio.sleep(self.service_time())
-        finally:
-            del self.active[token]
-            self.busy.append((start, time.time()))
-            if self.waiting:
-                self.waiting.popleft().set_result(None)
-            else:
-                self.running -= 1
+    def admit(self, arrival: float) -> float:
+        """Queue a request that arrived at ``arrival``; when it completes."""
+        if not self.free_at:
+            self.free_at = [0.0] * self.concurrency
+        slot = min(range(self.concurrency), key=lambda k: self.free_at[k])
+        start = max(arrival, self.free_at[slot])
+        end = start + self.service_time()
+        self.free_at[slot] = end
+        self.spans.append((arrival, start, end))
+        while self.spans and self.spans[0][2] < arrival - 120:
+            self.spans.popleft()
+        return end
+
+    async def serve_one(self, arrival: Optional[float] = None) -> None:
+        end = self.admit(time.time() if arrival is None else arrival)
+        await asyncio.sleep(max(0.0, end - time.time()))
+
+    def waiting(self, now: float) -> int:
+        return sum(1 for a, start, _ in self.spans if a <= now < start)
+
+    def running(self, now: float) -> int:
+        return sum(1 for _, start, end in self.spans if start <= now < end)
 
     def busy_fraction(self, since: float, until: float) -> float:
         """Share of [since, until) during which the slots were busy, over ``concurrency`` slots."""
-        self.busy = [(start, end) for start, end in self.busy if end > since - 60]
-        spans = self.busy + [(start, until) for start in self.active.values()]
-        total = sum(max(0.0, min(end, until) - max(start, since)) for start, end in spans)
+        total = sum(max(0.0, min(end, until) - max(start, since)) for _, start, end in self.spans)
         return min(1.0, total / (self.concurrency * (until - since))) if until > since else 0.0
 
     def collect(self, now: float) -> None:
@@ -97,23 +104,28 @@ class EmulatedServer:
         if self.kind == "dcgm":
             return ("# TYPE DCGM_FI_DEV_GPU_UTIL gauge\n"
                     f'DCGM_FI_DEV_GPU_UTIL{{gpu="0",UUID="GPU-{self.pod}"}} {self.collected_util}\n')
+        now = time.time()
         return ("# TYPE vllm:num_requests_waiting gauge\n"
-                f"vllm:num_requests_waiting {len(self.waiting)}\n"
+                f"vllm:num_requests_waiting {self.waiting(now)}\n"
                 "# TYPE vllm:num_requests_running gauge\n"
-                f"vllm:num_requests_running {self.running}\n")
+                f"vllm:num_requests_running {self.running(now)}\n")
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
             line = await reader.readline()
+            arrival = None
             while True:  # headers
                 header = await reader.readline()
                 if header in (b"\r\n", b"\n", b""):
                     break
+                name, _, value = header.decode("latin-1").partition(":")
+                if name.strip().lower() == ARRIVAL_HEADER:
+                    arrival = float(value.strip())
             if line.startswith(b"GET /metrics"):
                 body = self.metrics_text().encode()
                 status = b"200 OK"
             elif line.startswith(b"POST /infer"):
-                await self.serve_one()
+                await self.serve_one(arrival)
                 body, status = b"ok\n", b"200 OK"
             else:
                 body, status = b"not found\n", b"404 Not Found"
@@ -226,7 +238,9 @@ class Agent:
         self.rotation += 1
         try:
             reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
-            writer.write(b"POST /infer HTTP/1.1\r\nHost: emulator\r\nContent-Length: 0\r\n\r\n")
+            stamp = f"{self.spec['start'] + arrival:.6f}".encode()
+            writer.write(b"POST /infer HTTP/1.1\r\nHost: emulator\r\n" + ARRIVAL_HEADER.encode() + b": " + stamp
+                         + b"\r\nContent-Length: 0\r\n\r\n")
             await writer.drain()
             await reader.read()
             writer.close()

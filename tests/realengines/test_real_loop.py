@@ -28,7 +28,10 @@ def prometheus():
 def test_simulate_agrees_with_the_real_chain(name, engines, prometheus, tmp_path):
     scenario = SCENARIOS[name]
     agreement = run_scenario(scenario, engines, tmp_path / name)
-    shown = table([agreement])
+    shown = table([agreement]) + (
+        f"\nphases {agreement.phases}\nsyncs {agreement.syncs}\nreplicas real {agreement.real.replicas_at_syncs}"
+        f"\nreplicas sim  {agreement.sim.replicas_at_syncs}\nmetric real {agreement.real.metric_at_syncs}"
+        f"\nmetric sim  {agreement.sim.metric_at_syncs}")
     print("\n" + shown)
     real, sim = agreement.real, agreement.sim
     # the scenario moves the replicas, the way its load moves (a gate over a chain that never scaled proves nothing)

@@ -56,6 +56,16 @@ def test_the_scenarios_load_and_their_delays_are_the_simulators():
         assert s.hpa_spec["minReplicas"] == 1
 
 
+def _run(coroutine):
+    """A loop of the test's own: ``asyncio.run`` would leave the main thread without a current event loop, which the
+    Pulumi mocks of later tests in the same worker need."""
+    loop = asyncio.new_event_loop()
+    try:
+        return loop.run_until_complete(coroutine)
+    finally:
+        loop.close()
+
+
 def test_an_emulated_gpu_reports_the_busy_share_of_the_second_before_its_collection():
     async def play():
         server = EmulatedServer("p", "dcgm", 0.1, 1, True, None, ready=True)
@@ -65,7 +75,7 @@ def test_an_emulated_gpu_reports_the_busy_share_of_the_second_before_its_collect
         await asyncio.sleep(1.0 - (time.time() - start))
         server.collect(time.time())
         return server
-    server = asyncio.run(play())
+    server = _run(play())
     assert 45 <= server.collected_util <= 55
     assert 'DCGM_FI_DEV_GPU_UTIL{gpu="0",UUID="GPU-p"}' in server.metrics_text()
 
@@ -78,7 +88,7 @@ def test_an_emulated_vllm_counts_requests_waiting_beyond_its_slots():
         text = server.metrics_text()
         await asyncio.gather(*tasks)
         return text
-    text = asyncio.run(play())
+    text = _run(play())
     assert "vllm:num_requests_waiting 3" in text and "vllm:num_requests_running 2" in text
 
 

@@ -123,6 +123,9 @@ def test_replicas_one_sync_apart_agree_and_two_do_not():
     early = agreement([1, 1, 1, 2, 6], [1, 2, 6, 6, 6])  # two syncs earlier: not within a sync period
     assert not early.agrees and [b["t"] for b in early.beyond_a_sync] == [15.0, 30.0]
     assert "3 of 5 equal, 5 within a sync" in table([late])
+    # the same sync, a step of 4 where the real chain took 3 and then 5: on its path
+    assert agreement([1, 4, 6, 6], [1, 5, 6, 6]).agrees
+    assert not agreement([1, 4, 4, 4], [1, 5, 5, 5]).agrees
 
 
 RECORDED = Path(__file__).parent / "fixtures" / "real-loop"

@@ -14,7 +14,7 @@ are then read the same way, second by second (the simulator's own per-second rec
 
 The gate (issue 44, "replica count per time in the simulator within one HPA sync period of the real chain"): every
 time within one HPA sync period (a time neither side has agrees), and at every sync the simulated replica count is
-the real chain's at that sync or at the one before or after it. How many syncs are exactly equal is reported too:
+within what the real chain had from the sync before to the one after. How many syncs are exactly equal is reported too:
 under random arrivals one scrape of a queue gauge can fall on either side of the target, and the two sides then
 decide one sync apart.
 """
@@ -73,11 +73,12 @@ class Agreement:
 
     @property
     def beyond_a_sync(self) -> list:
-        """Syncs whose simulated replica count the real chain had at none of that sync, the one before and the one
-        after: the replica count per time not within one HPA sync period."""
+        """Syncs whose simulated replica count is outside what the real chain had from the sync before to the one
+        after: the replica count per time not within one HPA sync period (a count between the real chain's at
+        neighbouring syncs is on its path, a sync early or late)."""
         real, sim = self.real.replicas_at_syncs, self.sim.replicas_at_syncs
         return [{"t": self.syncs[k], "real": real[k], "sim": sim[k]} for k in range(len(sim))
-                if sim[k] not in real[max(0, k - 1):k + 2]]
+                if not min(real[max(0, k - 1):k + 2]) <= sim[k] <= max(real[max(0, k - 1):k + 2])]
 
     @property
     def agrees(self) -> bool:

@@ -44,6 +44,13 @@ test: $(VENV)/.installed $(WHEELHOUSE)/.complete engines
 	GPUPLATFORM_ENGINES_BIN=$$(bash engines/build --dir) GPUPLATFORM_WHEELHOUSE=$(WHEELHOUSE) \
 	  $(PY) -m pytest -n 2 -rs -m realengines
 
+# The autoscaling chain on the real controllers (kwok pods, emulated servers, Prometheus, prometheus-adapter, the HPA
+# controller) against `simulate` on the same arrivals, one scenario after another (four to five minutes of real time
+# each; root for the control plane's network namespace, Debian's prometheus): prints the agreement table
+# (docs/real-loop.md). SCENARIOS=name... runs only those.
+real-loop: $(VENV)/.installed engines
+	GPUPLATFORM_ENGINES_BIN=$$(bash engines/build --dir) $(PY) -m gpuplatform.realloop $(SCENARIOS)
+
 # Fetch the pinned chart packages with `helm pull` (needs helm and network) into charts/.
 charts: $(VENV)/.installed
 	$(PY) -m gpuplatform.fetch_charts charts
@@ -64,4 +71,4 @@ figures: $(VENV)/.installed
 	$(VENV)/bin/gpuplatform simulate --stack dev --workload bert-intent-detection --trace spike --plot $(FIGURES)/dev-bert-spike.png >/dev/null
 	$(VENV)/bin/gpuplatform simulate --stack local --workload batch-embedder --trace $(FIGURES)/quiet-hour.csv --duration 40m --plot $(FIGURES)/local-embedder-quiet-hour.png >/dev/null
 
-.PHONY: install plan test engines bench charts figures
+.PHONY: install plan test engines bench charts figures real-loop

@@ -188,6 +188,8 @@ class LocalControlPlane:
     network: Isolation = field(default_factory=Isolation)
     pki: Optional[Pki] = None
     admin_kubeconfig: Optional[Path] = None
+    kwok_stages: Path = KWOK_STAGES
+    """The pod and node lifecycles kwok plays (the real loop plays the simulator's start-up delays)."""
 
     def __enter__(self) -> "LocalControlPlane":
         self.start()
@@ -230,7 +232,7 @@ class LocalControlPlane:
             ])
             self._start("kwok", [
                 "--kubeconfig", str(self.workdir / "kwok.kubeconfig"),
-                "--config", str(KWOK_STAGES),
+                "--config", str(self.kwok_stages),
                 # the node's heartbeat is its lease, renewed as a kubelet renews it
                 "--node-lease-duration-seconds", "40",
                 "--manage-all-nodes=false",

@@ -74,6 +74,9 @@ class Phases:
     scrape: int
     sync: int
     poll: Optional[int] = None
+    pod_scrapes: tuple = ()
+    """Per pod in the order the run creates them, its own target's scrape offset (``scrape.Scraper.pod_phases``);
+    empty: every pod's target at ``scrape``."""
 
 
 def default_phases(ref: int, collect: int, scrape: int, sync: int) -> Phases:
@@ -478,7 +481,7 @@ class Simulation:
                                self.phases.collect, self.phases.scrape, replica_memory_mib(s.cfg, s.workload),
                                {t.metric: full_scale(s.cfg, s.workload, t.metric)
                                 for t in (*a.metrics, *s.slo_triggers) if metric_kind(t.metric) == "utilization"},
-                               s.ingress_labels)
+                               s.ingress_labels, tuple(p % s.scrape_s for p in self.phases.pod_scrapes))
         controller = hpa_mod.Controller.from_spec(s.hpa_spec)
         if s.keda:
             activation = hpa_mod.KedaActivation(s.scrape_s, s.cooldown_s, a.min_replicas)

@@ -159,9 +159,18 @@ class Scraper:
     """metric -> its full scale (utilization-like metrics)."""
     ingress_labels: tuple = ()
     """Label sets of the ingress-nginx request series that route to the workload (one per Ingress host)."""
+    pod_phases: tuple = ()
+    """Per pod, in the order the run creates them, the phase of its own target's scrape. Prometheus scrapes each
+    target at an offset of its own within the interval, a hash of the target's labels
+    (prometheus/prometheus ``scrape/target.go`` ``Target.offset``: ``(t.hash() ^ offsetSeed) % interval`` from a
+    base pinned to absolute time), so the pods' samples land at different seconds. Pods past the tuple, and every
+    pod when it is empty, are scraped at ``scrape_phase``."""
     collected: dict = field(default_factory=dict)
     counters: dict = field(default_factory=dict)
-    _gpu_written: set = field(default_factory=set)
+    _gpu_written: dict = field(default_factory=dict)
+    """Series key -> the pod it belongs to, as last scraped."""
+    _pod_scraped: dict = field(default_factory=dict)
+    """Pod -> the last scrape of its target."""
     _app_written: dict = field(default_factory=dict)
     _pending_stale: list = field(default_factory=list)
     _last_scrape: float = -1e9
@@ -205,19 +214,29 @@ class Scraper:
         for visible_at, name, labels, stamp in due:
             self.storage.mark_stale(name, labels, stamp)
         self._pending_stale = [m for m in self._pending_stale if m[0] > t]
-        if (int(t) - self.scrape_phase) % self.scrape_s:
+        on_phase = (int(t) - self.scrape_phase) % self.scrape_s == 0
+        due_pods = [p for p in pods.pods if self._due(p.name, t)] if self.pod_phases else \
+            (pods.pods if on_phase else [])
+        scraped = {p.name for p in due_pods} | {pod for pod in set(self._gpu_written.values())
+                                                if self._due(pod, t)}
+        if not on_phase and not scraped:
             return
-        self._last_scrape = t
-        gpu_now = set()
+        if on_phase:
+            self._last_scrape = t
+        for pod in due_pods:
+            self._pod_scraped[pod.name] = t
+        gpu_now = {}
         for name, (target, src) in self.needed.items():
             model = SERIES_MODELS[name]
             exporter = src.exporter if model.exporter is None else model.exporter
             if exporter == INGRESS:
-                for labels in self.ingress_labels:
-                    self.storage.add(name, dict(labels), t, self._ingress_total / max(len(self.ingress_labels), 1))
+                if on_phase:
+                    for labels in self.ingress_labels:
+                        self.storage.add(name, dict(labels), t,
+                                         self._ingress_total / max(len(self.ingress_labels), 1))
                 continue
             app = exporter in APP_SERVERS
-            for pod in pods.pods:
+            for pod in due_pods:
                 if app and pod.name not in self.counters:
                     continue  # the server exposes no series of the model before it is loaded
                 if not app and pod.name not in self.collected:
@@ -237,11 +256,21 @@ class Scraper:
                 if app:
                     self._app_written.setdefault(pod.name, set()).add(key)
                 else:
-                    gpu_now.add(key)
-        # the exporter's target stays; a series it no longer exposes is stale at this scrape
-        for name, labels in self._gpu_written - gpu_now:
-            self.storage.mark_stale(name, dict(labels), t)
-        self._gpu_written = gpu_now
+                    gpu_now[key] = pod.name
+        # the exporter's target stays; a series it no longer exposes is stale at this scrape of it
+        for key, pod in list(self._gpu_written.items()):
+            if pod in scraped and key not in gpu_now:
+                self.storage.mark_stale(key[0], dict(key[1]), t)
+                del self._gpu_written[key]
+        self._gpu_written.update(gpu_now)
+
+    def _due(self, pod: str, t: float) -> bool:
+        """Is the target of ``pod`` scraped at second ``t``?"""
+        return (int(t) - self._phase_of(pod)) % self.scrape_s == 0
+
+    def _phase_of(self, pod: str) -> int:
+        index = int(pod.rsplit("-", 1)[1]) - 1 if pod.rsplit("-", 1)[-1].isdigit() else -1
+        return self.pod_phases[index] if 0 <= index < len(self.pod_phases) else self.scrape_phase
 
     def _scrape_histogram(self, name: str, model: SeriesModel, pod: Pod, exporter: str, t: float) -> None:
         """A server's histogram: one cumulative counter per bucket bound (``le``) and ``+Inf``, from zero when the
@@ -259,10 +288,11 @@ class Scraper:
         for deleted_at, pod in pods.deleted:
             written = self._app_written.pop(pod.name, set())
             self.counters.pop(pod.name, None)
+            last = self._pod_scraped.pop(pod.name, self._last_scrape)
             if not written:
                 continue
-            stamp = self._last_scrape + self.scrape_s
-            visible = self._last_scrape + 2 * self.scrape_s + self.scrape_s / 10
+            stamp = last + self.scrape_s
+            visible = last + 2 * self.scrape_s + self.scrape_s / 10
             for name, labels in written:
                 self._pending_stale.append((max(visible, deleted_at), name, dict(labels), stamp))
         pods.deleted.clear()

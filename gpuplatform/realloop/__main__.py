@@ -1,0 +1,5 @@
+import sys
+
+from gpuplatform.realloop.run import main
+
+sys.exit(main())

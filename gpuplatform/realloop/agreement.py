@@ -1,0 +1,219 @@
+"""The real chain against ``simulate`` on the same arrivals, and the agreement gate.
+
+The simulator runs with the loop phases the real chain had: the HPA's sync (from the adapter's queries in
+Prometheus' query log), the first pod's scrape (from its ``up`` samples) and the emulator's collection. Both sides
+are then read the same way, second by second (the simulator's own per-second record; the real chain's samples):
+
+* the load increase: the first second after 0 whose demand (the scenario's intensity) exceeds what the ready
+  replicas serve at the target (``requestsPerSecondAtTarget`` as the service model resolves it);
+* first scale-up: seconds from the increase until the Deployment's replicas first rise;
+* time to capacity: seconds from the increase until the ready replicas serve the demand at the target;
+* first scale-down (a load that falls): seconds from the fall until the replicas first fall, and until they reach
+  the count they end the run at;
+* replicas per sync: the Deployment's replicas 2 s after each real HPA sync, on both sides.
+
+The gate (issue 44, "replica count per time in the simulator within one HPA sync period of the real chain"): every
+time within one HPA sync period (a time neither side has agrees), and at every sync the simulated replica count is
+within what the real chain had from the sync before to the one after. How many syncs are exactly equal is reported too:
+under random arrivals one scrape of a queue gauge can fall on either side of the target, and the two sides then
+decide one sync apart.
+"""
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Optional
+
+from gpuplatform.realloop.scenarios import Scenario
+
+SETTLE_S = 2.0
+"""A sync's decision is on the Deployment well within this (the controller writes the scale right after its
+query); both sides are read this long after each real sync."""
+
+
+@dataclass
+class Side:
+    first_scale_up_s: Optional[float]
+    capacity_s: Optional[float]
+    replicas_at_syncs: list
+    metric_at_syncs: list
+    peak_replicas: int
+    first_scale_down_s: Optional[float] = None
+    """Seconds from the load's first fall until the replicas first fall (None: no fall, or no scale-down)."""
+    settled_s: Optional[float] = None
+    """Seconds from the load's first fall until the replicas reach the count they end the run at (when lower)."""
+
+    def times(self) -> tuple:
+        return self.first_scale_up_s, self.capacity_s, self.first_scale_down_s, self.settled_s
+
+
+@dataclass
+class Agreement:
+    scenario: str
+    title: str
+    sync_s: int
+    real: Side
+    sim: Side
+    syncs: list
+    phases: dict
+    failed_real: int
+    mismatched_syncs: list = field(default_factory=list)
+    metric_error_median: Optional[float] = None
+    metric_error_p95: Optional[float] = None
+    one_phase: Optional[Side] = None
+    """``simulate`` with every pod's target scraped at one offset (the simulator before per-pod offsets)."""
+    one_phase_mismatched: list = field(default_factory=list)
+
+    @property
+    def times_agree(self) -> bool:
+        return all(_within(a, b, self.sync_s) for a, b in zip(self.real.times(), self.sim.times()))
+
+    @property
+    def beyond_a_sync(self) -> list:
+        """Syncs whose simulated replica count is outside what the real chain had from the sync before to the one
+        after: the replica count per time not within one HPA sync period (a count between the real chain's at
+        neighbouring syncs is on its path, a sync early or late)."""
+        real, sim = self.real.replicas_at_syncs, self.sim.replicas_at_syncs
+        return [{"t": self.syncs[k], "real": real[k], "sim": sim[k]} for k in range(len(sim))
+                if not min(real[max(0, k - 1):k + 2]) <= sim[k] <= max(real[max(0, k - 1):k + 2])]
+
+    @property
+    def agrees(self) -> bool:
+        return self.times_agree and not self.beyond_a_sync
+
+    def to_json(self) -> dict:
+        return {**asdict(self), "times_agree": self.times_agree, "beyond_a_sync": self.beyond_a_sync,
+                "agrees": self.agrees}
+
+
+def _within(a: Optional[float], b: Optional[float], bound: float) -> bool:
+    if a is None or b is None:
+        return a is None and b is None
+    return abs(a - b) <= bound
+
+
+def read_side(rate, replicas, ready, rps_at_target: float, duration_s: int, syncs: list, metric) -> Side:
+    """``replicas(t)``, ``ready(t)``, ``metric(t)``: the side's record at second ``t``."""
+    increase = next((t for t in range(1, duration_s + 1)
+                     if rate(t) > ready(t) * rps_at_target * (1 + 1e-9) and rate(t) > rate(0)), None)
+    first = capacity = None
+    if increase is not None:
+        before = replicas(increase - 1)
+        first = next((t - increase for t in range(increase, duration_s + 1) if replicas(t) > before), None)
+        capacity = next((t - increase for t in range(increase, duration_s + 1)
+                         if ready(t) * rps_at_target >= rate(t) - 1e-9), None)
+    down = settled = None
+    decrease = next((t for t in range(1, duration_s + 1) if rate(t) < rate(0)), None)
+    if decrease is not None:
+        before, final = replicas(decrease - 1), replicas(duration_s)
+        down = next((t - decrease for t in range(decrease, duration_s + 1) if replicas(t) < before), None)
+        if final < before:
+            settled = next(t - decrease for t in range(decrease, duration_s + 1)
+                           if all(replicas(u) == final for u in range(t, duration_s + 1)))
+    return Side(first, capacity, [replicas(s + SETTLE_S) for s in syncs], [metric(s + SETTLE_S) for s in syncs],
+                max(replicas(t) for t in range(duration_s + 1)), down, settled)
+
+
+def compare(scenario: Scenario, run, setup, collect_phase: int) -> Agreement:
+    from gpuplatform.simulate.engine import Phases
+
+    sync_s, scrape_s = setup.sync_s, setup.scrape_s
+    syncs = [s for s in run.syncs if 0 <= s <= scenario.duration_s - SETTLE_S]
+    if not syncs:
+        raise ValueError(f"{scenario.name}: no HPA sync was seen in the query log")
+    offsets = pod_scrape_offsets(run, scrape_s)
+    phases = Phases(collect_phase % max(setup.collect_s, 1), offsets[0], math.ceil(syncs[0]) % sync_s,
+                    pod_scrapes=tuple(offsets))
+    simulated = _read_sim(scenario, setup, phases, syncs)
+    # as the simulator stood before: every pod's target scraped at the first pod's offset
+    one_phase = _read_sim(scenario, setup, Phases(phases.collect, phases.scrape, phases.sync), syncs)
+    rps = setup.plan.rps_at_target
+    real = read_side(scenario.rate, lambda t: run.at(t), lambda t: run.at(t, "ready"), rps, scenario.duration_s,
+                     syncs, lambda t: run.at(t, "metric"))
+    mismatched = _mismatches(syncs, real, simulated)
+    errors = [abs(m - r) / abs(r) for r, m in zip(real.metric_at_syncs, simulated.metric_at_syncs)
+              if r is not None and m is not None and abs(r) > 1e-9]
+    return Agreement(scenario.name, scenario.title, sync_s, real, simulated, [round(s, 2) for s in syncs],
+                     {"collect": phases.collect, "scrape": phases.scrape, "sync": phases.sync,
+                      "pod_scrapes": list(offsets)}, run.failed(),
+                     mismatched, statistics.median(errors) if errors else None,
+                     sorted(errors)[min(len(errors) - 1, int(0.95 * len(errors)))] if errors else None,
+                     one_phase, _mismatches(syncs, real, one_phase))
+
+
+def _mismatches(syncs: list, real: Side, sim: Side) -> list:
+    return [{"t": round(s, 1), "real": r, "sim": m}
+            for s, r, m in zip(syncs, real.replicas_at_syncs, sim.replicas_at_syncs) if r != m]
+
+
+def pod_scrape_offsets(run, scrape_s: int) -> list:
+    """Each pod's target's scrape offset (second 0 of the scenario as the origin), the pods in the order the
+    emulator saw them start (ties by name: the order the ReplicaSet created them cannot be told apart there).
+
+    A real instant becomes the simulator's second by rounding up: the simulator's step ``k`` scrapes what its
+    targets held at the start of second ``k`` (after a collection at ``k - 1`` or before, not one at ``k``), and
+    its sync at ``k`` queries at ``k - 0.5`` (autoscaling.EARLY_S), seeing the scrapes of seconds before ``k``."""
+    order = [e["pod"] for e in sorted(run.events, key=lambda e: (e["t"], e.get("pod", "")))
+             if e["event"] == "running"]
+    order += sorted(p for p in run.scrapes if p not in order)
+    return [math.ceil(run.scrapes[p][0]) % scrape_s for p in order if run.scrapes.get(p)]
+
+
+def _read_sim(scenario: Scenario, setup, phases, syncs: list) -> Side:
+    from gpuplatform.simulate.engine import Simulation
+
+    sim = Simulation(setup, scenario.trace(), phases).run()
+    sec = sim.tally.seconds
+    last = len(sec.replicas) - 1
+
+    def at(arr, t):
+        return arr[max(0, min(last, int(t)))]
+
+    shown = {}
+    for entry in sim.tally.timeline:
+        shown[entry["t"]] = entry["metric"]
+
+    def sim_metric(t):
+        # the value the simulated HPA read at its last sync at or before t
+        best = None
+        for k in sorted(shown):
+            if k <= t:
+                best = shown[k]
+        return best
+
+    return read_side(scenario.rate, lambda t: at(sec.replicas, t), lambda t: at(sec.ready, t),
+                     setup.plan.rps_at_target, scenario.duration_s, syncs, sim_metric)
+
+
+def _fmt(value: Optional[float]) -> str:
+    return "-" if value is None else f"{value:.0f} s"
+
+
+def table(results: list) -> str:
+    head = ("scenario", "first scale-up real / sim", "capacity real / sim", "first scale-down real / sim",
+            "settled real / sim", "replicas per sync", "peak real / sim", "metric err med / p95", "gate")
+    rows = [head]
+    for a in results:
+        rows.append((a.scenario, f"{_fmt(a.real.first_scale_up_s)} / {_fmt(a.sim.first_scale_up_s)}",
+                     f"{_fmt(a.real.capacity_s)} / {_fmt(a.sim.capacity_s)}",
+                     f"{_fmt(a.real.first_scale_down_s)} / {_fmt(a.sim.first_scale_down_s)}",
+                     f"{_fmt(a.real.settled_s)} / {_fmt(a.sim.settled_s)}",
+                     f"{len(a.syncs) - len(a.mismatched_syncs)} of {len(a.syncs)} equal, "
+                     f"{len(a.syncs) - len(a.beyond_a_sync)} within a sync"
+                     + ("" if a.one_phase is None else
+                        f" ({len(a.syncs) - len(a.one_phase_mismatched)} equal at one scrape offset)"),
+                     f"{a.real.peak_replicas} / {a.sim.peak_replicas}",
+                     "-" if a.metric_error_median is None else
+                     f"{100 * a.metric_error_median:.0f} % / {100 * a.metric_error_p95:.0f} %",
+                     "agree" if a.agrees else "DISAGREE"))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
+    lines = [" | ".join(c.ljust(w) for c, w in zip(r, widths)) for r in rows]
+    lines.insert(1, "-+-".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def write(results: list, path: Path) -> None:
+    path.write_text(json.dumps([a.to_json() for a in results], indent=2) + "\n")

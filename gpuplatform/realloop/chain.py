@@ -1,0 +1,473 @@
+"""The real autoscaling chain of one scenario, on the local control plane (gpuplatform/rehearse/controlplane.py):
+
+kwok pods of the workload's Deployment (the package's own manifest builders) starting with the simulator's start-up
+delays (kwok stages: the image pull, then the model load rounded up to the startup probe's period) -> one emulated
+server per pod (:mod:`gpuplatform.realloop.emulator`, with the load generator) -> Prometheus (the system's
+``prometheus`` binary) scraping them at the stack's interval -> the real prometheus-adapter with the package's
+generated rules and RBAC, registered as an APIService served at the control plane's own address -> the real HPA
+controller in kube-controller-manager, syncing the package's HPA every 15 s -> the Deployment's replicas.
+
+What it records, every half second: the Deployment's replicas, its Ready pods and the HPA's status; afterwards,
+from Prometheus, when each HPA sync asked for the metric (the adapter's instant queries, from Prometheus' query log)
+and when each pod's target was scraped (the timestamps of its ``up`` samples).
+"""
+from __future__ import annotations
+
+import base64
+import json
+import math
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import urllib.parse
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional
+
+import yaml
+
+from gpuplatform.rehearse.controlplane import LocalControlPlane
+
+ADAPTER_PORT = 6444
+"""The adapter's port at the control plane's address (the API server holds 6443 there)."""
+PROMETHEUS_PORT = 9090
+MONITORING_NS = "monitoring"
+ADAPTER_NAME = "prometheus-adapter"
+SAMPLE_S = 0.5
+
+
+class RealLoopError(RuntimeError):
+    """A part of the real chain did not come up, or a tool it needs is missing."""
+
+
+def prometheus_binary() -> str:
+    found = shutil.which("prometheus")
+    if not found:
+        raise RealLoopError("prometheus is not installed (Debian: apt-get install prometheus); the real loop scrapes "
+                            "its emulated servers with it")
+    return found
+
+
+# ------------------------------------------------------------------------------------------------ kwok stages
+def kwok_stages(pull_s: float, load_s: float) -> str:
+    """Node Ready at once; a scheduled pod's containers start ``pull_s`` after kwok sees it bound (the image pull)
+    and it turns Ready ``load_s`` later (the model load up to the startup probe that passes); a pod being deleted
+    goes at once."""
+    base = (Path(__file__).resolve().parents[1] / "rehearse" / "kwok-stages.yaml").read_text()
+    docs = [d for d in yaml.safe_load_all(base) if d]
+    node_ready = next(d for d in docs if d["metadata"]["name"] == "rehearsal-node-ready")
+    deleted = next(d for d in docs if d["metadata"]["name"] == "rehearsal-pod-deleted")
+    running = {
+        "apiVersion": "kwok.x-k8s.io/v1alpha1", "kind": "Stage", "metadata": {"name": "real-loop-pod-started"},
+        "spec": {
+            "resourceRef": {"apiGroup": "v1", "kind": "Pod"},
+            "selector": {"matchExpressions": [
+                {"key": ".metadata.deletionTimestamp", "operator": "DoesNotExist"},
+                {"key": ".status.phase", "operator": "In", "values": ["Pending"]}]},
+            "delay": {"durationMilliseconds": int(pull_s * 1000)},
+            "next": {"statusTemplate": _status_template(ready=False)},
+        },
+    }
+    ready = {
+        "apiVersion": "kwok.x-k8s.io/v1alpha1", "kind": "Stage", "metadata": {"name": "real-loop-pod-ready"},
+        "spec": {
+            "resourceRef": {"apiGroup": "v1", "kind": "Pod"},
+            "selector": {"matchExpressions": [
+                {"key": ".metadata.deletionTimestamp", "operator": "DoesNotExist"},
+                {"key": ".status.phase", "operator": "In", "values": ["Running"]},
+                {"key": '.status.conditions.[] | select( .type == "Ready" ) | .status', "operator": "In",
+                 "values": ["False"]}]},
+            "delay": {"durationMilliseconds": int(load_s * 1000)},
+            "next": {"statusTemplate": _status_template(ready=True)},
+        },
+    }
+    return yaml.safe_dump_all([node_ready, running, ready, deleted], sort_keys=False)
+
+
+def _status_template(ready: bool) -> str:
+    flag = "true" if ready else "false"
+    status = '"True"' if ready else '"False"'
+    return f"""{{{{ $now := Now }}}}
+phase: Running
+startTime: {{{{ $now | Quote }}}}
+conditions:
+- {{type: PodScheduled, status: "True", lastTransitionTime: {{{{ $now | Quote }}}}}}
+- {{type: Initialized, status: "True", lastTransitionTime: {{{{ $now | Quote }}}}}}
+- {{type: ContainersReady, status: {status}, lastTransitionTime: {{{{ $now | Quote }}}}}}
+- {{type: Ready, status: {status}, lastTransitionTime: {{{{ $now | Quote }}}}}}
+containerStatuses:
+{{{{ range .spec.containers }}}}
+- name: {{{{ .name | Quote }}}}
+  image: {{{{ .image | Quote }}}}
+  ready: {flag}
+  started: true
+  restartCount: 0
+  state: {{running: {{startedAt: {{{{ $now | Quote }}}}}}}}
+{{{{ end }}}}
+{{{{ with NodeIPsWith .spec.nodeName }}}}
+hostIP: {{{{ index . 0 | Quote }}}}
+{{{{ end }}}}
+{{{{ with PodIPsWith .spec.nodeName ( or .spec.hostNetwork false ) ( or .metadata.uid "" ) ( or .metadata.name "" ) ( or .metadata.namespace "" ) }}}}
+podIP: {{{{ index . 0 | Quote }}}}
+{{{{ end }}}}
+"""
+
+
+# ------------------------------------------------------------------------------------------------ the run
+@dataclass
+class Sample:
+    t: float
+    """Seconds since the scenario's start."""
+    replicas: int
+    ready: int
+    desired: Optional[int]
+    metric: Optional[float]
+
+
+@dataclass
+class RealRun:
+    start: float
+    """Wall-clock start of the scenario (its second 0)."""
+    samples: list = field(default_factory=list)
+    syncs: list = field(default_factory=list)
+    """Seconds (since the start) at which an HPA sync asked Prometheus for the metric, through the adapter."""
+    scrapes: dict = field(default_factory=dict)
+    """Pod -> seconds (since the start) of its target's scrapes."""
+    events: list = field(default_factory=list)
+    """The emulator's log: pods seen running and ready, failed arrivals."""
+    logs: dict = field(default_factory=dict)
+
+    def at(self, t: float, what: str = "replicas") -> int:
+        """The value recorded last at or before ``t``."""
+        value = None
+        for s in self.samples:
+            if s.t > t:
+                break
+            value = getattr(s, what)
+        if value is None:
+            return getattr(self.samples[0], what)
+        return value
+
+    def failed(self) -> int:
+        return sum(1 for e in self.events if e["event"] == "failed")
+
+
+class Process:
+    def __init__(self, name: str, command: list, log: Path, env: Optional[dict] = None):
+        self.name, self.log = name, log
+        with log.open("wb") as handle:
+            self.popen = subprocess.Popen(command, stdout=handle, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                          start_new_session=True, env=env)
+
+    def check(self) -> None:
+        if self.popen.poll() is not None:
+            tail = "\n".join(self.log.read_text(errors="replace").splitlines()[-15:])
+            raise RealLoopError(f"{self.name} exited ({self.popen.returncode}):\n{tail}")
+
+    def stop(self) -> None:
+        if self.popen.poll() is None:
+            self.popen.send_signal(signal.SIGTERM)
+            try:
+                self.popen.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.popen.kill()
+                self.popen.wait(timeout=5)
+
+
+class Chain:
+    """One scenario's chain: :meth:`up` brings it up to the workload's first Ready pod, :meth:`play` runs the
+    arrivals and records, :meth:`down` stops everything it started."""
+
+    def __init__(self, engines: Path, workdir: Path, cfg, workload: str, setup):
+        self.engines, self.workdir, self.cfg, self.s = engines, workdir, cfg, setup
+        self.workload = next(w for w in cfg.workloads if w.name == workload)
+        self.processes: list[Process] = []
+        self.cp: Optional[LocalControlPlane] = None
+        self.namespace = cfg.workload_namespace(self.workload)
+
+    # -------------------------------------------------------------------------------------------- start-up
+    def start_delays(self) -> tuple[float, float]:
+        """The simulator's start-up of a replica on a node without its image: the pull, then the load rounded up
+        to the startup probe's period (simulate.cluster.Pods.schedule)."""
+        from gpuplatform.components.model_startup import STARTUP_PROBE_PERIOD_SECONDS as period
+
+        plan = self.s.plan
+        return float(plan.image_pull_s), float(period * math.ceil(plan.model_load_s / period))
+
+    def up(self, replicas: int = 1) -> None:
+        from gpuplatform.rehearse.apply import Discovery
+
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        stages = self.workdir / "kwok-stages.yaml"
+        stages.write_text(kwok_stages(*self.start_delays()))
+        adapter = self.engines / "prometheus-adapter"
+        if not adapter.exists():
+            raise RealLoopError(f"prometheus-adapter is not in {self.engines}: run `make engines`")
+        prometheus = prometheus_binary()
+        self.cp = LocalControlPlane(self.engines, self.workdir / "control-plane", kwok_stages=stages)
+        self.cp.start()
+        self.discovery = Discovery(self.cp)
+        self._nodes()
+        self._prometheus(prometheus)
+        self._adapter(adapter)
+        self._workload(replicas)
+
+    def _apply(self, obj: dict) -> None:
+        from gpuplatform.rehearse.apply import apply
+
+        verdict = apply(self.cp, self.discovery, obj)
+        if not verdict.accepted:
+            raise RealLoopError(f"{obj['kind']} {obj['metadata'].get('name')}: {verdict.message}")
+
+    def _nodes(self) -> None:
+        from gpuplatform.components.placement import gpu_pool_groups
+        from gpuplatform.rehearse.placement import create_nodes
+
+        groups = [g for g in gpu_pool_groups(self.cfg) if g.name == f"pool {self.workload.node_pool}"]
+        create_nodes(self.cp, self.discovery, groups)
+
+        def ready() -> bool:
+            nodes = self.cp.get("/api/v1/nodes")["items"]
+            return bool(nodes) and all(
+                any(c["type"] == "Ready" and c["status"] == "True" for c in n["status"].get("conditions", []))
+                and not any(t["key"].startswith("node.kubernetes.io/") for t in n["spec"].get("taints", []))
+                for n in nodes)
+        self.cp.wait_for(ready, "the pool's kwok nodes to be Ready", timeout=90)
+
+    def _prometheus(self, binary: str) -> None:
+        iv = self.cfg.monitoring.intervals
+        self.targets = self.workdir / "targets.json"
+        self.targets.write_text("[]")
+        self.query_log = self.workdir / "queries.log"
+        config = {
+            "global": {"scrape_interval": iv.scrape, "scrape_timeout": "5s",
+                       "query_log_file": str(self.query_log)},
+            "scrape_configs": [{"job_name": "emulated-servers", "honor_labels": True,
+                                "file_sd_configs": [{"files": [str(self.targets)], "refresh_interval": "1s"}]}],
+        }
+        path = self.workdir / "prometheus.yml"
+        path.write_text(yaml.safe_dump(config))
+        self.processes.append(Process("prometheus", self.cp.network.inside([
+            binary, f"--config.file={path}", f"--storage.tsdb.path={self.workdir / 'tsdb'}",
+            f"--web.listen-address=0.0.0.0:{PROMETHEUS_PORT}", "--log.level=warn"]), self.workdir / "prometheus.log"))
+        self.prometheus_url = f"http://{self.cp.network.ip}:{PROMETHEUS_PORT}"
+        self._wait(lambda: self._http(f"{self.prometheus_url}/-/ready").startswith("Prometheus"),
+                   "Prometheus to be ready")
+
+    def _http(self, url: str) -> str:
+        with urllib.request.urlopen(url, timeout=5) as resp:
+            return resp.read().decode()
+
+    def _wait(self, condition, what: str, timeout: float = 90) -> None:
+        deadline = time.monotonic() + timeout
+        last = None
+        while time.monotonic() < deadline:
+            for p in self.processes:
+                p.check()
+            self.cp.check_running()
+            try:
+                if condition():
+                    return
+            except (OSError, ValueError, KeyError) as exc:
+                last = exc
+            time.sleep(0.5)
+        raise RealLoopError(f"timed out after {timeout:.0f} s waiting for {what}" + (f" ({last})" if last else ""))
+
+    def _adapter(self, binary: Path) -> None:
+        """The adapter as the stack deploys it: its service account with the package's RBAC
+        (components/monitoring.py ``adapter_rbac_objects``), the package's generated rules and relist interval, a
+        serving certificate the API server verifies (no insecureSkipTLSVerify), an APIService."""
+        from gpuplatform.components import monitoring
+
+        self._apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": MONITORING_NS}})
+        self._apply({"apiVersion": "v1", "kind": "ServiceAccount",
+                     "metadata": {"name": monitoring.ADAPTER_SA, "namespace": MONITORING_NS}})
+        for obj in monitoring.adapter_rbac_objects():
+            self._apply(obj)
+        status, token = self.cp.request(
+            "POST", f"/api/v1/namespaces/{MONITORING_NS}/serviceaccounts/{monitoring.ADAPTER_SA}/token",
+            {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {"expirationSeconds": 7200}})
+        if status != 201:
+            raise RealLoopError(f"the adapter's token: {status} {token}")
+        pki = self.cp.pki
+        service_dns = f"{ADAPTER_NAME}.{MONITORING_NS}.svc"
+        pki.cert("adapter-serving", "ca", f"/CN={service_dns}", client=False,
+                 server_names=(f"DNS:{service_dns}", f"IP:{self.cp.network.ip}"))
+        kubeconfig = self.workdir / "adapter.kubeconfig"
+        kubeconfig.write_text(yaml.safe_dump({
+            "apiVersion": "v1", "kind": "Config", "current-context": "adapter",
+            "clusters": [{"name": "c", "cluster": {"server": self.cp.server, "certificate-authority": pki.path("ca.crt")}}],
+            "users": [{"name": "adapter", "user": {"token": token["status"]["token"]}}],
+            "contexts": [{"name": "adapter", "context": {"cluster": "c", "user": "adapter"}}]}))
+        kubeconfig.chmod(0o600)
+        rules = self.workdir / "adapter-rules.yaml"
+        rules.write_text(yaml.safe_dump({"rules": monitoring.generated_rules(self.cfg)}))
+        self.processes.append(Process(ADAPTER_NAME, self.cp.network.inside([
+            str(binary), f"--prometheus-url=http://127.0.0.1:{PROMETHEUS_PORT}",
+            f"--metrics-relist-interval={self.cfg.monitoring.intervals.adapter_relist}",
+            f"--config={rules}", f"--secure-port={ADAPTER_PORT}", "--bind-address=0.0.0.0",
+            f"--tls-cert-file={pki.path('adapter-serving.crt')}",
+            f"--tls-private-key-file={pki.path('adapter-serving.key')}",
+            f"--lister-kubeconfig={kubeconfig}", f"--authentication-kubeconfig={kubeconfig}",
+            f"--authorization-kubeconfig={kubeconfig}", "--v=2"]), self.workdir / "adapter.log"))
+        port = {"name": "https", "port": 443, "targetPort": ADAPTER_PORT, "protocol": "TCP"}
+        self._apply({"apiVersion": "v1", "kind": "Service",
+                     "metadata": {"name": ADAPTER_NAME, "namespace": MONITORING_NS}, "spec": {"ports": [port]}})
+        # no kube-proxy and no kubelet: the endpoint is written by hand, at the control plane's own address (an
+        # endpoint on loopback is refused by validation); --enable-aggregator-routing dials it
+        self._apply({"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+                     "metadata": {"name": ADAPTER_NAME, "namespace": MONITORING_NS,
+                                  "labels": {"kubernetes.io/service-name": ADAPTER_NAME}},
+                     "addressType": "IPv4",
+                     "endpoints": [{"addresses": [self.cp.network.ip], "conditions": {"ready": True}}],
+                     "ports": [{"name": "https", "port": ADAPTER_PORT, "protocol": "TCP"}]})
+        self._apply({"apiVersion": "v1", "kind": "Endpoints",
+                     "metadata": {"name": ADAPTER_NAME, "namespace": MONITORING_NS},
+                     "subsets": [{"addresses": [{"ip": self.cp.network.ip}],
+                                  "ports": [{"name": "https", "port": ADAPTER_PORT, "protocol": "TCP"}]}]})
+        self._apply({"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
+                     "metadata": {"name": "v1beta1.custom.metrics.k8s.io"},
+                     "spec": {"group": "custom.metrics.k8s.io", "version": "v1beta1",
+                              "service": {"name": ADAPTER_NAME, "namespace": MONITORING_NS, "port": 443},
+                              "caBundle": base64.b64encode(Path(pki.path("ca.crt")).read_bytes()).decode(),
+                              "groupPriorityMinimum": 100, "versionPriority": 100}})
+
+        def available() -> bool:
+            body = self.cp.get("/apis/apiregistration.k8s.io/v1/apiservices/v1beta1.custom.metrics.k8s.io")
+            return any(c["type"] == "Available" and c["status"] == "True"
+                       for c in body.get("status", {}).get("conditions", []))
+        self._wait(available, "the adapter's APIService to be Available")
+
+    def _workload(self, replicas: int) -> None:
+        from gpuplatform.components import workload_manifests as wm
+        from gpuplatform.components.inference_service import workload_context
+        from gpuplatform.components.pools import all_pool_facts
+
+        w = self.workload
+        ctx = workload_context(self.cfg, w, all_pool_facts(self.cfg)[w.node_pool],
+                               prometheus_url=f"http://127.0.0.1:{PROMETHEUS_PORT}")
+        self._apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": self.namespace}})
+        self.deployment = wm.deployment(w, ctx)
+        self.hpa = wm.hpa(w, ctx)
+        if self.hpa is None:
+            raise RealLoopError(f"workload {w.name!r} has no HPA (the real loop runs the HPA path only)")
+        # the manifest leaves spec.replicas to the HPA; the scenario starts where the simulator does, with the
+        # replicas that serve its first rate at the target
+        self._apply({**self.deployment, "spec": {**self.deployment["spec"], "replicas": replicas}})
+        self.selector = ",".join(f"{k}={v}" for k, v in self.deployment["spec"]["selector"]["matchLabels"].items())
+        self._wait(lambda: self.ready_pods() >= replicas, "the workload's first pods to be Ready", timeout=120)
+        self._apply(self.hpa)
+
+    # -------------------------------------------------------------------------------------------- reading
+    def pods(self) -> list:
+        query = urllib.parse.urlencode({"labelSelector": self.selector})
+        return self.cp.get(f"/api/v1/namespaces/{self.namespace}/pods?{query}")["items"]
+
+    def ready_pods(self, pods: Optional[list] = None) -> int:
+        pods = self.pods() if pods is None else pods
+        return sum(1 for p in pods if not p["metadata"].get("deletionTimestamp") and any(
+            c["type"] == "Ready" and c["status"] == "True" for c in p["status"].get("conditions", [])))
+
+    def sample(self, start: float) -> Sample:
+        name = self.deployment["metadata"]["name"]
+        dep = self.cp.get(f"/apis/apps/v1/namespaces/{self.namespace}/deployments/{name}")
+        hpa = self.cp.get(f"/apis/autoscaling/v2/namespaces/{self.namespace}/horizontalpodautoscalers/"
+                          f"{self.hpa['metadata']['name']}")
+        metric = None
+        for m in hpa.get("status", {}).get("currentMetrics") or []:
+            value = (m.get("pods") or {}).get("current", {}).get("averageValue")
+            if value is not None:
+                metric = _quantity(value)
+                break
+        return Sample(time.time() - start, int(dep["spec"].get("replicas", 0)), self.ready_pods(),
+                      hpa.get("status", {}).get("desiredReplicas"), metric)
+
+    # -------------------------------------------------------------------------------------------- the play
+    def play(self, arrivals: list, duration_s: float, lead_s: float, service_s: float, concurrency: int,
+             deterministic: bool, collect_phase: int, seed: int, kind: str) -> RealRun:
+        """Start the emulators and the load ``lead_s`` before second 0 (``arrivals`` may start before it: the
+        warm-up at the first rate), record until ``duration_s``."""
+        start = time.time() + lead_s
+        spec = {"server": self.cp.server, "ca": self.cp.pki.path("ca.crt"), "cert": self.cp.pki.path("admin.crt"),
+                "key": self.cp.pki.path("admin.key"), "namespace": self.namespace, "selector": self.selector,
+                "kind": kind, "service_s": service_s, "concurrency": concurrency, "deterministic": deterministic,
+                "collect_s": self.s.collect_s, "collect_phase": collect_phase, "start": start,
+                "arrivals": arrivals, "seed": seed, "targets": str(self.targets),
+                "events": str(self.workdir / "emulator-events.jsonl"), "linger_s": 5}
+        spec_path = self.workdir / "emulator.json"
+        spec_path.write_text(json.dumps(spec))
+        env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+        agent = Process("emulator", self.cp.network.inside([sys.executable, "-m", "gpuplatform.realloop.emulator",
+                                                            str(spec_path)]),
+                        self.workdir / "emulator.log", env=env)
+        self.processes.append(agent)
+        run = RealRun(start)
+        while time.time() < start + duration_s + 1:
+            agent.check()
+            for p in self.processes:
+                p.check()
+            self.cp.check_running()
+            if time.time() >= start - 1:
+                run.samples.append(self.sample(start))
+            time.sleep(SAMPLE_S)
+        agent.stop()
+        self.processes.remove(agent)
+        run.syncs = self._syncs(start)
+        run.scrapes = self._scrapes(start, duration_s + lead_s + 60)
+        events = self.workdir / "emulator-events.jsonl"
+        run.events = [json.loads(line) for line in events.read_text().splitlines()] if events.exists() else []
+        return run
+
+    def _syncs(self, start: float) -> list:
+        """When each HPA sync read the metric: the adapter's instant query for the workload's pods."""
+        out = []
+        if not self.query_log.exists():
+            return out
+        for line in self.query_log.read_text().splitlines():
+            try:
+                entry = json.loads(line)
+            except ValueError:
+                continue
+            params = entry.get("params", {})
+            query = params.get("query", "")
+            if self.namespace in query and "pod" in query and params.get("step", 0) == 0:
+                at = params.get("start") or entry.get("ts")
+                out.append(_seconds(at) - start)
+        return sorted(out)
+
+    def _scrapes(self, start: float, span_s: float) -> dict:
+        url = (f"{self.prometheus_url}/api/v1/query?"
+               + urllib.parse.urlencode({"query": f"up[{int(span_s)}s]", "time": f"{time.time():.3f}"}))
+        body = json.loads(self._http(url))
+        out = {}
+        for series in body["data"]["result"]:
+            pod = series["metric"].get("pod")
+            out[pod] = [float(ts) - start for ts, _ in series["values"]]
+        return out
+
+    def down(self) -> None:
+        for p in reversed(self.processes):
+            p.stop()
+        self.processes.clear()
+        if self.cp is not None:
+            self.cp.stop()
+
+
+def _quantity(text: str) -> float:
+    if text.endswith("m"):
+        return float(text[:-1]) / 1000
+    if text.endswith("k"):
+        return float(text[:-1]) * 1000
+    return float(text)
+
+
+def _seconds(stamp) -> float:
+    if isinstance(stamp, (int, float)):
+        return float(stamp)
+    from datetime import datetime
+
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()

@@ -1,0 +1,94 @@
+"""The real-loop scenarios: a stack file under ``scenarios/``, a workload of it, the emulator its metric needs and
+the load, as the intensity of the arrivals over time (piecewise constant), either evenly spaced or a seeded
+Poisson process. The same arrivals go to the real chain and, counted per second, to ``simulate``."""
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from pathlib import Path
+
+SCENARIOS_DIR = Path(__file__).with_name("scenarios")
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    title: str
+    config: Path
+    workload: str
+    emulator: str
+    """``dcgm`` (GPU utilization) or ``vllm`` (the scheduler's queue gauges)."""
+    rates: tuple
+    """(from second, requests per second), ascending, the first from 0."""
+    duration_s: int
+    poisson: bool
+    deterministic_service: bool
+    """Service times: fixed (the GPU step, so a second's busy share reads the load exactly) or exponential."""
+    seed: int = 44
+    warmup_s: int = 45
+    """Seconds of the first rate before second 0: the target is scraped, the adapter has listed the metric and the
+    HPA has read it (the simulator starts in that steady state)."""
+
+    def initial_replicas(self, setup) -> int:
+        """The replicas serving the first rate at the target, as the simulator starts them (engine.Simulation)."""
+        import math
+
+        a = setup.workload.autoscaling
+        return max(min(math.ceil(self.rates[0][1] / setup.plan.rps_at_target - 1e-9), a.max_replicas),
+                   max(a.min_replicas, 1))
+
+    def rate(self, t: float) -> float:
+        current = self.rates[0][1]
+        for start, r in self.rates:
+            if t >= start:
+                current = r
+        return current
+
+    def arrivals(self) -> list:
+        """Arrival times, seconds from second 0 (the warm-up's are negative)."""
+        segments = [(-self.warmup_s, self.rates[0][1])] + [(s, r) for s, r in self.rates[1:]]
+        ends = [s for s, _ in segments[1:]] + [self.duration_s]
+        rng = random.Random(self.seed)
+        out = []
+        for (start, r), end in zip(segments, ends):
+            if r <= 0:
+                continue
+            if self.poisson:
+                t = start + rng.expovariate(r)
+                while t < end:
+                    out.append(round(t, 4))
+                    t += rng.expovariate(r)
+            else:
+                n = int(round((end - start) * r))
+                out.extend(round(start + (k + 0.5) / r, 4) for k in range(n))
+        return out
+
+    def trace(self):
+        """What ``simulate`` replays: the rates for evenly spaced arrivals; the per-second count of the same
+        arrivals for a Poisson load, except second 0, which is the first rate (the simulator starts its replicas
+        and its queue in the steady state of second 0's demand, where the real chain warmed up at that rate)."""
+        from gpuplatform.simulate.traces import Trace
+
+        if not self.poisson:
+            return Trace(self.name, tuple(float(s) for s, _ in self.rates), tuple(float(r) for _, r in self.rates),
+                         self.duration_s)
+        counts = [0] * (self.duration_s + 1)
+        for a in self.arrivals():
+            if 0 <= a < self.duration_s + 1:
+                counts[int(a)] += 1
+        counts[0] = self.rates[0][1]
+        return Trace(self.name, tuple(float(t) for t in range(len(counts))), tuple(float(c) for c in counts),
+                     self.duration_s)
+
+
+SCENARIOS = {s.name: s for s in (
+    Scenario("gpu-util-step", "GPU utilization step (DCGM), 3 -> 15 req/s", SCENARIOS_DIR / "gpu-util-step.yaml",
+             "echo-gpu", "dcgm", ((0, 3.0), (45, 15.0)), 195, poisson=False, deterministic_service=True),
+    Scenario("vllm-queue-poisson", "vLLM queue step, Poisson arrivals 1 -> 4 req/s",
+             SCENARIOS_DIR / "vllm-queue-poisson.yaml", "chat", "vllm", ((0, 1.0), (45, 4.0)), 150, poisson=True,
+             deterministic_service=False),
+    Scenario("gpu-util-scale-down", "GPU utilization fall (DCGM) under a 60 s window, -1 pod per 30 s, 15 -> 3 req/s",
+             SCENARIOS_DIR / "gpu-util-scale-down.yaml", "echo-gpu", "dcgm", ((0, 15.0), (30, 3.0)), 165,
+             poisson=False, deterministic_service=True),
+)}
+"""Run in this order: the simplest first."""

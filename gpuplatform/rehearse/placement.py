@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
+from gpuplatform.components.warm_capacity import PRIORITY_CLASS_NAME, priority_class
 from gpuplatform.rehearse.apply import Discovery, apply
 from gpuplatform.rehearse.controlplane import ControlPlaneError, LocalControlPlane
 from gpuplatform.rehearse.nodes import REHEARSAL_LABEL, controller_objects, planned_nodes
@@ -45,10 +46,22 @@ def create_nodes(cp: LocalControlPlane, discovery: Discovery, groups) -> list[st
     return notes
 
 
+BUILT_IN_PRIORITY_CLASSES = ("system-cluster-critical", "system-node-critical")
+"""The classes every API server creates at start (kubernetes pkg/apis/scheduling ``SystemPriorityClasses``)."""
+
+
 def create_controllers(cp: LocalControlPlane, discovery: Discovery, pods) -> dict[str, int]:
     """A stand-in controller for each :class:`~gpuplatform.catalogs.pods.ClusterPod` (hooks as Deployments of
     one); owner -> replicas wanted."""
     wanted = {}
+    # the PriorityClasses the pods name, before them: Priority admission refuses a pod whose class does not exist,
+    # and its controller then never creates it (the warm-capacity placeholders' class is the stack's own object)
+    for name in sorted({pod.spec.get("priorityClassName") for pod in pods} - {None, *BUILT_IN_PRIORITY_CLASSES}):
+        body = priority_class() if name == PRIORITY_CLASS_NAME else {
+            "apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name}, "value": 0}
+        verdict = apply(cp, discovery, body)
+        if not verdict.accepted:
+            raise ControlPlaneError(f"PriorityClass {name}: {verdict.message}")
     for pod in pods:
         owner = pod.owner if not pod.hook else "Deployment " + pod.owner.split(" ", 1)[-1]
         body = controller_objects(owner, pod.spec, pod.replicas, pod.one_per_node)

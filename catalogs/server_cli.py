@@ -5,31 +5,8 @@ takes, and where it writes. Read by ``components/server_args.py`` (the parser) a
 
 The facts of each server live in its profile module (catalogs/server_vllm.py, server_sglang.py, server_tgi.py,
 server_triton.py, on the shapes of catalogs/server_base.py); this module gathers them and holds what spans servers.
-Every fact was read in the server's own source at the releases named (wheel or tag, file and line):
-
-* vLLM (PyPI wheels 0.2.3 to 0.33.0): ``vllm/entrypoints/openai/cli_args.py`` (moved to
-  ``entrypoints/common/cli_args.py``; ``--host`` None = every interface, ``--port`` 8000, ``--uds`` from 0.10.1),
-  ``vllm/engine/arg_utils.py`` (``-tp``, ``-pp``, ``-dp`` from 0.8.5, ``-dpl`` from 0.9.0, ``-pcp`` from 0.12.0,
-  ``--max-num-seqs``, ``--gpu-memory-utilization``), ``vllm/config/parallel.py`` (world size), ``vllm/config/cache.py``
-  (``gpu_memory_utilization`` 0.9 to 0.19.1, 0.92 from 0.20.0: "a per-instance limit"), ``vllm/envs.py``
-  (``VLLM_API_KEY``, ``VLLM_CACHE_ROOT`` from 0.6.0, ``VLLM_CONFIG_ROOT``), ``entrypoints/serve/middleware/
-  authenticate.py`` (the key guards ``/v1``, ``/v2``, ``/inference``, ``/cohere``, never ``/health`` or
-  ``/metrics``), ``entrypoints/serve/instrumentator/metrics.py`` (``/metrics`` mounted on the API app: no metrics
-  port), ``v1/engine/async_llm.py`` (``--disable-log-stats`` leaves no ``vllm:*`` engine metrics).
-* SGLang (PyPI wheels 0.4.0 to 0.5.23; repository ``python/`` + the wheel path): ``srt/server_args.py`` (moved to
-  ``srt/arg_groups/fields/*.py`` in 0.5.20): ``--host`` 127.0.0.1 (loopback only), ``--port`` 30000,
-  ``--enable-metrics`` off by default (``/metrics`` on the main port only when on), ``--tp-size``, ``--pp-size``
-  (0.4.7), ``--dp-size``, ``--max-running-requests``, ``--mem-fraction-static``, ``--api-key`` (no environment
-  variable; ``/health`` and ``/metrics`` exempt from 0.4.6), ``srt/environ.py`` (``SGLANG_CACHE_DIR`` from 0.5.15).
-* TGI (huggingface/text-generation-inference v3.3.7): ``launcher/src/main.rs`` (clap ``Args``: every flag but
-  ``--env`` also read from the environment variable of its name in capitals), ``Dockerfile`` (the image sets
-  ``PORT=80`` and ``HF_HOME=/data``), ``router/src/server.rs`` (``/metrics`` and ``/health`` on the main port,
-  unauthenticated; the key guards only the generation routes).
-* Triton (triton-inference-server/server v2.71.0, container 26.07): ``src/command_line_parser.cc`` (getopt; no
-  option read from the environment; ``--http-port`` 8000, ``--grpc-port`` 8001, ``--metrics-port`` 8002, addresses
-  0.0.0.0, ``--allow-metrics`` true; booleans true/on/1, false/off/0), ``src/http_server.cc`` (``/metrics`` only on
-  the metrics port: the HTTP port answers 404), ``--http-restricted-api``/``--grpc-restricted-protocol`` take the
-  shared secret in the argument.
+Every fact was read in the server's own source at the releases named; each profile module's docstring names
+the files and lines.
 """
 from __future__ import annotations
 

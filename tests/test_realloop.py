@@ -136,7 +136,9 @@ def test_a_recorded_real_run_agrees_only_with_each_pods_own_scrape_offset():
     scraped 6 s before the first's; with one offset for every pod the simulator reads its first sample a sync late
     and asks for 4 replicas one sync after the real HPA did."""
     agreement = recompare(SCENARIOS["gpu-util-step"], RECORDED / "gpu-util-step")
-    assert agreement.phases["pod_scrapes"] == [14, 8, 7, 3]
+    # the scrapes came at .42, .88, .76 and .31 of their seconds, none on a collection's second: each is the
+    # simulator's second it began in (agreement._second), before the syncs later in those seconds
+    assert agreement.phases["pod_scrapes"] == [13, 7, 6, 2]
     assert agreement.agrees and agreement.mismatched_syncs == []
     assert (agreement.real.first_scale_up_s, agreement.real.capacity_s) == (43, 118)
     assert [m["t"] for m in agreement.one_phase_mismatched] == [132.5]
@@ -234,3 +236,42 @@ def test_tune_on_the_two_workload_scenario_compares_placeholders_with_min_replic
     assert not by[((1, 1), 1)].within_budget and by[((2, 2), 0)].within_budget
     assert tuned.placeholders_win is False
     assert "placeholders beat minReplicas at the same SLO: no" in tuning_text(scenario, tuned)
+
+
+def test_a_recorded_karpenter_run_agrees_with_the_simulators_node_model_within_a_scan():
+    """A run of nodes-scale-up recorded from the real chain (Karpenter v1.14.1 with its kwok provider, a 60 s node
+    registration): Karpenter asked for each node 1 to 2 s after the HPA's scale-up (its batch of the pods the
+    scheduler marked unschedulable), the simulator at its next 10 s scan."""
+    from dataclasses import replace
+
+    scenario = SCENARIOS["nodes-scale-up"]
+    agreement = recompare(scenario, RECORDED / "nodes-scale-up")
+    assert agreement.agrees and not agreement.nodes_beyond_a_scan
+    assert (agreement.real.first_node_s, agreement.sim.first_node_s) == (29, 35)
+    assert (agreement.real.node_ready_s, agreement.sim.node_ready_s) == (90, 95)
+    assert max(agreement.real.nodes) == max(agreement.sim.nodes) == 4
+    # the same record against a simulator provisioning in the catalog's 180 s: the nodes come two minutes late
+    slow = recompare(replace(scenario, node_provision_s=180), RECORDED / "nodes-scale-up")
+    assert not slow.nodes_agree and not slow.agrees
+
+
+def test_a_scrape_is_the_simulators_second_it_began_in_unless_a_collection_came_then():
+    from gpuplatform.realloop.agreement import _second
+
+    assert _second(192.2, (15, 14)) == 192  # before a sync at 192.66, which the simulator runs at 193
+    assert _second(179.2, (15, 14)) == 180  # it read the collection of 179.0: the simulator's scrape at 180 does
+    assert _second(192.2, None) == 193      # a gauge read at the scrape: rounded up as every real instant
+
+
+def test_a_recorded_two_workload_run_agrees_per_workload_and_on_the_pools_nodes():
+    """A run of two-workloads-placeholders recorded from the real chain: each burst's new replica preempted the
+    placeholder (the real scheduler) and served 59 s after its load rose, Karpenter added a node for the evicted
+    placeholder each time. burst-b's first pod was scraped at .2 of the second whose .66 held the HPA's sync: with
+    the scrape rounded up, the simulator read the step a sync late and asked for a third replica later on."""
+    scenario = SCENARIOS["two-workloads-placeholders"]
+    a, b = recompare(scenario, RECORDED / "two-workloads-placeholders")
+    assert a.scenario.endswith("burst-a") and b.scenario.endswith("burst-b")
+    assert a.agrees and b.agrees
+    assert (a.real.capacity_s, a.sim.capacity_s, b.real.capacity_s, b.sim.capacity_s) == (59, 59, 59, 59)
+    assert max(a.real.nodes) == max(a.sim.nodes) == 5
+    assert "two-workloads-placeholders/burst-b" in table([a, b])

@@ -173,7 +173,7 @@ def compare(scenario: Scenario, run, setup, collect_phase: int) -> Agreement:
     syncs = [s for s in run.syncs if 0 <= s <= scenario.duration_s - SETTLE_S]
     if not syncs:
         raise ValueError(f"{scenario.name}: no HPA sync was seen in the query log")
-    offsets = pod_scrape_offsets(run, scrape_s)
+    offsets = pod_scrape_offsets(run, scrape_s, (setup.collect_s, collect_phase) if setup.reads_gpu_metrics else None)
     phases = Phases(collect_phase % max(setup.collect_s, 1), offsets[0], math.ceil(syncs[0]) % sync_s,
                     pod_scrapes=tuple(offsets))
     simulated = _read_sim(scenario, setup, phases, syncs)
@@ -210,7 +210,8 @@ def compare_pool(scenario: Scenario, runs: dict, cfg, setup, collect_phase: int)
         syncs = [s for s in runs[name].syncs if 0 <= s <= scenario.duration_s - SETTLE_S]
         if not syncs:
             raise ValueError(f"{scenario.name}: no HPA sync of {name} was seen in the query log")
-        offsets = pod_scrape_offsets(runs[name], scrape_s)
+        offsets = pod_scrape_offsets(runs[name], scrape_s,
+                                     (setup.collect_s, collect_phase) if setup.reads_gpu_metrics else None)
         phases[name] = Phases(collect_phase % max(setup.collect_s, 1), offsets[0], math.ceil(syncs[0]) % sync_s,
                               pod_scrapes=tuple(offsets))
         per[name] = (seen, syncs)
@@ -262,7 +263,7 @@ def _mismatches(syncs: list, real: Side, sim: Side) -> list:
             for s, r, m in zip(syncs, real.replicas_at_syncs, sim.replicas_at_syncs) if r != m]
 
 
-def pod_scrape_offsets(run, scrape_s: int) -> list:
+def pod_scrape_offsets(run, scrape_s: int, collect=None) -> list:
     """Each pod's target's scrape offset (second 0 of the scenario as the origin), the pods in the order the
     emulator saw them start (ties by name: the order the ReplicaSet created them cannot be told apart there).
 
@@ -272,7 +273,20 @@ def pod_scrape_offsets(run, scrape_s: int) -> list:
     order = [e["pod"] for e in sorted(run.events, key=lambda e: (e["t"], e.get("pod", "")))
              if e["event"] == "running"]
     order += sorted(p for p in run.scrapes if p not in order)
-    return [math.ceil(run.scrapes[p][0]) % scrape_s for p in order if run.scrapes.get(p)]
+    return [_second(run.scrapes[p][0], collect) % scrape_s for p in order if run.scrapes.get(p)]
+
+
+def _second(at: float, collect) -> int:
+    """The simulator's second of a real scrape at ``at``: rounded up when a collection came at the second it
+    rounds down to (the scrape read it; the simulator's scrape at ``k`` reads collections up to ``k - 1``), else
+    rounded down, which keeps it before a sync later in the same real second (the simulator's sync at ``k`` sees
+    the scrapes of the seconds before ``k``). ``collect``: ``(period, phase)`` of the exporter's collection, or None
+    for gauges read at the scrape (rounded up, as every real instant)."""
+    if collect is None:
+        return math.ceil(at)
+    period, phase = collect
+    down = math.floor(at)
+    return down + 1 if (down - phase) % period == 0 else down
 
 
 def _read_sim(scenario: Scenario, setup, phases, syncs: list) -> Side:

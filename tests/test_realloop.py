@@ -265,9 +265,8 @@ def test_a_scrape_is_the_simulators_second_it_began_in_unless_a_collection_came_
 
 def test_a_recorded_two_workload_run_agrees_per_workload_and_on_the_pools_nodes():
     """A run of two-workloads-placeholders recorded from the real chain: each burst's new replica preempted the
-    placeholder (the real scheduler) and served 59 s after its load rose, Karpenter added a node for the evicted
-    placeholder each time. burst-b's first pod was scraped at .2 of the second whose .66 held the HPA's sync: with
-    the scrape rounded up, the simulator read the step a sync late and asked for a third replica later on."""
+    placeholder (the real scheduler) and served 59 s after its load rose, and Karpenter added a node for the
+    evicted placeholder each time."""
     scenario = SCENARIOS["two-workloads-placeholders"]
     a, b = recompare(scenario, RECORDED / "two-workloads-placeholders")
     assert a.scenario.endswith("burst-a") and b.scenario.endswith("burst-b")

@@ -112,9 +112,9 @@ SCENARIOS = {s.name: s for s in (
              "nodes in 60 s, 3 -> 15 req/s", SCENARIOS_DIR / "nodes-scale-up.yaml", "echo-gpu", "dcgm",
              ((0, 3.0), (45, 15.0)), 300, poisson=False, deterministic_service=True, node_provision_s=60),
     Scenario("two-workloads-placeholders", "Two workloads on one pool with a placeholder, bursts 2 min apart "
-             "(DCGM, 3 -> 8 req/s each), Karpenter adding nodes in 60 s",
-             SCENARIOS_DIR / "two-workloads-placeholders.yaml", "burst-a", "dcgm", ((0, 3.0), (45, 8.0)), 300,
+             "(DCGM, 3 -> 6 req/s each), Karpenter adding nodes in 60 s",
+             SCENARIOS_DIR / "two-workloads-placeholders.yaml", "burst-a", "dcgm", ((0, 3.0), (45, 6.0)), 300,
              poisson=False, deterministic_service=True, node_provision_s=60,
-             others=(("burst-b", ((0, 3.0), (165, 8.0))),)),
+             others=(("burst-b", ((0, 3.0), (165, 6.0))),)),
 )}
 """Run in this order: the simplest first."""

@@ -1,6 +1,5 @@
 """Helpers for the policy tests: the resources a stack registers, built from the same pure builders the
 components use, and helpers that run one policy object over them."""
-from pathlib import Path
 
 from gpuplatform.catalogs.versions import CHARTS
 from gpuplatform.components import adapter_rules
@@ -14,8 +13,8 @@ from gpuplatform.check import run_policies
 from gpuplatform.components.node_pool import pool_props as node_pool_props
 from gpuplatform.records import RegisteredResource
 from gpuplatform.policies.registry import by_id
+from support import REPO
 
-REPO = Path(__file__).resolve().parents[2]
 STACKS = ("dev", "staging", "prod", "local")
 
 
@@ -37,7 +36,7 @@ def stack_resources(stack: str) -> list[RegisteredResource]:
                 "clusterKind": cfg.cluster.kind, "allowPublicEndpoints": cfg.settings.allow_public_endpoints,
                 "protect": protect}
     # a component's props are its inputs; what the stack policies see is what it registers as outputs, which for
-    # these two components includes the same facts (test_policy_engine.py proves it on the real components)
+    # these two components includes the same facts (tests/policies/test_pack_engine.py proves it on the real components)
     out = [RegisteredResource("gpuplatform:index:GpuPlatform", "platform", platform, custom=False, outputs=platform)]
     if cfg.cluster.kind == "ack-managed":
         out.append(RegisteredResource("alicloud:cs/managedKubernetes:ManagedKubernetes", "cluster",

@@ -74,7 +74,7 @@ def test_addons_after_creation_are_kubernetes_addons_others_can_wait_for(stack_r
     addons = {r.inputs["name"]: r for r in of_type(records, ADDON)}
     assert set(addons) == {"arms-prometheus", "ack-node-problem-detector", "node-lifecycle-controller",
                            "ack-ai-installer"}
-    # Go's json.Marshal form, which the provider's Read writes back (tests/test_second_up.py)
+    # Go's json.Marshal form, which the provider's Read writes back (tests/components/test_cluster_second_up.py)
     assert addons["arms-prometheus"].inputs["config"] == '{"prometheusMode":"default"}'
 
 

@@ -425,7 +425,7 @@ def test_self_hosted_backend_in_prod(stack_records):
     assert adapter["certManager"] == {"enabled": True}
     assert adapter["rbac"] == {"create": False}
     assert adapter["metricsRelistInterval"] == "30s"
-    # the catalog's rule with the stack's 30s window (its values: tests/promtool/test_triton_queue_time.py)
+    # the catalog's rule with the stack's 30s window (its values: tests/promtool/components/test_adapter_rules_triton_queue_time.py)
     queued = "sum by (<<.GroupBy>>) (increase(nv_inference_queue_duration_us{<<.LabelMatchers>>}[30s]))"
     served = "sum by (<<.GroupBy>>) (increase(nv_inference_request_success{<<.LabelMatchers>>}[30s]))"
     assert adapter["rules"]["custom"][0]["metricsQuery"] == f"({queued} / ({served} > 0)) or ({served} == 0)"

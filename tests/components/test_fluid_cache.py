@@ -7,7 +7,7 @@ import copy
 
 import pytest
 from support import assert_rejected
-from test_time_to_capacity import example, objects, step
+from test_pre_pull_time_to_capacity import example, objects, step
 
 from gpuplatform.catalogs import timeouts
 from gpuplatform.check import run_policies

@@ -9,7 +9,7 @@ from gpuplatform.components.image_pins import digest_notes, version_dependent_ch
 from gpuplatform.components.validation import load
 from gpuplatform.plan import run_plan
 from support import stack_raw
-from test_vllm_metrics import vllm_workload
+from test_metrics_vllm import vllm_workload
 
 DIGEST = "@sha256:" + "b" * 64
 

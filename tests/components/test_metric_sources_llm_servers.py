@@ -258,7 +258,7 @@ def test_sglang_itl_follows_the_post_release_tag_and_one_rule_reads_both_names(t
 def test_triton_queue_time_is_read_from_counters_through_increase_and_a_raw_counter_read_is_refused():
     """nv_inference_queue_duration_us and nv_inference_request_success are counters
     (triton-inference-server/core src/metrics.cc (r26.06) BuildCounter): the source says so, its rule reads both
-    through increase() over the window (tests/promtool/test_triton_queue_time.py: across a restart too), and a
+    through increase() over the window (tests/promtool/components/test_adapter_rules_triton_queue_time.py: across a restart too), and a
     counter source whose query reads the raw value or delta() is refused when the catalog is built."""
     src = METRICS["triton_queue_time_us"].source("triton")
     assert src.kind == "counter"

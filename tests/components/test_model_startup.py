@@ -25,7 +25,7 @@ W = "workloads[0]"
 
 def chat(**model) -> dict:
     """Example 005 (vLLM on one A10 from a PVC) with its ``model`` replaced by ``model``, read the plain way (the
-    example streams its weights; tests/test_time_to_capacity.py covers the streamed rate)."""
+    example streams its weights; tests/components/test_pre_pull_time_to_capacity.py covers the streamed rate)."""
     raw = example_raw("005")
     args = raw["workloads"][0]["args"]
     args.remove("--load-format=runai_streamer")

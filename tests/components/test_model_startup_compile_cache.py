@@ -9,7 +9,7 @@ import copy
 import pytest
 import yaml
 from test_fluid_cache import fluid
-from test_time_to_capacity import example, step
+from test_pre_pull_time_to_capacity import example, step
 
 from gpuplatform.catalogs import servers
 from gpuplatform.components.model_startup import compile_cache_volume, load_estimate, startup_seconds
@@ -168,7 +168,7 @@ def test_plan_shows_the_load_that_finds_the_graphs_and_the_one_that_compiles():
 
 def test_a_composed_service_reads_its_compile_cache_as_the_stack_does(tmp_path, capsys):
     """A consumer's program composing an InferenceService gets the same reading of its command line and volumes."""
-    from test_composed_program import write_project
+    from test_assembly_composed_program import write_project
 
     from gpuplatform.cli import main
 

@@ -7,7 +7,7 @@ import copy
 
 import pytest
 from support import of_type, stack_raw
-from test_llm_servers import llm_workload
+from test_metric_sources_llm_servers import llm_workload
 from test_scenarios import example_raw, example_records, rejected
 
 from gpuplatform.catalogs import servers
@@ -289,7 +289,7 @@ def test_settings_a_config_file_may_hold_are_not_judged():
 
 def test_flags_the_catalog_does_not_model_pass_untouched_when_the_server_has_them():
     # the real vLLM 0.9.2 parser exits on a flag it does not declare: "--some-future-flag=3", which this test once
-    # expected to pass, is refused (tests/test_server_parsers.py holds the reading to the real parser)
+    # expected to pass, is refused (tests/gpuplatform/test_server_parsers.py holds the reading to the real parser)
     raw = vllm()
     args_of(raw).extend(["--max-num-batched-tokens", "8192", "--enable-prefix-caching", "--tokenizer-mode=auto",
                          "--kv-cache-dtype", "fp8"])

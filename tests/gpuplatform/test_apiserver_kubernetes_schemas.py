@@ -12,7 +12,6 @@ import copy
 import functools
 import json
 import re
-from pathlib import Path
 
 import jsonschema
 import kubernetes_validate
@@ -27,8 +26,8 @@ from gpuplatform.components.stack_config import namespace_from_stack_file
 from gpuplatform.components.validation import kubernetes_version, load
 from gpuplatform.plan import manifest_files
 from gpuplatform.synth import stack_config_from_namespace, synthesize
+from support import REPO
 
-REPO = Path(__file__).resolve().parents[2]
 STACKS = ("dev", "staging", "prod", "local")
 OLDEST_CHECKED = (1, 28)
 

@@ -12,9 +12,9 @@ from gpuplatform.check import read_manifests, run_policies, with_strict
 from gpuplatform.cli import main
 from gpuplatform.catalogs.system_components import image_repository
 from gpuplatform.policies.registry import REGISTRY, strict_config
+from support import FIXTURES_DIR, REPO
 
-CORPUS = Path(__file__).resolve().parents[1] / "fixtures" / "corpus"
-REPO = Path(__file__).resolve().parents[2]
+CORPUS = FIXTURES_DIR / "corpus"
 
 
 def _run(capsys, *argv):

@@ -8,6 +8,7 @@ from gpuplatform.check import exit_code, format_json, format_table, load_manifes
 from gpuplatform.records import RegisteredResource
 from gpuplatform.policies.registry import by_id
 from policy_helpers import find, pod_spec, stack_resources
+from support import REPO
 
 LB = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web", "namespace": "inference"},
       "spec": {"type": "LoadBalancer", "selector": {"app": "web"}, "ports": [{"name": "http", "port": 80}]}}
@@ -107,10 +108,8 @@ def test_output_formats_and_exit_code():
 
 
 def test_docs_table_lists_every_policy_with_its_level():
-    from pathlib import Path
-
     from gpuplatform.policies.pack import POLICY_DEFS
-    doc = (Path(__file__).resolve().parents[2] / "docs" / "policies.md").read_text()
+    doc = (REPO / "docs" / "policies.md").read_text()
     for p in POLICY_DEFS:
         row = next((line for line in doc.splitlines() if line.startswith(f"| `{p.id}` |")), None)
         assert row is not None, p.id
@@ -130,9 +129,7 @@ def test_sdk_servicer_accepts_the_pack():
 
 
 def test_docs_list_every_configurable_property_of_the_pack():
-    from pathlib import Path
-
     from gpuplatform.policy_pack import config_reference
-    doc = (Path(__file__).resolve().parents[2] / "docs" / "policies.md").read_text()
+    doc = (REPO / "docs" / "policies.md").read_text()
     table = config_reference()
     assert table.count("\n") > 20 and table in doc

@@ -34,7 +34,7 @@ def test_plan_json_format(capsys):
     doc = json.loads(capsys.readouterr().out)
     assert doc["capacity"][0]["resources"] == [{"resource": "nvidia.com/mig-1g.5gb", "unitsPerNode": 56,
                                                 "unitsAtMax": 112, "unit": "MIG instance"}]
-    step = doc["metricLatency"][0].pop("stepResponse")  # its figures: tests/test_simulate.py
+    step = doc["metricLatency"][0].pop("stepResponse")  # its figures: tests/gpuplatform/simulate/test_simulate.py
     assert set(step) == {"trace", "firstScaleUpSeconds", "capacityReadySeconds", "capacityPath", "neverReasons",
                          "sweep"}
     assert step["sweep"]["worstSeconds"] <= doc["metricLatency"][0]["worstCaseSeconds"]  # the formula bounds it

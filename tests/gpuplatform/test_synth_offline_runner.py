@@ -51,7 +51,7 @@ def _without_nulls(value):
 def test_nulls_the_engine_receives_are_recorded_and_planned(tmp_path):
     """The SDK serializes a None inside a map as a protobuf null (pulumi/runtime/rpc.py, serialize_property) and its
     own decoder drops it again; the plan must show it as given. (The real engine does not carry it on to Helm as a
-    deletion, the rehearsal found: the package's own values send none, tests/test_rehearse_inputs.py.)"""
+    deletion, the rehearsal found: the package's own values send none, tests/gpuplatform/rehearse/test_rehearse_inputs.py.)"""
     from gpuplatform.cli import main
 
     raw = stack_raw("prod")

@@ -14,8 +14,9 @@ from gpuplatform.cli import main
 from gpuplatform.policies import k8s
 from gpuplatform.policies.registry import by_id
 from gpuplatform.records import RegisteredResource
+from support import FIXTURES_DIR
 
-PODS = Path(__file__).resolve().parents[1] / "fixtures" / "pods"
+PODS = FIXTURES_DIR / "pods"
 SECRETS, PRIVILEGED = "container-no-plaintext-secrets", "pod-no-privileged"
 
 # the planted credentials, by a piece of each (the fixtures hold nothing else that looks like one)

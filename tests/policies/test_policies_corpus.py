@@ -1,7 +1,6 @@
 """The manifest corpus (tests/fixtures/corpus): manifests in the shapes real projects publish, each judged by
 `gpuplatform check --manifests` exactly as verdicts.yaml says a careful platform engineer would."""
 import json
-from pathlib import Path
 
 import pytest
 import yaml
@@ -9,8 +8,9 @@ import yaml
 from gpuplatform import apiserver
 from gpuplatform.cli import main
 from gpuplatform.policies.pack import POLICY_DEFS
+from support import FIXTURES_DIR
 
-CORPUS = Path(__file__).resolve().parents[1] / "fixtures" / "corpus"
+CORPUS = FIXTURES_DIR / "corpus"
 VERDICTS = yaml.safe_load((CORPUS / "verdicts.yaml").read_text())
 LEVEL = {p.id: p.level.value for p in POLICY_DEFS} | {apiserver.RULE_ID: "mandatory"}
 

@@ -1,12 +1,12 @@
 """The source documents' YAML (tests/fixtures/seed_manifests): each known misconfiguration is flagged by the
 policy written for it, on plain YAML, without any Pulumi program."""
-from pathlib import Path
 
 import pytest
 
 from gpuplatform.check import exit_code, load_manifests, run_policies
+from support import FIXTURES_DIR
 
-SEEDS = Path(__file__).resolve().parents[1] / "fixtures" / "seed_manifests"
+SEEDS = FIXTURES_DIR / "seed_manifests"
 
 # (seed file, policy id, resource name the violation is reported on, text the message must contain)
 EXPECTED = [

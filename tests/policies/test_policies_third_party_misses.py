@@ -1,7 +1,6 @@
 """What real third-party YAML used to get past `check --manifests` (the corpus files 45-58 show each in the shape
 projects publish): each rule's edges, as small pure functions and as findings."""
 import copy
-from pathlib import Path
 
 import pytest
 import yaml
@@ -14,8 +13,9 @@ from gpuplatform.check import read_manifests, run_policies
 from gpuplatform.policies.reliability import cluster_names_used
 from gpuplatform.policies.security import escalation_grants
 from gpuplatform.records import RegisteredResource
+from support import FIXTURES_DIR
 
-CORPUS = Path(__file__).resolve().parents[1] / "fixtures" / "corpus"
+CORPUS = FIXTURES_DIR / "corpus"
 
 
 def resource(doc: dict) -> RegisteredResource:

@@ -2,7 +2,6 @@
 policy's kubernetesVersion, or ``check --kube-version``. The package's own output for an old cluster passes its
 own pack."""
 import json
-from pathlib import Path
 
 import pytest
 
@@ -10,10 +9,10 @@ from gpuplatform.check import load_manifests, run_policies, with_kubernetes_vers
 from gpuplatform.cli import main
 from gpuplatform.policies.registry import by_id
 from live_state import live_outputs
-from support import stack_raw, synth
+from support import FIXTURES_DIR, stack_raw, synth
 
 API_POLICIES = [by_id("no-removed-api-versions")]
-SEED = Path(__file__).resolve().parents[1] / "fixtures" / "seed_manifests" / "001_legacy_ack_guide.yaml"
+SEED = FIXTURES_DIR / "seed_manifests" / "001_legacy_ack_guide.yaml"
 HPA = {"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler", "metadata": {"name": "h", "namespace": "x"},
        "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "d"}, "maxReplicas": 2}}
 

@@ -10,7 +10,7 @@ from gpuplatform.catalogs import server_sglang, server_vllm
 from gpuplatform.catalogs.server_base import parameters_in_name, weights_gib_lower_bound
 from gpuplatform.policies.servers import least_start_seconds, server_container
 from policy_helpers import only
-from test_policy_rules import LLAMA_70B, SGLANG, cache_claim, extra, llm_server, pod_monitor, probed, with_port
+from test_policies_rules import LLAMA_70B, SGLANG, cache_claim, extra, llm_server, pod_monitor, probed, with_port
 
 
 def sglang(*args, image="lmsysorg/sglang:v0.5.4", env=None):

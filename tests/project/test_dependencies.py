@@ -1,6 +1,6 @@
 """Dependencies split by what a user runs: the base install is the policy pack's; the components, ACK, verify,
 the plot and the Helm engine each come with an extra. Each process here hides the modules of the extras it does not
-install, as a virtualenv without them would (tests/test_policy_pack_source.py installs the pack for real, and
+install, as a virtualenv without them would (tests/gpuplatform/test_policy_pack_source.py installs the pack for real, and
 benchmarks/pack_install.py measures it)."""
 import json
 import re

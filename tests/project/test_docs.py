@@ -7,9 +7,7 @@ import pytest
 
 from gpuplatform import components
 from gpuplatform.components import config as config_module
-from pathlib import Path
-
-REPO_ROOT = Path(__file__).resolve().parent.parent
+from support import REPO
 
 ARGS = [components.GpuClusterArgs, components.GpuNodePoolArgs, components.GpuMonitoringArgs, components.GpuSoftwareArgs,
         components.WorkloadNamespaceArgs, components.GpuAlertsArgs,
@@ -66,7 +64,7 @@ def test_the_reuse_guide_lists_every_public_arg():
 
     from gpuplatform.components.args import _hints
 
-    text = (REPO_ROOT / "docs" / "reuse.md").read_text()
+    text = (REPO / "docs" / "reuse.md").read_text()
     sections = dict(re.findall(r"^### (\w+)\n(.*?)(?=^### |\Z)", text.split("## Args reference", 1)[1],
                                flags=re.S | re.M))
     classes = [n for n in components.__all__ if n.endswith("Args")]
@@ -83,7 +81,7 @@ def test_the_gpu_model_table_is_the_catalog():
 
     from gpuplatform.catalogs.gpus import GPU_MODELS, gpu_product_label
 
-    section = (REPO_ROOT / "docs" / "gpus.md").read_text()
+    section = (REPO / "docs" / "gpus.md").read_text()
     rows = re.findall(r"^\| ([^|]+?) \| (\d+) \| (\d+|not sourced) \| (yes|no) \| (\w+) \| `([^`]+)` \|", section,
                       flags=re.M)
     documented = {r[0]: r[1:] for r in rows}
@@ -98,7 +96,7 @@ def test_the_configuration_guide_names_every_catalog_gpu_model():
 
     from gpuplatform.catalogs.gpus import GPU_MODELS
 
-    text = (REPO_ROOT / "docs" / "configuration.md").read_text()
+    text = (REPO / "docs" / "configuration.md").read_text()
     para = text.split("The catalog's GPU models (`gpuModel`", 1)[1].split("\n\n", 1)[0]
     listed = para.split(" are ", 1)[1].split(";", 1)[0]
     names = set()
@@ -115,7 +113,7 @@ def test_the_configuration_guide_metric_table_lists_every_catalog_metric_and_its
 
     from gpuplatform.catalogs.metrics import METRICS
 
-    text = (REPO_ROOT / "docs" / "configuration.md").read_text()
+    text = (REPO / "docs" / "configuration.md").read_text()
     table = text.split("| metric | meaning |", 1)[1].split("\n\n", 1)[0]
     rows = dict(re.findall(r"^\| `(\w+)` \|(.*)$", table, flags=re.M))
     assert set(rows) == set(METRICS)
@@ -136,7 +134,7 @@ def test_every_policy_count_the_docs_state_is_the_packs():
 
     from gpuplatform.policies.pack import POLICY_DEFS
 
-    claims = [(path.name, int(m.group(1))) for path in [REPO_ROOT / "README.md", *sorted((REPO_ROOT / "docs").glob(
+    claims = [(path.name, int(m.group(1))) for path in [REPO / "README.md", *sorted((REPO / "docs").glob(
         "*.md"))] for m in re.finditer(r"\b(\d+) policies\b", path.read_text())]
     assert ("README.md", len(POLICY_DEFS)) in claims
     assert all(n == len(POLICY_DEFS) for _, n in claims), (len(POLICY_DEFS), claims)
@@ -144,7 +142,7 @@ def test_every_policy_count_the_docs_state_is_the_packs():
 
 def _figures_recipe() -> list[str]:
     """The commands of the Makefile's ``figures`` target."""
-    lines = (REPO_ROOT / "Makefile").read_text().splitlines()
+    lines = (REPO / "Makefile").read_text().splitlines()
     start = lines.index("figures: $(VENV)/.installed") + 1
     end = next(i for i in range(start, len(lines)) if not lines[i].startswith("\t"))
     return [line.strip() for line in lines[start:end]]
@@ -154,20 +152,20 @@ def test_every_figure_the_docs_show_exists_is_small_and_make_figures_draws_it():
     import re
 
     shown = {}
-    for doc in [REPO_ROOT / "README.md", *sorted((REPO_ROOT / "docs").glob("*.md"))]:
+    for doc in [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]:
         for target in re.findall(r"!\[[^\]]*\]\(([^)]+\.png)\)", doc.read_text()):
             shown[(doc.parent / target).resolve()] = doc.name
-    on_disk = {p.resolve() for p in (REPO_ROOT / "docs").rglob("*.png")}
+    on_disk = {p.resolve() for p in (REPO / "docs").rglob("*.png")}
     assert shown and set(shown) == on_disk  # none missing, none left over
     recipe = "\n".join(_figures_recipe()).replace("$(VENV)/bin/gpuplatform", "gpuplatform")
     recipe = recipe.replace("$(FIGURES)", "docs/figures")
     for path, doc in shown.items():
         assert path.stat().st_size < 150_000, f"{path.name} is {path.stat().st_size} bytes"
         assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-        relative = path.relative_to(REPO_ROOT).as_posix()
+        relative = path.relative_to(REPO).as_posix()
         command = next((c for c in recipe.splitlines() if f"--plot {relative}" in c), None)
         assert command, f"{relative} (shown in {doc}) is not drawn by `make figures`"
-        text = " ".join((REPO_ROOT / "docs" / "simulate.md").read_text().split())
+        text = " ".join((REPO / "docs" / "simulate.md").read_text().split())
         assert command.removesuffix(" >/dev/null") in text, f"docs/simulate.md does not show how {relative} is drawn"
 
 
@@ -194,7 +192,7 @@ def _table_rows_with_a_wrong_cell_count(text: str) -> list[str]:
 
 def test_every_table_row_of_the_docs_has_a_cell_for_each_column():
     assert _table_rows_with_a_wrong_cell_count("| a | b |\n|---|---|\n| 1 |\n") == ["| 1 |"]
-    for doc in [REPO_ROOT / "README.md", *sorted((REPO_ROOT / "docs").glob("*.md"))]:
+    for doc in [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]:
         assert _table_rows_with_a_wrong_cell_count(doc.read_text()) == [], doc.name
 
 
@@ -203,11 +201,11 @@ def test_the_readme_starts_fast_and_every_link_it_gives_exists():
     reader to is there (the reference lives in docs/, the upgrade notes in CHANGELOG.md)."""
     import re
 
-    lines = (REPO_ROOT / "README.md").read_text().splitlines()
+    lines = (REPO / "README.md").read_text().splitlines()
     assert len(lines) <= 160, len(lines)
     top = "\n".join(lines[:20])
     assert "make plan " in top and "make test " in top
     targets = {m for line in lines for m in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", line)
                if not m.startswith("http")}
     assert {"CHANGELOG.md", "docs/configuration-reference.md", "docs/deploy.md", "docs/install.md"} <= targets
-    assert [t for t in targets if not (REPO_ROOT / t).exists()] == []
+    assert [t for t in targets if not (REPO / t).exists()] == []

@@ -129,7 +129,7 @@ def _unusual(raw, name):
         w["args"].append("--gpu-memory-utilization=0.8")
     elif name == "flags of the release the catalog does not model":
         # (a flag of a newer release, "--future-flag=on", was once here: vLLM 0.9.2 exits on it, and so does the
-        # reading now, tests/test_server_command_lines.py)
+        # reading now, tests/components/test_server_args_command_lines.py)
         w["args"] += ["--speculative-config", '{"method": "ngram", "num_speculative_tokens": 4}',
                       "--enable-chunked-prefill", "--max-num-batched-tokens", "2048", "--no-enforce-eager"]
     return raw

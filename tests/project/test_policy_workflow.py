@@ -4,8 +4,9 @@ import sys
 from pathlib import Path
 
 import yaml
+from support import REPO
 
-WORKFLOW = Path(__file__).resolve().parents[2] / ".github" / "workflows" / "preview.yml"
+WORKFLOW = REPO / ".github" / "workflows" / "preview.yml"
 CHECK_JSONSCHEMA = Path(sys.executable).parent / "check-jsonschema"
 
 

@@ -71,7 +71,7 @@ def test_the_wheel_installs_one_namespace(consumer_venv):
 def test_policy_pack_init_refuses_to_pin_a_checkout(consumer_venv, tmp_path):
     """pip recorded the checkout as a local directory (PEP 610 ``dir_info``): a pack pinned to it would install on
     this machine only, and the bare name would resolve to whoever registers it on a public index; init says what to
-    name instead (tests/test_policy_pack_source.py installs a pack written with --source in a fresh CI venv)."""
+    name instead (tests/gpuplatform/test_policy_pack_source.py installs a pack written with --source in a fresh CI venv)."""
     env = clean_env(consumer_venv)
     direct_url = _run([consumer_venv / "bin" / "python", "-c", "from importlib.metadata import distribution; "
                        "print(distribution('gpu-platform').read_text('direct_url.json'))"], cwd=tmp_path, env=env)

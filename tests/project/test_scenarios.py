@@ -108,7 +108,7 @@ def test_example_plans_and_passes_check(seed):
     version = kubernetes_version(cfg)
     oldest_bundled = (1, 25)  # kubernetes-validate bundles schemas from 1.25 on
     schema_version = f"{max(version, (1, 28))[0]}.{max(version, (1, 28))[1]}.0"
-    # covered by the schema suite's CRD models; Fluid's fields pinned by tests/test_fluid_cache.py
+    # covered by the schema suite's CRD models; Fluid's fields pinned by tests/components/test_fluid_cache.py
     crd_groups = ("monitoring.coreos.com", "keda.sh", "data.fluid.io")
     for r in records:
         if not r.is_kubernetes_object or r.type.endswith("Patch") or \

@@ -1,11 +1,10 @@
 """What each checked-in stack would apply, pinned as a reviewed snapshot.
 
 A change to any manifest or Helm release of a stack shows up as a diff of its snapshot; regenerate with
-``pytest tests/snapshots --snapshot-update`` and review the JSON diff. The explicit asserts below pin the numbers
+``pytest tests/project/test_stack_manifests.py --snapshot-update`` and review the JSON diff. The explicit asserts below pin the numbers
 the stacks' comments promise, so an update cannot quietly move them.
 """
 import json
-from pathlib import Path
 
 import pytest
 from syrupy.extensions.json import JSONSnapshotExtension
@@ -13,8 +12,8 @@ from syrupy.extensions.json import JSONSnapshotExtension
 from gpuplatform.components.stack_config import namespace_from_stack_file
 from gpuplatform.plan import manifest_files
 from gpuplatform.synth import stack_config_from_namespace, synthesize
+from support import REPO
 
-REPO = Path(__file__).resolve().parents[2]
 STACKS = ("dev", "staging", "prod", "local")
 
 

@@ -1,7 +1,6 @@
 """Every mistake in one run: a consumer program written from docs/reuse.md with three mistakes, and a stack file
 with two, each report all of theirs at once. A component given an object with problems of its own still has its
 own arguments checked (against the pool and the services before it); only what depends on that object waits."""
-from pathlib import Path
 
 import pulumi
 import pytest
@@ -10,8 +9,9 @@ from gpuplatform.cli import main
 from gpuplatform.components import GpuCluster, GpuMonitoring, GpuNodePool, InferenceService, WorkloadNamespace
 from gpuplatform.components.validation.parsing import without_unknown_keys
 from gpuplatform.synth import synthesize
+from support import FIXTURES_DIR
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures" / "mistakes"
+FIXTURES = FIXTURES_DIR / "mistakes"
 PORTS = [{"name": "http", "containerPort": 8080, "protocol": "http"}]
 
 

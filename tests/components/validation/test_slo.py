@@ -63,7 +63,7 @@ def test_a_metric_another_server_exports_is_refused() -> None:
 
 
 def test_a_metric_the_image_version_does_not_export_is_refused() -> None:
-    from test_vllm_metrics import vllm_workload
+    from test_metrics_vllm import vllm_workload
 
     raw = stack_raw("prod")
     vllm_workload("vllm/vllm-openai:v0.2.7", "gpu_engine_active", 0.5)(raw)
@@ -73,7 +73,7 @@ def test_a_metric_the_image_version_does_not_export_is_refused() -> None:
 
 
 def test_a_threshold_an_idle_replica_already_exceeds_is_unreachable() -> None:
-    from test_vllm_metrics import vllm_workload
+    from test_metrics_vllm import vllm_workload
 
     raw = stack_raw("prod")
     vllm_workload()(raw)

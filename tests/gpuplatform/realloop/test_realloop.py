@@ -2,7 +2,6 @@
 that play the simulator's start-up delays, the emulated server's metrics, and how the agreement is read."""
 import asyncio
 import time
-from pathlib import Path
 
 import yaml
 
@@ -11,6 +10,7 @@ from gpuplatform.realloop.chain import kwok_stages
 from gpuplatform.realloop.emulator import EmulatedServer
 from gpuplatform.realloop.run import load_scenario, main, recompare
 from gpuplatform.realloop.scenarios import SCENARIOS, Scenario
+from support import FIXTURES_DIR
 
 
 def test_even_arrivals_follow_the_rates_warm_up_included():
@@ -128,7 +128,7 @@ def test_replicas_one_sync_apart_agree_and_two_do_not():
     assert not agreement([1, 4, 4, 4], [1, 5, 5, 5]).agrees
 
 
-RECORDED = Path(__file__).parent / "fixtures" / "real-loop"
+RECORDED = FIXTURES_DIR / "real-loop"
 
 
 def test_a_recorded_real_run_agrees_only_with_each_pods_own_scrape_offset():

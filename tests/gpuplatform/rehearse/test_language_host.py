@@ -1,7 +1,7 @@
 """gpu-platform's Python language host (gpuplatform/rehearse/language_host.py) over gRPC, as the Pulumi engine
 starts and calls it, without the engine: the port on stdout, the plugins a virtualenv declares, a plugin run with
 its output streamed back, the errors a missing virtualenv gives. The real CLI drives it in
-tests/realengines/test_pulumi_cli.py."""
+tests/realengines/gpuplatform/rehearse/test_pulumi_cli.py."""
 import subprocess
 import sys
 import textwrap
@@ -14,8 +14,9 @@ from google.protobuf import empty_pb2, struct_pb2
 from pulumi.runtime.proto import language_pb2, language_pb2_grpc
 
 from gpuplatform.rehearse.language_host import LANGUAGE_HOST_NAME, python_for
+from support import REPO
 
-HOST = Path(__file__).resolve().parents[1] / "gpuplatform" / "rehearse" / "language_host.py"
+HOST = REPO / "gpuplatform" / "rehearse" / "language_host.py"
 
 
 @pytest.fixture(scope="module")

@@ -1,6 +1,6 @@
 """gpuplatform/rehearse/pulumi_cli.py without the real CLI: the project copied from the checkout, the launcher of
 our language host, the engine's event log read back, and every step bounded. The real CLI runs it in
-tests/realengines/test_pulumi_cli.py."""
+tests/realengines/gpuplatform/rehearse/test_pulumi_cli.py."""
 import json
 import os
 import stat
@@ -13,8 +13,8 @@ import yaml
 
 from gpuplatform.rehearse.pulumi_cli import (Outcome, PulumiCli, PulumiCliError, project_from_checkout,
                                              read_event_log, write_language_host_launcher, write_project)
+from support import REPO
 
-REPO = Path(__file__).resolve().parents[1]
 
 
 def test_the_checkouts_project_is_copied_with_its_stack_file_beside_it(tmp_path):

@@ -21,7 +21,7 @@ from gpuplatform.simulate.traces import built_in
 @pytest.fixture(scope="module")
 def tgi_latency():
     """prod's workload as TGI scaled on its p90 request latency (0.4 s of service, 8 slots; buckets 0.15 ms x 1.5^k)."""
-    from test_llm_servers import llm_workload
+    from test_metric_sources_llm_servers import llm_workload
 
     raw = stack_raw("prod")
     llm_workload("tgi", "tgi_request_latency_p90_ms")(raw)

@@ -1,19 +1,18 @@
 """``gpuplatform simulate --compare-pools``: one workload on candidate pools, ranked by cost per day with the SLO
 met (gpuplatform/simulate/compare.py), on a two-pool stack fixture and a candidates file."""
 import json
-from pathlib import Path
 
 import pytest
 import yaml
 
-from support import cli
+from support import FIXTURES_DIR, cli
 from gpuplatform.components.errors import ConfigError
 from gpuplatform.components.stack_config import namespace_from_stack_file
 from gpuplatform.components.validation import load
 from gpuplatform.simulate.compare import SECONDS_PER_DAY, compare, slo_level_and_budget
 from gpuplatform.simulate.report import resolve_trace
 
-FIXTURES = Path(__file__).parent / "fixtures" / "compare"
+FIXTURES = FIXTURES_DIR / "compare"
 STACK = FIXTURES / "Pulumi.two-pools.yaml"
 CANDIDATES = FIXTURES / "candidates.yaml"
 

@@ -2,7 +2,7 @@
 
 Each case is constructed so that exactly one change between releases moves the result, and its expected values are
 worked out by hand in the docstring from ``extrapolatedRate`` (``promql/functions.go``) and ``bucketQuantile``
-(``promql/quantile.go``) of the release named. ``tests/promtool/test_simulate_promql.py`` runs the same series
+(``promql/quantile.go``) of the release named. ``tests/promtool/gpuplatform/simulate/test_promql.py`` runs the same series
 through Debian's promtool 2.42 and requires the 2.42 values.
 """
 from __future__ import annotations

@@ -17,8 +17,8 @@ from pathlib import Path
 from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 from kubernetes import client as k8s
+from support import REPO
 
-REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "tests" / "fixtures" / "k8s_api"
 STACKS = REPO / "stacks"
 LIST_KINDS_FILTERED = ("NodeList", "PodList")

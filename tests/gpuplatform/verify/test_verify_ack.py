@@ -4,13 +4,13 @@ ranges from the stack's pod CIDR."""
 from __future__ import annotations
 
 import datetime as dt
-from pathlib import Path
 
 from k8s_fixture_server import api_client_for
 
 from gpuplatform.verify import check_credential, run_verify
+from support import FIXTURES_DIR
 
-CREDENTIALS = Path(__file__).resolve().parents[1] / "fixtures" / "credentials"
+CREDENTIALS = FIXTURES_DIR / "credentials"
 # the fixture certificates were issued on 2026-11-23: one for three years (ACK's default kubeconfig), one for
 # three days (temporary_duration_minutes=4320)
 ISSUED = dt.datetime(2026, 11, 23, 12, tzinfo=dt.timezone.utc)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import copy
 import io
 import json
-from pathlib import Path
 
 import pytest
 
@@ -13,9 +12,9 @@ from gpuplatform.catalogs import account
 from gpuplatform.components.validation.parsing import parse
 from gpuplatform.verify.preflight import (AlibabaRpc, RecordedApi, needed_roles, needed_vcpus, preflight_main,
                                           rpc_signature, run_preflight)
-from support import REPO, stack_raw
+from support import FIXTURES_DIR, REPO, stack_raw
 
-READY = json.loads((Path(__file__).resolve().parents[1] / "fixtures" / "alibaba_api" / "ready-account.json")
+READY = json.loads((FIXTURES_DIR / "alibaba_api" / "ready-account.json")
                    .read_text())["responses"]
 
 

@@ -9,9 +9,8 @@ import yaml
 
 from gpuplatform import chart_render
 from gpuplatform.cli import main
-from support import stack_raw, synth
+from support import REPO, stack_raw, synth
 
-REPO = Path(__file__).resolve().parents[2]
 
 
 def stack_file(tmp_path, adapter_values=None) -> Path:

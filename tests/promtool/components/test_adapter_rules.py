@@ -22,15 +22,15 @@ A new catalog source without a fixture fails here rather than going untested.
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 import yaml
 
 from gpuplatform.catalogs.metrics import METRICS, MetricSource
 from gpuplatform.components.adapter_rules import go_quote, render_for_nodes, render_for_pods, rule
+from support import FIXTURES_DIR
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "series"
+FIXTURES = FIXTURES_DIR / "series"
 WINDOW = "30s"
 # Late enough that a 30s window lies wholly inside the fixture's samples (0s..60s).
 EVAL_TIME = "1m"

@@ -5,7 +5,6 @@ will run (ACK's system pods and DaemonSets, the add-ons', the charts', the stack
 where the scheduler put their pods. The offline verdicts must be the scheduler's: a controller whose pods fit no
 node group, and a node group whose pods do not fit by the sum of their requests (some of them left Pending).
 """
-from pathlib import Path
 
 import pytest
 
@@ -13,12 +12,11 @@ from gpuplatform.components.placement import (cluster_pods, homeless_pods, node_
                                               workload_pods)
 from gpuplatform.components.stack_config import load_stack_file
 from gpuplatform.components.validation import parse
-from support import stack_raw
+from support import REPO, stack_raw
 from gpuplatform.rehearse.apply import Discovery
 from gpuplatform.rehearse.controlplane import LocalControlPlane
 from gpuplatform.rehearse.placement import create_controllers, create_nodes, settled_placement
 
-REPO = Path(__file__).resolve().parents[2]
 STACK_FILES = sorted((REPO / "stacks").glob("Pulumi.*.yaml")) + sorted((REPO / "examples").glob("0*/Pulumi.*.yaml"))
 
 

@@ -16,8 +16,8 @@ from gpuplatform.components.stack_config import namespace_from_stack_file
 from gpuplatform.rehearse.apply import Discovery, apply, wait_established
 from gpuplatform.rehearse.engines import pinned_versions
 from gpuplatform.synth import stack_config_from_namespace, synthesize
+from support import REPO
 
-REPO = Path(__file__).resolve().parents[2]
 STACK_FILES = sorted((REPO / "stacks").glob("Pulumi.*.yaml")) + sorted((REPO / "examples").glob("0*/Pulumi.*.yaml"))
 CORPORA = sorted((REPO / "tests" / "fixtures").glob("corpus/*.yaml")) + sorted(
     (REPO / "tests" / "fixtures").glob("seed_manifests/*.yaml")) + sorted(

@@ -12,7 +12,6 @@ computed, at evaluation times on and between samples:
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import pytest
 import yaml
@@ -20,8 +19,9 @@ import yaml
 from gpuplatform.catalogs.metrics import METRICS
 from gpuplatform.components.adapter_rules import render_for_pods, render_for_nodes
 from gpuplatform.simulate import promql
+from support import FIXTURES_DIR
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "series"
+FIXTURES = FIXTURES_DIR / "series"
 STEP = 15
 
 
@@ -199,7 +199,7 @@ def test_evaluator_matches_promtool_on_edge_cases(promtool) -> None:
 
 
 RELEASE_CASES = [
-    # a pod born mid-window (tests/test_simulate_promql_versions.py): increase(c[1m]) at 60 s is 120 up to 2.50
+    # a pod born mid-window (tests/gpuplatform/simulate/test_promql_versions.py): increase(c[1m]) at 60 s is 120 up to 2.50
     # and 100 from 2.51
     {"name": "nv_inference_request_success", "labels": {"namespace": "ns", "pod": "young", "model": "m"},
      "values": "_ _ 40 80 120 160"},
@@ -247,7 +247,7 @@ def test_evaluator_matches_promtool_on_a_simulated_histogram(promtool) -> None:
     """TGI's request-duration and SGLang's time-to-first-token buckets as the simulator writes them, and the p90 the
     adapter reads from them."""
     from support import stack_raw
-    from test_llm_servers import llm_workload
+    from test_metric_sources_llm_servers import llm_workload
 
     from gpuplatform.components.validation import load
 

@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from gpuplatform.rehearse.pulumi_cli import PulumiCli, PulumiCliError, write_project
+from support import REPO
 
-REPO = Path(__file__).resolve().parents[2]
 PACK = REPO / "policies"
 
 # the engines and the control plane: tests/realengines/conftest.py (a missing engine fails in CI, else skips)
@@ -104,7 +104,7 @@ TEAM_PROGRAM = textwrap.dedent('''\
 def pack(tmp_path_factory):
     """``policies/`` as a user runs it: the same files, with ``venv`` (its runtime option) being the environment
     that runs these tests, whose pulumi, pulumi-policy and pyyaml are the versions policies/requirements.txt pins
-    (tests/policies/test_policy_pack_loading.py holds the two files to the same pins)."""
+    (tests/policies/test_pack_loading.py holds the two files to the same pins)."""
     root = tmp_path_factory.mktemp("pack") / "policies"
     shutil.copytree(PACK, root, ignore=shutil.ignore_patterns("venv", "__pycache__"))
     (root / "venv").symlink_to(Path(sys.prefix), target_is_directory=True)

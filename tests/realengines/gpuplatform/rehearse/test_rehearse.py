@@ -3,7 +3,6 @@ provider run the package's own program against the local control plane; every ob
 kube-scheduler, every Deployment available, the second ``up`` a no-op and ``destroy`` leaving nothing but the
 charts' CRDs, which Helm keeps by design."""
 import json
-from pathlib import Path
 
 import pytest
 
@@ -11,8 +10,8 @@ from gpuplatform.chart_render import charts_dir
 from gpuplatform.components.stack_config import namespace_from_stack_file
 from gpuplatform.components.validation import load
 from gpuplatform.rehearse.run import rehearse
+from support import REPO
 
-REPO = Path(__file__).resolve().parents[2]
 REHEARSED = {
     "local": REPO / "stacks" / "Pulumi.local.yaml",
     "prod": REPO / "stacks" / "Pulumi.prod.yaml",

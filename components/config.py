@@ -867,6 +867,9 @@ class Exposure(Model):
     """L7 ingress, so HTTP and gRPC requests spread over new replicas at once. Default none."""
 
 
+EVERY_NAMESPACE = "*"  # NetworkCaller.namespace that admits the callers of every namespace
+
+
 class NetworkCaller(Model):
     """Pods the workload's NetworkPolicy lets in besides the ones the stack knows (its ingress controller, its
     Prometheus): callers in the cluster, such as an API gateway or a batch job."""

@@ -25,9 +25,8 @@ from urllib.parse import urlsplit
 
 from gpuplatform.catalogs import network
 from gpuplatform.catalogs.network import PodPeer
-from gpuplatform.components.config import PlatformConfig, Workload
-from gpuplatform.components.validation.common import kubernetes_version
-from gpuplatform.components.validation.network import EVERY_NAMESPACE
+from gpuplatform.components.config import EVERY_NAMESPACE, PlatformConfig, Workload
+from gpuplatform.components.cluster_version import kubernetes_version
 from gpuplatform.components.warm_set import sleep_endpoints
 
 

@@ -34,7 +34,7 @@ from gpuplatform.components import workload_manifests as wm
 from gpuplatform.components.config import PlatformConfig, duration_seconds
 from gpuplatform.components.pools import all_pool_facts
 from gpuplatform.components.releases import chart_releases, chart_version
-from gpuplatform.components.validation.common import kubernetes_version
+from gpuplatform.components.cluster_version import kubernetes_version
 from gpuplatform.components.warm_capacity import placeholder_deployment
 from gpuplatform.components.warm_set import warm_set_pods
 

@@ -29,7 +29,7 @@ from gpuplatform.components.network_policy import NetworkAccess, caller_peer, ne
 from gpuplatform.components.pools import PoolFacts
 from gpuplatform.components.fluid_cache import claim_name as fluid_claim_name, fluid_objects
 from gpuplatform.components.pre_pull import pre_pull_daemonset
-from gpuplatform.components.validation.common import hpa_api_version, kubernetes_version
+from gpuplatform.components.cluster_version import hpa_api_version, kubernetes_version
 from gpuplatform.components.warm_set import sleep_endpoints
 
 PART_OF = PLATFORM_PART_OF

@@ -42,7 +42,7 @@ from gpuplatform.simulate.wake import WakeTracker
 # the setup and its builder under the names they had here
 from gpuplatform.simulate.workload_setup import WorkloadSetup as Setup
 from gpuplatform.simulate.workload_setup import build_setup as setup
-from gpuplatform.simulate.workload_setup import find_workload, service_plan  # noqa: F401
+from gpuplatform.simulate.workload_setup import duration_seconds, find_workload, service_plan  # noqa: F401
 
 if TYPE_CHECKING:
     from gpuplatform.components.config import PlatformConfig

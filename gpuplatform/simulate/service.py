@@ -25,7 +25,6 @@ the rate it was served at, not the queue of the second it completes in.
 """
 from __future__ import annotations
 
-import dataclasses
 import bisect
 import functools
 import math
@@ -35,9 +34,6 @@ from typing import Optional
 
 from gpuplatform.catalogs.metrics import LATENCY_OBSERVES, METRICS, histogram_p90
 from gpuplatform.catalogs.server_cli import BATCH_METRICS
-from gpuplatform.components.config import PlatformConfig, Workload
-from gpuplatform.components.model_startup import load_estimate, pull_seconds, startup_budget_seconds
-from gpuplatform.components.pools import all_pool_facts
 
 TIME_UNITS = {"us": 1e6, "ms": 1e3, "s": 1.0}
 FULL_SCALE = {"percent": 100.0, "ratio": 1.0}
@@ -91,20 +87,6 @@ def metric_kind(name: str) -> str:
 
 
 bucket_p90 = histogram_p90
-
-
-def replica_memory_mib(cfg: PlatformConfig, w: Workload) -> float:
-    """GPU memory of one replica: its devices (the cGPU share, MIG instances, whole GPUs; a card without a sourced
-    nvidia-smi total at its datasheet size) as PoolFacts.device_gpu_memory counts one."""
-    facts = all_pool_facts(cfg)[w.node_pool]
-    per_gib, _ = facts.device_gpu_memory(w.gpu)
-    devices = 1 if facts.mode == "cgpu" else (w.gpu.count or 1)
-    return per_gib * 1024 * devices
-
-
-def full_scale(cfg: PlatformConfig, w: Workload, name: str) -> float:
-    """The value of a utilization-like metric on a saturated replica (100 %, 1.0, or its GPU memory)."""
-    return FULL_SCALE.get(METRICS[name].unit) or replica_memory_mib(cfg, w)
 
 
 def erlang_c(c: int, a: float) -> float:
@@ -259,77 +241,6 @@ class ServicePlan:
         return self.capacity_rps if math.isinf(x) else self.capacity_rps * self.rho(x)
 
 
-def service_plan(cfg: PlatformConfig, w: Workload) -> ServicePlan:
-    """How one replica serves and starts (:func:`_service_plan`), with the load of a cache-filling replica when the
-    weights are on a Fluid dataset cache."""
-    return dataclasses.replace(_service_plan(cfg, w), cache_fill_load_s=cache_fill_seconds(w),
-                               compile_cold_extra_s=compile_cold_extra_seconds(w))
-
-
-def compile_cold_extra_seconds(w: Workload) -> int:
-    """What a replica that finds vLLM's shared compile cache empty adds to the load (components/model_startup.py
-    ``server_start_seconds``); 0 without such a cache, or when ``serviceModel.modelLoadSeconds`` states the load."""
-    est = load_estimate(w)
-    if est is None or est.cold_overhead_seconds is None or w.service_model.model_load_seconds is not None:
-        return 0
-    return est.cold_overhead_seconds - est.overhead_seconds
-
-
-def cache_fill_seconds(w: Workload) -> Optional[int]:
-    """The expected load of the replica that fills a Fluid weights cache from OSS (catalogs/timeouts.py
-    ``FLUID_FILL_RATE``); None without such a cache, or when ``serviceModel.modelLoadSeconds`` states the load."""
-    est = load_estimate(w)
-    if est is None or est.fill_expected_seconds is None or w.service_model.model_load_seconds is not None:
-        return None
-    return math.ceil(est.fill_expected_seconds)
-
-
-def _service_plan(cfg: PlatformConfig, w: Workload) -> ServicePlan:
-    sm = w.service_model
-    first = w.autoscaling.metrics[0]
-    kind = metric_kind(first.metric)
-    load, pull, basis = startup_times(w)
-    s = sm.service_time_ms / 1000.0
-    c = sm.concurrency
-    if kind in ("queue_time", "queue_length", "running", "latency"):
-        unit = TIME_UNITS[METRICS[first.metric].unit] if kind in ("queue_time", "latency") else 1.0
-        buckets = METRICS[first.metric].sources[0].buckets if kind == "latency" else ()
-        extra = dict(time_unit=unit, concurrency=c, buckets=buckets, latency=LATENCY.get(first.metric, ""),
-                     first_token_s=(sm.first_token_ms or 0.0) / 1000.0, startup_basis=basis)
-        plan = ServicePlan(kind, 0.0, c / s, s, load, pull, **extra)
-        # the steady load at which the metric reads its target (M/M/1: Wq = S rho / (1 - rho), Lq = rho^2 / (1 - rho))
-        return ServicePlan(kind, plan.served_at_level(first.target), c / s, s, load, pull, **extra)
-    full = full_scale(cfg, w, first.metric)
-    r = sm.requests_per_second_at_target
-    return ServicePlan(kind, r, r * full / first.target, s, load, pull, full_scale=full,
-                       concurrency=c, first_token_s=(sm.first_token_ms or 0.0) / 1000.0, startup_basis=basis)
-
-
-def startup_times(w: Workload) -> tuple[int, int, str]:
-    """(model load seconds, image pull seconds, where they come from) of one simulated replica: the stack's
-    ``serviceModel`` figures when set; else the expected load of ``model`` (not the probe budget, which is the most
-    a replica is allowed, not what it takes) and, for weights in the image, their pull; else the startup probe
-    budget."""
-    sm = w.service_model
-    est = load_estimate(w)
-    pull = sm.image_pull_seconds + (est.image_pull_extra_seconds if est is not None else 0)
-    pull_basis = (f"image pull serviceModel.imagePullSeconds {sm.image_pull_seconds}s + "
-                  f"{est.image_pull_extra_seconds}s for {est.size_gib:g} GiB of weights in the image"
-                  if est is not None and est.image_pull_extra_seconds else "image pull serviceModel.imagePullSeconds")
-    pull, on_demand = pull_seconds(w, pull)
-    if on_demand:
-        pull_basis += f" {on_demand}"
-    if w.pre_pull:
-        pull_basis += "; pre-pulled (prePull) on nodes from their start"
-    if sm.model_load_seconds is not None:
-        return sm.model_load_seconds, pull, f"model load serviceModel.modelLoadSeconds; {pull_basis}"
-    if est is not None:
-        return (math.ceil(est.expected_seconds), pull,
-                f"model load expected from model: {est.describe()}; {pull_basis}")
-    return (startup_budget_seconds(w), pull,
-            f"model load = the startup probe budget (no model, no serviceModel.modelLoadSeconds); {pull_basis}")
-
-
 @dataclass(frozen=True)
 class Served:
     """One second of service by the ready replicas."""
@@ -482,10 +393,15 @@ class Queue:
         return tuple(out)
 
 
-def replica_units(cfg: PlatformConfig, w: Workload) -> tuple[float, str]:
-    """GPU units one replica holds, in the pool's own unit (GPU, MIG instance, GiB of cGPU memory)."""
-    facts = all_pool_facts(cfg)[w.node_pool]
-    if facts.mode == "cgpu":
-        return float(w.gpu.memory_gib or 0), "GiB of GPU memory"
-    resource = facts.resource_for(w.gpu)
-    return float(w.gpu.count or 1), facts.unit_of(resource) if resource else facts.unit
+_BUILT_FROM_THE_CONFIG = ("service_plan", "startup_times", "cache_fill_seconds", "compile_cold_extra_seconds",
+                          "replica_units", "replica_memory_mib", "full_scale")
+
+
+def __getattr__(name: str):
+    # The functions that read a workload's config moved to workload_setup (the one place the simulator reads the
+    # stack); they stay importable from here. Resolved on first use: workload_setup imports this module.
+    if name in _BUILT_FROM_THE_CONFIG:
+        from gpuplatform.simulate import workload_setup
+
+        return getattr(workload_setup, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -143,7 +143,7 @@ def test_the_bound_does_not_move_with_min_replicas() -> None:
         trace = built_in("diurnal", s.plan.rps_at_target, s.plan.rps_at_target * 3, 3600)
         bounds.append(lower_bound(s, trace, 5000 / 1.1).ready_replica_s)
     assert bounds[0] == pytest.approx(bounds[1])
-    assert lowest_replicas(s.workload) == 1
+    assert s.lowest_replicas == 1  # bounds.lowest_replicas of the workload, read into its setup
 
 
 def test_keda_allows_zero() -> None:

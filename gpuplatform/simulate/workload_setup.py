@@ -137,10 +137,6 @@ class WorkloadSetup:
         """The first autoscaling metric: the one the HPA's figures and the service plan follow."""
         return self.triggers[0]
 
-    @property
-    def has_slo(self) -> bool:
-        return self.slo_compliance is not None
-
 
 # ------------------------------------------------------------------------------------------------ the builder
 def find_workload(cfg: PlatformConfig, name: str) -> Workload:

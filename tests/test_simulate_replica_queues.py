@@ -195,3 +195,20 @@ def test_a_recorded_gpu_step_reads_the_first_pod_busy_and_the_new_ones_at_their_
                                                         agreement.sim.metric_at_syncs)}
     assert at[178][0] == 53.0 and at[178][1] == pytest.approx(53.0, abs=5)
     assert agreement.metric_error_p95 <= 0.15
+
+
+def test_the_implicit_euler_step_solves_exactly_on_the_rho_table():
+    """Each replica state takes one implicit Euler step a second, so the M/M/c step solves ``y + mu dt rho(y) = a``
+    on the piecewise-linear rho table directly instead of bisecting: the same root to rounding."""
+    from gpuplatform.simulate.service import slots
+
+    rng = random.Random(7)
+    for c in (2, 4, 64, 256):
+        table = slots(c)
+        for _ in range(300):
+            a, mu_dt = rng.choice([rng.uniform(0, 2 * c), rng.uniform(0, 1e4)]), rng.choice([0.1, 2.0, 12.8, 100.0])
+            lo, hi = 0.0, a
+            for _ in range(60):
+                mid = (lo + hi) / 2
+                lo, hi = (mid, hi) if mid + mu_dt * table.rho(mid) < a else (lo, mid)
+            assert table.step(a, mu_dt) == pytest.approx(hi, rel=1e-12, abs=1e-12)

@@ -543,6 +543,8 @@ class Queue:
         self.states: list[_State] = []
         self._state_of: dict = {}
         keys = _replica_keys(ready)
+        self._keys = keys
+        """The replicas as last seen (a second whose ready set did not change has nothing to reconcile)."""
         if keys:
             x, line = 0.0, Line()
             per = demand / len(keys)
@@ -569,6 +571,7 @@ class Queue:
     def remove(self, replicas) -> list:
         """Replicas taken out of service (a scale-in): the requests each held, which leave with it."""
         out = []
+        self._keys = None
         for k in replicas:
             st = self._state_of.pop(k, None)
             if st is None:
@@ -582,6 +585,9 @@ class Queue:
     def _reconcile(self, keys: list) -> float:
         """Follow the ready set: a replica gone without :meth:`remove` loses its requests (returned), a new one
         starts empty."""
+        if keys == self._keys:
+            return 0.0
+        self._keys = keys
         present = set(keys)
         lost = 0.0
         if len(present) != len(self._state_of) or any(k not in present for k in self._state_of):
@@ -612,6 +618,9 @@ class Queue:
         return self._served(parts, 0.0)
 
     def _served(self, parts: list, dropped: float) -> Served:
+        if len(parts) == 1:  # every replica alike: the common case, kept cheap
+            r = parts[0][1]
+            return Served(r.count * r.served, dropped, r.x, r.count, r.rho, r.queued, (r,))
         replicas = tuple(r for _, r in parts)
         n = sum(r.count for r in replicas)
         if not n:

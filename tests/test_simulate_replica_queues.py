@@ -175,7 +175,7 @@ def test_each_pods_gpu_exporter_collects_its_own_utilization():
 
 
 def test_a_recorded_vllm_run_reads_the_backlog_where_the_real_servers_kept_it():
-    """A run of vllm-queue-poisson recorded from the real chain: 88 to 118 s after the step the real HPA read 33.5,
+    """A run of vllm-queue-poisson recorded from the real chain: 73 to 103 s after the step the real HPA read 33.5,
     20 and 16.3 requests waiting per replica while the old pod drained; the queue spread evenly read 18.6, 3.5 and
     0.06 (metric error median 27 %, p95 100 %)."""
     agreement = recompare(SCENARIOS["vllm-queue-poisson"], RECORDED / "vllm-queue-poisson")

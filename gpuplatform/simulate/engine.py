@@ -286,7 +286,7 @@ class Simulation:
         self.phases = phases or default_phases(ref, s.collect_s if s.reads_gpu_metrics else 0, s.scrape_s,
                                                s.sync_s)
         self.storage = promql.Storage()
-        self.queue = Queue(s.plan, demand0, len(self.pods.ready(0.0)))
+        self.queue = Queue(s.plan, demand0, [p.name for p in self.pods.ready(0.0)])
         self.scraper = Scraper(self.storage, s.needed, s.plan, s.namespace, s.collect_s, s.scrape_s,
                                self.phases.collect, self.phases.scrape, s.replica_memory_mib, s.full_scales,
                                s.ingress_labels, tuple(p % s.scrape_s for p in self.phases.pod_scrapes))
@@ -301,7 +301,7 @@ class Simulation:
         self.tally = Tally()
         self.wake = WakeTracker(s.plan.rps_at_target) if s.keda and s.min_replicas == 0 else None
         """The wake-ups from zero of a scale-to-zero workload (simulate.wake); None for any other."""
-        self._served = self.queue.now(demand0, len(self.pods.ready(0.0)))
+        self._served = self.queue.now(demand0, [p.name for p in self.pods.ready(0.0)])
         self._levels = {trig.metric: _level_of(s, trig, self._served) for trig in self._judged_triggers}
         self._shown: Optional[float] = None
         self._recommendation = r0
@@ -316,14 +316,14 @@ class Simulation:
         self.warm.schedule(t, self.nodes)
 
     def serve(self, t: float, demand: float):
-        served = self.queue.serve(demand, len(self.pods.ready(t)))
+        served = self.queue.serve(demand, [p.name for p in self.pods.ready(t)])
         return served, {trig.metric: _level_of(self.s, trig, served) for trig in self._judged_triggers}
 
     def observe(self, t: float) -> None:
         """Prometheus scrapes what the targets held at the start of the second; the exporter collects the GPU
         activity of the second before."""
         self.scraper.scrape(self.pods, t, self._served)
-        self.scraper.collect(self.pods, t, self._levels)
+        self.scraper.collect(self.pods, t, self._levels, self._served)
 
     def autoscale(self, t: float) -> None:
         step = int(t)
@@ -338,35 +338,37 @@ class Simulation:
             self.spec = self.loop.poll(t, self.spec, self.storage)
         if self.spec > before and self.tally.first_scale_up_s is None and self.tally.increase_at is not None:
             self.tally.first_scale_up_s = t - self.tally.increase_at
-        ready_before = len(self.pods.ready(t))
+        ready_before = self.pods.ready(t)
         self.pods.scale(self.spec, t)
-        removed = ready_before - len(self.pods.ready(t))
-        if removed > 0:
-            self._scale_in(t, removed, ready_before)
+        if len(self.pods.ready(t)) < len(ready_before):
+            still = {p.name for p in self.pods.ready(t)}
+            self._scale_in(t, [p.name for p in ready_before if p.name not in still], len(ready_before))
 
-    def _scale_in(self, t: float, removed: int, ready_before: int) -> None:
-        """Ready replicas removed: each holds ``x`` requests in flight (the queue spreads them evenly). The last of
-        them needs the replica's queue wait plus a service time to finish; the server keeps finishing them for
-        its drain window (its own drain, cut by what the grace period leaves after the preStop wait), and loses
-        the share it has no time for. Without a preStop wait as long as the routing's propagation, the replica's
-        share of the arrivals in the gap reaches a server that no longer takes requests. A drained replica holds its
-        GPU meanwhile (its cost). Its requests leave the shared queue either way: finished by it, or lost."""
+    def _scale_in(self, t: float, removed: list, ready_before: int) -> None:
+        """Ready replicas removed (their pods' names): each holds the requests in flight on it (its own queue,
+        service.Queue). The last of them needs the replica's queue wait plus a service time to finish; the server
+        keeps finishing them for its drain window (its own drain, cut by what the grace period leaves after the
+        preStop wait), and loses the share it has no time for. Without a preStop wait as long as the routing's
+        propagation, the replica's share of the arrivals in the gap reaches a server that no longer takes requests.
+        A drained replica holds its GPU meanwhile (its cost). Its requests leave with it either way: finished by
+        it, or lost."""
         chain, plan, tally = self.s.drain, self.s.plan, self.tally
-        x = self.queue.in_system / ready_before if ready_before else 0.0
-        need = plan.wait_s(x) + plan.service_time_s
         window = drain_window_s(chain) if chain is not None else 0.0
-        finished = 1.0 if need <= 0 or window >= need else window / need
-        lost = removed * x * (1.0 - finished)
         gap = max(0.0, chain.routing.seconds - chain.pre_stop_s) if chain is not None else 0.0
-        routed = removed * self.trace.demand(t) / ready_before * gap if ready_before else 0.0
-        self.queue.in_system = max(0.0, self.queue.in_system - removed * x)
-        tally.scale_in_removed += removed
-        tally.scale_in_in_flight += removed * x
+        routed = len(removed) * self.trace.demand(t) / ready_before * gap if ready_before else 0.0
+        lost, in_flight, held = 0.0, 0.0, 0.0
+        for x in self.queue.remove(removed):
+            need = plan.wait_s(x) + plan.service_time_s
+            finished = 1.0 if need <= 0 or window >= need else window / need
+            lost += x * (1.0 - finished)
+            in_flight += x
+            held += (chain.pre_stop_s if chain is not None else 0.0) + min(window, need)
+        tally.scale_in_removed += len(removed)
+        tally.scale_in_in_flight += in_flight
         tally.scale_in_dropped += lost + routed
         self._scale_in_lost += lost + routed
-        held = (chain.pre_stop_s if chain is not None else 0.0) + min(window, need)
-        tally.drain_s += removed * held
-        tally.replica_s += removed * held
+        tally.drain_s += held
+        tally.replica_s += held
 
     def provision(self, t: float) -> None:
         self.nodes.scan(t, self.pods, self.warm)
@@ -489,18 +491,20 @@ class Simulation:
 
 
 def _level_of(s: Setup, trig: Trigger, served) -> float:
-    """A metric's true value: the replicas' state read through that metric's own kind."""
+    """A metric's true value: each ready replica's state read through that metric's own kind, averaged over the
+    replicas (as the HPA averages the pods' readings)."""
     if trig.source is None:
         return 0.0
     kind, factor = s.readings[trig.metric]
     if kind == "queue_time":
-        return s.plan.wait_s(served.x) * factor
+        return served.mean(s.plan.wait_s) * factor
     if kind == "queue_length":
-        return s.plan.waiting(served.x)
+        return served.mean(s.plan.waiting)
     if kind == "running":
-        return s.plan.running(served.x)
+        return served.mean(s.plan.running)
     if kind == "latency":
-        return bucket_p90(s.plan.latency_s(served.x, LATENCY[trig.metric]), trig.source.buckets) * factor
+        which = LATENCY[trig.metric]
+        return served.mean(lambda x: bucket_p90(s.plan.latency_s(x, which), trig.source.buckets)) * factor
     return factor * served.rho
 
 

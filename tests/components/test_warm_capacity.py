@@ -236,6 +236,9 @@ def test_with_the_measures_on_a_bursty_trace_a_replica_more_beats_a_placeholder_
     trace = resolve_trace(load(fluid()), "chat", "bursty", None)
     reactive, placeholder, floor = run(1, 0), run(1, 1), run(3, 0)
     bad = [r.slo.bad_minutes for r in (reactive, placeholder, floor)]
-    assert bad == [12, 7, 1]  # judged by the SLI the burn-rate alerts use: the worst pod over each minute
+    # judged by the SLI the burn-rate alerts use: the worst pod over each minute. The replica that built a burst's
+    # backlog keeps it while the added ones start empty (each replica its own queue), so the worst pod is out of the
+    # SLO longer than when the backlog was spread over the replicas (12 and 7 then)
+    assert bad == [16, 8, 1]
     assert placeholder.tally.warm_s > 0 and floor.tally.node_s < placeholder.tally.node_s
     assert (round(placeholder.tally.node_s / 3600, 1), round(floor.tally.node_s / 3600, 2)) == (9.6, 7.45)

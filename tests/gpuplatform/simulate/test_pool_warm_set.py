@@ -68,7 +68,9 @@ def test_a_step_wakes_the_models_sleeping_replica_within_a_minute(shipped):
     cold_path = cold.workloads[0].tally.capacity_path
     assert "wake" not in cold_path and cold_path["model_load"] > 60 and cold_path["new_node"]
     assert cold.workloads[0].capacity_ready_s > 10 * chat.capacity_ready_s
-    assert cold.workloads[0].tally.bad_minutes > chat.tally.bad_minutes == 0
+    # the replica that served alone for the 28 s keeps the backlog it built there (each replica its own queue) and
+    # drains it while the woken one takes half the new arrivals: the worst pod is out of the SLO for 2 minutes
+    assert cold.workloads[0].tally.bad_minutes > 5 * chat.tally.bad_minutes and chat.tally.bad_minutes == 2
     # the warm GPU is a node the pool pays for: 3 replicas and the warm set start on 4 nodes
     assert result.peak_nodes >= 4 and cold.woken == 0 and cold.warm_gpus == 0
 

@@ -22,7 +22,7 @@ import pytest
 from gpuplatform.simulate.cluster import NodePool, Pods
 from gpuplatform.simulate import promql
 from gpuplatform.simulate.scrape import SERIES_MODELS, Scraper
-from gpuplatform.simulate.service import Queue, ServicePlan
+from gpuplatform.simulate.service import Line, Queue, ServicePlan
 
 WINDOW = 15
 WARM_UP = 300
@@ -147,7 +147,8 @@ def test_below_saturation_a_completion_reports_the_stationary_wait() -> None:
         for _ in range(200):
             served = queue.serve(load, 3)
         assert served.queued_s == pytest.approx(plan.wait_s(x), rel=1e-6)
-        assert len(queue.cohorts) == 1  # a constant load is one cohort
+        # the three replicas are alike (one state), and a constant load is one cohort of its line
+        assert len(queue.states) == 1 and len(queue.states[0].line.cohorts) == 1
 
 
 def test_in_overload_a_completion_reports_the_queue_it_joined_not_the_one_it_leaves() -> None:
@@ -174,9 +175,10 @@ def test_the_line_of_cohorts_stays_bounded_and_keeps_the_requests_waiting() -> N
     queue = Queue(plan, 50.0, 1)
     for t in range(3600):
         served = queue.serve(110.0 + (t % 7), 1)
-        assert len(queue.cohorts) <= Queue.MAX_COHORTS
+        assert len(queue.states[0].line.cohorts) <= Line.MAX_COHORTS
     waiting = plan.waiting(served.x)
-    assert queue.arrived - queue.left == pytest.approx(waiting, rel=1e-9)
+    line = queue.states[0].line
+    assert line.arrived - line.left == pytest.approx(waiting, rel=1e-9)
     # ~13 req/s above capacity for an hour: a completion now joined ~ 3600 * 13 / 113 s ago, whatever the merges
     assert served.queued_s == pytest.approx(3600 * 13 / 113, rel=0.03)
 

@@ -138,7 +138,9 @@ def _system_pods_cause(cfg: PlatformConfig) -> str:
                  "larger instanceTypes)")
         return (f"no node admits them: {where}; GPU pools are tainted and ACK keeps its system pods off "
                 f"autoscaled nodes ({autoscaled}), so only the system pool can run them")
-    ack = f"; ACK keeps its system pods off autoscaled nodes ({autoscaled})" if cfg.is_ack else ""
+    cloud = cfg.cloud
+    ack = (f"; {cloud.title} keeps its system pods off autoscaled nodes ({autoscaled})"
+           if cloud.autoscaled_node_labels() else "")
     return (f"no node admits them: the cluster has no untainted node with room for them (GPU pools are tainted{ack}); "
             "add CPU nodes that are neither tainted nor autoscaled, or free room on the existing ones")
 

@@ -108,6 +108,9 @@ def test_ack_reads_its_catalog():
     assert pro.pool_managed(SimpleNamespace(auto_repair=None)) and not basic.pool_managed(
         SimpleNamespace(auto_repair=None))
     assert pro.cluster_checks == ack.CLUSTER_CHECKS
+    assert pro.managed_control_plane() and AckProfile("ack-existing", professional=True).managed_control_plane()
+    assert not basic.managed_control_plane() and basic.legacy_sharing_component()
+    assert not AckProfile("ack-managed", professional=False).legacy_sharing_component()
 
 
 def test_ack_labels_the_nodes_its_gpu_stack_reads():
@@ -122,6 +125,7 @@ def test_ack_labels_the_nodes_its_gpu_stack_reads():
 def test_an_existing_cluster_has_nothing_of_a_cloud():
     plain = ExistingClusterProfile("kubeconfig")
     assert not plain.uses_cloud_provider and not plain.creates_node_pools and not plain.has_account
+    assert not plain.managed_control_plane() and not plain.legacy_sharing_component()
     assert not any(plain.offers(f) for f in ack.FEATURES) and not plain.tier_lacks("cgpu")
     assert plain.gpu_software_kind(True, ["exclusive"]) == "fake-gpu-operator"
     assert plain.gpu_software_kind(False, ["mig"]) == "gpu-operator"
@@ -159,6 +163,12 @@ class ToyProfile(CloudProfile):
     runs_system_components: ClassVar[bool] = False
     has_account: ClassVar[bool] = False
     cluster_checks: ClassVar[tuple[str, ...]] = ()
+
+    def managed_control_plane(self):
+        return True
+
+    def legacy_sharing_component(self):
+        return False
 
     def offers(self, feature):
         return feature in TOY_CATALOG["features"]

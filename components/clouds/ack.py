@@ -24,6 +24,14 @@ class AckProfile(CloudProfile):
     has_account: ClassVar[bool] = True
     cluster_checks: ClassVar[tuple[str, ...]] = ack.CLUSTER_CHECKS
 
+    def managed_control_plane(self) -> bool:
+        """ACK managed clusters, and adopted ACK Pro ones: Alibaba runs the control plane outside the cluster."""
+        return self.kind == "ack-managed" or (self.kind == "ack-existing" and self.professional)
+
+    def legacy_sharing_component(self) -> bool:
+        """A dedicated ACK cluster (adopted, not Pro): its cGPU is the legacy ack-cgpu component."""
+        return self.kind == "ack-existing" and not self.professional
+
     def offers(self, feature: str) -> bool:
         return feature in ack.FEATURES
 

@@ -51,6 +51,16 @@ class CloudProfile(ABC):
     cluster_checks: ClassVar[tuple[str, ...]]
     """Names of the ``gpuplatform verify`` cluster checks that apply to this cloud only."""
 
+    @abstractmethod
+    def managed_control_plane(self) -> bool:
+        """The cloud runs the control plane outside the cluster (no controller-manager, scheduler or etcd to
+        scrape)."""
+
+    @abstractmethod
+    def legacy_sharing_component(self) -> bool:
+        """GPU sharing is served by a component the stack cannot install, selecting nodes by a label of its own
+        (ACK's dedicated clusters: ack-cgpu, ``cgpu=true``)."""
+
     # ------------------------------------------------------------------ what the cloud offers
     @abstractmethod
     def offers(self, feature: str) -> bool:

@@ -22,6 +22,12 @@ class ExistingClusterProfile(CloudProfile):
     has_account: ClassVar[bool] = False
     cluster_checks: ClassVar[tuple[str, ...]] = ()
 
+    def managed_control_plane(self) -> bool:
+        return False
+
+    def legacy_sharing_component(self) -> bool:
+        return False
+
     def offers(self, feature: str) -> bool:
         return False
 

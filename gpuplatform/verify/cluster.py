@@ -188,7 +188,7 @@ def check_system_pods(cfg: PlatformConfig, core: k8s.CoreV1Api) -> CheckResult:
 
 def uses_cgpu_component(cfg: PlatformConfig) -> bool:
     """A dedicated ACK cluster (adopted, not Pro) with cGPU pools: its cGPU is the legacy ack-cgpu component."""
-    return (cfg.cluster.kind == "ack-existing" and not cfg.cluster.professional
+    return (cfg.cloud.legacy_sharing_component()
             and any(p.sharing.mode == "cgpu" for p in cfg.node_pools))
 
 

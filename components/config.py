@@ -15,6 +15,8 @@ from gpuplatform.catalogs.burn_rates import prometheus_duration_seconds
 from gpuplatform.catalogs.metrics import slo_derived_target
 from gpuplatform.catalogs.prices import CURRENCIES
 from gpuplatform.catalogs.sharing import CGPU_PLACEMENTS, CGPU_POLICIES, DEFAULT_GPU_TAINT
+from gpuplatform.components.clouds import CloudProfile, cloud_for
+from gpuplatform.components.clouds.compat import AckFlags
 from gpuplatform.components.command_line import split_command_line
 
 PROJECT = "gpu-platform"
@@ -855,8 +857,8 @@ class Ingress(Model):
     (``pulumi.com/skipAwait``) and ``gpuplatform verify`` checks its address instead. Default ``addon`` for nginx
     on ACK, ``external`` otherwise."""
 
-    def controller_for(self, on_ack: bool) -> str:
-        return self.controller or ("addon" if on_ack and self.class_name == "nginx" else "external")
+    def controller_for(self, cloud: CloudProfile) -> str:
+        return cloud.ingress_controller(self)
 
 
 class Exposure(Model):
@@ -1053,7 +1055,7 @@ class Workload(Model):
 
 
 # ---------------------------------------------------------------------------------------------- root
-class PlatformConfig(Model):
+class PlatformConfig(AckFlags, Model):
     """The whole ``gpu-platform`` namespace of a stack file."""
 
     settings: Settings = Field(default_factory=Settings)
@@ -1079,14 +1081,10 @@ class PlatformConfig(Model):
         return next((p for p in self.node_pools if p.name == name), None)
 
     @property
-    def is_ack(self) -> bool:
-        return self.cluster.kind != "kubeconfig"
-
-    @property
-    def is_ack_pro(self) -> bool:
-        """An ACK Pro cluster (managed node pools, cGPU through ack-ai-installer)."""
-        return self.is_ack and bool(self.cluster.professional)
+    def cloud(self) -> CloudProfile:
+        """The cloud profile of the cluster (components/clouds): what the stack asks of its cloud."""
+        return cloud_for(self.cluster)
 
     def pool_managed(self, pool: "NodePool") -> bool:
-        """Whether the pool is an ACK managed node pool (auto repair): ``autoRepair``, default on Pro clusters."""
-        return self.is_ack and (self.is_ack_pro if pool.auto_repair is None else pool.auto_repair)
+        """Whether the pool is a node pool its cloud manages (ACK: auto repair, default on Pro clusters)."""
+        return self.cloud.pool_managed(pool)

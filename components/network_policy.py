@@ -60,10 +60,11 @@ def ingress_peers(cfg: PlatformConfig, w: Workload) -> tuple[PodPeer, ...]:
     ing = w.exposure.ingress
     if ing is None or ing.class_name != "nginx":
         return ()
-    if ing.controller_for(cfg.is_ack) == "addon":
-        return (network.ACK_NGINX_ADDON,)
-    # a controller the stack does not manage: on ACK most likely the add-on installed from the console
-    return ((network.ACK_NGINX_ADDON,) if cfg.is_ack else ()) + (network.COMMUNITY_INGRESS_NGINX,)
+    cloud = cfg.cloud
+    if ing.controller_for(cloud) == "addon":
+        return cloud.ingress_peers()
+    # a controller the stack does not manage: the cloud's, if it has one, or the community's
+    return cloud.ingress_peers() + (network.COMMUNITY_INGRESS_NGINX,)
 
 
 def network_access(cfg: PlatformConfig, w: Workload) -> NetworkAccess:

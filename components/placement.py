@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
-from gpuplatform.catalogs import ack, sharing
+from gpuplatform.catalogs import ack
 from gpuplatform.catalogs.kubernetes import QUANTITY, quantity_value
 from gpuplatform.catalogs.pods import (ADDON_PODS, ClusterPod, ack_daemonsets, ack_system_pods, chart_daemonsets,
                                        chart_pods)
@@ -231,10 +231,8 @@ def gpu_pool_groups(cfg: PlatformConfig) -> list[NodeGroup]:
     for i, pool in enumerate(cfg.node_pools):
         f = facts[pool.name]
         labels = {**WELL_KNOWN_LABELS, **f.node_labels}
-        if cfg.is_ack and pool.autoscaling:
-            # ACK labels every node of an autoscaled pool k8s.aliyun.com=true (terraform-provider-alicloud
-            # cs_kubernetes_node_pool docs), which ACK's system pods avoid
-            labels[sharing.AUTOSCALED_POOL_LABEL[0]] = sharing.AUTOSCALED_POOL_LABEL[1]
+        if pool.autoscaling:
+            labels.update(cfg.cloud.autoscaled_node_labels())
         taints = tuple({"key": k, **({"value": v} if v else {}), "effect": e} for k, v, e in f.taints)
         resources = {"cpu": f.allocatable_cpu, "memory": f.allocatable_memory_bytes}
         max_pods = f.max_pods if f.max_pods is not None else _max_pods_of(cfg, pool.instance_types)

@@ -88,7 +88,7 @@ class GpuPlatform(ComposedComponent, pulumi.ComponentResource):
         pools = list(self.pools.values())
         in_cluster = pulumi.ResourceOptions(parent=self, provider=self.cluster.provider)
         self.gpu_software = None
-        if gpu_software_kind(self.cluster.is_ack, self.cluster.simulate_gpus, [p.sharing.mode for p in cfg.node_pools]):
+        if gpu_software_kind(self.cluster.cloud, self.cluster.simulate_gpus, [p.sharing.mode for p in cfg.node_pools]):
             # its releases were the platform's own children before 0.2.0 (components/migrations.py)
             self.gpu_software = GpuSoftware(f"{name}-gpu-software", {
                 "cluster": self.cluster, "node_pools": pools,

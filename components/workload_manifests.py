@@ -17,6 +17,7 @@ from gpuplatform.catalogs.metrics import METRICS
 from gpuplatform.catalogs.network import PLATFORM_PART_OF
 from gpuplatform.catalogs.servers import SERVER_PROFILES
 from gpuplatform.catalogs.versions import MONITOR_LABELS, in_cluster_prometheus_url
+from gpuplatform.components.clouds import CloudProfile
 from gpuplatform.components import server_args
 from gpuplatform.components.drain import container_lifecycle, drain_chain, rollout_strategy
 from gpuplatform.components.adapter_rules import render_metrics_query
@@ -56,7 +57,8 @@ class WorkloadContext:
     pool: PoolFacts
     kubernetes_version: tuple[int, int]
     hpa_api_version: str
-    on_ack: bool
+    cloud: CloudProfile
+    """The cluster's cloud profile (who runs an Ingress's controller by default)."""
     scrape_interval: str = "15s"
     rule_window: str = "30s"
     prometheus_url: str = field(default_factory=in_cluster_prometheus_url)
@@ -368,7 +370,7 @@ def ingresses(w: Workload, ctx: WorkloadContext) -> list[dict]:
                 annotations.update(streaming_annotations(ing.stream_timeout_seconds))
         else:
             annotations = {"alb.ingress.kubernetes.io/backend-protocol": "grpc" if grpc else "http"}
-        if ing.controller_for(ctx.on_ack) == "external":
+        if ing.controller_for(ctx.cloud) == "external":
             # pulumi-kubernetes waits up to 10 minutes for .status.loadBalancer of an Ingress and fails without a
             # controller (provider/pkg/await/ingress.go); a controller outside the stack may not exist yet
             annotations[SKIP_AWAIT_ANNOTATION] = "true"
@@ -569,7 +571,7 @@ def workload_context(cfg: PlatformConfig, workload: Workload, facts: PoolFacts,
     mon = cfg.monitoring
     return WorkloadContext(
         namespace=cfg.workload_namespace(workload), pool=facts, kubernetes_version=kubernetes_version(cfg) or (1, 31),
-        hpa_api_version=hpa_api_version(cfg), on_ack=cfg.is_ack, scrape_interval=mon.intervals.scrape,
+        hpa_api_version=hpa_api_version(cfg), cloud=cfg.cloud, scrape_interval=mon.intervals.scrape,
         rule_window=mon.intervals.rule_window,
         **({"prometheus_url": url} if (url := prometheus_url or (mon.prometheus_url if mon.backend == "self-hosted"
                                                                    else None)) else {}),

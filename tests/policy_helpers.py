@@ -46,7 +46,7 @@ def stack_resources(stack: str) -> list[RegisteredResource]:
         pool_props = node_pool_props(f)
         out.append(RegisteredResource("gpuplatform:index:GpuNodePool", pool.name, pool_props, custom=False,
                                       outputs=pool_props))
-        if cfg.is_ack:
+        if cfg.cloud.creates_node_pools:
             out.append(RegisteredResource("alicloud:cs/nodePool:NodePool", f"{pool.name}-pool", {
                 "clusterId": "c-1", "nodePoolName": pool.name, "instanceTypes": list(pool.instance_types),
                 "labels": [{"key": k, "value": v} for k, v in f.node_labels.items()],
@@ -67,7 +67,7 @@ def stack_resources(stack: str) -> list[RegisteredResource]:
     for w in cfg.workloads:
         ctx = wm.WorkloadContext(namespace=cfg.settings.namespace, pool=facts[w.node_pool],
                                  kubernetes_version=version, hpa_api_version=hpa_api_version(cfg),
-                                 on_ack=cfg.is_ack, rule_window=window, metric_sources=wm.context_sources(cfg, w),
+                                 cloud=cfg.cloud, rule_window=window, metric_sources=wm.context_sources(cfg, w),
                                  network=network_access(cfg, w))
         objs = [wm.deployment(w, ctx), wm.service(w, ctx), wm.hpa(w, ctx), wm.scaled_object(w, ctx),
                 wm.pod_disruption_budget(w, ctx), wm.pod_monitor(w, ctx), *wm.ingresses(w, ctx),

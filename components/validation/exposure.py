@@ -11,10 +11,10 @@ from gpuplatform.components.validation.common import _Issues
 def check_exposure(cfg: PlatformConfig, p: str, w: Workload, f: Optional[PoolFacts], out: _Issues) -> None:
     e = w.exposure
     if e.service_type == "PublicLoadBalancer" and not cfg.settings.allow_public_endpoints:
-        allowed = "ClusterIP, InternalLoadBalancer" if cfg.is_ack else "ClusterIP"
+        allowed = "ClusterIP, InternalLoadBalancer" if cfg.cloud.offers("InternalLoadBalancer") else "ClusterIP"
         out.add(f"{p}.exposure.serviceType", "'PublicLoadBalancer' exposes the service to the Internet, which this "
                 f"stack does not allow (settings.allowPublicEndpoints is false); allowed: {allowed}")
-    if e.service_type == "InternalLoadBalancer" and not cfg.is_ack:
+    if e.service_type == "InternalLoadBalancer" and not cfg.cloud.offers("InternalLoadBalancer"):
         out.add(f"{p}.exposure.serviceType", "'InternalLoadBalancer' uses the ACK intranet SLB annotation; allowed "
                 "on cluster kind 'kubeconfig': ClusterIP (with an ingress)")
     if e.ingress is not None:
@@ -82,7 +82,7 @@ def _check_ingress_controller(cfg: PlatformConfig, p: str, ing, out: _Issues) ->
     """The stack installs only ACK's nginx add-on; anything else runs a controller it does not manage."""
     if ing.controller != "addon":
         return
-    if not cfg.is_ack:
+    if not cfg.cloud.offers("ingress-addon"):
         out.add(f"{p}.exposure.ingress.controller", "'addon' installs ACK's nginx-ingress-controller add-on and needs "
                 "an ACK cluster; allowed on cluster kind 'kubeconfig': external (install a controller yourself)")
     elif ing.class_name == "alb":

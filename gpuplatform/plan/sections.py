@@ -26,7 +26,7 @@ def capacity_rows(cfg: PlatformConfig) -> list[dict]:
         workloads = [w for w in cfg.workloads if w.node_pool == pool.name]
         rows.append({
             "pool": pool.name, "gpu": f"{f.gpus_per_node} x {f.model.name}", "sharing": sharing,
-            "maxNodes": f.max_nodes, "nodeLabels": f.node_labels, "labelByHand": not cfg.is_ack,
+            "maxNodes": f.max_nodes, "nodeLabels": f.node_labels, "labelByHand": not cfg.cloud.creates_node_pools,
             "resources": [{"resource": r, "unitsPerNode": n, "unitsAtMax": n * f.max_nodes,
                            "unit": f.unit_of(r)}
                           for r, n in sorted(f.node_resources.items())],
@@ -45,7 +45,7 @@ def warm_capacity_row(cfg: PlatformConfig, pool, f, w) -> dict:
     ``price``, else the catalog's (gpuplatform/pricing.py): the dearest instance type, as the autoscaler may start
     it."""
     from gpuplatform.pricing import node_price
-    from gpuplatform.simulate.service import replica_units
+    from gpuplatform.simulate.workload_setup import replica_units
 
     n = w.warm_replicas
     per_replica, unit = replica_units(cfg, w)
@@ -153,7 +153,7 @@ def pool_cost(cfg: PlatformConfig, instance_types: list[str], low: int, high: in
     the cheapest, the most with the dearest. ``basis`` says which price it is."""
     from gpuplatform.pricing import node_price
 
-    if not cfg.is_ack:
+    if not cfg.cloud.creates_node_pools:
         return {"known": False, "reason": "the cluster's nodes exist already; this stack buys none"}
     price = node_price(instance_types, stated, remedy)
     if not price.known:

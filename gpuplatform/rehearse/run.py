@@ -183,7 +183,7 @@ def rehearse(raw: dict, stack: str, cfg, *, engines: Optional[Path] = None, keep
             return [f"{count} kwok nodes"] + notes, True
         _timed(report, "nodes shaped like the node groups", nodes)
 
-        if cfg.is_ack:
+        if cfg.cloud.runs_system_components:
             def ack_pods():
                 pods = [p for p in cluster_pods(cfg, with_charts=False)]
                 wanted = create_controllers(cp, discovery, pods)

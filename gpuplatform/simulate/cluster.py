@@ -327,13 +327,3 @@ class NodePool:
 
     def ready_count(self, t: float) -> int:
         return sum(1 for n in self.nodes if n.ready_at <= t)
-
-
-def __getattr__(name: str):
-    # node_scaler reads the stack's cluster settings: it moved to workload_setup (the one place the simulator reads
-    # the stack) and stays importable from here. Resolved on first use: workload_setup imports this module.
-    if name == "node_scaler":
-        from gpuplatform.simulate.workload_setup import node_scaler
-
-        return node_scaler
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

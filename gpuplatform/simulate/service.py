@@ -590,18 +590,3 @@ class Queue:
             else:
                 kept.append(st)
         self.states = kept
-
-
-
-_BUILT_FROM_THE_CONFIG = ("service_plan", "startup_times", "cache_fill_seconds", "compile_cold_extra_seconds",
-                          "replica_units", "replica_memory_mib", "full_scale")
-
-
-def __getattr__(name: str):
-    # The functions that read a workload's config moved to workload_setup (the one place the simulator reads the
-    # stack); they stay importable from here. Resolved on first use: workload_setup imports this module.
-    if name in _BUILT_FROM_THE_CONFIG:
-        from gpuplatform.simulate import workload_setup
-
-        return getattr(workload_setup, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -14,7 +14,7 @@ from gpuplatform.check import run_policies
 from gpuplatform.components.model_startup import load_estimate
 from gpuplatform.components.validation import load
 from gpuplatform.simulate.cluster import NodePool, Pods
-from gpuplatform.simulate.service import service_plan
+from gpuplatform.simulate.workload_setup import service_plan
 from gpuplatform.simulate.startup import path_text
 
 FLUID = {"mountPoint": "oss://models/qwen2.5-7b-instruct", "endpoint": "oss-cn-hangzhou-internal.aliyuncs.com",

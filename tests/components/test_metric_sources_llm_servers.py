@@ -218,7 +218,7 @@ def test_tune_tries_only_targets_the_running_batch_or_latency_can_exceed():
 
 
 def service_plan_of(raw):
-    from gpuplatform.simulate.service import service_plan
+    from gpuplatform.simulate.workload_setup import service_plan
 
     cfg = load(raw)
     return service_plan(cfg, cfg.workloads[0])

@@ -11,6 +11,7 @@ from test_scenarios import EXAMPLES, rejected
 from test_scenarios import plain_raw as example_raw  # the budgets below are read from the weights' disk claim
 
 from gpuplatform.catalogs import servers, timeouts
+from gpuplatform.components.clouds import ExistingClusterProfile
 from gpuplatform.components.config import Workload
 from gpuplatform.components.model_startup import load_estimate, startup_seconds
 from gpuplatform.components.pools import all_pool_facts
@@ -18,7 +19,7 @@ from gpuplatform.components.validation import load
 from gpuplatform.components.workload_manifests import WorkloadContext, await_timeout_seconds, deployment, probes
 from gpuplatform.simulate.engine import simulate
 from gpuplatform.simulate.report import resolve_trace, table_text
-from gpuplatform.simulate.service import service_plan
+from gpuplatform.simulate.workload_setup import service_plan
 
 W = "workloads[0]"
 
@@ -56,7 +57,7 @@ def test_budget_is_the_safety_factor_times_overhead_plus_size_over_rate_in_whole
 
 def test_a_bigger_model_and_a_slower_source_get_a_longer_budget_and_await_timeout():
     cfg = load(chat(sizeGib=15, source="volume"))
-    ctx = WorkloadContext("inference", all_pool_facts(cfg)["a10"], (1, 35), "autoscaling/v2", False)
+    ctx = WorkloadContext("inference", all_pool_facts(cfg)["a10"], (1, 35), "autoscaling/v2", ExistingClusterProfile("kubeconfig"))
     small = cfg.workloads[0]
     big = workload(chat(sizeGib=18, source="volume"))
     download = workload(chat(sizeGib=15, source="download"))
@@ -69,7 +70,7 @@ def test_a_bigger_model_and_a_slower_source_get_a_longer_budget_and_await_timeou
 
 def test_weights_in_the_image_lengthen_the_pull_allowance_not_the_probe():
     cfg = load(chat(sizeGib=15, source="image"))
-    ctx = WorkloadContext("inference", all_pool_facts(cfg)["a10"], (1, 35), "autoscaling/v2", False)
+    ctx = WorkloadContext("inference", all_pool_facts(cfg)["a10"], (1, 35), "autoscaling/v2", ExistingClusterProfile("kubeconfig"))
     w = cfg.workloads[0]
     pull = 15 * 1024 / timeouts.IMAGE_PULL_RATE.mib_per_second
     assert load_estimate(w).image_pull_extra_seconds == pytest.approx(pull, abs=1)

@@ -85,7 +85,33 @@ def test_import_graph_benchmark_keeps_components_and_policies_apart():
     assert figure["modules"] > 100  # the linked components/, catalogs/ and policies/ are read too
     assert figure["components_to_policies"] == [] and figure["policies_to_components"] == []
     assert figure["cycles"] == 0 and figure["cycle_modules"] == [], figure["cycle_modules"]
-    assert [v["result"] for v in verdicts] == ["pass", "pass", "pass"]
+    assert [v["result"] for v in verdicts] == ["pass", "pass", "pass", "pass"]
+
+
+def test_import_graph_benchmark_finds_no_ack_branch_outside_the_cloud_profiles():
+    """Every ACK question is asked of a cloud profile (components/clouds/): no is_ack / on_ack / is_ack_pro outside
+    them. The deprecated flags the profiles keep for older code are the only ones left, inside."""
+    figures, verdicts = run_benchmark("import_graph.py")
+    (figure,) = figures
+    assert figure["ack_branches_outside_profile"] == 0 and figure["ack_branch_files_outside_profile"] == 0
+    assert 0 < figure["ack_branches"] <= 10  # the deprecated flags in components/clouds/compat.py
+    assert figure["cluster_kind_branches_outside_profile"] >= 0
+    assert verdicts[-1]["target"].startswith("no is_ack-style branch") and verdicts[-1]["result"] == "pass"
+
+
+def test_import_graph_counts_an_ack_flag_in_code_but_not_in_a_string(tmp_path):
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        spec = importlib.util.spec_from_file_location("import_graph_benchmark", BENCHMARKS / "import_graph.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+    source = tmp_path / "sample.py"
+    source.write_text('if cfg.is_ack:\n    pass\nREMOVED = {"on_ack": "gone"}  # is_ack in a comment\n'
+                      'x = f(on_ack=True)\nif c.kind == "ack-managed":\n    pass\nif kind in ("kubeconfig",):\n'
+                      '    pass\nname = "kubeconfig"\n')
+    assert module._branch_lines(source) == (2, 2)
 
 
 def _synth_module():

@@ -6,7 +6,8 @@ import pytest
 from support import REPO, cli, cfg_of, stack_raw
 
 from gpuplatform.components.model_startup import keda_cooldown_seconds, scale_down_window_seconds
-from gpuplatform.simulate.cluster import NodePool, Pods, node_scaler
+from gpuplatform.simulate.cluster import NodePool, Pods
+from gpuplatform.simulate.workload_setup import node_scaler
 from gpuplatform.simulate.engine import service_plan, simulate
 from gpuplatform.components.validation.parsing import parse
 from gpuplatform.simulate.traces import Trace, built_in, from_csv

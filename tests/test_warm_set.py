@@ -55,22 +55,25 @@ def test_placement_charges_one_holder_per_warm_gpu_with_the_sleeping_weights():
     cfg = load(raw)
     [holder] = warm_set_pods(cfg)
     assert holder.replicas == 2
-    assert holder.spec["containers"][0]["resources"]["requests"]["memory"] == "45Gi"
+    # 3 x 15 GiB of sleeping weights + the 24 GiB of the replica awake: the rendered holder's own request
+    requests = holder.spec["containers"][0]["resources"]["requests"]
+    assert requests["memory"] == "69Gi" and requests["nvidia.com/gpu"] == "1"
     assert holder.spec["nodeSelector"] == {"gpuplatform.io/pool": "l20"}
     assert holder in workload_pods(cfg)
 
 
 def test_placement_refuses_holders_that_do_not_fit_beside_the_replicas():
-    """On 64 GiB nodes (ecs.gn8is.2xlarge), 45 GiB of sleeping weights and a 24 GiB replica never share a node:
-    validation says so, and the packing of the pool's pods finds no node for the holder."""
+    """On 64 GiB nodes (ecs.gn8is.2xlarge), a holder of 45 GiB of sleeping weights + 24 GiB for its awake replica
+    and a 24 GiB replica never share a node: validation says so, and the packing of the pool's pods finds no node
+    for the holder."""
     raw = example()
     raw["nodePools"][0]["instanceTypes"] = ["ecs.gn8is.2xlarge"]
-    assert_rejected(raw, "nodePools[0].warmSet", "45 GiB of weights in host memory", "a replica requests 24 GiB",
-                    "sleepLevel 2")
+    assert_rejected(raw, "nodePools[0].warmSet", "requests 69 GiB of host memory", "45 GiB of sleeping weights",
+                    "a replica requests 24 GiB", "sleepLevel 2")
     raw["nodePools"][0]["warmSet"]["sleepLevel"] = 2
-    load(raw)  # level 2 keeps nothing on the host: accepted
+    load(raw)  # level 2 keeps no weights on the host: the holder is 24 GiB, accepted
     raw["nodePools"][0]["warmSet"]["sleepLevel"] = 1
-    raw["nodePools"][0]["warmSet"]["models"] = ["chat", "code"]  # 30 GiB + 24 GiB fits 64
+    raw["nodePools"][0]["warmSet"]["models"] = ["chat"]  # 15 GiB + 24 GiB beside a 24 GiB replica fits 64
     cfg = load(raw)
     pods = workload_pods(cfg)
     assert packing_shortfalls(pods, node_groups(cfg)) == []
@@ -112,8 +115,9 @@ def test_warm_gpus_must_fit_beside_the_workloads_at_their_most_replicas():
 
 def test_sleep_mode_is_read_from_the_command_line_and_the_flag_tables_know_it():
     raw = example()
+    for other in raw["workloads"]:  # a warm GPU's replicas share one image
+        other["image"] = "vllm/vllm-openai:v0.9.2"  # the release the flag tables were generated from
     w = raw["workloads"][0]
-    w["image"] = "vllm/vllm-openai:v0.9.2"  # the release the flag tables were generated from
     w["args"] = [*w["args"], "--enable-sleep-mode"]
     w["env"] = {**w["env"], "VLLM_SERVER_DEV_MODE": "1"}
     facts = server_args.parse(load(raw).workloads[0])

@@ -177,3 +177,174 @@ def test_plan_warns_that_in_cluster_callers_reach_the_sleep_endpoints():
     assert sleeping.startswith("WARNING: workloads[0] 'chat': vllm serves POST /sleep?level=1|2 and POST /wake_up")
     assert "its networkPolicy.allowFrom callers reach directly" in sleeping
     assert not [x for x in network_warnings(load(example())) if "/wake_up" in x]
+
+
+# ------------------------------------------------------------------------------------- the rendered wake path
+def _rendered(raw: dict | None = None) -> list[dict]:
+    """Example 007's warm-set objects as `pulumi up` and `plan --out` register them."""
+    from gpuplatform.plan import manifest_files
+    from support import synth
+    docs = manifest_files(synth(raw or example())).values()
+    return [d for d in docs if (d.get("metadata") or {}).get("name", "").startswith("warm-set-l20")]
+
+
+def _by(docs: list[dict], kind: str, name: str) -> dict:
+    [doc] = [d for d in docs if d["kind"] == kind and d["metadata"]["name"] == name]
+    return doc
+
+
+def test_example_007_renders_one_holder_pod_per_warm_gpu_running_every_model_asleep():
+    import json
+    docs = _rendered()
+    assert sorted((d["kind"], d["metadata"]["name"]) for d in docs) == sorted([
+        ("ConfigMap", "warm-set-l20"), ("Deployment", "warm-set-l20"), ("NetworkPolicy", "warm-set-l20"),
+        ("NetworkPolicy", "warm-set-l20-chat"), ("NetworkPolicy", "warm-set-l20-code"),
+        ("NetworkPolicy", "warm-set-l20-summarize"), ("ServiceAccount", "warm-set-l20-waker"),
+        ("Role", "warm-set-l20-waker"), ("RoleBinding", "warm-set-l20-waker"), ("ConfigMap", "warm-set-l20-waker"),
+        ("Deployment", "warm-set-l20-waker"), ("NetworkPolicy", "warm-set-l20-waker")])
+    holder = _by(docs, "Deployment", "warm-set-l20")
+    assert holder["spec"]["replicas"] == 1 and holder["spec"]["strategy"] == {"type": "Recreate"}
+    pod = holder["spec"]["template"]["spec"]
+    assert pod["automountServiceAccountToken"] is False and pod["nodeSelector"] == {"gpuplatform.io/pool": "l20"}
+    [c] = pod["containers"]
+    assert c["image"] == "vllm/vllm-openai:v0.33.0"
+    assert c["resources"]["requests"] == c["resources"]["limits"] == {"cpu": "6", "memory": "69Gi",
+                                                                      "nvidia.com/gpu": "1"}
+    sc = c["securityContext"]
+    assert sc["runAsNonRoot"] and sc["allowPrivilegeEscalation"] is False and sc["capabilities"] == {"drop": ["ALL"]}
+    assert [p["containerPort"] for p in c["ports"]] == [8100, 8101, 8102]
+    # every server's own command line, sleep mode on, its own port last, in the pod spec where the kubelet
+    # expands it; the holder program reads them after its JSON file
+    args = c["args"]
+    lines = [w for w in " ".join(args[1:]).split("--next-server") if w.strip()]
+    assert [line.split()[0:3] for line in lines] == [["python3", "-m", "vllm.entrypoints.openai.api_server"]] * 3
+    for line, port, path in zip(lines, (8100, 8101, 8102), ("qwen", "qwen-coder", "llama")):
+        words = line.split()
+        assert "--enable-sleep-mode" in words and words[-1] == f"--port={port}"
+        assert any(w.startswith(f"--model=/models/{path}/") for w in words)
+        assert any(w.startswith("--shutdown-timeout=") for w in words)  # the awake one drains like its own pods
+    servers = json.loads(_by(docs, "ConfigMap", "warm-set-l20")["data"]["servers.json"])
+    assert [(s["model"], s["port"], s["env"]["VLLM_SERVER_DEV_MODE"], s["sleep"]) for s in servers["servers"]] == [
+        ("chat", 8100, "1", "/sleep?level=1"), ("code", 8101, "1", "/sleep?level=1"),
+        ("summarize", 8102, "1", "/sleep?level=1")]
+    program = _by(docs, "ConfigMap", "warm-set-l20")["data"]["holder.py"]
+    assert program == (REPO / "components" / "warm_set_holder.py").read_text()
+    mounts = {m["mountPath"]: m["name"] for m in c["volumeMounts"]}
+    claims = {v["name"]: v.get("persistentVolumeClaim", {}).get("claimName") for v in pod["volumes"]}
+    assert {p: claims[n] for p, n in mounts.items() if p.startswith("/models")} == {
+        "/models/qwen": "qwen-weights", "/models/qwen-coder": "qwen-coder-weights", "/models/llama": "llama-weights"}
+    assert c["readinessProbe"]["exec"]["command"] == ["test", "-f", "/tmp/warm-set-ready"]
+
+
+def test_placement_charges_exactly_the_rendered_holder():
+    cfg = load(example())
+    [holder] = warm_set_pods(cfg)
+    rendered = _by(_rendered(), "Deployment", "warm-set-l20")
+    assert holder.spec == rendered["spec"]["template"]["spec"]
+    assert holder.replicas == rendered["spec"]["replicas"]
+
+
+def test_only_the_waker_reaches_a_sleeping_holder_and_a_models_callers_only_its_awake_replica():
+    docs = _rendered()
+    base = _by(docs, "NetworkPolicy", "warm-set-l20")["spec"]
+    assert base["podSelector"] == {"matchLabels": {"app.kubernetes.io/name": "warm-set-l20"}}
+    assert base["ingress"] == [{"from": [{"podSelector": {"matchLabels": {
+        "app.kubernetes.io/name": "warm-set-l20-waker"}}}],
+        "ports": [{"protocol": "TCP", "port": p} for p in (8100, 8101, 8102)]}]
+    chat = _by(docs, "NetworkPolicy", "warm-set-l20-chat")["spec"]
+    assert chat["podSelector"]["matchLabels"] == {"app.kubernetes.io/name": "warm-set-l20",
+                                                  "gpuplatform.io/awake-model": "chat"}
+    ports = {p["port"] for rule in chat["ingress"] for p in rule["ports"]}
+    assert ports == {8100}
+    peers = [peer for rule in chat["ingress"] for peer in rule.get("from", [])]
+    assert {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "apps"}},
+            "podSelector": {"matchLabels": {"app": "gateway"}}} in peers
+    assert all(rule.get("from") for rule in chat["ingress"])  # nobody unlisted
+
+
+def test_the_waker_gets_the_least_it_needs_and_its_image_is_a_pinned_setting():
+    docs = _rendered()
+    rules = _by(docs, "Role", "warm-set-l20-waker")["rules"]
+    for rule in rules:
+        assert "*" not in rule["verbs"] and "*" not in rule["resources"] and "*" not in rule["apiGroups"]
+    by = {(r["apiGroups"][0], r["resources"][0], tuple(r["verbs"])): r.get("resourceNames") for r in rules}
+    assert by == {("", "pods", ("get", "list", "watch", "patch")): None,
+                  ("apps", "deployments", ("get",)): ["chat", "code", "summarize"],
+                  ("autoscaling", "horizontalpodautoscalers", ("get",)): ["chat", "code", "summarize"],
+                  ("discovery.k8s.io", "endpointslices", ("create",)): None,
+                  ("discovery.k8s.io", "endpointslices", ("get", "update", "delete")):
+                      ["chat-warm-set-l20", "code-warm-set-l20", "summarize-warm-set-l20"]}
+    binding = _by(docs, "RoleBinding", "warm-set-l20-waker")
+    assert binding["roleRef"]["kind"] == "Role" and binding["subjects"][0]["name"] == "warm-set-l20-waker"
+    pod = _by(docs, "Deployment", "warm-set-l20-waker")["spec"]["template"]["spec"]
+    assert pod["serviceAccountName"] == "warm-set-l20-waker"
+    assert pod["containers"][0]["image"] == "registry.example.com/platform/warm-set-waker:1.0.0"
+    assert "nodeSelector" not in pod and "tolerations" not in pod  # never on a GPU node
+
+
+def test_the_waker_config_names_what_it_reads_and_the_slices_it_writes():
+    import json
+    config = json.loads(_by(_rendered(), "ConfigMap", "warm-set-l20-waker")["data"]["waker.json"])
+    chat = config["models"][0]
+    assert chat["horizontalPodAutoscaler"] == "chat" and chat["deployment"] == "chat" and chat["holderPort"] == 8100
+    # the Service's port name, the holder's port: kube-proxy matches a slice's ports to the Service's by name
+    assert chat["endpointSlice"] == {"name": "chat-warm-set-l20", "ports": [
+        {"name": "http", "port": 8100, "protocol": "TCP", "appProtocol": "http"}]}
+    assert chat["wake"] == "POST /wake_up" and chat["sleep"] == "POST /sleep?level=1"
+    assert config["holders"] == {"selector": {"app.kubernetes.io/name": "warm-set-l20"},
+                                 "awakeLabel": "gpuplatform.io/awake-model"}
+
+
+def test_the_policy_pack_finds_no_defect_in_the_warm_set_objects(monkeypatch):
+    from gpuplatform.check import run_policies
+    from gpuplatform.components import warm_set
+    from support import synth
+
+    def ours(found):
+        return [(v.policy_id, v.message) for v in found if "warm-set" in v.resource_name + v.message]
+
+    assert ours(run_policies(synth(example()))) == []  # advisory (hardening) policies report too
+    render = warm_set.waker_objects
+
+    def without_probes(*args):
+        objects = render(*args)
+        for c in (o for o in objects if o["kind"] == "Deployment"):
+            for container in c["spec"]["template"]["spec"]["containers"]:
+                container.pop("readinessProbe"), container.pop("livenessProbe")
+        return objects
+    monkeypatch.setattr(warm_set, "waker_objects", without_probes)
+    assert [p for p, _ in ours(run_policies(synth(example())))] == ["container-probes"]  # the pack reads them
+
+
+def test_the_warm_set_objects_pass_the_api_servers_strict_schemas():
+    import kubernetes_validate
+    from kubernetes_validate import utils as kv_utils
+    versions = sorted(kv_utils.all_versions(), key=lambda v: tuple(int(x) for x in v.split(".")[:2]))
+    docs = _rendered()
+    assert len(docs) == 12
+    for doc in docs:
+        for version in (versions[0], versions[-1]):
+            kubernetes_validate.validate(doc, version, strict=True)
+
+
+def test_a_waker_image_is_required_and_pinned():
+    raw = example()
+    del raw["nodePools"][0]["warmSet"]["waker"]
+    assert_rejected(raw, "nodePools[0].warmSet.waker", "required")
+    raw = example()
+    raw["nodePools"][0]["warmSet"]["waker"] = {"image": "registry.example.com/platform/warm-set-waker:latest"}
+    assert_rejected(raw, "nodePools[0].warmSet.waker.image", "is not pinned", "a version tag or a digest")
+
+
+def test_what_one_container_cannot_hold_is_refused_naming_the_models():
+    raw = example()
+    raw["workloads"][1]["image"] = "vllm/vllm-openai:v0.32.0"
+    assert_rejected(raw, "nodePools[0].warmSet.models", "'code' runs vllm/vllm-openai:v0.32.0", "one image")
+    raw = example()
+    raw["workloads"][1]["volumes"][0]["mountPath"] = "/models/qwen"
+    assert_rejected(raw, "nodePools[0].warmSet.models", "mounts claim 'qwen-coder-weights' at /models/qwen",
+                    "a distinct mountPath")
+    raw = example()
+    raw["workloads"][2]["gpu"] = {"count": 2}
+    raw["workloads"][2]["args"] = [*raw["workloads"][2]["args"], "--tensor-parallel-size=2"]
+    assert_rejected(raw, "nodePools[0].warmSet.models[2]", "takes 2 GPU(s) per replica", "gpu.count 1")

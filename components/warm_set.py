@@ -161,7 +161,7 @@ def server_argv(w: Workload, port: int) -> list[str]:
 def server_env(w: Workload) -> dict[str, str]:
     """The workload's environment with the endpoints' gate (vLLM: ``VLLM_SERVER_DEV_MODE=1``)."""
     from gpuplatform.components import server_args
-    env = dict(server_args.effective_env(w))
+    env = dict(sorted(server_args.effective_env(w).items()))  # the order the workload's container lists them
     gate = servers.SLEEP_MODES[w.server].gate_env
     if gate is not None:
         env[gate[0]] = gate[1]

@@ -117,7 +117,8 @@ def main(argv):
         os.remove(ready_file)
     for server, line in zip(spec["servers"], lines):
         env = dict(os.environ)
-        env.update(server["env"])
+        for name, value in server["env"].items():  # in order, as the kubelet expands a container's variables
+            env[name] = expand(value, env)
         words = [expand(w, env) for w in line]
         print("holder: starting %s on port %d" % (server["model"], server["port"]), flush=True)
         child = subprocess.Popen(words, env=env)

@@ -62,6 +62,19 @@ def sleep_endpoints(w: Workload) -> "servers.SleepMode | None":
     return mode
 
 
+def served_sleep_endpoints(cfg: PlatformConfig, w: Workload) -> "servers.SleepMode | None":
+    """The sleep mode whose endpoints the workload's Service may reach: its own servers' (:func:`sleep_endpoints`),
+    or, for a model of its pool's warm set, its sleeping replica's in a holder, which the waker routes the
+    model's Service to once woken."""
+    own = sleep_endpoints(w)
+    if own is not None:
+        return own
+    pool = cfg.pool(w.node_pool)
+    if pool is not None and pool.warm_set is not None and w.name in pool.warm_set.models:
+        return servers.SLEEP_MODES.get(w.server or "")
+    return None
+
+
 def host_gib_per_gpu(cfg: PlatformConfig, pool: NodePool) -> float:
     """Host memory the sleeping replicas on one warm GPU hold: one of every model."""
     return sum(m.host_gib for m in sleeping_models(cfg, pool))

@@ -149,15 +149,23 @@ def _objects(raw: dict, kind: str) -> dict:
             if r.is_kubernetes_object and r.inputs["kind"] == kind}
 
 
+def _outside_set() -> dict:
+    """Example 007 with chat out of the warm set: only its own pods' command line says whether they sleep."""
+    return example(models=["code", "summarize"])
+
+
 def test_an_ingress_routes_only_the_clients_api_to_a_server_that_serves_its_sleep_endpoints():
-    plain = _objects(_ingress(example()), "Ingress")["chat"]
+    plain = _objects(_ingress(_outside_set()), "Ingress")["chat"]
     assert [p["path"] for p in plain["spec"]["rules"][0]["http"]["paths"]] == ["/"]
-    served = _objects(_sleeping_chat(_ingress(example())), "Ingress")["chat"]
+    # a model of the warm set: the waker routes its Service to a woken holder replica, which serves them
+    shipped = _objects(_ingress(example()), "Ingress")["chat"]
+    assert [p["path"] for p in shipped["spec"]["rules"][0]["http"]["paths"]] == ["/v1/"]
+    served = _objects(_sleeping_chat(_ingress(_outside_set())), "Ingress")["chat"]
     paths = served["spec"]["rules"][0]["http"]["paths"]
     assert [(p["path"], p["pathType"]) for p in paths] == [("/v1/", "Prefix")]  # /sleep, /wake_up not routed
     assert paths[0]["backend"] == {"service": {"name": "chat", "port": {"name": "http"}}}
     # without VLLM_SERVER_DEV_MODE vLLM registers no sleep route: the whole port stays routed
-    gated = _objects(_sleeping_chat(_ingress(example()), dev_mode=False), "Ingress")["chat"]
+    gated = _objects(_sleeping_chat(_ingress(_outside_set()), dev_mode=False), "Ingress")["chat"]
     assert [p["path"] for p in gated["spec"]["rules"][0]["http"]["paths"]] == ["/"]
 
 
@@ -168,15 +176,22 @@ def test_a_load_balancer_in_front_of_the_sleep_endpoints_is_refused():
     assert_rejected(raw, "workloads[0].exposure.serviceType", "passes every path of the API port",
                     "POST /sleep?level=1|2 and POST /wake_up", "VLLM_SERVER_DEV_MODE=1",
                     "allowed: ClusterIP with an ingress (which routes only /v1/)")
+    raw = example()  # as shipped: chat's own pods do not sleep, its holder replica does
+    raw["settings"]["allowPublicEndpoints"] = True
+    raw["workloads"][0]["exposure"] = {"serviceType": "PublicLoadBalancer"}
+    assert_rejected(raw, "workloads[0].exposure.serviceType", "vllm in its pool's warm set (nodePools[].warmSet)",
+                    "POST /wake_up", "allowed: ClusterIP with an ingress")
 
 
 def test_plan_warns_that_in_cluster_callers_reach_the_sleep_endpoints():
     from gpuplatform.components.network_policy import network_warnings
-    warnings = network_warnings(load(_sleeping_chat(example())))
+    warnings = network_warnings(load(_sleeping_chat(_outside_set())))
     [sleeping] = [x for x in warnings if "/wake_up" in x]
     assert sleeping.startswith("WARNING: workloads[0] 'chat': vllm serves POST /sleep?level=1|2 and POST /wake_up")
     assert "its networkPolicy.allowFrom callers reach directly" in sleeping
-    assert not [x for x in network_warnings(load(example())) if "/wake_up" in x]
+    assert not [x for x in network_warnings(load(_outside_set())) if "/wake_up" in x]
+    # as shipped, each model's callers reach its holder replica's endpoints while it is awake
+    assert len([x for x in network_warnings(load(example())) if "/wake_up" in x]) == 3
 
 
 # ------------------------------------------------------------------------------------- the rendered wake path

@@ -186,10 +186,10 @@ def test_a_load_balancer_in_front_of_the_sleep_endpoints_is_refused():
 def test_plan_warns_that_in_cluster_callers_reach_the_sleep_endpoints():
     from gpuplatform.components.network_policy import network_warnings
     warnings = network_warnings(load(_sleeping_chat(_outside_set())))
-    [sleeping] = [x for x in warnings if "/wake_up" in x]
+    [sleeping] = [x for x in warnings if "/wake_up" in x and "'chat'" in x]
     assert sleeping.startswith("WARNING: workloads[0] 'chat': vllm serves POST /sleep?level=1|2 and POST /wake_up")
     assert "its networkPolicy.allowFrom callers reach directly" in sleeping
-    assert not [x for x in network_warnings(load(_outside_set())) if "/wake_up" in x]
+    assert not [x for x in network_warnings(load(_outside_set())) if "/wake_up" in x and "'chat'" in x]
     # as shipped, each model's callers reach its holder replica's endpoints while it is awake
     assert len([x for x in network_warnings(load(example())) if "/wake_up" in x]) == 3
 

@@ -125,11 +125,12 @@ def waker_labels(pool: NodePool) -> dict[str, str]:
 
 
 def models_of(cfg: PlatformConfig, pool: NodePool) -> list[Workload]:
-    """The set's models that are workloads of the pool, in the set's order (validation reports the others)."""
+    """The set's models that are workloads of the pool on a server that can sleep in a warm set, in the set's order
+    (validation reports the others)."""
     by_name = {w.name: w for w in cfg.workloads}
     ws = pool.warm_set
     return [by_name[n] for n in dict.fromkeys(ws.models if ws else [])
-            if n in by_name and by_name[n].node_pool == pool.name]
+            if n in by_name and by_name[n].node_pool == pool.name and by_name[n].server in servers.WARM_SET_SERVERS]
 
 
 def holder_ports(cfg: PlatformConfig, pool: NodePool) -> dict[str, int]:
@@ -432,10 +433,9 @@ def holder_network_policies(cfg: PlatformConfig, pool: NodePool, namespace: str)
     their ports (the first policy); while the waker has woken one (the holder labelled ``AWAKE_LABEL: <model>``), the
     callers the model's own NetworkPolicy admits reach that replica's port and no other (one policy per model,
     the model's rules with its port in the holder; a model without a NetworkPolicy: any caller, to that port)."""
-    from gpuplatform.components.network_policy import network_access
-    from gpuplatform.components.workload_manifests import WorkloadContext, network_policy
+    from gpuplatform.components.network_policy import peer_object
+    from gpuplatform.components.workload_manifests import network_policy, workload_context
     from gpuplatform.components.pools import all_pool_facts
-    from gpuplatform.components.validation.common import hpa_api_version, kubernetes_version
     ports = holder_ports(cfg, pool)
     select = {"app.kubernetes.io/name": holder_name(pool)}
     meta = {"namespace": namespace, "labels": holder_labels(pool)}
@@ -448,11 +448,12 @@ def holder_network_policies(cfg: PlatformConfig, pool: NodePool, namespace: str)
     facts = all_pool_facts(cfg)[pool.name]
     for w in models_of(cfg, pool):
         port = [{"protocol": "TCP", "port": ports[w.name]}]
-        ctx = WorkloadContext(namespace=namespace, pool=facts, kubernetes_version=kubernetes_version(cfg) or (1, 31),
-                              hpa_api_version=hpa_api_version(cfg), on_ack=cfg.is_ack,
-                              network=network_access(cfg, w))
-        own = network_policy(w, ctx)
-        rules = ([{**({"from": r["from"]} if "from" in r else {}), "ports": port} for r in own["spec"]["ingress"]]
+        ctx = workload_context(cfg, w, facts)
+        own = network_policy(w, ctx)  # the model's own, as its InferenceService renders it
+        # Prometheus scrapes the model's pods, not the holders (no PodMonitor selects them): its rule is left out
+        scrapers = [peer_object(peer, ctx.namespace, ctx.network.namespace_labels) for peer in ctx.network.scrapers]
+        rules = ([{**({"from": r["from"]} if "from" in r else {}), "ports": port} for r in own["spec"]["ingress"]
+                  if not (scrapers and r.get("from") == scrapers)]
                  if own is not None else [{"ports": port}])
         out.append({"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
                     "metadata": {"name": f"{holder_name(pool)}-{w.name}"[:63].rstrip("-"), **meta},

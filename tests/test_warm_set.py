@@ -275,6 +275,12 @@ def test_only_the_waker_reaches_a_sleeping_holder_and_a_models_callers_only_its_
     assert {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "apps"}},
             "podSelector": {"matchLabels": {"app": "gateway"}}} in peers
     assert all(rule.get("from") for rule in chat["ingress"])  # nobody unlisted
+    # Prometheus scrapes chat's own pods (its NetworkPolicy admits it), never a holder
+    assert not [p for p in peers if p.get("podSelector", {}).get("matchLabels", {}).get(
+        "app.kubernetes.io/name") == "prometheus"]
+    assert chat["ingress"] == [{"from": [{"namespaceSelector": {"matchLabels": {
+        "kubernetes.io/metadata.name": "apps"}}, "podSelector": {"matchLabels": {"app": "gateway"}}}],
+        "ports": [{"protocol": "TCP", "port": 8100}]}]
 
 
 def test_the_waker_gets_the_least_it_needs_and_its_image_is_a_pinned_setting():

@@ -18,7 +18,8 @@ from gpuplatform.components.errors import ConfigError
 from gpuplatform.components.gpu_software import GpuSoftware, gpu_software_kind
 from gpuplatform.components.inference_service import InferenceService
 from gpuplatform.components.k8s_objects import register
-from gpuplatform.components.warm_set import models_of, warm_set_namespace, warm_set_objects
+from gpuplatform.components.warm_set import models_of
+from gpuplatform.components.warm_set_objects import warm_set_namespace, warm_set_objects
 from gpuplatform.components.migrations import moved_from
 from gpuplatform.components.monitoring import GpuMonitoring
 from gpuplatform.components.namespace import WorkloadNamespace

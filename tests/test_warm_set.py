@@ -15,7 +15,8 @@ from gpuplatform.components import server_args
 from gpuplatform.components.placement import node_groups, packing_shortfalls, workload_pods
 from gpuplatform.components.stack_config import namespace_from_stack_file
 from gpuplatform.components.validation import load
-from gpuplatform.components.warm_set import host_gib_per_gpu, sleeping_models, warm_set_pods
+from gpuplatform.components.warm_set import host_gib_per_gpu, sleeping_models
+from gpuplatform.components.warm_set_objects import warm_set_pods
 
 EXAMPLE = REPO / "examples" / "007-warm-set" / "Pulumi.007-warm-set.yaml"
 
@@ -318,7 +319,7 @@ def test_the_waker_config_names_what_it_reads_and_the_slices_it_writes():
 
 def test_the_policy_pack_finds_no_defect_in_the_warm_set_objects(monkeypatch):
     from gpuplatform.check import run_policies
-    from gpuplatform.components import warm_set
+    from gpuplatform.components import warm_set_objects as warm_set
     from support import synth
 
     def ours(found):

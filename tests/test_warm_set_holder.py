@@ -107,7 +107,7 @@ def test_the_rendered_args_hold_one_command_line_per_server_of_the_config():
     """Example 007's holder args split as the program splits them, one line per server of its servers.json."""
     import importlib.util
     from gpuplatform.components.validation import load
-    from gpuplatform.components import warm_set
+    from gpuplatform.components import warm_set_objects as warm_set
     from test_warm_set import example
     spec = importlib.util.spec_from_file_location("holder_program", HOLDER)
     program = importlib.util.module_from_spec(spec)

@@ -125,7 +125,7 @@ _SHELLS = frozenset({"sh", "bash", "dash", "ash", "zsh"})
 
 
 def _check_holdable(cfg: PlatformConfig, pm: str, w: Workload, out: _Issues) -> None:
-    """What the holder of a warm GPU needs of a model (components/warm_set.py ``holder_deployment``): an autoscaler
+    """What the holder of a warm GPU needs of a model (components/warm_set_objects.py ``holder_deployment``): an autoscaler
     whose wish the waker reads, one GPU per replica, restricted Pod Security, and a command line it can extend."""
     name = fmt(w.name)
     if w.fixed:

@@ -27,7 +27,7 @@ from gpuplatform.catalogs import network
 from gpuplatform.catalogs.network import PodPeer
 from gpuplatform.components.config import EVERY_NAMESPACE, PlatformConfig, Workload
 from gpuplatform.components.cluster_version import kubernetes_version
-from gpuplatform.components.warm_set import sleep_endpoints
+from gpuplatform.components.warm_set import served_sleep_endpoints
 
 
 @dataclass(frozen=True)
@@ -104,7 +104,7 @@ def network_warnings(cfg: PlatformConfig) -> list[str]:
     the stack cannot place, a workload no caller can reach, and callers that reach a server's sleep endpoints."""
     sleep_warnings: list[str] = []
     for i, w in enumerate(cfg.workloads):
-        mode = sleep_endpoints(w)
+        mode = served_sleep_endpoints(cfg, w)
         callers = "every pod of the cluster" if not w.network_policy.enabled else (
             "its networkPolicy.allowFrom callers" if w.network_policy.allow_from else "")
         if mode is not None and callers:

@@ -36,7 +36,7 @@ from gpuplatform.components.pools import all_pool_facts
 from gpuplatform.components.releases import chart_releases, chart_version
 from gpuplatform.components.cluster_version import kubernetes_version
 from gpuplatform.components.warm_capacity import placeholder_deployment
-from gpuplatform.components.warm_set import warm_set_pods
+from gpuplatform.components.warm_set_objects import warm_set_pods
 
 WELL_KNOWN_LABELS = {"kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64"}
 """Labels the kubelet sets on every node (Kubernetes "Well-Known Labels, Annotations and Taints"); ECS x86

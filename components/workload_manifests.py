@@ -31,7 +31,7 @@ from gpuplatform.components.pools import PoolFacts
 from gpuplatform.components.fluid_cache import claim_name as fluid_claim_name, fluid_objects
 from gpuplatform.components.pre_pull import pre_pull_daemonset
 from gpuplatform.components.cluster_version import hpa_api_version, kubernetes_version
-from gpuplatform.components.warm_set import sleep_endpoints
+from gpuplatform.components.warm_set import served_sleep_endpoints, sleep_endpoints
 
 PART_OF = PLATFORM_PART_OF
 LIVENESS_TIMEOUT_SECONDS = 5
@@ -67,6 +67,9 @@ class WorkloadContext:
     """metric name -> MetricSource for this workload."""
     network: NetworkAccess = field(default_factory=NetworkAccess)
     """Who, besides the workload's ``allowFrom``, its NetworkPolicy admits (components/network_policy.py)."""
+    sleep_endpoints: Optional[object] = None
+    """The sleep mode whose endpoints the workload's Service may reach (components/warm_set.py
+    ``served_sleep_endpoints``): its own servers', or its warm set's replica once woken; None: none."""
 
 
 def labels(w: Workload) -> dict[str, str]:
@@ -376,7 +379,7 @@ def ingresses(w: Workload, ctx: WorkloadContext) -> list[dict]:
             annotations[SKIP_AWAIT_ANNOTATION] = "true"
         # a server that serves its sleep and wake endpoints on this port gets only its clients' API routed: the
         # endpoints are not for clients (components/warm_set.py sleep_endpoints)
-        sleeping = sleep_endpoints(w)
+        sleeping = ctx.sleep_endpoints if ctx.sleep_endpoints is not None else sleep_endpoints(w)
         prefixes = sleeping.client_paths if sleeping is not None and not grpc else ("/",)
         spec = {"ingressClassName": ing.class_name,
                 "rules": [{"host": route.host, "http": {"paths": [{
@@ -575,7 +578,8 @@ def workload_context(cfg: PlatformConfig, workload: Workload, facts: PoolFacts,
         rule_window=mon.intervals.rule_window,
         **({"prometheus_url": url} if (url := prometheus_url or (mon.prometheus_url if mon.backend == "self-hosted"
                                                                    else None)) else {}),
-        metric_sources=context_sources(cfg, workload), network=network_access(cfg, workload))
+        metric_sources=context_sources(cfg, workload), network=network_access(cfg, workload),
+        sleep_endpoints=served_sleep_endpoints(cfg, workload))
 
 
 def workload_objects(w: Workload, ctx: WorkloadContext) -> list[dict]:

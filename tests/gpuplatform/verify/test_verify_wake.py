@@ -76,10 +76,10 @@ class FakeVllm:
         self.server.server_close()
 
 
-def loopback(fakes: dict[str, FakeVllm]):
+def loopback(fakes: dict[str, FakeVllm], expected_port: int = 8000):
     """The check's transport: each pod's requests to its loopback fake (the API server's pod proxy on a cluster)."""
     def request(method: str, namespace: str, pod: str, port: int, path: str) -> tuple[int, str]:
-        assert (namespace, port) == ("inference", 8000)
+        assert (namespace, port) == ("inference", expected_port)
         req = urllib.request.Request(f"http://127.0.0.1:{fakes[pod].port}{path}", method=method,
                                      data=b"" if method == "POST" else None)
         try:
@@ -99,6 +99,8 @@ def core_with(names: list[str]):
 def sleep_mode(level: int = 1):
     raw = copy.deepcopy(namespace_from_stack_file(EXAMPLE))
     raw["nodePools"][0]["warmSet"]["sleepLevel"] = level
+    # chat's own replicas sleep (outside the set, whose holders keep the others' replicas)
+    raw["nodePools"][0]["warmSet"]["models"] = ["code", "summarize"]
     w = raw["workloads"][0]
     w["args"] = [*w["args"], "--enable-sleep-mode"]
     w["env"] = {**w["env"], "VLLM_SERVER_DEV_MODE": "1"}
@@ -180,9 +182,39 @@ def test_a_replica_that_never_wakes_fails_after_the_timeout(fakes):
     assert not result.ok and "still asleep 0s after POST /wake_up" in result.message
 
 
-def test_only_workloads_that_serve_sleep_mode_are_measured():
-    cfg = load(namespace_from_stack_file(EXAMPLE))
-    assert not sleep_mode_served(cfg.workloads[0])  # the example does not render the wake path yet
+def test_only_workloads_whose_replicas_can_sleep_are_measured():
+    raw = copy.deepcopy(namespace_from_stack_file(EXAMPLE))
+    del raw["nodePools"][0]["warmSet"]
+    cfg = load(raw)
+    assert not sleep_mode_served(cfg.workloads[0])
     assert check_wake_time(cfg, cfg.workloads[0], core_with([]), loopback({})) is None
     _, w = sleep_mode()
     assert sleep_mode_served(w)
+
+
+def test_a_warm_set_model_is_woken_in_a_holder_on_its_port_there_never_in_a_holder_already_awake(fakes):
+    """Example 007 as shipped: the models' own pods do not sleep; their sleeping replicas are the holders', 'code'
+    on port 8101. A holder the waker has woken a replica in (labelled with the model awake) is not touched."""
+    cfg = load(namespace_from_stack_file(EXAMPLE))
+    code = cfg.workloads[1]
+    fakes["warm-set-l20-a"] = FakeVllm(asleep=True, wake_s=0.1)
+    fakes["warm-set-l20-b"] = FakeVllm(asleep=True, wake_s=0.1)
+    pods = [k8s.V1Pod(metadata=k8s.V1ObjectMeta(name="warm-set-l20-a",
+                                                labels={"gpuplatform.io/awake-model": "chat"}),
+                      status=k8s.V1PodStatus(phase="Running")),
+            k8s.V1Pod(metadata=k8s.V1ObjectMeta(name="warm-set-l20-b"), status=k8s.V1PodStatus(phase="Running"))]
+    listed = []
+
+    def list_pods(ns, **kw):
+        listed.append(kw["label_selector"])
+        return SimpleNamespace(items=pods)
+
+    def request(method, namespace, pod, port, path):
+        assert port == 8101
+        return loopback(fakes, expected_port=8101)(method, namespace, pod, port, path)
+
+    result = check_wake_time(cfg, code, SimpleNamespace(list_namespaced_pod=list_pods), request)
+    assert result.ok, result.message
+    assert listed == ["app.kubernetes.io/name=warm-set-l20"]
+    assert fakes["warm-set-l20-a"].calls == []
+    assert "POST /wake_up" in fakes["warm-set-l20-b"].calls and fakes["warm-set-l20-b"].asleep

@@ -17,6 +17,8 @@ REHEARSED = {
     "prod": REPO / "stacks" / "Pulumi.prod.yaml",
     "005-vllm-queue": REPO / "examples" / "005-vllm-queue" / "Pulumi.005-vllm-queue.yaml",
     "003-triton-mig": REPO / "examples" / "003-triton-mig" / "Pulumi.003-triton-mig.yaml",
+    # the warm set's holder (one GPU and its host memory), policies and waker (RBAC) applied and placed too
+    "007-warm-set": REPO / "examples" / "007-warm-set" / "Pulumi.007-warm-set.yaml",
 }
 
 
@@ -36,5 +38,9 @@ def test_the_stack_rehearses_clean(engines, stack, record_property):
     assert report.pods["scheduled"] == report.pods["total"] > 0 and not report.pods["unschedulable"]
     assert all(d["available"] >= d["desired"] for d in report.deployments)
     assert any(a.startswith(("HorizontalPodAutoscaler", "ScaledObject")) for a in report.autoscalers)
+    if stack == "007-warm-set":  # the holder (its GPU and memory placed) and the waker, both available
+        held = {d["deployment"]: (d["available"], d["desired"]) for d in report.deployments
+                if "warm-set-l20" in d["deployment"]}
+        assert sorted(held.values()) == [(1, 1), (1, 1)] and len(held) == 2, report.deployments
     assert report.second_up_changes == {} and report.left_after_destroy == []
     assert json.loads(report.as_json())["ok"] is True

@@ -1,34 +1,43 @@
 """The package's import graph, read from the source with ``ast`` (no import runs): print one JSON line
 {"modules", "imports", "function_level", "cycles", "cycle_sizes", "largest_cycle", "cycle_modules",
-"components_to_policies", "policies_to_components", "ack_branches", "ack_branch_files"}, then the verdicts.
+"components_to_policies", "policies_to_components", "ack_branches", "ack_branch_files", "ack_branches_outside_profile",
+"ack_branch_files_outside_profile", "cluster_kind_branches_outside_profile"}, then the verdicts.
 
 Every ``import gpuplatform...`` / ``from gpuplatform... import`` of every module under gpuplatform/ (the components,
 catalogs and policies through their links) is an edge; ``function_level`` counts those inside a function.
 ``cycles`` is the number of strongly connected components with more than one module (Tarjan), ``largest_cycle``
-the modules of the largest. ``ack_branches`` counts the lines matching ``is_ack|on_ack|is_ack_pro`` outside a
-cloud profile (there is none yet: every line counts). Targets: the layering that holds today, components/ and
-policies/ never importing each other, and no cycle outside the two that remain inside catalogs/ (the server
-profiles and their grammar) and policies/ (the registry and the stack view).
+the modules of the largest. ``ack_branches`` counts the source lines that name ``is_ack``, ``on_ack`` or
+``is_ack_pro`` in code (a name, attribute, argument or keyword: the same word inside a string or comment does not
+count), ``ack_branches_outside_profile`` those outside the cloud profiles (``components/clouds/``, where the
+deprecated ``is_ack`` flags now live). ``cluster_kind_branches_outside_profile`` counts, for information, the lines
+outside the profiles that compare a ``kind`` with a cluster kind string (``"ack-managed"``, ``"kubeconfig"``...):
+questions a profile could answer that still ask the config directly. Targets: the layering that holds today,
+components/ and policies/ never importing each other, no import cycle anywhere, and no ACK branch outside the cloud
+profiles.
 
 An edge is the module an import names: ``from gpuplatform.components.validation.common import x`` is an edge to
 ``validation.common``, not to the package ``validation`` whose ``__init__`` Python runs first. Python does run it,
-so a module whose package ``__init__`` imports back up (validation's imports its rules, two of which build the
-objects they judge) still needs that import inside a function; those are counted in ``function_level``.
+so a graph without cycles is not all: a module below a package whose ``__init__`` imports back up to it would still
+need an import inside a function (counted in ``function_level``). The builders import nothing of validation/ (what
+both read, such as the cluster's version, sits in ``components.cluster_version``), so none is left for that.
 """
 import ast
+import io
 import json
 import os
 import re
 import sys
+import tokenize
 from pathlib import Path
 
 from targets import exit_code, verdict
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "gpuplatform"
-ACK_BRANCH = re.compile(r"is_ack|on_ack|is_ack_pro")
-CYCLES_ALLOWED_IN = ("gpuplatform.catalogs.", "gpuplatform.policies.")
-"""Where the cycles that remain live; a cycle with a module anywhere else is a layer reaching up."""
+ACK_BRANCH = re.compile(r"^(is_ack|on_ack|is_ack_pro)$")
+CLUSTER_KINDS = ("ack-managed", "ack-existing", "kubeconfig")
+PROFILES = ROOT / "components" / "clouds"
+"""The cloud profiles: the one place an ACK question may be asked by name."""
 
 
 def modules() -> dict[str, Path]:
@@ -101,17 +110,39 @@ def strongly_connected(graph: dict[str, set]) -> list[list[str]]:
     return [c for c in out if len(c) > 1]
 
 
-def ack_branches() -> tuple[int, int]:
-    lines = files = 0
+def _branch_lines(path: Path) -> tuple[int, int]:
+    """(lines naming an ACK flag in code, lines comparing a ``kind`` with a cluster kind string) of one file."""
+    flags, kinds = set(), {}
+    for tok in tokenize.generate_tokens(io.StringIO(path.read_text()).readline):
+        if tok.type == tokenize.NAME and ACK_BRANCH.match(tok.string):
+            flags.add(tok.start[0])
+        line = kinds.setdefault(tok.start[0], set())
+        if tok.type == tokenize.NAME and tok.string in ("kind", "in"):
+            line.add(tok.string)
+        elif tok.type == tokenize.OP and tok.string in ("==", "!="):
+            line.add("compare")
+        elif tok.type == tokenize.STRING and any(tok.string.strip("\"'") == k for k in CLUSTER_KINDS):
+            line.add("literal")
+    compared = sum("kind" in t and "literal" in t and ({"compare", "in"} & t) != set() for t in kinds.values())
+    return len(flags), compared
+
+
+def ack_branches() -> dict[str, int]:
+    out = {"ack_branches": 0, "ack_branch_files": 0, "ack_branches_outside_profile": 0,
+           "ack_branch_files_outside_profile": 0, "cluster_kind_branches_outside_profile": 0}
     for folder in ("gpuplatform", "components", "catalogs", "policies"):
-        for path in (ROOT / folder).glob("**/*.py"):
+        for path in sorted((ROOT / folder).glob("**/*.py")):
             if folder == "gpuplatform" and path.relative_to(ROOT / folder).parts[0] in ("components", "catalogs",
                                                                                         "policies"):
                 continue
-            hits = sum(bool(ACK_BRANCH.search(line)) for line in path.read_text().splitlines())
-            lines += hits
-            files += bool(hits)
-    return lines, files
+            flags, kinds = _branch_lines(path)
+            out["ack_branches"] += flags
+            out["ack_branch_files"] += bool(flags)
+            if PROFILES not in path.parents:
+                out["ack_branches_outside_profile"] += flags
+                out["ack_branch_files_outside_profile"] += bool(flags)
+                out["cluster_kind_branches_outside_profile"] += kinds
+    return out
 
 
 def crossing(graph: dict[str, set], source: str, target: str) -> list[str]:
@@ -122,19 +153,20 @@ def main() -> int:
     mods = modules()
     graph, total, nested = edges(mods)
     cycles = strongly_connected(graph)
-    branches, branch_files = ack_branches()
+    branches = ack_branches()
     down = crossing(graph, "gpuplatform.components", "gpuplatform.policies")
     up = crossing(graph, "gpuplatform.policies", "gpuplatform.components")
     largest = max(cycles, key=len) if cycles else []
     print(json.dumps({"modules": len(mods), "imports": total, "function_level": nested, "cycles": len(cycles),
                       "cycle_sizes": sorted((len(c) for c in cycles), reverse=True), "largest_cycle": largest,
                       "cycle_modules": sorted(cycles, key=len, reverse=True),
-                      "components_to_policies": down, "policies_to_components": up, "ack_branches": branches,
-                      "ack_branch_files": branch_files}))
-    upward = [c for c in cycles if not all(m.startswith(CYCLES_ALLOWED_IN) for m in c)]
+                      "components_to_policies": down, "policies_to_components": up, **branches}))
     results = [verdict("components/ imports nothing of policies/", not down, imports=down),
                verdict("policies/ imports nothing of components/", not up, imports=up),
-               verdict("no import cycle outside catalogs/ and policies/", not upward, cycles=upward)]
+               verdict("no import cycle", not cycles, cycles=cycles),
+               verdict("no is_ack-style branch outside the cloud profiles (components/clouds/)",
+                       branches["ack_branches_outside_profile"] == 0,
+                       outside=branches["ack_branches_outside_profile"])]
     return exit_code(results)
 
 

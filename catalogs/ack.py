@@ -25,6 +25,16 @@ PRO_SPECS = ("ack.pro.small",)
 """Cluster specs of ACK Pro (managed node pools, cGPU through ack-ai-installer)."""
 CLUSTER_SPECS = ("ack.pro.small", "ack.standard")
 """Cluster specs the package creates (a subset of the provider's list, which adds the Pro XL/2XL/4XL tiers)."""
+PRO_ONLY_FEATURES = ("managed-node-pools", "cgpu", "mig", "fluid")
+"""What ACK offers on Pro clusters only: managed node pools (auto repair), cGPU and MIG through ack-ai-installer,
+and ack-fluid (the weights caches). A dedicated cluster runs cGPU through its legacy ack-cgpu component instead."""
+FEATURES = ("arms", "ack-alibaba-cloud-metrics-adapter", "InternalLoadBalancer", "cgpu", "ingress-addon")
+"""What an ACK cluster offers beyond plain Kubernetes, by the config value that asks for it: managed Prometheus
+(``monitoring.backend: arms``), ACK's metrics adapter, the intranet SLB Service type, cGPU sharing, and the
+nginx-ingress-controller add-on."""
+CLUSTER_CHECKS = ("credential", "csi-driver", "pod-network")
+"""``gpuplatform verify`` checks that only an ACK cluster answers: the kubeconfig's credential lifetime, the disk CSI
+driver and the pod network of the network plugin."""
 
 CLUSTER_NAME = re.compile(r"^[A-Za-z0-9][-_A-Za-z0-9]{0,62}$")
 """The provider accepts 1..63 characters; we also keep to ASCII letters, digits, '-' and '_', not leading with a

@@ -11,7 +11,7 @@ exists, in which case it is taken as an ordinary pod: no toleration, no node sel
 home check is strict under: such a pod needs an untainted node, which is what an unsourced ACK component needs
 unless ACK documents otherwise.
 
-The chart pods are checked against the real Helm engine: ``tests/helm/test_chart_pods.py`` renders every pinned
+The chart pods are checked against the real Helm engine: ``tests/helm/catalogs/test_pods_charts.py`` renders every pinned
 chart with the values each stack registers and compares every pod template with :func:`chart_pods`.
 """
 from __future__ import annotations
@@ -297,7 +297,7 @@ CHART_WORKLOADS: dict[str, tuple[ChartWorkload, ...]] = {
 """Chart name -> the non-DaemonSet pod templates it renders with the values the package gives it (hook Jobs that
 run on install or upgrade included, delete and test hooks not), for every pinned version. Object names assume the
 release is named after its chart, as every release here is (charts shorten or drop the chart name otherwise).
-``tests/helm/test_chart_pods.py`` proves it against the real Helm engine."""
+``tests/helm/catalogs/test_pods_charts.py`` proves it against the real Helm engine."""
 
 
 CHART_DAEMONSETS: dict[str, tuple[ChartWorkload, ...]] = {

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 from gpuplatform.catalogs.metrics import version_text
+from gpuplatform.catalogs.flag_tables import known_versions
 
 # facts a flag sets
 HOST, PORT, UDS, GRPC_PORT, METRICS_PORT = "host", "port", "uds", "grpc_port", "metrics_port"
@@ -270,8 +271,7 @@ class Server:
 
     def flag_table_versions(self) -> tuple:
         """The versions whose flag table the catalog holds (``catalogs/server_flags/<name>-<version>.json``)."""
-        from gpuplatform.catalogs import server_grammar
-        return server_grammar.known_versions(self.name)
+        return known_versions(self.name)
 
     @property
     def official_images(self) -> tuple:

@@ -20,12 +20,11 @@ import functools
 import json
 import re
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Callable, Optional
 
+# the tables the grammar rebuilds; their readers also name them through this module
+from gpuplatform.catalogs.flag_tables import TABLES_DIR, flag_table, known_versions  # noqa: F401
 from gpuplatform.catalogs.server_profiles import PROFILES
-
-TABLES_DIR = Path(__file__).with_name("server_flags")
 
 TITLES = {name: p.title for name, p in PROFILES.items()}
 
@@ -73,21 +72,6 @@ UNKNOWN_VALUE = _Unknown()
 def version_text(version: tuple) -> str:
     text = ".".join(map(str, version[:3]))
     return text + (f".post{version[3]}" if len(version) > 3 else "")
-
-
-def known_versions(server: str) -> tuple[str, ...]:
-    """The versions of ``server`` the tables know, oldest first."""
-    found = [p.stem.split("-", 1)[1] for p in TABLES_DIR.glob(f"{server}-*.json")]
-    return tuple(sorted(found, key=lambda v: tuple(int(x) for x in re.findall(r"\d+", v))))
-
-
-@functools.lru_cache(maxsize=None)
-def flag_table(server: str, version: str) -> Optional[dict]:
-    """The generated table of ``server`` at ``version`` (``0.9.2``), or None when the tables do not know it."""
-    path = TABLES_DIR / f"{server}-{version}.json"
-    if not path.is_file():
-        return None
-    return json.loads(path.read_text())
 
 
 # --- the type functions the parsers name -----------------------------------------------------------------------

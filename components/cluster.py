@@ -38,6 +38,8 @@ from typing_extensions import NotRequired
 from gpuplatform.catalogs import ack
 from gpuplatform.catalogs.timeouts import ADDON_TIMEOUTS
 from gpuplatform.catalogs.versions import ACK_ADDONS
+from gpuplatform.components.clouds import cloud_for
+from gpuplatform.components.clouds.compat import AckFlags
 from gpuplatform.components.config import AckExistingCluster, AckManagedCluster, KubeconfigCluster, Model
 from gpuplatform.components.errors import ConfigError
 from gpuplatform.components.config import Cluster as ClusterSpec
@@ -110,7 +112,7 @@ def credential_plugin_kubeconfig(ack_kubeconfig: str, cluster_id: str) -> str:
     }, sort_keys=True)
 
 
-class GpuCluster(ComposedComponent, pulumi.ComponentResource):
+class GpuCluster(AckFlags, ComposedComponent, pulumi.ComponentResource):
     """The cluster target, its Kubernetes provider and (on ACK) the Alibaba Cloud provider of its region."""
 
     cluster_id: pulumi.Output[str]
@@ -151,8 +153,8 @@ class GpuCluster(ComposedComponent, pulumi.ComponentResource):
             self.node_pools: list = []
             """The GpuNodePools built on this cluster so far (each checks the cluster-wide rules against the
             others)."""
-            self.is_ack = cluster.kind != "kubeconfig"
-            self.is_ack_pro = self.is_ack and bool(getattr(cluster, "professional", False))
+            self.cloud = cloud_for(cluster)
+            """The cluster's cloud profile (components/clouds)."""
             self.simulate_gpus = bool(getattr(cluster, "simulate_gpus", False))
             self.adopted = isinstance(cluster, AckExistingCluster)
         if not outcome.build:
@@ -170,7 +172,7 @@ class GpuCluster(ComposedComponent, pulumi.ComponentResource):
         """Add-on name -> its ``KubernetesAddon``: what a resource that needs the add-on waits for."""
         self.alicloud_provider = None
         self._ali_opts = None
-        if self.is_ack:
+        if self.cloud.uses_cloud_provider:
             import pulumi_alicloud as alicloud
 
             self.alicloud_provider = alicloud.Provider(f"{name}-alicloud", region=cluster.region, opts=child)
@@ -182,14 +184,14 @@ class GpuCluster(ComposedComponent, pulumi.ComponentResource):
         self._intranet_endpoint: Optional[pulumi.Output] = None
         self.node_autoscaling: Optional[pulumi.Resource] = None
         """The cluster's ``cs.AutoscalingConfig``, once an autoscaled pool asked for it (``require_node_autoscaling``)."""
-        self._ali = ali if self.is_ack else None
+        self._ali = ali if self.cloud.uses_cloud_provider else None
         if isinstance(cluster, AckManagedCluster):
             self._create_ack(name, cluster, spec, ali)
         elif isinstance(cluster, AckExistingCluster):
             self.cluster_id = pulumi.Output.from_input(cluster.cluster_id)
             # sorted, as a cluster the stack creates passes them: ACK's order on read is not documented
             self.vswitch_ids = pulumi.Output.from_input(sorted(cluster.vswitch_ids))
-        if self.is_ack:
+        if self.cloud.uses_cloud_provider:
             # On an adopted cluster the add-ons may have been there before the stack: ``retain_on_delete`` keeps
             # ``pulumi destroy`` from uninstalling what the cluster's other tenants rely on. Every add-on waits
             # for the system pool: ACK's install task waits for the add-on's pods to be ready.
@@ -343,7 +345,7 @@ class GpuCluster(ComposedComponent, pulumi.ComponentResource):
         ``cs.AutoscalingConfig`` with ``cluster.nodeAutoscaling``; an adopted cluster's is not the stack's to set
         (the setting is cluster-wide and the provider's Delete leaves it as it is), so one where it is off is
         refused, naming the console step. Off ACK there is nothing to enable. Returns what the pool waits for."""
-        if not self.is_ack:
+        if not self.cloud.uses_cloud_provider:
             return []
         from gpuplatform.catalogs.node_autoscaling import SCALER_ADDONS
 
@@ -379,7 +381,7 @@ class GpuCluster(ComposedComponent, pulumi.ComponentResource):
         ``KubernetesAddon`` installs a missing add-on, adopts (and updates) one that is already there, and can be
         added at any later ``pulumi up``; the add-on is a child of the cluster whichever component asked first,
         so its URN does not depend on the order components are built in."""
-        if not self.is_ack:
+        if not self.cloud.uses_cloud_provider:
             return []
         import pulumi_alicloud as alicloud
 

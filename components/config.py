@@ -15,6 +15,8 @@ from gpuplatform.catalogs.burn_rates import prometheus_duration_seconds
 from gpuplatform.catalogs.metrics import slo_derived_target
 from gpuplatform.catalogs.prices import CURRENCIES
 from gpuplatform.catalogs.sharing import CGPU_PLACEMENTS, CGPU_POLICIES, DEFAULT_GPU_TAINT
+from gpuplatform.components.clouds import CloudProfile, cloud_for
+from gpuplatform.components.clouds.compat import AckFlags
 from gpuplatform.components.command_line import split_command_line
 
 PROJECT = "gpu-platform"
@@ -348,6 +350,21 @@ def _check_price_source(value: str) -> str:
     return value.strip()
 
 
+def _check_waker_image(value: str) -> str:
+    from gpuplatform.catalogs.images import mutable_tag
+    ref = value.strip()
+    name, _, digest = ref.partition("@")
+    last = name.rsplit("/", 1)[-1]
+    tag = last.partition(":")[2] if ":" in last else ""
+    if not ref or " " in ref:
+        raise ValueError(f"{value!r} is no image reference; allowed: an image with a version tag or a digest, "
+                         "e.g. registry.example.com/platform/warm-set-waker:1.0.0")
+    if not digest and (not tag or mutable_tag(tag)):
+        raise ValueError(f"{value!r} is not pinned (a node pulling later would run other code); allowed: a "
+                         "version tag or a digest, e.g. registry.example.com/platform/warm-set-waker:1.0.0")
+    return ref
+
+
 class Price(Model):
     """A pool's price stated in the stack: a negotiated price, or the list price of a region the catalog
     (catalogs/prices.py) lacks. ``plan`` and ``simulate --compare-pools`` use it instead of the catalog and show it
@@ -362,6 +379,16 @@ class Price(Model):
     Required, non-empty: a price nobody can trace is not one to plan with."""
 
 
+class WarmSetWaker(Model):
+    """The controller that wakes a sleeping replica when its model needs capacity and puts it back to sleep once the
+    model's own replicas serve (docs/model-startup.md, "Who wakes a sleeping replica": what it must do, and the
+    objects and permissions the package renders for it)."""
+    image: Annotated[str, AfterValidator(_check_waker_image)]
+    """The waker's image, pinned by a version tag or a digest: a controller you build or choose that does what the
+    docs state. Required: no published controller does it for Deployments and HPAs (llm-d's dual-pods
+    controller serves its own server-requesting pods)."""
+
+
 class WarmSet(Model):
     """Replicas of several models that sleep on the pool, a model's replica woken when it needs capacity
     (docs/model-startup.md, "Sleeping replicas"): shared headroom that wakes in seconds instead of a cold start."""
@@ -371,6 +398,8 @@ class WarmSet(Model):
     gpus: int = Field(1, ge=1, le=1000)
     """GPUs of the pool the set holds; on each, one sleeping replica of every model, of which one at a time
     wakes. Default 1."""
+    waker: WarmSetWaker
+    """Who wakes the sleeping replicas (the image of the waker the package deploys). Required."""
     sleep_level: Literal[1, 2] = 1
     """vLLM's sleep level: 1 keeps the weights in host memory (wakes by a copy, seconds), 2 discards them (wakes by
     reading them again, as slow as the weights' read). Default 1."""
@@ -855,8 +884,8 @@ class Ingress(Model):
     (``pulumi.com/skipAwait``) and ``gpuplatform verify`` checks its address instead. Default ``addon`` for nginx
     on ACK, ``external`` otherwise."""
 
-    def controller_for(self, on_ack: bool) -> str:
-        return self.controller or ("addon" if on_ack and self.class_name == "nginx" else "external")
+    def controller_for(self, cloud: CloudProfile) -> str:
+        return cloud.ingress_controller(self)
 
 
 class Exposure(Model):
@@ -865,6 +894,9 @@ class Exposure(Model):
     only with ``settings.allowPublicEndpoints``)."""
     ingress: Optional[Ingress] = None
     """L7 ingress, so HTTP and gRPC requests spread over new replicas at once. Default none."""
+
+
+EVERY_NAMESPACE = "*"  # NetworkCaller.namespace that admits the callers of every namespace
 
 
 class NetworkCaller(Model):
@@ -1050,7 +1082,7 @@ class Workload(Model):
 
 
 # ---------------------------------------------------------------------------------------------- root
-class PlatformConfig(Model):
+class PlatformConfig(AckFlags, Model):
     """The whole ``gpu-platform`` namespace of a stack file."""
 
     settings: Settings = Field(default_factory=Settings)
@@ -1076,14 +1108,10 @@ class PlatformConfig(Model):
         return next((p for p in self.node_pools if p.name == name), None)
 
     @property
-    def is_ack(self) -> bool:
-        return self.cluster.kind != "kubeconfig"
-
-    @property
-    def is_ack_pro(self) -> bool:
-        """An ACK Pro cluster (managed node pools, cGPU through ack-ai-installer)."""
-        return self.is_ack and bool(self.cluster.professional)
+    def cloud(self) -> CloudProfile:
+        """The cloud profile of the cluster (components/clouds): what the stack asks of its cloud."""
+        return cloud_for(self.cluster)
 
     def pool_managed(self, pool: "NodePool") -> bool:
-        """Whether the pool is an ACK managed node pool (auto repair): ``autoRepair``, default on Pro clusters."""
-        return self.is_ack and (self.is_ack_pro if pool.auto_repair is None else pool.auto_repair)
+        """Whether the pool is a node pool its cloud manages (ACK: auto repair, default on Pro clusters)."""
+        return self.cloud.pool_managed(pool)

@@ -17,6 +17,7 @@ from typing_extensions import NotRequired
 
 from gpuplatform.catalogs.timeouts import HELM_RELEASE_TIMEOUT_SECONDS
 from gpuplatform.catalogs.versions import KubeMinor, chart
+from gpuplatform.components.clouds import CloudProfile
 from gpuplatform.components.releases import chart_version
 
 from gpuplatform.components.cluster import GpuCluster
@@ -62,15 +63,11 @@ class GpuSoftwareArgs(TypedDict):
     """Values merged over ours for the GPU Operator release (escape hatch). Default {}."""
 
 
-def gpu_software_kind(on_ack: bool, simulated: bool, pool_modes) -> Optional[str]:
+def gpu_software_kind(cloud: CloudProfile, simulated: bool, pool_modes) -> Optional[str]:
     """Which GPU software a cluster's pools need from this package: fake-gpu-operator for simulated GPUs, the GPU
     Operator for MIG on a plain cluster (mig-manager partitions the GPUs); on ACK the GPU stack is ACK's, and
-    whole GPUs on a plain cluster use the device plugin the cluster already runs."""
-    if on_ack:
-        return None
-    if simulated:
-        return "fake-gpu-operator"
-    return "gpu-operator" if "mig" in set(pool_modes) else None
+    whole GPUs on a plain cluster use the device plugin the cluster already runs (the cloud profile's answer)."""
+    return cloud.gpu_software_kind(simulated, pool_modes)
 
 
 class GpuSoftware(ComposedComponent, pulumi.ComponentResource):
@@ -104,12 +101,12 @@ class GpuSoftware(ComposedComponent, pulumi.ComponentResource):
             wrong += [ArgsIssue(f"{label} args.node_pools[{i}]", f"pool {p.facts.name!r} belongs to another "
                                 f"cluster ({p.cluster.label}); allowed: pools of {cluster.label}")
                       for i, p in enumerate(pools) if isinstance(p, GpuNodePool) and p.cluster is not cluster]
-            kind = None if wrong else gpu_software_kind(cluster.is_ack, cluster.simulate_gpus,
+            kind = None if wrong else gpu_software_kind(cluster.cloud, cluster.simulate_gpus,
                                                         [p.facts.mode for p in pools])
             if kind is None and not wrong:
                 wrong.append(ArgsIssue(f"{label} args.node_pools", "nothing to install: " + (
                     "on ACK the GPU stack is ACK's (cGPU and MIG through the ack-ai-installer add-on, which the "
-                    "pools install)" if cluster.is_ack else "whole GPUs on a plain cluster use the NVIDIA device "
+                    "pools install)" if cluster.cloud.partitions_mig else "whole GPUs on a plain cluster use the NVIDIA device "
                     "plugin the cluster already runs") + "; allowed: GpuSoftware only for simulated GPUs "
                     "(cluster.simulateGpus) or MIG pools on a cluster of kind kubeconfig"))
             raise_for(issues + wrong)

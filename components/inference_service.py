@@ -149,14 +149,13 @@ class InferenceService(ComposedComponent, pulumi.ComponentResource):
             return
         # the component's depends_on is handed to its children instead, so that it holds back nothing else
         extra = dict(args.get("wait_for") or {})
-        on_ack = pool.cluster.is_ack
         wait_for: WaitFor = {
             "every_child": list(extra.get("every_child", [])),
             "namespace": [ns.resource] if isinstance(ns, WorkloadNamespace) else [],
             "gpu_nodes": pool.gpu_nodes + list(extra.get("gpu_nodes", [])),
             "crd_owners": {**({g: [o] for g, o in monitoring.crd_owners.items()} if monitoring else {}),
                            **(extra.get("crd_owners") or {})},
-            "ingress_controller": pool.cluster.require_addons(*ingress_addon(on_ack, workload))
+            "ingress_controller": pool.cluster.require_addons(*ingress_addon(pool.cluster.cloud, workload))
             + list(extra.get("ingress_controller", [])),
         }
         wait_for["namespace"] += list(extra.get("namespace", []))
@@ -283,7 +282,7 @@ def _checked(name: str, args: InferenceServiceArgs):
     elif not isinstance(ns, str) or not DNS_LABEL.match(ns):
         problems.append(ArgsIssue(f"{label} args.namespace", f"{ns!r} is not a namespace name; allowed: a "
                                   "WorkloadNamespace, or the name (a DNS label) of a namespace that exists"))
-    needs = gpu_software_kind(cluster.is_ack, cluster.simulate_gpus, [pool.facts.mode])
+    needs = gpu_software_kind(cluster.cloud, cluster.simulate_gpus, [pool.facts.mode])
     if needs and pool.gpu_software_kind != needs:
         problems.append(ArgsIssue(f"{label} args.node_pool", f"{pool.label}'s GPUs are served by {needs}, which no "
                                   f"GpuSoftware installs for it yet: its pods would stay Pending; allowed: build "

@@ -21,7 +21,9 @@ TYPED = {
     ("autoscaling/v2beta1", "HorizontalPodAutoscaler"): k8s.autoscaling.v2beta1.HorizontalPodAutoscaler,
     ("rbac.authorization.k8s.io/v1", "ClusterRole"): k8s.rbac.v1.ClusterRole,
     ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"): k8s.rbac.v1.ClusterRoleBinding,
+    ("rbac.authorization.k8s.io/v1", "Role"): k8s.rbac.v1.Role,
     ("rbac.authorization.k8s.io/v1", "RoleBinding"): k8s.rbac.v1.RoleBinding,
+    ("v1", "ServiceAccount"): k8s.core.v1.ServiceAccount,
     ("scheduling.k8s.io/v1", "PriorityClass"): k8s.scheduling.v1.PriorityClass,
 }
 

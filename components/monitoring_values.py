@@ -61,7 +61,7 @@ def kube_prometheus_stack_values(cfg: PlatformConfig, grafana_password=None) -> 
 
 def managed_control_plane(cfg: PlatformConfig) -> bool:
     """ACK managed (and adopted ACK Pro) clusters: Alibaba runs the control plane outside the cluster."""
-    return cfg.cluster.kind == "ack-managed" or (cfg.cluster.kind == "ack-existing" and cfg.cluster.professional)
+    return cfg.cloud.managed_control_plane()
 
 
 def gpu_pool_tolerations(cfg: PlatformConfig) -> list[dict]:

@@ -25,10 +25,9 @@ from urllib.parse import urlsplit
 
 from gpuplatform.catalogs import network
 from gpuplatform.catalogs.network import PodPeer
-from gpuplatform.components.config import PlatformConfig, Workload
-from gpuplatform.components.validation.common import kubernetes_version
-from gpuplatform.components.validation.network import EVERY_NAMESPACE
-from gpuplatform.components.warm_set import sleep_endpoints
+from gpuplatform.components.config import EVERY_NAMESPACE, PlatformConfig, Workload
+from gpuplatform.components.cluster_version import kubernetes_version
+from gpuplatform.components.warm_set import served_sleep_endpoints
 
 
 @dataclass(frozen=True)
@@ -61,10 +60,11 @@ def ingress_peers(cfg: PlatformConfig, w: Workload) -> tuple[PodPeer, ...]:
     ing = w.exposure.ingress
     if ing is None or ing.class_name != "nginx":
         return ()
-    if ing.controller_for(cfg.is_ack) == "addon":
-        return (network.ACK_NGINX_ADDON,)
-    # a controller the stack does not manage: on ACK most likely the add-on installed from the console
-    return ((network.ACK_NGINX_ADDON,) if cfg.is_ack else ()) + (network.COMMUNITY_INGRESS_NGINX,)
+    cloud = cfg.cloud
+    if ing.controller_for(cloud) == "addon":
+        return cloud.ingress_peers()
+    # a controller the stack does not manage: the cloud's, if it has one, or the community's
+    return cloud.ingress_peers() + (network.COMMUNITY_INGRESS_NGINX,)
 
 
 def network_access(cfg: PlatformConfig, w: Workload) -> NetworkAccess:
@@ -104,7 +104,7 @@ def network_warnings(cfg: PlatformConfig) -> list[str]:
     the stack cannot place, a workload no caller can reach, and callers that reach a server's sleep endpoints."""
     sleep_warnings: list[str] = []
     for i, w in enumerate(cfg.workloads):
-        mode = sleep_endpoints(w)
+        mode = served_sleep_endpoints(cfg, w)
         callers = "every pod of the cluster" if not w.network_policy.enabled else (
             "its networkPolicy.allowFrom callers" if w.network_policy.allow_from else "")
         if mode is not None and callers:

@@ -111,8 +111,8 @@ class GpuNodePool(ComposedComponent, pulumi.ComponentResource):
         """What turns the pool's GPUs into schedulable resources besides the ACK add-ons (the GPU Operator or
         fake-gpu-operator release, added by :class:`GpuSoftware`)."""
         self.pool = None
-        sharing = cluster.require_addons(*sharing_addons(cluster.is_ack, cluster.is_ack_pro, pool.sharing.mode))
-        if cluster.is_ack:
+        sharing = cluster.require_addons(*sharing_addons(cluster.cloud, pool.sharing.mode))
+        if cluster.cloud.creates_node_pools:
             import pulumi_alicloud as alicloud
 
             # auto repair is carried out by these add-ons: a pool created before them has nodes nobody repairs

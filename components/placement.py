@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
-from gpuplatform.catalogs import ack, sharing
+from gpuplatform.catalogs import ack
 from gpuplatform.catalogs.kubernetes import QUANTITY, quantity_value
 from gpuplatform.catalogs.pods import (ADDON_PODS, ClusterPod, ack_daemonsets, ack_system_pods, chart_daemonsets,
                                        chart_pods)
@@ -34,9 +34,9 @@ from gpuplatform.components import workload_manifests as wm
 from gpuplatform.components.config import PlatformConfig, duration_seconds
 from gpuplatform.components.pools import all_pool_facts
 from gpuplatform.components.releases import chart_releases, chart_version
-from gpuplatform.components.validation.common import kubernetes_version
+from gpuplatform.components.cluster_version import kubernetes_version
 from gpuplatform.components.warm_capacity import placeholder_deployment
-from gpuplatform.components.warm_set import warm_set_pods
+from gpuplatform.components.warm_set_objects import warm_set_pods
 
 WELL_KNOWN_LABELS = {"kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64"}
 """Labels the kubelet sets on every node (Kubernetes "Well-Known Labels, Annotations and Taints"); ECS x86
@@ -231,10 +231,8 @@ def gpu_pool_groups(cfg: PlatformConfig) -> list[NodeGroup]:
     for i, pool in enumerate(cfg.node_pools):
         f = facts[pool.name]
         labels = {**WELL_KNOWN_LABELS, **f.node_labels}
-        if cfg.is_ack and pool.autoscaling:
-            # ACK labels every node of an autoscaled pool k8s.aliyun.com=true (terraform-provider-alicloud
-            # cs_kubernetes_node_pool docs), which ACK's system pods avoid
-            labels[sharing.AUTOSCALED_POOL_LABEL[0]] = sharing.AUTOSCALED_POOL_LABEL[1]
+        if pool.autoscaling:
+            labels.update(cfg.cloud.autoscaled_node_labels())
         taints = tuple({"key": k, **({"value": v} if v else {}), "effect": e} for k, v, e in f.taints)
         resources = {"cpu": f.allocatable_cpu, "memory": f.allocatable_memory_bytes}
         max_pods = f.max_pods if f.max_pods is not None else _max_pods_of(cfg, pool.instance_types)

@@ -17,6 +17,9 @@ from gpuplatform.components.config import PlatformConfig
 from gpuplatform.components.errors import ConfigError
 from gpuplatform.components.gpu_software import GpuSoftware, gpu_software_kind
 from gpuplatform.components.inference_service import InferenceService
+from gpuplatform.components.k8s_objects import register
+from gpuplatform.components.warm_set import models_of
+from gpuplatform.components.warm_set_objects import warm_set_namespace, warm_set_objects
 from gpuplatform.components.migrations import moved_from
 from gpuplatform.components.monitoring import GpuMonitoring
 from gpuplatform.components.namespace import WorkloadNamespace
@@ -88,7 +91,7 @@ class GpuPlatform(ComposedComponent, pulumi.ComponentResource):
         pools = list(self.pools.values())
         in_cluster = pulumi.ResourceOptions(parent=self, provider=self.cluster.provider)
         self.gpu_software = None
-        if gpu_software_kind(self.cluster.is_ack, self.cluster.simulate_gpus, [p.sharing.mode for p in cfg.node_pools]):
+        if gpu_software_kind(self.cluster.cloud, self.cluster.simulate_gpus, [p.sharing.mode for p in cfg.node_pools]):
             # its releases were the platform's own children before 0.2.0 (components/migrations.py)
             self.gpu_software = GpuSoftware(f"{name}-gpu-software", {
                 "cluster": self.cluster, "node_pools": pools,
@@ -118,6 +121,19 @@ class GpuPlatform(ComposedComponent, pulumi.ComponentResource):
             self.services[w.name] = InferenceService(f"{name}-{w.name}", {
                 "workload": w.model_dump(by_alias=True, exclude_none=True), "node_pool": self.pools[w.node_pool],
                 "monitoring": self.monitoring, "namespace": namespaces.get(ns_name, ns_name)}, opts=in_cluster)
+        self.warm_sets = {}
+        for pool in cfg.node_pools:
+            objects = warm_set_objects(cfg, pool)
+            if not objects:
+                continue
+            # after the models' services: the holders mount their claims and the waker reads their Deployments
+            ns = namespaces.get(warm_set_namespace(cfg, pool))
+            models = [self.services[w.name] for w in models_of(cfg, pool)]
+            deps = ([ns.resource] if ns is not None else []) + models + self.pools[pool.name].gpu_nodes
+            self.warm_sets[pool.name] = [
+                register(f"{name}-{pool.name}-warm-set-{obj['kind'].lower()}-{obj['metadata']['name']}", obj,
+                         pulumi.ResourceOptions(parent=self, provider=self.cluster.provider, depends_on=deps))
+                for obj in objects]
         mon = cfg.monitoring
         if mon.alerts or (mon.dashboard and mon.backend == "self-hosted"):
             # the alerts and dashboard were the monitoring's own children before 0.2.0

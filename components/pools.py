@@ -6,9 +6,9 @@ from dataclasses import dataclass
 from typing import Optional
 
 from gpuplatform.catalogs import capacity, sharing, timeouts
-from gpuplatform.catalogs.ack import flannel_max_pods, reserved_resources
 from gpuplatform.catalogs.gpus import CUSTOM_ARCHITECTURE, GpuModel, gpu_model, instance_type
 from gpuplatform.catalogs.mig import WHOLE_GPU, mig_config_label_value, profile_memory_gib
+from gpuplatform.components.clouds import CloudProfile
 from gpuplatform.components.config import GpuRequestSpec, NodePool, PlatformConfig
 from gpuplatform.components.k8s_validity import QUANTITY, quantity_value
 
@@ -20,7 +20,8 @@ class PoolFacts:
     model: GpuModel
     gpus_per_node: int
     max_nodes: int
-    on_ack: bool
+    cloud: CloudProfile
+    """The cluster's cloud profile: what it reserves of a node, which labels its GPU stack reads."""
     simulated: bool
     mig_profile: Optional[str] = None
     mig_strategy: Optional[str] = None
@@ -49,19 +50,14 @@ class PoolFacts:
         catalogs/ack.py ``reserved_resources``); None when not known."""
         if self.vcpus is None:
             return None
-        if not self.on_ack:
-            return float(self.vcpus)
-        return self.vcpus - reserved_resources(self.vcpus, self.memory_gib or 0, self.max_pods)[0] / 1000
+        return self.cloud.allocatable_cpu(self.vcpus, self.memory_gib, self.max_pods)
 
     @property
     def allocatable_memory_bytes(self) -> Optional[float]:
         """Memory one node offers pods, in bytes: as :attr:`allocatable_cpu`."""
         if self.memory_gib is None:
             return None
-        if not self.on_ack:
-            return float(self.memory_gib) * 2 ** 30
-        reserved_mib = reserved_resources(self.vcpus or 0, self.memory_gib, self.max_pods)[1]
-        return (self.memory_gib * 1024 - reserved_mib) * 2 ** 20
+        return self.cloud.allocatable_memory_bytes(self.vcpus, self.memory_gib, self.max_pods)
 
     # ------------------------------------------------------------------ scheduling
     @property
@@ -73,16 +69,7 @@ class PoolFacts:
         """Labels every node of the pool carries (set by the ACK node pool; applied by the user elsewhere)."""
         labels = dict(self.extra_labels)
         labels[sharing.POOL_LABEL] = self.name
-        if self.on_ack:
-            if self.mode == "exclusive":
-                labels[sharing.ACK_SCHEDULE_LABEL] = sharing.ACK_EXCLUSIVE
-            elif self.mode == "cgpu":
-                labels[sharing.ACK_SCHEDULE_LABEL] = self.cgpu_policy
-                labels[sharing.ACK_PLACEMENT_LABEL] = self.cgpu_placement
-                if self.legacy_cgpu_label:
-                    labels[sharing.LEGACY_CGPU_LABEL[0]] = sharing.LEGACY_CGPU_LABEL[1]
-            elif self.mode == "mig":
-                labels[sharing.ACK_SCHEDULE_LABEL] = sharing.ACK_MIG
+        labels.update(self.cloud.gpu_node_labels(self))
         if self.mode == "mig":
             labels[sharing.NVIDIA_MIG_CONFIG_LABEL] = self.mig_config
         if self.simulated:
@@ -291,7 +278,7 @@ def pool_facts(cfg: PlatformConfig, pool: NodePool) -> Optional[PoolFacts]:
     types = [t for t in map(instance_type, pool.instance_types) if t is not None]
     size = pool.max_nodes if pool.autoscaling else (pool.desired_nodes or 0)
     return PoolFacts(
-        name=pool.name, mode=s.mode, model=model, gpus_per_node=gpus, max_nodes=size, on_ack=cfg.is_ack,
+        name=pool.name, mode=s.mode, model=model, gpus_per_node=gpus, max_nodes=size, cloud=cfg.cloud,
         simulated=getattr(cfg.cluster, "simulate_gpus", False),
         mig_profile=getattr(s, "profile", None), mig_strategy=getattr(s, "strategy", None),
         mig_layout=tuple((tuple(e.devices), tuple(sorted(e.profiles.items()))) for e in getattr(s, "layout", [])),
@@ -303,8 +290,7 @@ def pool_facts(cfg: PlatformConfig, pool: NodePool) -> Optional[PoolFacts]:
         # the autoscaler may start any of the instance types, so a replica must fit the smallest
         vcpus=min((t.vcpus for t in types), default=None), memory_gib=min((t.memory_gib for t in types), default=None),
         node_provisioning_seconds=_provisioning(cfg, pool),
-        max_pods=flannel_max_pods() if cfg.is_ack and getattr(cfg.cluster, "network_plugin", "flannel") == "flannel"
-        else None,
+        max_pods=cfg.cloud.max_pods_per_node(),
     )
 
 
@@ -315,7 +301,7 @@ def mig_layout_config_name(pool: NodePool) -> str:
 
 def _provisioning(cfg: PlatformConfig, pool: NodePool) -> int:
     """ACK pools buy their nodes (the slowest instance kind of the pool counts); other clusters' nodes exist."""
-    if not cfg.is_ack or not pool.instance_types:
+    if not cfg.cloud.creates_node_pools or not pool.instance_types:
         return 0
     return max(timeouts.NODE_PROVISIONING_SECONDS[timeouts.instance_kind(t)] for t in pool.instance_types)
 

@@ -6,9 +6,14 @@ from gpuplatform.components.config import PlatformConfig
 
 
 def uses_gpu_operator(cfg: PlatformConfig) -> bool:
-    """MIG pools on a non-ACK cluster with real GPUs get the NVIDIA GPU Operator (mig-manager, dcgm-exporter)."""
-    return (not cfg.is_ack and not getattr(cfg.cluster, "simulate_gpus", False)
-            and any(p.sharing.mode == "mig" for p in cfg.node_pools))
+    """MIG pools on a cluster whose cloud does not partition them (a kubeconfig cluster) with real GPUs get the
+    NVIDIA GPU Operator (mig-manager, dcgm-exporter)."""
+    return _gpu_software(cfg) == "gpu-operator"
+
+
+def _gpu_software(cfg: PlatformConfig):
+    return cfg.cloud.gpu_software_kind(getattr(cfg.cluster, "simulate_gpus", False),
+                                       [p.sharing.mode for p in cfg.node_pools])
 
 
 def uses_cert_manager(cfg: PlatformConfig) -> bool:
@@ -25,7 +30,7 @@ def chart_releases(cfg: PlatformConfig) -> list[str]:
     """Release keys (``catalogs.versions.CHARTS``) of every chart the stack installs."""
     mon, out = cfg.monitoring, []
     simulated = getattr(cfg.cluster, "simulate_gpus", False)
-    if simulated and not cfg.is_ack:
+    if _gpu_software(cfg) == "fake-gpu-operator":
         out.append("fake-gpu-operator")
     elif uses_gpu_operator(cfg):
         out.append("gpu-operator")

@@ -17,6 +17,7 @@ from gpuplatform.catalogs.metrics import METRICS
 from gpuplatform.catalogs.network import PLATFORM_PART_OF
 from gpuplatform.catalogs.servers import SERVER_PROFILES
 from gpuplatform.catalogs.versions import MONITOR_LABELS, in_cluster_prometheus_url
+from gpuplatform.components.clouds import CloudProfile
 from gpuplatform.components import server_args
 from gpuplatform.components.drain import container_lifecycle, drain_chain, rollout_strategy
 from gpuplatform.components.adapter_rules import render_metrics_query
@@ -29,8 +30,8 @@ from gpuplatform.components.network_policy import NetworkAccess, caller_peer, ne
 from gpuplatform.components.pools import PoolFacts
 from gpuplatform.components.fluid_cache import claim_name as fluid_claim_name, fluid_objects
 from gpuplatform.components.pre_pull import pre_pull_daemonset
-from gpuplatform.components.validation.common import hpa_api_version, kubernetes_version
-from gpuplatform.components.warm_set import sleep_endpoints
+from gpuplatform.components.cluster_version import hpa_api_version, kubernetes_version
+from gpuplatform.components.warm_set import served_sleep_endpoints, sleep_endpoints
 
 PART_OF = PLATFORM_PART_OF
 LIVENESS_TIMEOUT_SECONDS = 5
@@ -56,7 +57,8 @@ class WorkloadContext:
     pool: PoolFacts
     kubernetes_version: tuple[int, int]
     hpa_api_version: str
-    on_ack: bool
+    cloud: CloudProfile
+    """The cluster's cloud profile (who runs an Ingress's controller by default)."""
     scrape_interval: str = "15s"
     rule_window: str = "30s"
     prometheus_url: str = field(default_factory=in_cluster_prometheus_url)
@@ -65,6 +67,9 @@ class WorkloadContext:
     """metric name -> MetricSource for this workload."""
     network: NetworkAccess = field(default_factory=NetworkAccess)
     """Who, besides the workload's ``allowFrom``, its NetworkPolicy admits (components/network_policy.py)."""
+    sleep_endpoints: Optional[object] = None
+    """The sleep mode whose endpoints the workload's Service may reach (components/warm_set.py
+    ``served_sleep_endpoints``): its own servers', or its warm set's replica once woken; None: none."""
 
 
 def labels(w: Workload) -> dict[str, str]:
@@ -368,13 +373,13 @@ def ingresses(w: Workload, ctx: WorkloadContext) -> list[dict]:
                 annotations.update(streaming_annotations(ing.stream_timeout_seconds))
         else:
             annotations = {"alb.ingress.kubernetes.io/backend-protocol": "grpc" if grpc else "http"}
-        if ing.controller_for(ctx.on_ack) == "external":
+        if ing.controller_for(ctx.cloud) == "external":
             # pulumi-kubernetes waits up to 10 minutes for .status.loadBalancer of an Ingress and fails without a
             # controller (provider/pkg/await/ingress.go); a controller outside the stack may not exist yet
             annotations[SKIP_AWAIT_ANNOTATION] = "true"
         # a server that serves its sleep and wake endpoints on this port gets only its clients' API routed: the
         # endpoints are not for clients (components/warm_set.py sleep_endpoints)
-        sleeping = sleep_endpoints(w)
+        sleeping = ctx.sleep_endpoints if ctx.sleep_endpoints is not None else sleep_endpoints(w)
         prefixes = sleeping.client_paths if sleeping is not None and not grpc else ("/",)
         spec = {"ingressClassName": ing.class_name,
                 "rules": [{"host": route.host, "http": {"paths": [{
@@ -569,11 +574,12 @@ def workload_context(cfg: PlatformConfig, workload: Workload, facts: PoolFacts,
     mon = cfg.monitoring
     return WorkloadContext(
         namespace=cfg.workload_namespace(workload), pool=facts, kubernetes_version=kubernetes_version(cfg) or (1, 31),
-        hpa_api_version=hpa_api_version(cfg), on_ack=cfg.is_ack, scrape_interval=mon.intervals.scrape,
+        hpa_api_version=hpa_api_version(cfg), cloud=cfg.cloud, scrape_interval=mon.intervals.scrape,
         rule_window=mon.intervals.rule_window,
         **({"prometheus_url": url} if (url := prometheus_url or (mon.prometheus_url if mon.backend == "self-hosted"
                                                                    else None)) else {}),
-        metric_sources=context_sources(cfg, workload), network=network_access(cfg, workload))
+        metric_sources=context_sources(cfg, workload), network=network_access(cfg, workload),
+        sleep_endpoints=served_sleep_endpoints(cfg, workload))
 
 
 def workload_objects(w: Workload, ctx: WorkloadContext) -> list[dict]:

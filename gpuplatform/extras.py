@@ -1,7 +1,7 @@
 """Which optional part of gpu-platform a module belongs to, for the error a missing one raises.
 
 The base install is the policy pack's (pulumi, pulumi-policy, pyyaml); everything else comes with an extra of
-pyproject.toml, named by what a user runs. tests/test_dependencies.py keeps this table and pyproject.toml in step.
+pyproject.toml, named by what a user runs. tests/project/test_dependencies.py keeps this table and pyproject.toml in step.
 """
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The inference servers' own command-line parsers, run from their released wheels in an isolated virtualenv: the
 generator of the flag tables in ``catalogs/server_flags/`` and the reference the differential test compares the
-package's reading with (tests/test_server_parsers.py).
+package's reading with (tests/gpuplatform/test_server_parsers.py).
 
     python -m gpuplatform.server_parsers generate            # every pinned server version -> catalogs/server_flags/
     python -m gpuplatform.server_parsers env                 # only build the environments (CI does, before the tests)

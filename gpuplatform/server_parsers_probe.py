@@ -8,7 +8,7 @@ builds that environment and runs this file there.
 
 Modules the server imports that are not installed (torch, transformers, CUDA kernels) are replaced by inert stand-ins
 at import time: the parser is plain argparse and never calls them; a stand-in that a parser did depend on would
-show as a difference in the differential test (tests/test_server_parsers.py).
+show as a difference in the differential test (tests/gpuplatform/test_server_parsers.py).
 """
 from __future__ import annotations
 

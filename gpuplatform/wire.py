@@ -24,7 +24,7 @@ preview unknowns), NaN and infinities (``MessageToDict`` raises on them), ints b
 are not strings, maps carrying Pulumi's signature key (secrets, assets, archives), strings that are preview-unknown
 sentinels (the proxy raises on reading them) or not encodable as UTF-8. The order of a map's keys is not part of
 the contract (a protobuf map has none: the engine marshals sorted keys, and the Python runtime iterates its own
-order); here they keep the order they were written in. tests/policies/test_policy_wire.py runs the corpora both
+order); here they keep the order they were written in. tests/gpuplatform/test_wire.py runs the corpora both
 ways and requires the same violations.
 """
 from __future__ import annotations

@@ -16,6 +16,10 @@ from enum import Enum
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Optional, Sequence, Union
 
 from gpuplatform.policies import k8s
+# Resource and resource_from live below the registry and the stack view, which both read them; policies name
+# them through the registry
+from gpuplatform.policies.resource import Resource, resource_from  # noqa: F401
+from gpuplatform.policies.stack import StackView
 
 if TYPE_CHECKING:
     from pulumi_policy import ResourceValidationPolicy, StackValidationPolicy
@@ -43,40 +47,6 @@ class Severity(Enum):
 ADVISORY = EnforcementLevel.ADVISORY
 MANDATORY = EnforcementLevel.MANDATORY
 LOW, MEDIUM, HIGH, CRITICAL = Severity.LOW, Severity.MEDIUM, Severity.HIGH, Severity.CRITICAL
-
-
-@dataclass(frozen=True)
-class Resource:
-    """What a resource validation sees, already decoded (kind, apiVersion, names)."""
-
-    type: str
-    name: str
-    urn: str
-    props: Mapping[str, Any]
-    protect: bool
-    kind: Optional[str]
-    api_version: Optional[str]
-
-    @property
-    def obj_name(self) -> str:
-        return k8s.name_of(self.props) or self.name
-
-    @property
-    def namespace(self) -> str:
-        return k8s.namespace_of(self.props)
-
-    @property
-    def label(self) -> str:
-        """How messages name the object: ``Deployment inference/flower``."""
-        if self.kind and self.type.startswith("kubernetes:"):
-            ns = k8s.get(self.props, "metadata", "namespace")
-            return f"{self.kind} {ns + '/' if ns else ''}{self.obj_name}"
-        return f"{self.type.rsplit(':', 1)[-1]} {self.name}"
-
-
-def resource_from(resource_type: str, name: str, urn: str, props: Mapping[str, Any], protect: bool) -> Resource:
-    return Resource(resource_type, name, urn, props, bool(protect), k8s.kind_of(resource_type, props),
-                    k8s.api_version_of(resource_type, props))
 
 
 def _every_resource(_r: Resource) -> bool:
@@ -131,8 +101,6 @@ class PolicyDef:
     def validate_stack(self, resources: Iterable[Resource], given: Optional[Mapping[str, Any]],
                        report_violation: Callable[[str, Optional[str]], None]) -> None:
         """Judge the stack: ``report_violation(message, urn)``, the urn None for a stack-wide violation."""
-        from gpuplatform.policies.stack import StackView
-
         def report(message: str, resource: Optional[Resource] = None) -> None:
             report_violation(message, resource.urn if resource is not None and resource.urn else None)
 
@@ -156,8 +124,6 @@ class PolicyDef:
                       remediation_steps=self.remediation or None)
         if self.scope == "stack":
             def validate_stack(args: sdk.StackValidationArgs, report_violation) -> None:
-                from gpuplatform.policies.stack import StackView
-
                 self.validate_stack(StackView.from_policy_resources(args.resources).resources, args.get_config(),
                                     report_violation)
 

@@ -18,7 +18,7 @@ from gpuplatform.catalogs import sharing
 from gpuplatform.catalogs.metrics import METRICS, MetricDef, MetricSource, served_names
 from gpuplatform.catalogs.versions import CHARTS
 from gpuplatform.policies import k8s
-from gpuplatform.policies.registry import Resource, resource_from
+from gpuplatform.policies.resource import Resource, resource_from
 
 PLATFORM_TYPE = "gpuplatform:index:GpuPlatform"
 POOL_TYPE = "gpuplatform:index:GpuNodePool"

@@ -1,9 +1,22 @@
 """Session fixtures shared by the test modules."""
 import os
 import shutil
+import sys
 import tempfile
+from pathlib import Path
 
 import pytest
+
+# Test modules are imported by their file name (pytest's default import mode, no packages), so a test module can
+# import the helpers of another (``from test_scenarios import example_raw``) wherever the two sit in the mirrored
+# tree (tests/project/test_layout.py keeps each file name unique): every folder of test modules is on sys.path
+# from the start, whichever files a run selects.
+_TESTS = Path(__file__).resolve().parent
+for _folder in sorted({p.parent for p in _TESTS.rglob("test_*.py")} - {_TESTS}):
+    if "fixtures" in _folder.relative_to(_TESTS).parts:
+        continue
+    if str(_folder) not in sys.path:
+        sys.path.append(str(_folder))
 
 from skip_summary import pytest_runtest_logreport  # noqa: F401 - the hook: one -rs line per skip reason
 from support import stack_raw, synth

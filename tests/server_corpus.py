@@ -1,4 +1,4 @@
-"""Command lines for the differential test (tests/test_server_parsers.py): each server's entry points given every
+"""Command lines for the differential test (tests/gpuplatform/test_server_parsers.py): each server's entry points given every
 shape the issue names, both ways: every option of the table at least once, written as the parser accepts it and
 as it refuses it (a value on a switch, a bad choice, a wrong type, ``--no-`` on a switch that has none), its
 underscore spelling, unique and ambiguous prefixes, flags of other servers and of other versions, and the

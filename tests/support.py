@@ -10,7 +10,10 @@ import pytest
 from gpuplatform.components.stack_config import namespace_from_stack_file
 from gpuplatform.synth import stack_config_from_namespace, synthesize
 
-REPO = Path(__file__).resolve().parent.parent
+TESTS = Path(__file__).resolve().parent
+REPO = TESTS.parent
+# the files the tests read (manifests, recorded API answers, series), shared by every test folder
+FIXTURES_DIR = TESTS / "fixtures"
 STACKS = sorted(p.stem.removeprefix("Pulumi.") for p in (REPO / "stacks").glob("Pulumi.*.yaml"))
 
 

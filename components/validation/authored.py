@@ -16,9 +16,12 @@ registers (gpuplatform/authored.py).
 """
 from typing import Mapping, Optional, Sequence
 
+from gpuplatform.apiserver import semantic_rejections
+from gpuplatform.catalogs.kubernetes import api_group
 from gpuplatform.components.config import PlatformConfig
 from gpuplatform.components.pools import PoolFacts
 from gpuplatform.components.validation.common import _Issues
+from gpuplatform.components.workload_manifests import workload_context, workload_objects
 
 _NEEDED = ("settings", "cluster", "nodePools", "monitoring")
 """What a workload's objects are built from besides the workload: a problem reported there first makes this rule
@@ -69,8 +72,6 @@ def refusal(obj: Mapping, rejection, version: Optional[str] = None) -> str:
 
 def identity(obj: Mapping) -> tuple:
     """What makes an object one object to the API server: its group, kind, namespace and name."""
-    from gpuplatform.catalogs.kubernetes import api_group
-
     meta = obj.get("metadata") if isinstance(obj.get("metadata"), Mapping) else {}
     return api_group(str(obj.get("apiVersion"))), obj.get("kind"), meta.get("namespace") or "", meta.get("name")
 
@@ -87,11 +88,6 @@ def check_authored_objects(cfg: PlatformConfig, facts: dict[str, PoolFacts], out
     service (``out.checked_workloads``) is judged alone: the objects of the services before it were judged when
     they were built, and building them again for each new one would cost a program of N services N x N builds
     (``gpuplatform plan --project`` and ``check --project`` compare every object of the program)."""
-    from gpuplatform.apiserver import semantic_rejections
-    # inside the function: importing any validation module runs the package's __init__, which imports these
-    # rules, and workload_manifests imports validation.common, so a top-level import here would be circular
-    from gpuplatform.components.workload_manifests import workload_context, workload_objects
-
     if any(i.path.split(".")[0].split("[")[0] in _NEEDED for i in out):
         return
     made: dict[tuple, tuple[Mapping, str]] = {}

@@ -4,32 +4,13 @@ import re
 from typing import Callable, Optional
 
 from gpuplatform.catalogs.gpus import close_matches
-from gpuplatform.catalogs.kubernetes import INTRODUCED_APIS
-from gpuplatform.catalogs.versions import KUBERNETES_SUPPORTED
+# the cluster's version and the HPA API it implies are the builders' too: they live below validation/, and the rules
+# name them through this module
+from gpuplatform.components.cluster_version import (HPA_API_VERSIONS, HPA_V2_MIN, K8S_VERSION,  # noqa: F401
+                                                    MIN_KUBERNETES, hpa_api_version, kubernetes_version)
 from gpuplatform.components.config import PlatformConfig, Workload
 from gpuplatform.components.errors import ConfigIssue, fmt, one_of
 from gpuplatform.components.pools import PoolFacts
-
-MIN_KUBERNETES = KUBERNETES_SUPPORTED[0]
-K8S_VERSION = re.compile(r"^(\d+)\.(\d+)(?:\.(\d+))?(?:-aliyun\.\d+)?$")
-HPA_V2_MIN = INTRODUCED_APIS["autoscaling/v2"]
-HPA_API_VERSIONS = ("autoscaling/v2", "autoscaling/v2beta2", "autoscaling/v2beta1")
-
-
-def kubernetes_version(cfg: PlatformConfig) -> tuple[int, int] | None:
-    m = K8S_VERSION.match(cfg.cluster.kubernetes_version)
-    return (int(m.group(1)), int(m.group(2))) if m else None
-
-
-def hpa_api_version(cfg: PlatformConfig, workload: Workload | None = None) -> str:
-    """The workload's ``autoscaling.hpaApiVersion`` if set; else ``autoscaling/v2`` from 1.23 on and
-    ``autoscaling/v2beta2`` before: v2beta2 is served from 1.12 to 1.25 and has ``behavior``, which v2beta1 lacks
-    (kubernetes.io deprecation guide, "HorizontalPodAutoscaler" v1.25/v1.26 removals)."""
-    if workload is not None and workload.autoscaling.hpa_api_version:
-        return workload.autoscaling.hpa_api_version
-    version = kubernetes_version(cfg)
-    return "autoscaling/v2" if version is None or version >= HPA_V2_MIN else "autoscaling/v2beta2"
-
 
 HOST_LABEL = re.compile(r"^(?!-)[A-Za-z0-9-]{1,63}(?<!-)$")
 """One label of a DNS host name (RFC 1123: letters, digits and hyphens, not at either end, 1-63 long)."""

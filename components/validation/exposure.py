@@ -11,31 +11,32 @@ from gpuplatform.components.validation.common import _Issues
 def check_exposure(cfg: PlatformConfig, p: str, w: Workload, f: Optional[PoolFacts], out: _Issues) -> None:
     e = w.exposure
     if e.service_type == "PublicLoadBalancer" and not cfg.settings.allow_public_endpoints:
-        allowed = "ClusterIP, InternalLoadBalancer" if cfg.is_ack else "ClusterIP"
+        allowed = "ClusterIP, InternalLoadBalancer" if cfg.cloud.offers("InternalLoadBalancer") else "ClusterIP"
         out.add(f"{p}.exposure.serviceType", "'PublicLoadBalancer' exposes the service to the Internet, which this "
                 f"stack does not allow (settings.allowPublicEndpoints is false); allowed: {allowed}")
-    if e.service_type == "InternalLoadBalancer" and not cfg.is_ack:
+    if e.service_type == "InternalLoadBalancer" and not cfg.cloud.offers("InternalLoadBalancer"):
         out.add(f"{p}.exposure.serviceType", "'InternalLoadBalancer' uses the ACK intranet SLB annotation; allowed "
                 "on cluster kind 'kubeconfig': ClusterIP (with an ingress)")
     if e.ingress is not None:
         _check_ingress(p, w, e.ingress, out)
         _check_ingress_controller(cfg, p, e.ingress, out)
-    _check_sleep_endpoints(p, w, out)
+    _check_sleep_endpoints(cfg, p, w, out)
 
 
-def _check_sleep_endpoints(p: str, w: Workload, out: _Issues) -> None:
+def _check_sleep_endpoints(cfg, p: str, w: Workload, out: _Issues) -> None:
     """A server that serves its sleep and wake endpoints (components/warm_set.py ``sleep_endpoints``) serves them on
     its API port: an L4 load balancer passes every path to it, so any client could put a replica to sleep. Behind
     an ingress only the clients' API is routed."""
-    from gpuplatform.components.warm_set import sleep_endpoints
-    mode = sleep_endpoints(w)
+    from gpuplatform.components.warm_set import served_sleep_endpoints, sleep_endpoints
+    mode = served_sleep_endpoints(cfg, w)
     if mode is None or "LoadBalancer" not in w.exposure.service_type:
         return
     enabled = " and ".join(mode.enable_flags) + (f" with {mode.gate_env[0]}={mode.gate_env[1]}" if mode.gate_env
                                                   else "")
+    where = "" if sleep_endpoints(w) is not None else " in its pool's warm set (nodePools[].warmSet)"
     out.add(f"{p}.exposure.serviceType", f"{fmt(w.exposure.service_type)} passes every path of the API port to the "
-            f"server, and {w.server} ({enabled}) serves {mode.sleep} and {mode.wake} there: any client could put a "
-            "replica to sleep; allowed: ClusterIP with an ingress (which routes only "
+            f"server, and {w.server}{where} ({enabled}) serves {mode.sleep} and {mode.wake} there: any client could "
+            "put a replica to sleep; allowed: ClusterIP with an ingress (which routes only "
             f"{', '.join(mode.client_paths)}), or the server without sleep mode")
 
 
@@ -82,7 +83,7 @@ def _check_ingress_controller(cfg: PlatformConfig, p: str, ing, out: _Issues) ->
     """The stack installs only ACK's nginx add-on; anything else runs a controller it does not manage."""
     if ing.controller != "addon":
         return
-    if not cfg.is_ack:
+    if not cfg.cloud.offers("ingress-addon"):
         out.add(f"{p}.exposure.ingress.controller", "'addon' installs ACK's nginx-ingress-controller add-on and needs "
                 "an ACK cluster; allowed on cluster kind 'kubeconfig': external (install a controller yourself)")
     elif ing.class_name == "alb":

@@ -17,7 +17,7 @@ letter or digit (Alibaba OSS "Bucket naming conventions")."""
 
 
 def check_fluid_volumes(cfg: PlatformConfig, p: str, w: Workload, f: Optional[PoolFacts], out: _Issues) -> None:
-    if cfg.is_ack and not cfg.is_ack_pro and any(v.fluid is not None for v in w.volumes):
+    if cfg.cloud.tier_lacks("fluid") and any(v.fluid is not None for v in w.volumes):
         j = next(j for j, v in enumerate(w.volumes) if v.fluid is not None)
         out.add(f"{p}.volumes[{j}].fluid", "ack-fluid, which serves it, runs on ACK Pro clusters only (ACK "
                 "'ack-fluid' overview); allowed: a pvc or nfs volume, or an ACK Pro cluster")

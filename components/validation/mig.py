@@ -30,7 +30,7 @@ def check_pool_mig(cfg: PlatformConfig, p: str, pool, out: _Issues) -> None:
         elif s.layout:
             _check_mig_layout(p, s, model.name, (first.gpus if first else pool.gpus_per_node) or 0, out)
     _check_mig_choice(cfg, p, pool, out)
-    if cfg.is_ack:
+    if cfg.cloud.partitions_mig:
         _check_ack_mig(cfg, p, s, out)
 
 
@@ -54,7 +54,7 @@ def _check_mig_choice(cfg: PlatformConfig, p: str, pool, out: _Issues) -> None:
         out.add(f"{p}.sharing.strategy", f"{fmt(s.strategy)} with a per-GPU layout: NVIDIA's device plugin serves "
                 "nothing under the single strategy unless every GPU of the node has MIG on with one profile; "
                 "allowed with a layout: mixed")
-    if cfg.is_ack:
+    if cfg.cloud.partitions_mig:
         out.add(f"{p}.sharing.layout", "ACK partitions MIG GPUs itself (ack.node.gpu.schedule=mig) and takes one "
                 "profile per node pool; a per-GPU layout needs the GPU Operator's mig-manager, which runs on "
                 "clusters of kind 'kubeconfig'; allowed on ACK: profile")
@@ -112,7 +112,7 @@ def _check_ack_mig(cfg: PlatformConfig, p: str, s, out: _Issues) -> None:
     if s.strategy == "single":
         out.add(f"{p}.sharing.strategy", "'single' is a strategy of NVIDIA's device plugin, which ACK does not run: "
                 "ACK exposes each MIG instance as nvidia.com/mig-<profile>; allowed on ACK: mixed")
-    if not cfg.is_ack_pro:
+    if cfg.cloud.tier_lacks("mig"):
         out.add(f"{p}.sharing.mode", f"'mig' needs ACK's MIG partitioning, which comes with the ack-ai-installer "
                 f"add-on of ACK Pro clusters, and {_cluster_tier(cfg)}; allowed: exclusive, or an ACK Pro cluster")
 
@@ -122,7 +122,7 @@ def check_mig_strategy(cfg: PlatformConfig, facts: dict[str, PoolFacts], out: _I
     chart's ``mig.strategy``), so the device plugin of every MIG pool runs it: a pool asking for another strategy
     would get resources its workloads do not request (mixed serves nvidia.com/mig-<profile>, single
     nvidia.com/gpu)."""
-    if cfg.is_ack or getattr(cfg.cluster, "simulate_gpus", False):
+    if cfg.cloud.partitions_mig or getattr(cfg.cluster, "simulate_gpus", False):
         return
     index = {pool.name: i for i, pool in enumerate(cfg.node_pools)}
     mig = [f for f in facts.values() if f.mode == "mig"]

@@ -39,13 +39,14 @@ def check_monitoring(cfg: PlatformConfig, facts: dict[str, PoolFacts], out: _Iss
                     "Kubernetes Secret (the chart's existingSecret or secretKeyRef values; for an Alertmanager "
                     "receiver the *_file form of the key, e.g. slack_api_url_file, with the Secret mounted through "
                     "alertmanager.alertmanagerSpec.secrets)")
-    if not cfg.is_ack:
-        if mon.backend == "arms":
-            out.add("monitoring.backend", "'arms' (ACK managed Prometheus) needs an ACK cluster; "
-                    "allowed for cluster kind 'kubeconfig': self-hosted")
-        if mon.adapter_kind == "ack-alibaba-cloud-metrics-adapter":
-            out.add("monitoring.adapter", "'ack-alibaba-cloud-metrics-adapter' needs an ACK cluster; "
-                    "allowed for cluster kind 'kubeconfig': prometheus-adapter")
+    # the cloud's own Prometheus and adapter, asked for on a cluster whose cloud has none
+    cloud = cfg.cloud
+    if mon.backend == "arms" and not cloud.offers("arms"):
+        out.add("monitoring.backend", "'arms' (ACK managed Prometheus) needs an ACK cluster; "
+                "allowed for cluster kind 'kubeconfig': self-hosted")
+    if mon.adapter_kind == "ack-alibaba-cloud-metrics-adapter" and not cloud.offers(mon.adapter_kind):
+        out.add("monitoring.adapter", "'ack-alibaba-cloud-metrics-adapter' needs an ACK cluster; "
+                "allowed for cluster kind 'kubeconfig': prometheus-adapter")
     problem = url_problem(mon.prometheus_url) if mon.prometheus_url is not None else None
     problem = problem or (api_path_problem(mon.prometheus_url) if mon.prometheus_url is not None else None)
     if problem:

@@ -1,15 +1,11 @@
 """Rules of a workload's NetworkPolicy: the callers it lets in name a namespace, labels and ports that exist."""
 from typing import Optional
 
-from gpuplatform.components.config import PlatformConfig, Workload
+from gpuplatform.components.config import EVERY_NAMESPACE, PlatformConfig, Workload
 from gpuplatform.components.errors import fmt, one_of
 from gpuplatform.components.k8s_validity import dns_label, label_key, label_value
 from gpuplatform.components.pools import PoolFacts
 from gpuplatform.components.validation.common import _Issues
-
-EVERY_NAMESPACE = "*"
-"""``allowFrom[].namespace`` that admits the callers of every namespace."""
-
 
 def check_network_policy(cfg: PlatformConfig, p: str, w: Workload, f: Optional[PoolFacts], out: _Issues) -> None:
     names = [port.name for port in w.ports]

@@ -2,6 +2,8 @@
 (components/placement.py holds the scheduler's filters and the pods)."""
 from gpuplatform.components.config import PlatformConfig
 from gpuplatform.components.errors import listing
+from gpuplatform.components.placement import (cluster_pods, homeless_pods, node_groups, packing_shortfalls,
+                                              shortfall_message, why_not, workload_pods)
 from gpuplatform.components.pools import PoolFacts
 from gpuplatform.components.validation.common import _Issues
 
@@ -29,10 +31,6 @@ def check_pod_homes(cfg: PlatformConfig, facts: dict[str, PoolFacts], out: _Issu
     """ACK's system pods, the add-ons' pods and every chart's pods each need a node group of the stack that admits
     them; the error names the pod and, per node group, why it does not. The stack's own workloads are checked
     by the workload rules (their pool, GPU request and node fit), with the same filters."""
-    # inside the functions of this module: importing any validation module runs the package's __init__, which
-    # imports these rules, and placement imports validation.common, so a top-level import would be circular
-    from gpuplatform.components.placement import cluster_pods, homeless_pods, node_groups
-
     if any(i.path.split(".")[0].split("[")[0] in _NEEDED for i in out):
         return
     groups = node_groups(cfg)
@@ -51,8 +49,6 @@ def check_request_sums(cfg: PlatformConfig, groups, out: _Issues) -> None:
     """Every node group holds the sum of the requests of the pods it must run (ACK's and the add-ons' pods, every
     chart's pods as rendered, the stack's Deployments at maxReplicas, DaemonSets on every node they admit), within
     its nodes' allocatable and max pods, bin-packed (components/placement.py ``SIMPLIFICATION``)."""
-    from gpuplatform.components.placement import cluster_pods, packing_shortfalls, shortfall_message, workload_pods
-
     pods = cluster_pods(cfg, with_daemonsets=True) + workload_pods(cfg)
     for short in packing_shortfalls(pods, groups):
         fix = ("more or larger system nodes (cluster.systemPool.nodes, cluster.systemPool.instanceTypes), or smaller "
@@ -64,8 +60,6 @@ def check_request_sums(cfg: PlatformConfig, groups, out: _Issues) -> None:
 
 def homes_summary(cfg: PlatformConfig) -> list[str]:
     """One line per node group: the pods it is the only home of (for the plan)."""
-    from gpuplatform.components.placement import cluster_pods, node_groups, why_not
-
     groups = node_groups(cfg)
     pods = cluster_pods(cfg)
     lines = []

@@ -17,14 +17,12 @@ INSTANCE_TYPE_NAME = re.compile(r"^ecs\.[a-z0-9]+(-[a-z0-9]+)*\.[a-z0-9]+$")
 
 def check_ack_pools(cfg: PlatformConfig, facts: dict[str, PoolFacts], out: _Issues) -> None:
     """Pool features ACK offers on Pro clusters only, asked for on a Basic or dedicated cluster."""
-    c = cfg.cluster
-    if c.kind == "kubeconfig":
-        return
     for i, pool in enumerate(cfg.node_pools):
-        if cfg.pool_managed(pool) and not cfg.is_ack_pro:
+        if cfg.pool_managed(pool) and cfg.cloud.tier_lacks("managed-node-pools"):
             out.add(f"nodePools[{i}].autoRepair", f"{pool.auto_repair}: managed node pools (auto repair) need an "
                     f"ACK Pro cluster, and {_cluster_tier(cfg)}; allowed: false")
-        if pool.sharing.mode == "cgpu" and c.kind == "ack-managed" and not cfg.is_ack_pro:
+        # a dedicated cluster serves cGPU through its legacy component instead (_check_pool_sharing)
+        if pool.sharing.mode == "cgpu" and cfg.cloud.tier_lacks("cgpu") and not cfg.cloud.legacy_sharing_component():
             out.add(f"nodePools[{i}].sharing.mode", f"'cgpu' needs ack-ai-installer on an ACK Pro cluster, and "
                     f"{_cluster_tier(cfg)}; allowed: cluster.clusterSpec {one_of(ack.PRO_SPECS)}, or sharing "
                     "exclusive")
@@ -87,7 +85,7 @@ def _check_custom_gpu(cfg: PlatformConfig, p: str, pool, out: _Issues) -> None:
 def _check_pool_hardware(cfg: PlatformConfig, i: int, pool, out: _Issues) -> None:
     p = f"nodePools[{i}]"
     models = set()
-    if cfg.is_ack and not pool.instance_types:
+    if cfg.cloud.creates_node_pools and not pool.instance_types:
         out.add(f"{p}.instanceTypes", "required on ACK: at least one ECS GPU instance type, e.g. "
                 "ecs.gn7i-c8g1.2xlarge")
     if pool.custom_gpu is not None:
@@ -146,9 +144,9 @@ def _check_reported_memory(cfg: PlatformConfig, p: str, pool, out: _Issues) -> N
 def _check_pool_sharing(cfg: PlatformConfig, p: str, pool, out: _Issues) -> None:
     s = pool.sharing
     if s.mode == "cgpu":
-        if not cfg.is_ack:
+        if not cfg.cloud.offers("cgpu"):
             out.add(f"{p}.sharing.mode", "'cgpu' is Alibaba cGPU and needs an ACK cluster; allowed for cluster kind "
                     "'kubeconfig': exclusive, mig")
-        elif cfg.cluster.kind == "ack-existing" and not cfg.cluster.professional and not s.legacy_label:
+        elif cfg.cloud.legacy_sharing_component() and not s.legacy_label:
             out.add(f"{p}.sharing.legacyLabel", "false on a dedicated (non-Pro) cluster, whose ack-cgpu component "
                     "selects nodes by cgpu=true; allowed: true")

@@ -45,7 +45,7 @@ def check_warm_sets(cfg: PlatformConfig, facts: dict[str, PoolFacts], out: _Issu
     from gpuplatform.catalogs import servers
     from gpuplatform.catalogs.metrics import image_version
     from gpuplatform.components.pools import _amount
-    from gpuplatform.components.warm_set import host_gib_per_gpu
+    from gpuplatform.components.warm_set import host_gib_per_gpu, holder_memory_gib
 
     by_name = {w.name: w for w in cfg.workloads}
     allowed = ", ".join(f"{s} >= {'.'.join(map(str, v))}" for s, v in servers.WARM_SET_SERVERS.items())
@@ -87,6 +87,8 @@ def check_warm_sets(cfg: PlatformConfig, facts: dict[str, PoolFacts], out: _Issu
             if w.model is None:
                 out.add(pm, f"{fmt(name)} states no model: the host memory its sleeping replicas hold is its "
                         f"weights; allowed: a workload with workloads[].model.sizeGib")
+            _check_holdable(cfg, pm, w, out)
+        _check_one_container(cfg, p, pool, out)
         f = facts.get(pool.name)
         if f is None:
             continue
@@ -105,12 +107,72 @@ def check_warm_sets(cfg: PlatformConfig, facts: dict[str, PoolFacts], out: _Issu
         if node_bytes is None:
             continue
         per_node = min(ws.gpus, f.gpus_per_node)
-        host = host_gib_per_gpu(cfg, pool) * per_node
+        weights = host_gib_per_gpu(cfg, pool)
+        holder = holder_memory_gib(cfg, pool)
+        host = holder * per_node
         replica = max((_amount(by_name[n].resources.memory) for n in ws.models if n in by_name), default=0.0)
         room = (node_bytes - replica) / 2 ** 30
         if host > room + 1e-9:
-            out.add(p, f"the sleeping replicas keep {host:g} GiB of weights in host memory on a node with "
-                    f"{per_node} warm GPU(s) (sleepLevel {ws.sleep_level}: each model's weights per GPU), but a node "
-                    f"of pool {fmt(pool.name)} offers {node_bytes / 2 ** 30:.1f} GiB and a replica requests "
+            out.add(p, f"the holder of a warm GPU requests {holder:g} GiB of host memory ({weights:g} GiB of "
+                    f"sleeping weights, sleepLevel {ws.sleep_level}, + {holder - weights:g} GiB for the replica "
+                    f"awake), {host:g} GiB on a node with {per_node} warm GPU(s), but a node of pool "
+                    f"{fmt(pool.name)} offers {node_bytes / 2 ** 30:.1f} GiB and a replica requests "
                     f"{replica / 2 ** 30:g} GiB of it, leaving {room:.1f}; allowed: <= {room:.1f} GiB, i.e. "
                     "fewer models, sleepLevel 2 (weights discarded, read again on wake), or a larger instance type")
+
+
+_SHELLS = frozenset({"sh", "bash", "dash", "ash", "zsh"})
+
+
+def _check_holdable(cfg: PlatformConfig, pm: str, w: Workload, out: _Issues) -> None:
+    """What the holder of a warm GPU needs of a model (components/warm_set_objects.py ``holder_deployment``): an autoscaler
+    whose wish the waker reads, one GPU per replica, restricted Pod Security, and a command line it can extend."""
+    name = fmt(w.name)
+    if w.fixed:
+        out.add(pm, f"{name} runs a fixed replica count: the waker wakes a sleeping replica when the model's "
+                "autoscaler wants more replicas than are ready, and a fixed count never does; allowed: a workload "
+                "with autoscaling.autoscaler hpa or keda")
+    if (w.gpu.count or 0) != 1:
+        out.add(pm, f"{name} takes {w.gpu.count or 0} GPU(s) per replica: a warm GPU holds replicas of one GPU, "
+                "taking turns on it; allowed: a workload with gpu.count 1")
+    if w.run_as_root:
+        out.add(pm, f"{name} runs as root (runAsRoot): the holder runs under restricted Pod Security in the "
+                "workloads' namespace; allowed: a workload without runAsRoot")
+    if w.command and w.command[0].rsplit("/", 1)[-1] in _SHELLS:
+        out.add(pm, f"{name} starts through a shell ({w.command[0]}): the holder appends --enable-sleep-mode and "
+                "its own --port to the server's command line, which a script would not pass on; allowed: the "
+                "server's command, or none (the image's entry point)")
+
+
+def _check_one_container(cfg: PlatformConfig, p: str, pool, out: _Issues) -> None:
+    """The sleeping replicas of a warm GPU share one container (the device plugin hands the GPU to one): one
+    image, one user, one file system view (no two volumes at one path) and one value per secret variable."""
+    from gpuplatform.components.warm_set import models_of
+    from gpuplatform.components.workload_manifests import _claim
+    models = models_of(cfg, pool)
+    if len(models) < 2:
+        return
+    first = models[0]
+    for w in models[1:]:
+        if w.image != first.image:
+            out.add(f"{p}.models", f"{fmt(w.name)} runs {w.image} and {fmt(first.name)} {first.image}: a warm GPU's "
+                    "replicas share one container, so one image; allowed: the same image for every model")
+        if w.run_as_user != first.run_as_user:
+            out.add(f"{p}.models", f"{fmt(w.name)} runs as user {w.run_as_user} and {fmt(first.name)} as "
+                    f"{first.run_as_user}: a warm GPU's replicas share one container; allowed: one runAsUser")
+    mounted: dict[str, tuple[str, str]] = {}
+    secrets: dict[str, tuple[str, tuple]] = {}
+    for w in models:
+        for v in w.volumes:
+            claim = _claim(w, v)["claimName"]
+            seen = mounted.setdefault(v.mount_path, (w.name, claim))
+            if seen[1] != claim:
+                out.add(f"{p}.models", f"{fmt(w.name)} mounts claim {fmt(claim)} at {v.mount_path}, where "
+                        f"{fmt(seen[0])} mounts {fmt(seen[1])}: a warm GPU's replicas share one container's file "
+                        "system; allowed: a distinct mountPath per volume (and the server's paths under it)")
+        for k, ref in w.secret_env.items():
+            seen_ref = secrets.setdefault(k, (w.name, (ref.secret_name, ref.key)))
+            if seen_ref[1] != (ref.secret_name, ref.key):
+                out.add(f"{p}.models", f"{fmt(w.name)} sets secretEnv {k} from {ref.secret_name}/{ref.key} and "
+                        f"{fmt(seen_ref[0])} from {'/'.join(seen_ref[1])}: a warm GPU's replicas share one "
+                        "container's environment; allowed: one source per variable")

@@ -51,9 +51,8 @@ class Scenario:
         """The replicas serving the first rate at the target, as the simulator starts them (engine.Simulation)."""
         import math
 
-        a = setup.workload.autoscaling
-        return max(min(math.ceil(self.rates[0][1] / setup.plan.rps_at_target - 1e-9), a.max_replicas),
-                   max(a.min_replicas, 1))
+        return max(min(math.ceil(self.rates[0][1] / setup.plan.rps_at_target - 1e-9), setup.max_replicas),
+                   max(setup.min_replicas, 1))
 
     def rate(self, t: float) -> float:
         current = self.rates[0][1]

@@ -142,7 +142,7 @@ FLUID_KINDS = (("Dataset", "datasets"), ("JindoRuntime", "jindoruntimes"))
 def fluid_crd_stand_ins() -> list[dict]:
     """Namespaced CRDs of Fluid's kinds that keep whatever the stack writes (``x-kubernetes-preserve-unknown-fields``):
     here they only let the API server store the objects, as ack-fluid's CRDs would on the cluster; their fields
-    follow Fluid's api/v1alpha1 types (components/fluid_cache.py), which tests/test_fluid_cache.py pins."""
+    follow Fluid's api/v1alpha1 types (components/fluid_cache.py), which tests/components/test_fluid_cache.py pins."""
     from gpuplatform.components.fluid_cache import FLUID_API_VERSION
     group, version = FLUID_API_VERSION.split("/")
     return [{"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
@@ -183,7 +183,7 @@ def rehearse(raw: dict, stack: str, cfg, *, engines: Optional[Path] = None, keep
             return [f"{count} kwok nodes"] + notes, True
         _timed(report, "nodes shaped like the node groups", nodes)
 
-        if cfg.is_ack:
+        if cfg.cloud.runs_system_components:
             def ack_pods():
                 pods = [p for p in cluster_pods(cfg, with_charts=False)]
                 wanted = create_controllers(cp, discovery, pods)

@@ -80,7 +80,7 @@ def lower_bound(s, trace, slo_target: float, band: Optional[float] = None) -> Lo
     r_band = s.plan.capacity_rps * (1.0 if math.isinf(x_band) else s.plan.rho(x_band))
     duration = int(trace.duration_s) + 1
     arrivals = [trace.demand(float(t)) for t in range(duration)]
-    min_r = lowest_replicas(s.workload)
+    min_r = s.lowest_replicas
     slack = s.max_replicas * x_band
     # a pool without autoscaling keeps its nodes: min_nodes is then its node count, the only schedule there is
     best_ready, best_nodes = float(min_r * duration), float(s.min_nodes * duration)

@@ -37,24 +37,6 @@ class NodeScaler:
     source: str = "the upstream cluster-autoscaler's defaults"
 
 
-def node_scaler(cfg) -> NodeScaler:
-    """The node autoscaler of the stack's cluster: ``cluster.nodeAutoscaling`` on a cluster the stack creates (what
-    its ``cs.AutoscalingConfig`` sends), ACK's defaults on an adopted ACK cluster (its own settings are not read),
-    the upstream cluster-autoscaler's defaults elsewhere."""
-    from gpuplatform.catalogs.node_autoscaling import SETTINGS
-
-    c = cfg.cluster
-    if c.kind == "ack-managed":
-        a = c.node_autoscaling
-        return NodeScaler(_seconds(a.scan_interval), _seconds(a.scale_down_unneeded_time),
-                          _seconds(a.scale_down_delay_after_add), f"cluster.nodeAutoscaling ({a.scaler_type})")
-    if c.kind == "ack-existing":
-        return NodeScaler(_seconds(SETTINGS["scanInterval"].default),
-                          _seconds(SETTINGS["scaleDownUnneededTime"].default),
-                          _seconds(SETTINGS["scaleDownDelayAfterAdd"].default), "ACK's defaults (the adopted cluster's own settings are not read)")
-    return NodeScaler()
-
-
 @dataclass
 class Pod:
     name: str
@@ -303,7 +285,7 @@ class NodePool:
     """The pool's nodes and its cluster autoscaler: nodes for pods no ready or upcoming node can hold, up to
     ``max_nodes``, at each scan (``scaler.scan_s``); an empty node goes after the scale-down unneeded time (not
     below ``min_nodes``, nor within the scale-down delay after the last scale-up). A pool without autoscaling keeps
-    its nodes. The timing is the cluster's (:func:`node_scaler`)."""
+    its nodes. The timing is the cluster's (``workload_setup.node_scaler``)."""
 
     def __init__(self, slots: int, min_nodes: int, max_nodes: int, provision_s: int, autoscaled: bool,
                  initial: int, pre_pull_s: Optional[int] = None, scaler: NodeScaler = NodeScaler()):

@@ -12,7 +12,8 @@ state object:
 5. ``provision``: the cluster autoscaler scans (``cluster.NodePool``);
 6. ``record``: the figures (:class:`Tally`).
 
-What each stage models and where its behaviour comes from is in docs/simulate.md.
+The loop reads nothing of the stack but its :class:`~gpuplatform.simulate.workload_setup.WorkloadSetup`, built once
+per workload (``setup``). What each stage models and where its behaviour comes from is in docs/simulate.md.
 """
 from __future__ import annotations
 
@@ -21,51 +22,34 @@ import sys
 import time
 from array import array
 from dataclasses import dataclass, field
-from typing import Callable, Optional
+from typing import TYPE_CHECKING, Callable, Optional
 
-from gpuplatform.catalogs.gpus import MIG_RECONFIGURE, instance_type, provisioning
-from gpuplatform.catalogs.kubernetes import KEDA_DEFAULT_COOLDOWN_SECONDS
 from gpuplatform.catalogs.metrics import METRICS
-from gpuplatform.catalogs.versions import PrometheusVersion, prometheus_version
 from gpuplatform.components.adapter_rules import render_for_pods
-from gpuplatform.components.config import PlatformConfig, Workload, duration_seconds
-from gpuplatform.components.drain import DrainChain, drain_chain, drain_window_s
+from gpuplatform.components.drain import drain_window_s
 from gpuplatform.components.slo_alerts import bad_minute_expr, workload_sli
-from gpuplatform.components.errors import CommandLineIssue, ConfigError, ConfigIssue, one_of
-from gpuplatform.components.metric_sources import source_for
-from gpuplatform.components.pools import all_pool_facts
-from gpuplatform.components.validation import hpa_api_version, kubernetes_version
-from gpuplatform.components.model_startup import keda_cooldown_seconds
-from gpuplatform.components.workload_manifests import activation_query, keda_query, workload_behavior
 from gpuplatform.simulate import hpa as hpa_mod
 from gpuplatform.simulate import promql
 from gpuplatform.simulate.autoscaling import HpaLoop, KedaLoop, Trigger
 from gpuplatform.simulate.bounds import LowerBound, lower_bound
 from gpuplatform.simulate.slo import MINUTE_S, SloVerdict, bad_minute, judge
-from gpuplatform.simulate.cluster import NodePool, NodeScaler, Placeholders, Pods, node_scaler
-from gpuplatform.simulate.scrape import SERIES_MODELS, Scraper
+from gpuplatform.simulate.cluster import NodePool, Placeholders, Pods
+from gpuplatform.simulate.scrape import Scraper
 from gpuplatform.simulate.startup import capacity_path
-from gpuplatform.simulate.service import (LATENCY, TIME_UNITS, Queue, ServicePlan, bucket_p90, full_scale,
-                                          metric_kind, not_modelled, replica_memory_mib, replica_units, service_plan)
+from gpuplatform.simulate.service import LATENCY, Queue, ServicePlan, bucket_p90
 from gpuplatform.simulate.traces import Trace
 from gpuplatform.simulate.wake import WakeTracker
+# the setup and its builder under the names they had here
+from gpuplatform.simulate.workload_setup import WorkloadSetup as Setup
+from gpuplatform.simulate.workload_setup import build_setup as setup
+from gpuplatform.simulate.workload_setup import duration_seconds, find_workload, service_plan  # noqa: F401
+
+if TYPE_CHECKING:
+    from gpuplatform.components.config import PlatformConfig
 
 
 
 # ------------------------------------------------------------------------------------------------ inputs
-def find_workload(cfg: PlatformConfig, name: str) -> Workload:
-    w = next((x for x in cfg.workloads if x.name == name), None)
-    if w is None:
-        raise ConfigError([CommandLineIssue("--workload", f"no workload named {name!r}; workloads: "
-                                                          f"{one_of(x.name for x in cfg.workloads)}")])
-    if w.fixed:
-        scaled = [x.name for x in cfg.workloads if not x.fixed]
-        raise ConfigError([CommandLineIssue("--workload", f"{name!r} runs a fixed number of replicas (no "
-                                                          "autoscaler), so there is no loop to simulate; autoscaled "
-                                                          f"workloads: {one_of(scaled) if scaled else 'none'}")])
-    return w
-
-
 @dataclass(frozen=True)
 class Phases:
     """Offsets (seconds) of the periodic loops: the exporter's collection, Prometheus' scrape, the HPA sync and
@@ -89,179 +73,6 @@ def default_phases(ref: int, collect: int, scrape: int, sync: int) -> Phases:
     h0 = s0 + scrape - 1
     return Phases(c0 % max(collect, 1), s0 % scrape, h0 % sync)
 
-
-
-@dataclass(frozen=True)
-class Setup:
-    """Everything about the stack the loop needs, resolved once."""
-    cfg: PlatformConfig
-    workload: Workload
-    plan: ServicePlan
-    namespace: str
-    collect_s: int
-    scrape_s: int
-    sync_s: int
-    window: str
-    keda: bool
-    triggers: tuple
-    needed: dict
-    slots: int
-    gpus_per_node: int
-    units_per_replica: float
-    unit: str
-    min_nodes: int
-    max_nodes: int
-    provision_s: int
-    autoscaled_pool: bool
-    prometheus: PrometheusVersion
-    """The Prometheus release whose PromQL semantics evaluate the metric queries."""
-    minor: int
-    ingress_labels: tuple
-    hpa_spec: dict
-    readings: dict
-    slo_triggers: tuple = ()
-    """The SLO's objectives as the simulator reads them: (metric, below, source), judged by simulate.slo."""
-    cooldown_s: int = KEDA_DEFAULT_COOLDOWN_SECONDS
-    """The ScaledObject's ``cooldownPeriod`` as rendered (model_startup.keda_cooldown_seconds)."""
-    drain: Optional[DrainChain] = None
-    """What the workload's pods do when a scale-in terminates them (components/drain.py): whether the requests in
-    flight on the replica removed are finished or lost."""
-    node_scaler: NodeScaler = NodeScaler()
-    """The cluster's node autoscaler timing (cluster.node_scaler: the stack's ``cluster.nodeAutoscaling``)."""
-
-    @property
-    def major(self) -> int:
-        return self.prometheus[0]
-
-    @property
-    def min_replicas(self) -> int:
-        return self.workload.autoscaling.min_replicas
-
-    @property
-    def max_replicas(self) -> int:
-        return self.workload.autoscaling.max_replicas
-
-    @property
-    def first(self):
-        return self.workload.autoscaling.metrics[0]
-
-    @property
-    def reads_gpu_metrics(self) -> bool:
-        return any(METRICS[t.metric].category == "gpu" for t in self.workload.autoscaling.metrics)
-
-
-def setup(cfg: PlatformConfig, workload: str) -> Setup:
-    from gpuplatform.components.inference_service import workload_context
-
-    w = find_workload(cfg, workload)
-    pool = next(p for p in cfg.node_pools if p.name == w.node_pool)
-    facts = all_pool_facts(cfg)[w.node_pool]
-    a = w.autoscaling
-    iv = cfg.monitoring.intervals
-    index = cfg.workloads.index(w)
-    slots = facts.replicas_per_node(w.gpu)
-    if slots <= 0:
-        raise ConfigError([ConfigIssue(f"workloads[{index}].gpu",
-                                       f"one replica does not fit on a node of pool {pool.name!r}")])
-    namespace = cfg.workload_namespace(w)
-    keda = a.autoscaler == "keda"
-    ctx = workload_context(cfg, w, facts)
-    triggers, needed = [], {}
-    for k, t in enumerate(a.metrics):
-        src = source_for(cfg, w, t.metric)
-        if src is None:
-            raise ConfigError([ConfigIssue(f"workloads[{index}].autoscaling",
-                                           f"metric {t.metric!r} has no source on this stack")])
-        why = not_modelled(t.metric, w.service_model.first_token_ms)
-        if why:
-            modelled = [m for m in METRICS if METRICS[m].source(src.exporter)
-                        and not_modelled(m, w.service_model.first_token_ms) is None]
-            raise ConfigError([ConfigIssue(
-                f"workloads[{index}].autoscaling.metrics[{k}].metric",
-                f"{t.metric!r} cannot be simulated: {why}; allowed for simulate: {', '.join(modelled)}")])
-        query = keda_query(w, ctx, t.metric) if keda else None
-        triggers.append(Trigger(t.metric, t.target, src, query))
-        for name in promql.metric_names(query or render_for_pods(src, namespace, ["p"], iv.rule_window)):
-            needed.setdefault(name, (t, src))
-    ingress_labels: tuple = ()
-    if keda and a.activation is not None:
-        query = activation_query(w, ctx)
-        triggers.append(Trigger("activation", a.activation.target, None, query, a.activation.activation_threshold))
-        for name in promql.metric_names(query):
-            needed.setdefault(name, (a.metrics[0], triggers[0].source))  # its model names its own exporter
-        if a.activation.source == "ingress":
-            from gpuplatform.components.workload_manifests import ingresses
-            ingress_labels = tuple(tuple(sorted({"ingress": i["metadata"]["name"], "host": rule["host"],
-                                                 "status": "200"}.items()))
-                                   for i in ingresses(w, ctx) for rule in i["spec"]["rules"])
-    slo_triggers = _slo_triggers(cfg, index, w)
-    for trig in (*triggers[:1], *slo_triggers):  # the SLI's series (the first metric's judges a run without SLO)
-        for name in promql.metric_names(workload_sli(trig.source, namespace, w.name)):
-            needed.setdefault(name, (trig, trig.source))
-    unknown = sorted(n for n in needed if n not in SERIES_MODELS)
-    if unknown:
-        raise ConfigError([ConfigIssue(f"workloads[{index}].autoscaling",
-                                       f"the simulator has no model of series {', '.join(unknown)}")])
-    itype = instance_type(pool.instance_types[0]) if pool.instance_types else None
-    prov = provisioning(itype.family if itype else None)
-    autoscaled_pool = bool(pool.autoscaling)
-    units, unit = replica_units(cfg, w)
-    spec = {"minReplicas": max(a.min_replicas, 1), "maxReplicas": a.max_replicas}
-    if keda or hpa_api_version(cfg, w) != "autoscaling/v2beta1":
-        spec["behavior"] = workload_behavior(w)
-    version = kubernetes_version(cfg)
-    plan = service_plan(cfg, w)
-    _check_reachable(index, w, plan)
-    return Setup(
-        cfg=cfg, workload=w, plan=plan, namespace=namespace, readings=_readings(cfg, w, plan),
-        slo_triggers=slo_triggers, cooldown_s=keda_cooldown_seconds(w),
-        collect_s=duration_seconds(iv.exporter_collect), scrape_s=duration_seconds(iv.scrape),
-        sync_s=duration_seconds(iv.hpa_sync), window=iv.rule_window, keda=keda, triggers=tuple(triggers),
-        needed=needed, slots=slots, gpus_per_node=facts.gpus_per_node, units_per_replica=units, unit=unit,
-        min_nodes=pool.min_nodes if autoscaled_pool else (pool.desired_nodes or 0), max_nodes=facts.max_nodes,
-        provision_s=prov.seconds + (MIG_RECONFIGURE.seconds if facts.mode == "mig" else 0),
-        autoscaled_pool=autoscaled_pool, node_scaler=node_scaler(cfg),
-        prometheus=prometheus_version(cfg.monitoring.backend),
-        minor=version[1] if version else hpa_mod.LATEST_MINOR, ingress_labels=ingress_labels, hpa_spec=spec,
-        drain=drain_chain(w, version))
-
-
-def _slo_triggers(cfg: PlatformConfig, index: int, w: Workload) -> tuple:
-    """The SLO's objectives, each read like an autoscaling metric: its source, kind and unit."""
-    if w.slo is None:
-        return ()
-    out = []
-    for k, o in enumerate(w.slo.objectives):
-        src = source_for(cfg, w, o.metric)
-        why = "it has no source on this stack" if src is None else not_modelled(o.metric,
-                                                                                w.service_model.first_token_ms)
-        if why:
-            raise ConfigError([ConfigIssue(f"workloads[{index}].slo.objectives[{k}].metric",
-                                           f"{o.metric!r} cannot be simulated: {why}")])
-        out.append(Trigger(o.metric, o.below, src, None))
-    return tuple(out)
-
-
-def _check_reachable(index: int, w: Workload, plan: ServicePlan) -> None:
-    """A target the service model can never reach, or never exceed, would leave the simulation without a steady
-    load to start from: say which."""
-    first = w.autoscaling.metrics[0]
-    sm = w.service_model
-    if sm.first_token_ms is not None and sm.first_token_ms > sm.service_time_ms:
-        raise ConfigError([ConfigIssue(f"workloads[{index}].serviceModel.firstTokenMs",
-                                       f"'firstTokenMs' ({sm.first_token_ms:g}) must be <= 'serviceTimeMs' "
-                                       f"({sm.service_time_ms:g}): the first token comes within the request's "
-                                       "service")])
-    where = f"workloads[{index}].autoscaling.metrics[0].target"
-    if plan.kind == "running" and first.target >= plan.concurrency:
-        raise ConfigError([ConfigIssue(where, f"{first.target:g} requests running is never exceeded by a replica "
-                                       f"that runs at most serviceModel.concurrency ({plan.concurrency}) at once; "
-                                       f"allowed: < {plan.concurrency}, or raise serviceModel.concurrency")])
-    idle = plan.level(0.0) if plan.kind == "latency" else 0.0
-    if plan.kind == "latency" and idle >= first.target:
-        raise ConfigError([ConfigIssue(where, f"{first.target:g} is below what an idle replica reads ({idle:g}: "
-                                       f"serviceModel.serviceTimeMs placed in the histogram's bucket); allowed: "
-                                       f"> {idle:g}, or a shorter serviceModel.serviceTimeMs")])
 
 
 # ------------------------------------------------------------------------------------------------ figures
@@ -413,7 +224,7 @@ class Result:
                              "lossless": None if s.drain is None else s.drain.lossless},
                 "replica_hours": round(t.replica_s / 3600, 3), "ready_replica_hours": round(t.ready_replica_s / 3600, 3),
                 "unit_hours": self.unit_hours, "unit": s.unit, "node_hours": round(t.node_s / 3600, 3),
-                "warm_replicas": s.workload.warm_replicas, "warm_unit_hours": self.warm_unit_hours,
+                "warm_replicas": s.warm_replicas, "warm_unit_hours": self.warm_unit_hours,
                 "warm_preemptions": self.sim.warm.preempted if self.sim is not None else 0,
                 "gpu_hours": self.gpu_hours, "peak_replicas": t.peak_replicas, "max_replicas": s.max_replicas,
                 "time_at_max_s": float(t.at_max_s), "lower_bound": self.bound.to_json(s)}
@@ -448,24 +259,23 @@ class Simulation:
         """The SLO's (metric, below): ``--slo`` replaces the threshold of the objective on the HPA's metric."""
         judged = (tuple(zip(self.objectives, (t.source for t in s.slo_triggers))) if s.slo_triggers else
                   (((s.first.metric, self.slo_target), s.triggers[0].source),))
-        self.sli = tuple(bad_minute_expr(workload_sli(src, s.namespace, s.workload.name), below)
+        self.sli = tuple(bad_minute_expr(workload_sli(src, s.namespace, s.name), below)
                          for (_, below), src in judged)
         """Per objective judged (the SLO's, else the first metric at the level judged), the SLI's 0/1 expression:
         the one the burn-rate alerts' recording rule evaluates (simulate.slo)."""
         self._judged_triggers = (*s.triggers, *(t for t in s.slo_triggers
                                                 if t.metric not in {x.metric for x in s.triggers}))
-        a = s.workload.autoscaling
         demand0 = trace.demand(0)
-        r0 = max(min(math.ceil(demand0 / s.plan.rps_at_target - 1e-9), a.max_replicas),
-                 a.min_replicas if s.keda else max(a.min_replicas, 1))
+        r0 = max(min(math.ceil(demand0 / s.plan.rps_at_target - 1e-9), s.max_replicas),
+                 s.min_replicas if s.keda else max(s.min_replicas, 1))
         if s.keda and demand0 > 0:
             r0 = max(r0, 1)
-        warm = s.workload.warm_replicas
+        warm = s.warm_replicas
         n0 = max(s.min_nodes, math.ceil((r0 + warm) / s.slots)) if s.autoscaled_pool else s.min_nodes
         self.nodes = NodePool(s.slots, s.min_nodes, s.max_nodes, s.provision_s, s.autoscaled_pool,
-                              min(n0, s.max_nodes), pre_pull_s=s.plan.image_pull_s if s.workload.pre_pull else None,
+                              min(n0, s.max_nodes), pre_pull_s=s.plan.image_pull_s if s.pre_pull else None,
                               scaler=s.node_scaler)
-        self.pods = Pods(s.workload.name, s.plan.image_pull_s, s.plan.model_load_s, s.plan.cache_fill_load_s,
+        self.pods = Pods(s.name, s.plan.image_pull_s, s.plan.model_load_s, s.plan.cache_fill_load_s,
                          s.plan.compile_cold_extra_s)
         self.pods.start_ready(r0, self.nodes)
         self.warm = Placeholders(warm)
@@ -476,24 +286,22 @@ class Simulation:
         self.phases = phases or default_phases(ref, s.collect_s if s.reads_gpu_metrics else 0, s.scrape_s,
                                                s.sync_s)
         self.storage = promql.Storage()
-        self.queue = Queue(s.plan, demand0, len(self.pods.ready(0.0)))
+        self.queue = Queue(s.plan, demand0, [p.name for p in self.pods.ready(0.0)])
         self.scraper = Scraper(self.storage, s.needed, s.plan, s.namespace, s.collect_s, s.scrape_s,
-                               self.phases.collect, self.phases.scrape, replica_memory_mib(s.cfg, s.workload),
-                               {t.metric: full_scale(s.cfg, s.workload, t.metric)
-                                for t in (*a.metrics, *s.slo_triggers) if metric_kind(t.metric) == "utilization"},
+                               self.phases.collect, self.phases.scrape, s.replica_memory_mib, s.full_scales,
                                s.ingress_labels, tuple(p % s.scrape_s for p in self.phases.pod_scrapes))
         controller = hpa_mod.Controller.from_spec(s.hpa_spec)
         if s.keda:
-            activation = hpa_mod.KedaActivation(s.scrape_s, s.cooldown_s, a.min_replicas)
+            activation = hpa_mod.KedaActivation(s.scrape_s, s.cooldown_s, s.min_replicas)
             if r0 > 0:
                 activation.last_active = 0.0  # the run starts in steady state: the triggers were active until now
             self.loop = KedaLoop(controller, list(s.triggers), activation, s.prometheus, s.minor)
         else:
             self.loop = HpaLoop(controller, list(s.triggers), s.namespace, s.window, s.prometheus, s.minor)
         self.tally = Tally()
-        self.wake = WakeTracker(s.plan.rps_at_target) if s.keda and a.min_replicas == 0 else None
+        self.wake = WakeTracker(s.plan.rps_at_target) if s.keda and s.min_replicas == 0 else None
         """The wake-ups from zero of a scale-to-zero workload (simulate.wake); None for any other."""
-        self._served = self.queue.now(demand0, len(self.pods.ready(0.0)))
+        self._served = self.queue.now(demand0, [p.name for p in self.pods.ready(0.0)])
         self._levels = {trig.metric: _level_of(s, trig, self._served) for trig in self._judged_triggers}
         self._shown: Optional[float] = None
         self._recommendation = r0
@@ -508,14 +316,14 @@ class Simulation:
         self.warm.schedule(t, self.nodes)
 
     def serve(self, t: float, demand: float):
-        served = self.queue.serve(demand, len(self.pods.ready(t)))
+        served = self.queue.serve(demand, [p.name for p in self.pods.ready(t)])
         return served, {trig.metric: _level_of(self.s, trig, served) for trig in self._judged_triggers}
 
     def observe(self, t: float) -> None:
         """Prometheus scrapes what the targets held at the start of the second; the exporter collects the GPU
         activity of the second before."""
         self.scraper.scrape(self.pods, t, self._served)
-        self.scraper.collect(self.pods, t, self._levels)
+        self.scraper.collect(self.pods, t, self._levels, self._served)
 
     def autoscale(self, t: float) -> None:
         step = int(t)
@@ -530,35 +338,37 @@ class Simulation:
             self.spec = self.loop.poll(t, self.spec, self.storage)
         if self.spec > before and self.tally.first_scale_up_s is None and self.tally.increase_at is not None:
             self.tally.first_scale_up_s = t - self.tally.increase_at
-        ready_before = len(self.pods.ready(t))
+        ready_before = self.pods.ready(t)
         self.pods.scale(self.spec, t)
-        removed = ready_before - len(self.pods.ready(t))
-        if removed > 0:
-            self._scale_in(t, removed, ready_before)
+        if len(self.pods.ready(t)) < len(ready_before):
+            still = {p.name for p in self.pods.ready(t)}
+            self._scale_in(t, [p.name for p in ready_before if p.name not in still], len(ready_before))
 
-    def _scale_in(self, t: float, removed: int, ready_before: int) -> None:
-        """Ready replicas removed: each holds ``x`` requests in flight (the queue spreads them evenly). The last of
-        them needs the replica's queue wait plus a service time to finish; the server keeps finishing them for
-        its drain window (its own drain, cut by what the grace period leaves after the preStop wait), and loses
-        the share it has no time for. Without a preStop wait as long as the routing's propagation, the replica's
-        share of the arrivals in the gap reaches a server that no longer takes requests. A drained replica holds its
-        GPU meanwhile (its cost). Its requests leave the shared queue either way: finished by it, or lost."""
+    def _scale_in(self, t: float, removed: list, ready_before: int) -> None:
+        """Ready replicas removed (their pods' names): each holds the requests in flight on it (its own queue,
+        service.Queue). The last of them needs the replica's queue wait plus a service time to finish; the server
+        keeps finishing them for its drain window (its own drain, cut by what the grace period leaves after the
+        preStop wait), and loses the share it has no time for. Without a preStop wait as long as the routing's
+        propagation, the replica's share of the arrivals in the gap reaches a server that no longer takes requests.
+        A drained replica holds its GPU meanwhile (its cost). Its requests leave with it either way: finished by
+        it, or lost."""
         chain, plan, tally = self.s.drain, self.s.plan, self.tally
-        x = self.queue.in_system / ready_before if ready_before else 0.0
-        need = plan.wait_s(x) + plan.service_time_s
         window = drain_window_s(chain) if chain is not None else 0.0
-        finished = 1.0 if need <= 0 or window >= need else window / need
-        lost = removed * x * (1.0 - finished)
         gap = max(0.0, chain.routing.seconds - chain.pre_stop_s) if chain is not None else 0.0
-        routed = removed * self.trace.demand(t) / ready_before * gap if ready_before else 0.0
-        self.queue.in_system = max(0.0, self.queue.in_system - removed * x)
-        tally.scale_in_removed += removed
-        tally.scale_in_in_flight += removed * x
+        routed = len(removed) * self.trace.demand(t) / ready_before * gap if ready_before else 0.0
+        lost, in_flight, held = 0.0, 0.0, 0.0
+        for x in self.queue.remove(removed):
+            need = plan.wait_s(x) + plan.service_time_s
+            finished = 1.0 if need <= 0 or window >= need else window / need
+            lost += x * (1.0 - finished)
+            in_flight += x
+            held += (chain.pre_stop_s if chain is not None else 0.0) + min(window, need)
+        tally.scale_in_removed += len(removed)
+        tally.scale_in_in_flight += in_flight
         tally.scale_in_dropped += lost + routed
         self._scale_in_lost += lost + routed
-        held = (chain.pre_stop_s if chain is not None else 0.0) + min(window, need)
-        tally.drain_s += removed * held
-        tally.replica_s += removed * held
+        tally.drain_s += held
+        tally.replica_s += held
 
     def provision(self, t: float) -> None:
         self.nodes.scan(t, self.pods, self.warm)
@@ -666,44 +476,35 @@ class Simulation:
     def result(self, stack: str) -> Result:
         s = self.s
         src0 = s.triggers[0].source
-        query = s.triggers[0].query or render_for_pods(src0, s.namespace, [f"{s.workload.name}-<pod>"], s.window)
+        query = s.triggers[0].query or render_for_pods(src0, s.namespace, [f"{s.name}-<pod>"], s.window)
         verdict = None
-        if s.workload.slo is not None:
-            verdict = judge(self.objectives, s.workload.slo.compliance, self.tally.sli, self.tally.failed_minutes)
+        if s.slo_compliance is not None:
+            verdict = judge(self.objectives, s.slo_compliance, self.tally.sli, self.tally.failed_minutes)
         # the bound is taken at the SLO's threshold on the HPA's metric when there is one (a strict ceiling: no
         # second above it), else at the level time over target is judged against
         at_slo = next((below for metric, below in self.objectives if metric == s.first.metric), None)
-        return Result(stack=stack, workload=s.workload.name, trace=self.trace.name,
-                      autoscaler=s.workload.autoscaling.autoscaler, metric=s.first.metric, api_name=src0.api_name,
+        return Result(stack=stack, workload=s.name, trace=self.trace.name,
+                      autoscaler=s.autoscaler, metric=s.first.metric, api_name=src0.api_name,
                       target=s.first.target, unit=METRICS[s.first.metric].unit, query=query, tally=self.tally,
                       bound=lower_bound(s, self.trace, self.slo_target, band=at_slo), plan=s.plan, setup=s,
                       phases=self.phases, slo_target=self.slo_target, slo=verdict, sim=self)
 
 
-def _readings(cfg: PlatformConfig, w: Workload, plan: ServicePlan) -> dict:
-    """Per metric, how it reads a replica's state: its kind and its unit's factor (units per second for a queue
-    time, the full scale of a utilization-like metric)."""
-    out = {}
-    for t in (*w.autoscaling.metrics, *(w.slo.objectives if w.slo is not None else ())):
-        kind = metric_kind(t.metric)
-        out[t.metric] = (kind, TIME_UNITS[METRICS[t.metric].unit] if kind in ("queue_time", "latency") else
-                         full_scale(cfg, w, t.metric) if kind == "utilization" else 1.0)
-    return out
-
-
 def _level_of(s: Setup, trig: Trigger, served) -> float:
-    """A metric's true value: the replicas' state read through that metric's own kind."""
+    """A metric's true value: each ready replica's state read through that metric's own kind, averaged over the
+    replicas (as the HPA averages the pods' readings)."""
     if trig.source is None:
         return 0.0
     kind, factor = s.readings[trig.metric]
     if kind == "queue_time":
-        return s.plan.wait_s(served.x) * factor
+        return served.mean(s.plan.wait_s) * factor
     if kind == "queue_length":
-        return s.plan.waiting(served.x)
+        return served.mean(s.plan.waiting)
     if kind == "running":
-        return s.plan.running(served.x)
+        return served.mean(s.plan.running)
     if kind == "latency":
-        return bucket_p90(s.plan.latency_s(served.x, LATENCY[trig.metric]), trig.source.buckets) * factor
+        which = LATENCY[trig.metric]
+        return served.mean(lambda x: bucket_p90(s.plan.latency_s(x, which), trig.source.buckets)) * factor
     return factor * served.rho
 
 

@@ -36,10 +36,10 @@ from typing import Callable, Optional, Sequence
 
 from gpuplatform.components.config import PlatformConfig
 from gpuplatform.components.errors import CommandLineIssue, ConfigError
-from gpuplatform.catalogs import servers
 from gpuplatform.components.model_startup import READINESS_PROBE_PERIOD_SECONDS
 from gpuplatform.simulate.cluster import NodePool, Placeholders, Pod, Pods
-from gpuplatform.simulate.engine import Result, Simulation, find_workload, setup
+from gpuplatform.simulate.engine import Result, Simulation
+from gpuplatform.simulate.workload_setup import WarmSet, WorkloadSetup, build_setup as setup, find_workload
 from gpuplatform.simulate.slo import MINUTE_S, error_budget_minutes
 from gpuplatform.simulate.traces import Trace
 
@@ -93,7 +93,7 @@ class SleepingSet:
 
     def wake(self, t: float, sim: Simulation) -> None:
         """Each pending replica of a model of the set takes a warm GPU, oldest pending first, while one is free."""
-        parts = self.wakes.get(sim.s.workload.name)
+        parts = self.wakes.get(sim.s.name)
         if parts is None:
             return
         for pod in sim.pods.pods:
@@ -119,25 +119,12 @@ class SleepingSet:
         self.asleep_s += self.gpus - len(self.taken)
 
 
-def sleeping_set(cfg: PlatformConfig, pool_name: str, gpus: Optional[int] = None) -> Optional[SleepingSet]:
-    """The pool's warm set as the stack states it (``gpus`` when given: 0 for none), each model's wake from the
-    catalog's figures (components/warm_set.py ``sleeping_models``)."""
-    from gpuplatform.components.warm_set import sleeping_models
-
-    pool = next(p for p in cfg.node_pools if p.name == pool_name)
-    ws = pool.warm_set
-    count = (ws.gpus if ws is not None else 0) if gpus is None else gpus
-    if ws is None or count <= 0:
+def sleeping_set(warm: Optional[WarmSet], gpus: Optional[int] = None) -> Optional[SleepingSet]:
+    """The pool's warm set as the stack states it (``gpus`` when given: 0 for none); None without one."""
+    count = (warm.gpus if warm is not None else 0) if gpus is None else gpus
+    if warm is None or count <= 0:
         return None
-    wakes = {}
-    for m in sleeping_models(cfg, pool):
-        transfer = m.wake_seconds - servers.WAKE_OVERHEAD_SECONDS
-        wakes[m.workload] = {"seconds": m.wake_seconds, "level": ws.sleep_level,
-                             "copy" if ws.sleep_level == 1 else "reload": round(transfer, 3),
-                             "overhead": servers.WAKE_OVERHEAD_SECONDS, "size_gib": m.size_gib,
-                             **({"gib_per_second": servers.WAKE_HOST_TO_GPU_GIB_PER_SECOND}
-                                if ws.sleep_level == 1 else {})}
-    return SleepingSet(count, ws.sleep_level, wakes)
+    return SleepingSet(count, warm.level, warm.wakes)
 
 
 @dataclass
@@ -196,18 +183,29 @@ def simulate_pool(cfg: PlatformConfig, stack: str, traces: dict[str, Trace], pla
                   slo_target: Optional[dict] = None, warm_set_gpus: Optional[int] = None,
                   phases: Optional[dict] = None, provision_s: Optional[int] = None,
                   on_second: Optional[Callable[[float, NodePool], None]] = None) -> PoolResult:
-    """One run of the workloads named in ``traces`` (each on its own demand) sharing their pool. Placeholders: the
-    workloads' ``warmReplicas`` together (``placeholders`` when given): pause pods of one replica's size at one
-    priority class, so a replica of any workload preempts any of them. The pool's warm set as stated (its ``gpus``
-    set to ``warm_set_gpus`` when given, 0 for none): :class:`SleepingSet`. ``slo_target``: per workload, the level
-    judged (as ``simulate --slo``). ``phases``: per workload, its loop's phases (engine.Phases; default: each
-    loop's own). ``provision_s``: a node's provisioning instead of the catalog's (the real-loop harness plays a
-    shorter one on both sides). ``on_second(t, nodes)`` is called at the end of every second."""
+    """One run of the workloads named in ``traces`` (each on its own demand) sharing their pool: each workload's
+    setup built once (workload_setup.build_setup), then :func:`run_pool`."""
     names = list(traces)
-    sleeping = sleeping_set(cfg, _pool_of(cfg, names), warm_set_gpus)
+    _pool_of(cfg, names)
+    return run_pool([setup(cfg, name) for name in names], stack, traces, placeholders, slo_target, warm_set_gpus,
+                    phases, provision_s, on_second)
+
+
+def run_pool(setups: Sequence[WorkloadSetup], stack: str, traces: dict[str, Trace],
+             placeholders: Optional[int] = None, slo_target: Optional[dict] = None,
+             warm_set_gpus: Optional[int] = None, phases: Optional[dict] = None, provision_s: Optional[int] = None,
+             on_second: Optional[Callable[[float, NodePool], None]] = None) -> PoolResult:
+    """One run of the workloads of ``setups`` (each on its trace in ``traces``, by name) sharing their pool.
+    Placeholders: the workloads' ``warmReplicas`` together (``placeholders`` when given): pause pods of one replica's
+    size at one priority class, so a replica of any workload preempts any of them. The pool's warm set as stated
+    (its ``gpus`` set to ``warm_set_gpus`` when given, 0 for none): :class:`SleepingSet`. ``slo_target``: per
+    workload, the level judged (as ``simulate --slo``). ``phases``: per workload, its loop's phases (engine.Phases;
+    default: each loop's own). ``provision_s``: a node's provisioning instead of the catalog's (the real-loop harness
+    plays a shorter one on both sides). ``on_second(t, nodes)`` is called at the end of every second."""
+    names = [s.name for s in setups]
+    sleeping = sleeping_set(setups[0].warm_set, warm_set_gpus)
     if placeholders is None:
-        placeholders = sum(find_workload(cfg, n).warm_replicas for n in names)
-    setups = [setup(cfg, name) for name in names]
+        placeholders = sum(s.warm_replicas for s in setups)
     if provision_s is not None:
         setups = [replace(s, provision_s=provision_s) for s in setups]
     slots = {s.slots for s in setups}
@@ -215,21 +213,21 @@ def simulate_pool(cfg: PlatformConfig, stack: str, traces: dict[str, Trace], pla
         raise ConfigError([CommandLineIssue("--workload", f"{', '.join(names)} need different slots per node "
                                                           f"({', '.join(map(str, sorted(slots)))}); allowed: "
                                                           "workloads whose replicas request the same GPU units")])
-    images = {s.workload.image for s in setups}
+    images = {s.image for s in setups}
     if len(images) != 1:
         # a simulated node holds one image (Node.image_at): a node one workload's replica ran on would pass for
         # holding the other's image too
         raise ConfigError([CommandLineIssue("--workload", f"{', '.join(names)} run different images "
                                                           f"({', '.join(sorted(images))}); the pool model holds one "
                                                           "image per node; allowed: workloads of one image")])
-    sims = [Simulation(s, traces[s.workload.name], (phases or {}).get(s.workload.name),
-                       (slo_target or {}).get(s.workload.name)) for s in setups]
+    sims = [Simulation(s, traces[s.name], (phases or {}).get(s.name), (slo_target or {}).get(s.name))
+            for s in setups]
     first = setups[0]
     warm = Placeholders(placeholders)
     replicas = sum(sim.spec for sim in sims) + (sleeping.gpus if sleeping is not None else 0)
     initial = (max(first.min_nodes, math.ceil((replicas + placeholders) / first.slots)) if first.autoscaled_pool
                else first.min_nodes)
-    pre_pull = all(s.workload.pre_pull for s in setups)
+    pre_pull = all(s.pre_pull for s in setups)
     nodes = NodePool(first.slots, first.min_nodes, first.max_nodes, first.provision_s, first.autoscaled_pool,
                      min(initial, first.max_nodes), pre_pull_s=first.plan.image_pull_s if pre_pull else None,
                      scaler=first.node_scaler)
@@ -278,9 +276,9 @@ def simulate_pool(cfg: PlatformConfig, stack: str, traces: dict[str, Trace], pla
     results = [sim.result(stack) for sim in sims]
     budgets = {}
     for sim in sims:
-        stated = sim.s.workload.slo
+        compliance = sim.s.slo_compliance
         minutes = int(sim.trace.duration_s) // MINUTE_S
-        budgets[sim.s.workload.name] = error_budget_minutes(stated.compliance, minutes) if stated else 0
+        budgets[sim.s.name] = error_budget_minutes(compliance, minutes) if compliance is not None else 0
     result = PoolResult(results, node_s, placeholder_s, placeholders, warm.preempted, peak, budgets)
     if sleeping is not None:
         result.warm_gpus, result.woken, result.asleep_s = sleeping.gpus, sleeping.woken, sleeping.asleep_s

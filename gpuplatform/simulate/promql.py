@@ -3,7 +3,7 @@
 The simulator evaluates the *rendered* adapter query (``components.adapter_rules.render_for_pods``) thousands of
 times per run, so it cannot start ``promtool`` for each evaluation. This module implements the subset of PromQL the
 catalog's queries use, with the semantics of the Prometheus release the stack deploys (``version``: 3.14.0 for the
-kube-prometheus-stack we pin, ``catalogs/versions.py``), and ``tests/promtool/test_simulate_promql.py``
+kube-prometheus-stack we pin, ``catalogs/versions.py``), and ``tests/promtool/gpuplatform/simulate/test_promql.py``
 evaluates every catalog query on the same series with ``promtool test rules`` and this module and requires the same
 values (with promtool's own release; constructed cases pin down where releases differ, :class:`Semantics`). An
 expression outside the subset is an error naming the construct, never a silent approximation.

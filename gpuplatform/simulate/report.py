@@ -10,8 +10,8 @@ from typing import Optional, TextIO
 from gpuplatform.components.config import PlatformConfig, duration_seconds
 from gpuplatform.components.errors import ConfigError
 from gpuplatform.simulate.bursty import NAME as BURSTY, bursty
-from gpuplatform.simulate.engine import Result, find_workload, progress_bar, service_plan, simulate
-from gpuplatform.simulate.sweep import EDGE_RESOLUTION, SweepResult, WakeUpResult, first_scale_up_sweep, wake_up_sweep
+from gpuplatform.simulate.engine import Result, Simulation, find_workload, progress_bar, service_plan, setup
+from gpuplatform.simulate.sweep import EDGE_RESOLUTION, SweepResult, WakeUpResult, sweep_of, wake_up_of
 from gpuplatform.simulate.reasons import capacity_never, first_scale_up_never
 from gpuplatform.simulate.startup import path_text
 from gpuplatform.simulate.traces import SHAPES, ArgumentIssue, Trace, built_in, from_csv, from_prometheus_json
@@ -86,9 +86,10 @@ def run(cfg: PlatformConfig, stack: str, workload: str, trace: str, duration: st
         return run_compare(cfg, stack, workload, tr, compare_pools, fmt, out, slo)
     if tune:
         return _run_tune(cfg, stack, workload, tr, budget, fmt, out, slo)
-    result = simulate(cfg, stack, workload, tr, progress=progress_bar(), slo_target=slo)
-    swept = first_scale_up_sweep(cfg, workload) if (sweep or trace == "step") else None
-    woken = wake_up_sweep(cfg, workload) if swept is not None else None
+    s = setup(cfg, workload)  # the run and the sweeps read the stack through it
+    result = Simulation(s, tr, None, slo).run(progress_bar()).result(stack)
+    swept = sweep_of(s) if (sweep or trace == "step") else None
+    woken = wake_up_of(s) if swept is not None else None
     if plot:
         write_plot(result, plot)
     if fmt == "json":

@@ -44,6 +44,11 @@ class SeriesContext:
     replica_memory_mib: float
     full_scale: float
 
+    @property
+    def x(self) -> float:
+        """Requests in this pod's replica (its own queue: service.Queue)."""
+        return self.served.of(self.pod.name).x if self.pod is not None else self.served.x
+
     def gpu_fraction(self) -> Optional[float]:
         """Fraction of full scale the exporter last collected for the pod (None before its first collection)."""
         if self.collected is None:
@@ -100,13 +105,13 @@ SERIES_MODELS: dict[str, SeriesModel] = {
     "nv_inference_pending_request_count": SeriesModel(lambda ctx: _lq(ctx), "triton"),
     # vLLM gauges
     "vllm:num_requests_waiting": SeriesModel(lambda ctx: _lq(ctx), "vllm"),
-    "vllm:num_requests_running": SeriesModel(lambda ctx: ctx.plan.running(ctx.served.x), "vllm"),
+    "vllm:num_requests_running": SeriesModel(lambda ctx: ctx.plan.running(ctx.x), "vllm"),
     # TGI's router queue and SGLang's waiting queue: requests not yet in the running batch
     "tgi_queue_size": SeriesModel(lambda ctx: _lq(ctx), "tgi"),
     "sglang:num_queue_reqs": SeriesModel(lambda ctx: _lq(ctx), "sglang"),
     # their running batches (sglang:num_running_reqs; tgi_batch_current_size, which TGI sets per batch iteration)
-    "sglang:num_running_reqs": SeriesModel(lambda ctx: ctx.plan.running(ctx.served.x), "sglang"),
-    "tgi_batch_current_size": SeriesModel(lambda ctx: ctx.plan.running(ctx.served.x), "tgi"),
+    "sglang:num_running_reqs": SeriesModel(lambda ctx: ctx.plan.running(ctx.x), "sglang"),
+    "tgi_batch_current_size": SeriesModel(lambda ctx: ctx.plan.running(ctx.x), "tgi"),
     # TGI's end-to-end request duration, observed when a request completes (router/src/server.rs): its queue wait
     # plus its service, in TGI's own buckets
     "tgi_request_duration_bucket": _histogram(TGI_DURATION_BUCKETS, "tgi", lambda plan, wq: wq + plan.service_time_s),
@@ -122,7 +127,7 @@ SERIES_MODELS: dict[str, SeriesModel] = {
 
 
 def _lq(ctx: SeriesContext) -> float:
-    return ctx.plan.waiting(ctx.served.x)
+    return ctx.plan.waiting(ctx.x)
 
 
 def pod_labels(exporter: str, pod: Pod, namespace: str) -> dict:
@@ -176,11 +181,19 @@ class Scraper:
     _last_scrape: float = -1e9
     _ingress_total: float = 0.0
 
-    def collect(self, pods: Pods, t: float, levels: dict) -> None:
-        """The GPU exporter's collection, if due: the GPU activity of the second before."""
+    def collect(self, pods: Pods, t: float, levels: dict, served: Optional[Served] = None) -> None:
+        """The GPU exporter's collection, if due: the GPU activity of the second before, each pod's own (the
+        utilization of its replica's slots in ``served``; without it, ``levels`` for every pod)."""
         if self.collect_s and (int(t) - self.collect_phase) % self.collect_s == 0:
-            self.collected = {p.name: {m: (lv if p.is_ready(t - 1) else 0.0) for m, lv in levels.items()}
+            self.collected = {p.name: ({m: self._own(m, lv, served, p) for m, lv in levels.items()}
+                                       if p.is_ready(t - 1) else dict.fromkeys(levels, 0.0))
                               for p in pods.running(t - 1)}
+
+    def _own(self, metric: str, level: float, served: Optional[Served], pod: Pod) -> float:
+        """A utilization-like metric of one pod: its full scale times its own replica's utilization."""
+        if served is None or metric not in self.full_scales or not served.replicas:
+            return level
+        return self.full_scales[metric] * served.of(pod.name).rho
 
     def count(self, pods: Pods, t: float, served: Served, demand: float) -> None:
         """One second of service into the servers' counters and the ingress controller's request counter. Each
@@ -189,10 +202,10 @@ class Scraper:
         ReportStatisticsWithDuration at request_end_ns -> InferenceStatsAggregator::UpdateSuccessWithDuration) and
         the latency histograms observe it at completion or first token."""
         ready = pods.ready(t)
-        per_pod = served.served / len(ready) if ready else 0.0
-        wq = served.queued_s
         histograms = [(name, SERIES_MODELS[name]) for name in self.needed if SERIES_MODELS[name].buckets]
         for p in ready:
+            own = served.of(p.name)  # each server counts its own completions and the waits they had
+            per_pod, wq = own.served, own.queued_s
             cnt = self.counters.setdefault(p.name, {"success": 0.0, "queue_us": 0.0, "request_us": 0.0,
                                                     "compute_us": 0.0})
             cnt["success"] += per_pod
@@ -202,7 +215,7 @@ class Scraper:
             for name, model in histograms:
                 # observations per bucket (the last one +Inf); the scrape makes them cumulative
                 per_bucket = cnt.setdefault(name, [0.0] * (len(model.buckets) + 1))
-                for share, wait in served.queued:
+                for share, wait in own.queued:
                     per_bucket[bisect.bisect_left(model.buckets, model.observe(self.plan, wait))] += per_pod * share
         self._ingress_total += demand
 

@@ -25,8 +25,8 @@ the rate it was served at, not the queue of the second it completes in.
 """
 from __future__ import annotations
 
-import dataclasses
 import bisect
+import dataclasses
 import functools
 import math
 from collections import deque
@@ -35,9 +35,6 @@ from typing import Optional
 
 from gpuplatform.catalogs.metrics import LATENCY_OBSERVES, METRICS, histogram_p90
 from gpuplatform.catalogs.server_cli import BATCH_METRICS
-from gpuplatform.components.config import PlatformConfig, Workload
-from gpuplatform.components.model_startup import load_estimate, pull_seconds, startup_budget_seconds
-from gpuplatform.components.pools import all_pool_facts
 
 TIME_UNITS = {"us": 1e6, "ms": 1e3, "s": 1.0}
 FULL_SCALE = {"percent": 100.0, "ratio": 1.0}
@@ -93,20 +90,6 @@ def metric_kind(name: str) -> str:
 bucket_p90 = histogram_p90
 
 
-def replica_memory_mib(cfg: PlatformConfig, w: Workload) -> float:
-    """GPU memory of one replica: its devices (the cGPU share, MIG instances, whole GPUs; a card without a sourced
-    nvidia-smi total at its datasheet size) as PoolFacts.device_gpu_memory counts one."""
-    facts = all_pool_facts(cfg)[w.node_pool]
-    per_gib, _ = facts.device_gpu_memory(w.gpu)
-    devices = 1 if facts.mode == "cgpu" else (w.gpu.count or 1)
-    return per_gib * 1024 * devices
-
-
-def full_scale(cfg: PlatformConfig, w: Workload, name: str) -> float:
-    """The value of a utilization-like metric on a saturated replica (100 %, 1.0, or its GPU memory)."""
-    return FULL_SCALE.get(METRICS[name].unit) or replica_memory_mib(cfg, w)
-
-
 def erlang_c(c: int, a: float) -> float:
     """Probability that an arrival waits in an M/M/c queue with offered load ``a`` (< c) Erlangs, through the
     Erlang B recurrence ``B(k) = a B(k-1) / (k + a B(k-1))`` (numerically stable for large c)."""
@@ -123,6 +106,7 @@ class Slots:
 
     def __init__(self, c: int):
         self.c = c
+        self._g: dict = {}
         if c > 1:
             # denser toward rho = 1, where x grows without bound
             self.rhos = [1 - 10 ** (-6 * i / self.TABLE_POINTS) for i in range(self.TABLE_POINTS + 1)]
@@ -148,6 +132,27 @@ class Slots:
         i = bisect.bisect_right(self.xs, x)
         x0, x1, r0, r1 = self.xs[i - 1], self.xs[i], self.rhos[i - 1], self.rhos[i]
         return r0 + (r1 - r0) * (x - x0) / (x1 - x0)
+
+    def step(self, a: float, mu_dt: float) -> float:
+        """One implicit Euler step of ``dx/dt = lambda - mu rho(x)``: the ``y`` with ``y + mu dt rho(y) = a``, where
+        ``a`` is the requests held before plus those that arrived over the step."""
+        if a <= 0:
+            return 0.0
+        if self.c == 1:
+            b = 1 + mu_dt - a
+            return (-b + math.sqrt(b * b + 4 * a)) / 2
+        g = self._g.get(mu_dt)
+        if g is None:
+            # y + mu dt rho(y) at the table's points: increasing, and linear between them as rho is
+            g = self._g[mu_dt] = [x + mu_dt * r for x, r in zip(self.xs, self.rhos)]
+        if a >= g[-1]:
+            # far in saturation rho = 1 - 1 / (y - c + 1): a quadratic in z = y - c + 1
+            b = self.c - 1 + mu_dt - a
+            return (-b + math.sqrt(b * b + 4 * mu_dt)) / 2 + self.c - 1
+        i = bisect.bisect_right(g, a)
+        x0, x1, r0, r1 = self.xs[i - 1], self.xs[i], self.rhos[i - 1], self.rhos[i]
+        k = (r1 - r0) / (x1 - x0)
+        return (a - mu_dt * (r0 - k * x0)) / (1 + mu_dt * k)
 
     def lq(self, x: float) -> float:
         """Requests waiting for a slot."""
@@ -259,75 +264,24 @@ class ServicePlan:
         return self.capacity_rps if math.isinf(x) else self.capacity_rps * self.rho(x)
 
 
-def service_plan(cfg: PlatformConfig, w: Workload) -> ServicePlan:
-    """How one replica serves and starts (:func:`_service_plan`), with the load of a cache-filling replica when the
-    weights are on a Fluid dataset cache."""
-    return dataclasses.replace(_service_plan(cfg, w), cache_fill_load_s=cache_fill_seconds(w),
-                               compile_cold_extra_s=compile_cold_extra_seconds(w))
+@dataclass(frozen=True)
+class ReplicaServed:
+    """One second of service by the ready replicas that hold the same requests (:class:`Queue` keeps replicas of
+    one state together)."""
+    count: int
+    """Ready replicas in this state."""
+    x: float
+    """Requests in each of them at the end of the second."""
+    rho: float
+    """Utilization of each one's slots at the end of the second."""
+    served: float
+    """Requests per second each of them completed."""
+    queued: tuple = ()
+    """The queue time of their completions, first in, first out (as :attr:`Served.queued`)."""
 
-
-def compile_cold_extra_seconds(w: Workload) -> int:
-    """What a replica that finds vLLM's shared compile cache empty adds to the load (components/model_startup.py
-    ``server_start_seconds``); 0 without such a cache, or when ``serviceModel.modelLoadSeconds`` states the load."""
-    est = load_estimate(w)
-    if est is None or est.cold_overhead_seconds is None or w.service_model.model_load_seconds is not None:
-        return 0
-    return est.cold_overhead_seconds - est.overhead_seconds
-
-
-def cache_fill_seconds(w: Workload) -> Optional[int]:
-    """The expected load of the replica that fills a Fluid weights cache from OSS (catalogs/timeouts.py
-    ``FLUID_FILL_RATE``); None without such a cache, or when ``serviceModel.modelLoadSeconds`` states the load."""
-    est = load_estimate(w)
-    if est is None or est.fill_expected_seconds is None or w.service_model.model_load_seconds is not None:
-        return None
-    return math.ceil(est.fill_expected_seconds)
-
-
-def _service_plan(cfg: PlatformConfig, w: Workload) -> ServicePlan:
-    sm = w.service_model
-    first = w.autoscaling.metrics[0]
-    kind = metric_kind(first.metric)
-    load, pull, basis = startup_times(w)
-    s = sm.service_time_ms / 1000.0
-    c = sm.concurrency
-    if kind in ("queue_time", "queue_length", "running", "latency"):
-        unit = TIME_UNITS[METRICS[first.metric].unit] if kind in ("queue_time", "latency") else 1.0
-        buckets = METRICS[first.metric].sources[0].buckets if kind == "latency" else ()
-        extra = dict(time_unit=unit, concurrency=c, buckets=buckets, latency=LATENCY.get(first.metric, ""),
-                     first_token_s=(sm.first_token_ms or 0.0) / 1000.0, startup_basis=basis)
-        plan = ServicePlan(kind, 0.0, c / s, s, load, pull, **extra)
-        # the steady load at which the metric reads its target (M/M/1: Wq = S rho / (1 - rho), Lq = rho^2 / (1 - rho))
-        return ServicePlan(kind, plan.served_at_level(first.target), c / s, s, load, pull, **extra)
-    full = full_scale(cfg, w, first.metric)
-    r = sm.requests_per_second_at_target
-    return ServicePlan(kind, r, r * full / first.target, s, load, pull, full_scale=full,
-                       concurrency=c, first_token_s=(sm.first_token_ms or 0.0) / 1000.0, startup_basis=basis)
-
-
-def startup_times(w: Workload) -> tuple[int, int, str]:
-    """(model load seconds, image pull seconds, where they come from) of one simulated replica: the stack's
-    ``serviceModel`` figures when set; else the expected load of ``model`` (not the probe budget, which is the most
-    a replica is allowed, not what it takes) and, for weights in the image, their pull; else the startup probe
-    budget."""
-    sm = w.service_model
-    est = load_estimate(w)
-    pull = sm.image_pull_seconds + (est.image_pull_extra_seconds if est is not None else 0)
-    pull_basis = (f"image pull serviceModel.imagePullSeconds {sm.image_pull_seconds}s + "
-                  f"{est.image_pull_extra_seconds}s for {est.size_gib:g} GiB of weights in the image"
-                  if est is not None and est.image_pull_extra_seconds else "image pull serviceModel.imagePullSeconds")
-    pull, on_demand = pull_seconds(w, pull)
-    if on_demand:
-        pull_basis += f" {on_demand}"
-    if w.pre_pull:
-        pull_basis += "; pre-pulled (prePull) on nodes from their start"
-    if sm.model_load_seconds is not None:
-        return sm.model_load_seconds, pull, f"model load serviceModel.modelLoadSeconds; {pull_basis}"
-    if est is not None:
-        return (math.ceil(est.expected_seconds), pull,
-                f"model load expected from model: {est.describe()}; {pull_basis}")
-    return (startup_budget_seconds(w), pull,
-            f"model load = the startup probe budget (no model, no serviceModel.modelLoadSeconds); {pull_basis}")
+    @property
+    def queued_s(self) -> float:
+        return sum(share * wait for share, wait in self.queued)
 
 
 @dataclass(frozen=True)
@@ -336,15 +290,19 @@ class Served:
     served: float
     """Requests completed this second (all replicas)."""
     dropped: float
-    """Requests refused or lost: arrivals with no ready replica, and the queue of the last replica to go."""
+    """Requests refused or lost: arrivals with no ready replica, and the queue of a replica that went away."""
     x: float
-    """Requests in each ready replica at the end of the second."""
+    """Requests per ready replica at the end of the second (their mean)."""
     ready: int
     rho: float = 0.0
-    """Utilization of each ready replica's slots at the end of the second."""
+    """Utilization of the ready replicas' slots at the end of the second (their mean)."""
     queued: tuple = ()
     """The queue time of this second's completions, first in, first out: ``(share, seconds)`` pairs, one per
     arrival cohort they came from, shares summing to 1 (empty when nothing completed)."""
+    replicas: tuple = ()
+    """Per state of the ready replicas, its :class:`ReplicaServed` (one entry while every replica is alike)."""
+    by_replica: Optional[dict] = dataclasses.field(default=None, compare=False, hash=False, repr=False)
+    """Replica (the key :meth:`Queue.serve` was given, a pod's name) -> its :class:`ReplicaServed`."""
 
     @property
     def load(self) -> float:
@@ -356,10 +314,27 @@ class Served:
         """Mean queue time of this second's completions (what a queue-duration counter adds per completion)."""
         return sum(share * wait for share, wait in self.queued)
 
+    def of(self, replica) -> ReplicaServed:
+        """The state of one ready replica; a replica the queue does not know reads the replicas' mean (a caller
+        that named its replicas by count only)."""
+        found = self.by_replica.get(replica) if self.by_replica else None
+        if found is not None:
+            return found
+        if len(self.replicas) == 1:
+            return self.replicas[0]
+        return ReplicaServed(1, self.x, self.rho, self.load, self.queued)
 
-class Queue:
-    """The requests in the system, spread evenly over the ready replicas (the ingress balances per request), and
-    the line of those waiting, first in, first out.
+    def mean(self, level) -> float:
+        """The mean over the ready replicas of ``level(x)``: what an average of the pods' own readings gives (the
+        HPA's average of per-pod metrics), which differs from ``level`` of the mean ``x`` once replicas hold
+        different queues."""
+        if not self.replicas:
+            return level(self.x)
+        return sum(r.count * level(r.x) for r in self.replicas) / sum(r.count for r in self.replicas)
+
+
+class Line:
+    """One replica's line of waiting requests, first in, first out.
 
     The line lives on a cumulative position axis: ``arrived`` is how many requests ever arrived, ``left`` how many
     ever left the line (began service, or were lost). The ``Lq`` waiting now are positions ``(arrived - Lq,
@@ -370,64 +345,23 @@ class Queue:
 
     MAX_COHORTS = 512
 
-    def __init__(self, plan: ServicePlan, demand: float = 0.0, ready: int = 0):
-        self.plan = plan
-        self.in_system = 0.0
-        self.clock = 0.0
+    def __init__(self) -> None:
         self.arrived = 0.0
         self.left = 0.0
         self.cohorts: deque = deque()
-        self._last_wait = 0.0
-        if ready and demand:
-            rho = demand / ready / plan.capacity_rps
-            # steady state below saturation; a start above it starts with an empty queue that then grows
-            if rho < 1:
-                x = plan.slots.x_at_rho(rho)
-                self.in_system = ready * x
-                # the steady line: the requests waiting arrived at ``demand`` over the last Lq / demand seconds
-                waiting = ready * plan.waiting(x)
-                self.arrived = waiting
-                self.cohorts.append([0.0, -waiting / demand, demand])
-                self._last_wait = waiting / demand
+        self.last_wait = 0.0
 
-    def now(self, demand: float, ready: int) -> Served:
-        """The state as it stands (steady at the start of a run), without a second passing."""
-        x = self.in_system / ready if ready else 0.0
-        served = min(demand, ready * self.plan.capacity_rps)
-        return Served(served, 0.0, x, ready, self.plan.rho(x), ((1.0, self._last_wait),) if served else ())
+    @classmethod
+    def steady(cls, waiting: float, rate: float) -> "Line":
+        """The steady line: the ``waiting`` requests arrived at ``rate`` over the last ``waiting / rate`` seconds."""
+        line = cls()
+        if rate > 0:
+            line.arrived = waiting
+            line.cohorts.append([0.0, -waiting / rate, rate])
+            line.last_wait = waiting / rate
+        return line
 
-    def serve(self, demand: float, ready: int, dt: float = 1.0) -> Served:
-        start = self.clock
-        self.clock += dt
-        if ready == 0:
-            dropped = demand * dt + self.in_system
-            self.in_system = 0.0
-            self.arrived += demand * dt
-            self.left = self.arrived
-            self.cohorts.clear()
-            return Served(0.0, dropped, 0.0, 0)
-        self._join(start, demand, dt)
-        mu_dt = self.plan.capacity_rps * dt
-        a = self.in_system / ready + demand / ready * dt
-        # implicit Euler on dx/dt = lambda - mu rho(x): y + mu dt rho(y) = a
-        if self.plan.concurrency == 1:
-            b = 1 + mu_dt - a
-            y = (-b + math.sqrt(b * b + 4 * a)) / 2
-            waiting = y * y / (1 + y)
-        else:
-            rho = self.plan.rho
-            lo, hi = 0.0, a
-            for _ in range(50):
-                mid = (lo + hi) / 2
-                lo, hi = (mid, hi) if mid + mu_dt * rho(mid) < a else (lo, mid)
-            y = hi
-            waiting = self.plan.waiting(y)
-        served = (a - y) * ready
-        self.in_system = y * ready
-        queued = self._leave(start, dt, max(self.arrived - ready * waiting, self.left)) if served > 0 else ()
-        return Served(served / dt, 0.0, y, ready, self.plan.rho(y), queued)
-
-    def _join(self, start: float, demand: float, dt: float) -> None:
+    def join(self, start: float, demand: float, dt: float) -> None:
         """This second's arrivals join the end of the line (one more cohort unless they continue the last one)."""
         if demand <= 0:
             return
@@ -454,13 +388,13 @@ class Queue:
             merged.append([first[0], first[1], (end_pos - first[0]) / span if span > 0 else first[2]])
         self.cohorts = merged
 
-    def _leave(self, start: float, dt: float, left: float) -> tuple:
+    def leave(self, start: float, dt: float, left: float) -> tuple:
         """The positions ``(self.left, left]`` leave the line uniformly over this second: their queue time per
         cohort (positions and times are both linear inside a cohort's stretch, so its mean is at the midpoint)."""
         left = min(left, self.arrived)
         n = left - self.left
         if n <= 1e-12:
-            return ((1.0, self._last_wait),)
+            return ((1.0, self.last_wait),)
         out = []
         lo = self.left
         cohorts = self.cohorts
@@ -477,15 +411,182 @@ class Queue:
             lo = max(lo, hi)
         self.left = left
         if not out:
-            return ((1.0, self._last_wait),)
-        self._last_wait = out[-1][1]
+            return ((1.0, self.last_wait),)
+        self.last_wait = out[-1][1]
         return tuple(out)
 
 
-def replica_units(cfg: PlatformConfig, w: Workload) -> tuple[float, str]:
-    """GPU units one replica holds, in the pool's own unit (GPU, MIG instance, GiB of cGPU memory)."""
-    facts = all_pool_facts(cfg)[w.node_pool]
-    if facts.mode == "cgpu":
-        return float(w.gpu.memory_gib or 0), "GiB of GPU memory"
-    resource = facts.resource_for(w.gpu)
-    return float(w.gpu.count or 1), facts.unit_of(resource) if resource else facts.unit
+class _State:
+    """Ready replicas that hold the same requests: ``x`` in each, and the line of each (one line stands for all:
+    their arrivals and services are the same)."""
+    __slots__ = ("x", "members", "line")
+
+    def __init__(self, x: float, members: set, line: Line):
+        self.x, self.members, self.line = x, members, line
+
+
+def _replica_keys(ready) -> list:
+    return list(range(ready)) if isinstance(ready, int) else list(ready)
+
+
+class Queue:
+    """The requests in each ready replica and the line of those waiting in it, first in, first out.
+
+    Each replica keeps the requests queued on it: the balancer in front of the replicas spreads the arrivals, not the
+    backlog. What it spreads is each new request over the ready endpoints with no regard to their queues: kube-proxy
+    sends a new connection to one endpoint at random with equal probability (kubernetes ``pkg/proxy/iptables/
+    proxier.go`` ``writeServiceToEndpointRules``: ``-m statistic --mode random --probability 1/(n-i)`` per endpoint;
+    IPVS mode's default scheduler is round robin), ingress-nginx sends each request to the next endpoint in turn
+    (``rootfs/etc/nginx/lua/balancer.lua``: ``DEFAULT_LB_ALG = "round_robin"`` unless an Ingress sets
+    ``load-balance``; the package sets none). Either way each ready replica receives ``lambda / n`` and its own
+    ``x`` moves by ``dx/dt = lambda / n - mu rho(x)``: a replica that turns ready starts empty and takes its share
+    of the new arrivals, while the one that built a backlog drains it at its own rate.
+
+    Replicas whose states coincide (all of them in steady state, those that turned ready together) are kept as one
+    state (:class:`_State`), so a run costs one step per distinct state, not per replica. Replicas are named by the
+    keys :meth:`serve` is given (the pods' names); an ``int`` names ``0 .. n - 1``."""
+
+    MERGE = 1e-6
+    """States closer than this (relative to ``1 + x``) are one: the fluid converges to it geometrically."""
+
+    def __init__(self, plan: ServicePlan, demand: float = 0.0, ready=0):
+        self.plan = plan
+        self.clock = 0.0
+        self.states: list[_State] = []
+        self._state_of: dict = {}
+        keys = _replica_keys(ready)
+        self._keys = keys
+        """The replicas as last seen (a second whose ready set did not change has nothing to reconcile)."""
+        if keys:
+            x, line = 0.0, Line()
+            per = demand / len(keys)
+            # steady state below saturation; a start above it starts with an empty queue that then grows
+            if 0 < per < plan.capacity_rps:
+                x = plan.slots.x_at_rho(per / plan.capacity_rps)
+                line = Line.steady(plan.waiting(x), per)
+            self._add(_State(x, set(keys), line))
+
+    @property
+    def in_system(self) -> float:
+        """Requests in all ready replicas."""
+        return sum(st.x * len(st.members) for st in self.states)
+
+    def x_of(self, replica) -> float:
+        st = self._state_of.get(replica)
+        return st.x if st is not None else 0.0
+
+    def _add(self, st: _State) -> None:
+        self.states.append(st)
+        for k in st.members:
+            self._state_of[k] = st
+
+    def remove(self, replicas) -> list:
+        """Replicas taken out of service (a scale-in): the requests each held, which leave with it."""
+        out = []
+        self._keys = None
+        for k in replicas:
+            st = self._state_of.pop(k, None)
+            if st is None:
+                out.append(0.0)
+                continue
+            out.append(st.x)
+            st.members.discard(k)
+        self.states = [st for st in self.states if st.members]
+        return out
+
+    def _reconcile(self, keys: list) -> float:
+        """Follow the ready set: a replica gone without :meth:`remove` loses its requests (returned), a new one
+        starts empty."""
+        if keys == self._keys:
+            return 0.0
+        self._keys = keys
+        present = set(keys)
+        lost = 0.0
+        if len(present) != len(self._state_of) or any(k not in present for k in self._state_of):
+            gone = [k for k in self._state_of if k not in present]
+            lost = sum(self.remove(gone))
+        new = [k for k in keys if k not in self._state_of]
+        if new:
+            empty = next((st for st in self.states if st.x == 0.0 and st.line.arrived <= st.line.left), None)
+            if empty is not None:
+                empty.members.update(new)
+                for k in new:
+                    self._state_of[k] = empty
+            else:
+                self._add(_State(0.0, set(new), Line()))
+        return lost
+
+    def now(self, demand: float, ready) -> Served:
+        """The state as it stands (steady at the start of a run), without a second passing."""
+        keys = _replica_keys(ready)
+        if not keys:
+            return Served(0.0, 0.0, 0.0, 0)
+        per = demand / len(keys)
+        parts = []
+        for st in self.states:
+            served = min(per, self.plan.capacity_rps)
+            parts.append((st, ReplicaServed(len(st.members), st.x, self.plan.rho(st.x), served,
+                                            ((1.0, st.line.last_wait),) if served else ())))
+        return self._served(parts, 0.0)
+
+    def _served(self, parts: list, dropped: float) -> Served:
+        if len(parts) == 1:  # every replica alike: the common case, kept cheap
+            r = parts[0][1]
+            return Served(r.count * r.served, dropped, r.x, r.count, r.rho, r.queued, (r,))
+        replicas = tuple(r for _, r in parts)
+        n = sum(r.count for r in replicas)
+        if not n:
+            return Served(0.0, dropped, 0.0, 0)
+        total = sum(r.count * r.served for r in replicas)
+        queued = []
+        if total > 0:
+            for r in replicas:
+                weight = r.count * r.served / total
+                if weight > 0:
+                    queued.extend((weight * share, wait) for share, wait in r.queued)
+        by_replica = {k: r for st, r in parts for k in st.members}
+        return Served(total, dropped, sum(r.count * r.x for r in replicas) / n, n,
+                      sum(r.count * r.rho for r in replicas) / n, tuple(queued), replicas, by_replica)
+
+    def serve(self, demand: float, ready, dt: float = 1.0) -> Served:
+        start = self.clock
+        self.clock += dt
+        keys = _replica_keys(ready)
+        lost = self._reconcile(keys)
+        if not keys:
+            return Served(0.0, demand * dt + lost, 0.0, 0)
+        per = demand / len(keys)
+        mu_dt = self.plan.capacity_rps * dt
+        parts = []
+        for st in self.states:
+            st.line.join(start, per, dt)
+            a = st.x + per * dt
+            y = self.plan.slots.step(a, mu_dt)
+            waiting = self.plan.waiting(y)
+            done = a - y
+            queued = st.line.leave(start, dt, max(st.line.arrived - waiting, st.line.left)) if done > 0 else ()
+            st.x = y
+            parts.append((st, ReplicaServed(len(st.members), y, self.plan.rho(y), done / dt, queued)))
+        served = self._served(parts, lost)
+        self._coalesce()
+        return served
+
+    def _coalesce(self) -> None:
+        """States that have converged become one (the larger keeps its line; requests are kept)."""
+        if len(self.states) < 2:
+            return
+        self.states.sort(key=lambda st: st.x)
+        kept = [self.states[0]]
+        for st in self.states[1:]:
+            last = kept[-1]
+            if abs(st.x - last.x) <= self.MERGE * (1 + st.x):
+                big, small = (last, st) if len(last.members) >= len(st.members) else (st, last)
+                n_big, n_small = len(big.members), len(small.members)
+                big.x = (big.x * n_big + small.x * n_small) / (n_big + n_small)
+                big.members |= small.members
+                for k in small.members:
+                    self._state_of[k] = big
+                kept[-1] = big
+            else:
+                kept.append(st)
+        self.states = kept

@@ -5,7 +5,7 @@ read with the adapter's per-pod query of the workload's pods over that minute, o
 ``below``: ``max(<per-pod query>[1m]) > bool <below>``. The simulator evaluates that very expression
 (:func:`gpuplatform.components.slo_alerts.bad_minute_expr`) with its PromQL engine on the series its Prometheus
 scraped (:mod:`gpuplatform.simulate.scrape`), so a run and the recording rule on the same samples find the same bad
-minutes (tests/promtool/test_slo_sli_agreement.py). A minute in which no pod reports the metric has no reading
+minutes (tests/promtool/gpuplatform/simulate/test_slo_sli_agreement.py). A minute in which no pod reports the metric has no reading
 and is not bad. ``simulate`` also counts a minute in which requests failed (no ready replica: ingress-nginx answers
 503; or lost at a scale-in) as bad: no pod reports those, so the burn-rate alerts do not see them.
 

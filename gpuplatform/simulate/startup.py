@@ -26,15 +26,13 @@ from __future__ import annotations
 
 from typing import Optional
 
-from gpuplatform.components.model_startup import load_estimate
-
 PHASES = ("scale_up_decision", "autoscaler_scan", "node_provisioning", "scheduling", "image_pull", "model_load",
           "probe")
 
 
 def capacity_path(ready_pods: list, increase_at: float, setup) -> Optional[dict]:
     """The phases of the ready replica that turned ready last after ``increase_at`` (None when capacity covered the
-    load without a new replica). ``setup``: the simulation's ``Setup``."""
+    load without a new replica). ``setup``: the simulation's ``WorkloadSetup``."""
     pods = [p for p in ready_pods if p.created >= increase_at and p.node is not None]
     if not pods:
         return None
@@ -56,9 +54,8 @@ def capacity_path(ready_pods: list, increase_at: float, setup) -> Optional[dict]
     out = {"scale_up_decision": t1 - increase_at, "autoscaler_scan": t2 - t1, "node_provisioning": t3 - t2,
            "scheduling": t4 - t3, "image_pull": t5 - t4, "model_load": float(load), "probe": pod.ready_at - t6,
            "total": pod.ready_at - increase_at, "new_node": node.created >= t1}
-    w = setup.workload
-    est = load_estimate(w)
-    if est is not None and w.service_model.model_load_seconds is None:
+    est = setup.load_estimate
+    if est is not None:
         out["model_load_parts"] = {"server_start": est.overhead_seconds, "weights": round(est.read_seconds, 1),
                                    "weights_mib_per_second": est.mib_per_second, "streamed": est.streamed}
         if est.cold_overhead_seconds is not None:

@@ -206,9 +206,13 @@ def default_steps(edge: Optional[float]) -> tuple:
 
 
 def first_scale_up_sweep(cfg: PlatformConfig, workload: str, steps=None) -> SweepResult:
+    """:func:`sweep_of` the workload's setup."""
+    return sweep_of(setup(cfg, workload), steps)
+
+
+def sweep_of(s: Setup, steps=None) -> SweepResult:
     """Every phase of the loops at each step size: by default the grid above the tolerance edge and the steps just
     above it (:func:`default_steps`), with the edge ladder reported apart."""
-    s = setup(cfg, workload)
     at = warm_up_s(s)
     edge = tolerance_edge(s, at)
     if steps is None:
@@ -387,13 +391,17 @@ def _wake_up_run(s: Setup, trace: Trace, phases: Phases, at: int, nodes: int):
 
 
 def wake_up_sweep(cfg: PlatformConfig, workload: str) -> Optional[WakeUpResult]:
+    """:func:`wake_up_of` the workload's setup."""
+    return wake_up_of(setup(cfg, workload))
+
+
+def wake_up_of(s: Setup) -> Optional[WakeUpResult]:
     """The wake-up of a scale-to-zero KEDA workload (None for any other) when the load one replica serves at
     target arrives at zero replicas, over every scrape and poll phase. The exporter's collection and the HPA's sync
     do not take part: at zero the pod-sourced series do not exist and the HPA KEDA owns does nothing ("scaling is
     disabled since the replica count of the target is zero", kubernetes ``pkg/controller/podautoscaler/
     horizontal.go``); the first replica's start-up is its pod's image pull and model load, on a node still up
     when the gap was shorter than the cluster autoscaler's scale-down, else on a new one."""
-    s = setup(cfg, workload)
     if not scales_to_zero(s):
         return None
     load = s.plan.rps_at_target
@@ -489,8 +497,9 @@ def cached_sweep(cfg: PlatformConfig, workload: str) -> dict:
         return json.loads(path.read_text())
     except (OSError, ValueError):
         pass
-    doc = first_scale_up_sweep(cfg, workload).to_json()
-    wake = wake_up_sweep(cfg, workload)
+    s = setup(cfg, workload)
+    doc = sweep_of(s).to_json()
+    wake = wake_up_of(s)
     if wake is not None:
         doc["wakeUp"] = wake.to_json()
     try:

@@ -50,7 +50,7 @@ from gpuplatform.components.model_startup import default_scale_down_window_secon
 from gpuplatform.components.pools import all_pool_facts
 from gpuplatform.components.validation import validate
 from gpuplatform.simulate.engine import Result, Simulation, find_workload, setup
-from gpuplatform.simulate.service import service_plan
+from gpuplatform.simulate.workload_setup import service_plan
 from gpuplatform.simulate.slo import MINUTE_S, error_budget_minutes
 from gpuplatform.simulate.traces import Trace
 

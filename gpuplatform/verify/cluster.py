@@ -138,7 +138,9 @@ def _system_pods_cause(cfg: PlatformConfig) -> str:
                  "larger instanceTypes)")
         return (f"no node admits them: {where}; GPU pools are tainted and ACK keeps its system pods off "
                 f"autoscaled nodes ({autoscaled}), so only the system pool can run them")
-    ack = f"; ACK keeps its system pods off autoscaled nodes ({autoscaled})" if cfg.is_ack else ""
+    cloud = cfg.cloud
+    ack = (f"; {cloud.title} keeps its system pods off autoscaled nodes ({autoscaled})"
+           if cloud.autoscaled_node_labels() else "")
     return (f"no node admits them: the cluster has no untainted node with room for them (GPU pools are tainted{ack}); "
             "add CPU nodes that are neither tainted nor autoscaled, or free room on the existing ones")
 
@@ -186,7 +188,7 @@ def check_system_pods(cfg: PlatformConfig, core: k8s.CoreV1Api) -> CheckResult:
 
 def uses_cgpu_component(cfg: PlatformConfig) -> bool:
     """A dedicated ACK cluster (adopted, not Pro) with cGPU pools: its cGPU is the legacy ack-cgpu component."""
-    return (cfg.cluster.kind == "ack-existing" and not cfg.cluster.professional
+    return (cfg.cloud.legacy_sharing_component()
             and any(p.sharing.mode == "cgpu" for p in cfg.node_pools))
 
 

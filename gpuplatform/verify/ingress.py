@@ -31,7 +31,7 @@ def check_ingress(cfg: PlatformConfig, w: Workload, name: str, networking: k8s.N
     addresses = [a.ip or a.hostname for a in lb if a.ip or a.hostname]
     if addresses:
         return _pass("ingress.address", subject, f"address {', '.join(addresses)} (class {ing.class_name})")
-    if ing.controller_for(cfg.is_ack) == "addon":
+    if ing.controller_for(cfg.cloud) == "addon":
         cause = ("ACK's nginx-ingress-controller add-on is not running or its SLB was not created (kube-system "
                  "pods nginx-ingress-controller; the add-on status in the ACK console)")
     else:

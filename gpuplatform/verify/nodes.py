@@ -19,7 +19,7 @@ def _capacity_cause(pool: PoolFacts, node: k8s.V1Node) -> str:
         return (f"fake-gpu-operator is not running or its topology has no pool '{pool.name}' (node label "
                 f"{sharing.SIMULATED_POOL_LABEL}={pool.name} missing or the status-updater has not run)")
     if pool.mode == "cgpu":
-        addon = sharing.ACK_SHARING_ADDON if pool.on_ack else "the GPU sharing device plugin"
+        addon = pool.cloud.sharing_component()
         return (f"GPU sharing component not installed or not running on the node ({addon}; dedicated clusters "
                 f"use {sharing.ACK_LEGACY_SHARING_ADDON}); it only serves nodes labelled "
                 f"{sharing.ACK_SCHEDULE_LABEL}={pool.cgpu_policy}")
@@ -28,8 +28,7 @@ def _capacity_cause(pool: PoolFacts, node: k8s.V1Node) -> str:
         return (f"MIG partitions not applied: {sharing.NVIDIA_MIG_STATE_LABEL}={state} (MIG manager not running, "
                 f"still reconfiguring, or failed), or the device plugin does not run the '{pool.mig_strategy}' "
                 f"MIG strategy that exposes {pool.resource_name}")
-    where = (f"ack-nvidia-device-plugin only selects {sharing.ACK_SCHEDULE_LABEL}={sharing.ACK_EXCLUSIVE}"
-             if pool.on_ack else "NVIDIA device plugin / GPU Operator not installed on the node")
+    where = pool.cloud.device_plugin_hint()
     return f"NVIDIA device plugin not running or the driver is not ready on the node ({where})"
 
 
@@ -124,7 +123,7 @@ def _allocatable(node: k8s.V1Node, field: str = "allocatable") -> dict[str, int]
 def _mig_manager_runs(pool: PoolFacts) -> bool:
     """The GPU Operator's mig-manager partitions the pool's GPUs (kubeconfig clusters with real GPUs); ACK
     partitions them itself and fake-gpu-operator only simulates them."""
-    return pool.mode == "mig" and not pool.on_ack and not pool.simulated
+    return pool.mode == "mig" and not pool.cloud.partitions_mig and not pool.simulated
 
 
 def _mig_cause(pool: PoolFacts, node: k8s.V1Node) -> str:
@@ -233,13 +232,7 @@ def check_mig_partitioned(pool: PoolFacts, nodes: list) -> CheckResult:
             return _pass("nodes.mig-partitioned", subject,
                          f"no whole GPUs beyond the layout's {allowed} MIG-disabled GPU(s) per node")
         return _pass("nodes.mig-partitioned", subject, "no whole GPUs left: every GPU is in MIG mode")
-    if pool.on_ack:
-        cause = (f"ACK partitions GPUs of nodes labelled {sharing.ACK_SCHEDULE_LABEL}={sharing.ACK_MIG} through "
-                 f"{sharing.ACK_SHARING_ADDON}: check the add-on is installed and its pods run on the node, and that "
-                 f"the node's MIG layout label {sharing.NVIDIA_MIG_CONFIG_LABEL}={pool.node_labels.get(sharing.NVIDIA_MIG_CONFIG_LABEL)} "
-                 "is the key ACK reads (unverified: see docs/ack.md)")
-    else:
-        cause = _mig_cause(pool, first)
+    cause = pool.cloud.mig_partition_cause(pool) or _mig_cause(pool, first)
     return _fail("nodes.mig-partitioned", subject, "whole GPUs outside MIG mode: " + "; ".join(whole), cause)
 
 

@@ -264,7 +264,7 @@ def check_instance_stock(cfg: PlatformConfig, api) -> list[CheckResult]:
 
 def run_preflight(cfg: PlatformConfig, api) -> list[CheckResult]:
     """Every preflight check; API errors become failed checks."""
-    if not cfg.is_ack:
+    if not cfg.cloud.has_account:
         return [_pass("account.preflight", "cluster", "a kubeconfig cluster: no Alibaba Cloud account to check")]
     return check_service_roles(cfg, api) + [check_vcpu_quota(cfg, api)] + check_instance_stock(cfg, api)
 
@@ -272,7 +272,7 @@ def run_preflight(cfg: PlatformConfig, api) -> list[CheckResult]:
 def preflight_main(cfg: PlatformConfig, fmt: str = "table", out: TextIO = sys.stdout, api=None,
                    env: Optional[dict] = None) -> int:
     """Exit code: 0 all checks pass, 1 a check failed, 2 no credentials to read the account with."""
-    if cfg.is_ack and api is None:
+    if cfg.cloud.has_account and api is None:
         api = api_from_environment(cfg.cluster.region, env)
         if api is None:
             names = " or ".join(f"{k} and {s}" for k, s in CREDENTIAL_ENV)

@@ -42,12 +42,13 @@ def run_verify(cfg: PlatformConfig, api_client: k8s.ApiClient) -> list[CheckResu
                       "wrong kubeconfig/context, expired credentials, or the API endpoint is not reachable from "
                       "here (private endpoint without VPC access)")]
     results = [_pass("cluster.reachable", api_client.configuration.host, f"Kubernetes {version.git_version}")]
-    if cfg.is_ack:
-        results.append(check_credential(api_client))
-        results.append(check_csi_driver(k8s.StorageV1Api(api_client)))
-        network = check_pod_network(cfg, core)
-        if network is not None:
-            results.append(network)
+    cloud_checks = {"credential": lambda: check_credential(api_client),
+                    "csi-driver": lambda: check_csi_driver(k8s.StorageV1Api(api_client)),
+                    "pod-network": lambda: check_pod_network(cfg, core)}
+    for name in cfg.cloud.cluster_checks:  # the checks only the cluster's cloud answers
+        result = cloud_checks[name]()
+        if result is not None:
+            results.append(result)
     results.append(check_system_pods(cfg, core))
 
     pools = all_pool_facts(cfg)

@@ -1,9 +1,11 @@
 """``model.wake-time``: how long a sleeping replica really takes to wake, measured live, against the estimate the
 warm set is planned with (catalogs/servers.py ``wake_seconds``); what ``model.load-time`` is to a cold start.
 
-For a vLLM workload whose command line enables sleep mode (``--enable-sleep-mode``) and whose environment serves
-its endpoints (``VLLM_SERVER_DEV_MODE=1``: catalogs/servers.py ``VLLM_SLEEP``), per pod of the workload
-(label ``app.kubernetes.io/name``):
+For a model of a pool's warm set, per holder pod of the set (components/warm_set.py: label
+``app.kubernetes.io/name: warm-set-<pool>``, the model's port there; a holder the waker has woken a replica in is
+left alone); for any other vLLM workload whose command line enables sleep mode (``--enable-sleep-mode``) and whose
+environment serves its endpoints (``VLLM_SERVER_DEV_MODE=1``: catalogs/servers.py ``VLLM_SLEEP``), per pod of the
+workload (label ``app.kubernetes.io/name``):
 
 1. ``GET /is_sleeping`` on the server's API port finds the replicas asleep (``{"is_sleeping": true}``);
 2. the first one asleep is woken, ``POST /wake_up``, and ``GET /is_sleeping`` polled until it answers false: the
@@ -28,7 +30,7 @@ from kubernetes import client as k8s
 from gpuplatform.catalogs import servers
 from gpuplatform.components.config import PlatformConfig, Workload
 from gpuplatform.components.model_startup import load_estimate
-from gpuplatform.components.warm_set import sleep_endpoints
+from gpuplatform.components.warm_set import AWAKE_LABEL, holder_name, holder_ports, models_of, sleep_endpoints
 from gpuplatform.components.workload_manifests import selector
 from gpuplatform.verify.kube import REQUEST_TIMEOUT, _api_error, _selector_string
 from gpuplatform.verify.results import CheckResult, _fail, _pass, _warn
@@ -66,6 +68,17 @@ def sleep_mode_served(w: Workload) -> bool:
     return mode is not None and mode.server == "vllm"
 
 
+def where_asleep(cfg: PlatformConfig, w: Workload) -> Optional[tuple[dict, int]]:
+    """(pod labels, API port) of the replicas of ``w`` that sleep: the holders of its pool's warm set, on the
+    model's port there (components/warm_set.py), else its own pods when they serve sleep mode; None: neither."""
+    pool = cfg.pool(w.node_pool)
+    if pool is not None and any(m.name == w.name for m in models_of(cfg, pool)):
+        return {"app.kubernetes.io/name": holder_name(pool)}, holder_ports(cfg, pool)[w.name]
+    if sleep_mode_served(w):
+        return selector(w), _api_port(w)
+    return None
+
+
 def _api_port(w: Workload) -> int:
     http = [p for p in w.ports if p.protocol == "http"]
     return (http or w.ports)[0].container_port
@@ -84,21 +97,25 @@ def _sleeping(request: Request, ns: str, pod: str, port: int) -> Optional[bool]:
 def check_wake_time(cfg: PlatformConfig, w: Workload, core: k8s.CoreV1Api, request: Request,
                     clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep,
                     timeout_s: float = WAKE_TIMEOUT_SECONDS) -> Optional[CheckResult]:
-    """None for a workload whose servers do not serve sleep mode."""
-    if not sleep_mode_served(w):
+    """None for a workload with no replica that can sleep (neither in a warm set nor serving sleep mode itself)."""
+    where = where_asleep(cfg, w)
+    if where is None:
         return None
+    labels, port = where
     ns = cfg.workload_namespace(w)
     subject = f"deployment/{ns}/{w.name}"
     pool = cfg.pool(w.node_pool)
     level = pool.warm_set.sleep_level if pool is not None and pool.warm_set is not None else 1
-    port = _api_port(w)
     try:
-        pods = core.list_namespaced_pod(ns, label_selector=_selector_string(selector(w)),
+        pods = core.list_namespaced_pod(ns, label_selector=_selector_string(labels),
                                         _request_timeout=REQUEST_TIMEOUT).items or []
     except Exception as exc:  # noqa: BLE001
         return _fail(CHECK, subject, f"cannot list the workload's pods ({_api_error(exc)})",
                      f"the credentials lack 'list pods' in {ns}")
-    running = [p.metadata.name for p in pods if p.status is not None and p.status.phase == "Running"]
+    # a holder whose waker has woken one of its replicas is serving on its GPU: waking another would take that GPU's
+    # memory from it
+    running = [p.metadata.name for p in pods if p.status is not None and p.status.phase == "Running"
+               and AWAKE_LABEL not in ((p.metadata.labels or {}) if p.metadata is not None else {})]
     asleep, unknown = [], []
     for name in running:
         try:

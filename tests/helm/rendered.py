@@ -61,7 +61,7 @@ def triton_mig() -> dict:
 
 
 # Examples 005 and 006 as shipped read their weights from a Fluid cache, whose Dataset and JindoRuntime kinds come
-# from ack-fluid, a prerequisite whose CRDs no chart of the stack installs (tests/test_fluid_cache.py pins their fields
+# from ack-fluid, a prerequisite whose CRDs no chart of the stack installs (tests/components/test_fluid_cache.py pins their fields
 # to the shapes of Fluid's api/v1alpha1 types): the charts are rendered here for their plain variants.
 def vllm_queue() -> dict:
     """Example 005 (plain): vLLM on A10s, metrics from its API port, an HPA on requests waiting, a streaming

@@ -7,7 +7,6 @@ privileged (upstream adds SYS_ADMIN and never runs it privileged), an ubuntu Dae
 kind, and dcgm-exporter installed into a team's namespace with extra host paths."""
 import copy
 import re
-from pathlib import Path
 
 import pytest
 import yaml
@@ -18,10 +17,10 @@ from gpuplatform.check import read_manifests, run_policies
 from gpuplatform.policies import system
 from gpuplatform.policies.registry import resource_from
 from gpuplatform.records import RegisteredResource
+from support import FIXTURES_DIR, REPO
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "system_components"
-CORPUS = Path(__file__).resolve().parents[1] / "fixtures" / "corpus"
-REPO = Path(__file__).resolve().parents[2]
+FIXTURES = FIXTURES_DIR / "system_components"
+CORPUS = FIXTURES_DIR / "corpus"
 HOST_ACCESS = {"pod-no-privileged", "pod-no-host-namespaces", "pod-restricted-volumes"}
 
 

@@ -45,9 +45,10 @@ test: $(VENV)/.installed $(WHEELHOUSE)/.complete engines
 	  $(PY) -m pytest -n 2 -rs -m realengines
 
 # The autoscaling chain on the real controllers (kwok pods, emulated servers, Prometheus, prometheus-adapter, the HPA
-# controller) against `simulate` on the same arrivals, one scenario after another (four to five minutes of real time
-# each; root for the control plane's network namespace, Debian's prometheus): prints the agreement table
-# (docs/real-loop.md). SCENARIOS=name... runs only those.
+# controller, Karpenter for the node-autoscaling scenarios) against `simulate` on the same arrivals, one scenario
+# after another (four to seven minutes of real time each; root for the control plane's network namespace, Debian's
+# prometheus): prints the agreement table and, for the two-workload scenario, `simulate --tune`'s placeholders
+# against minReplicas (docs/real-loop.md). SCENARIOS=name... runs only those.
 real-loop: $(VENV)/.installed engines
 	GPUPLATFORM_ENGINES_BIN=$$(bash engines/build --dir) $(PY) -m gpuplatform.realloop $(SCENARIOS)
 

@@ -17,6 +17,14 @@ time within one HPA sync period (a time neither side has agrees), and at every s
 within what the real chain had from the sync before to the one after. How many syncs are exactly equal is reported too:
 under random arrivals one scrape of a queue gauge can fall on either side of the target, and the two sides then
 decide one sync apart.
+
+With node autoscaling (the scenario's ``node_provision_s``), the node half of the gate ("node count per time
+within one autoscaler scan"): the seconds from the load increase until the pool's requested nodes first rise and
+until its ready nodes first rise, each within one scan of the real chain's; and at every second the simulated
+requested and ready node counts within what the real chain had from one scan before to one scan after. The scan is
+the simulator's ``scan_s`` (the cluster autoscaler's ``--scan-interval``, 10 s by default); Karpenter has no scan but
+batches the pending pods it sees, up to ``BATCH_MAX_DURATION`` (10 s by default, karpenter
+``pkg/operator/options/options.go``), which is the same figure.
 """
 from __future__ import annotations
 
@@ -45,6 +53,14 @@ class Side:
     """Seconds from the load's first fall until the replicas first fall (None: no fall, or no scale-down)."""
     settled_s: Optional[float] = None
     """Seconds from the load's first fall until the replicas reach the count they end the run at (when lower)."""
+    nodes: list = field(default_factory=list)
+    """The pool's nodes requested at each second 0..duration (empty: nodes not autoscaled)."""
+    nodes_ready: list = field(default_factory=list)
+    """The pool's nodes ready (schedulable) at each second."""
+    first_node_s: Optional[float] = None
+    """Seconds from the load increase until the requested nodes first rise."""
+    node_ready_s: Optional[float] = None
+    """Seconds from the load increase until the ready nodes first rise."""
 
     def times(self) -> tuple:
         return self.first_scale_up_s, self.capacity_s, self.first_scale_down_s, self.settled_s
@@ -66,6 +82,27 @@ class Agreement:
     one_phase: Optional[Side] = None
     """``simulate`` with every pod's target scraped at one offset (the simulator before per-pod offsets)."""
     one_phase_mismatched: list = field(default_factory=list)
+    scan_s: int = 10
+    """The node autoscaler's scan (the bound of the node half of the gate)."""
+
+    @property
+    def nodes_beyond_a_scan(self) -> list:
+        """Seconds whose simulated node count (requested or ready) is outside what the real chain had from one scan
+        before to one scan after."""
+        out = []
+        for what in ("nodes", "nodes_ready"):
+            real, sim = getattr(self.real, what), getattr(self.sim, what)
+            for t in range(min(len(real), len(sim))):
+                around = real[max(0, t - self.scan_s):t + self.scan_s + 1]
+                if not min(around) <= sim[t] <= max(around):
+                    out.append({"t": t, "what": what, "real": real[t], "sim": sim[t]})
+        return out
+
+    @property
+    def nodes_agree(self) -> bool:
+        return (_within(self.real.first_node_s, self.sim.first_node_s, self.scan_s)
+                and _within(self.real.node_ready_s, self.sim.node_ready_s, self.scan_s)
+                and not self.nodes_beyond_a_scan)
 
     @property
     def times_agree(self) -> bool:
@@ -82,10 +119,11 @@ class Agreement:
 
     @property
     def agrees(self) -> bool:
-        return self.times_agree and not self.beyond_a_sync
+        return self.times_agree and not self.beyond_a_sync and self.nodes_agree
 
     def to_json(self) -> dict:
         return {**asdict(self), "times_agree": self.times_agree, "beyond_a_sync": self.beyond_a_sync,
+                "nodes_beyond_a_scan": self.nodes_beyond_a_scan, "nodes_agree": self.nodes_agree,
                 "agrees": self.agrees}
 
 
@@ -95,8 +133,10 @@ def _within(a: Optional[float], b: Optional[float], bound: float) -> bool:
     return abs(a - b) <= bound
 
 
-def read_side(rate, replicas, ready, rps_at_target: float, duration_s: int, syncs: list, metric) -> Side:
-    """``replicas(t)``, ``ready(t)``, ``metric(t)``: the side's record at second ``t``."""
+def read_side(rate, replicas, ready, rps_at_target: float, duration_s: int, syncs: list, metric,
+              nodes=None, nodes_ready=None) -> Side:
+    """``replicas(t)``, ``ready(t)``, ``metric(t)`` (and ``nodes(t)``, ``nodes_ready(t)`` when the pool's nodes are
+    autoscaled): the side's record at second ``t``."""
     increase = next((t for t in range(1, duration_s + 1)
                      if rate(t) > ready(t) * rps_at_target * (1 + 1e-9) and rate(t) > rate(0)), None)
     first = capacity = None
@@ -113,8 +153,17 @@ def read_side(rate, replicas, ready, rps_at_target: float, duration_s: int, sync
         if final < before:
             settled = next(t - decrease for t in range(decrease, duration_s + 1)
                            if all(replicas(u) == final for u in range(t, duration_s + 1)))
-    return Side(first, capacity, [replicas(s + SETTLE_S) for s in syncs], [metric(s + SETTLE_S) for s in syncs],
+    side = Side(first, capacity, [replicas(s + SETTLE_S) for s in syncs], [metric(s + SETTLE_S) for s in syncs],
                 max(replicas(t) for t in range(duration_s + 1)), down, settled)
+    if nodes is not None:
+        side.nodes = [nodes(t) for t in range(duration_s + 1)]
+        side.nodes_ready = [nodes_ready(t) for t in range(duration_s + 1)]
+        if increase is not None:
+            side.first_node_s = next((t - increase for t in range(increase, duration_s + 1)
+                                      if side.nodes[t] > side.nodes[increase - 1]), None)
+            side.node_ready_s = next((t - increase for t in range(increase, duration_s + 1)
+                                      if side.nodes_ready[t] > side.nodes_ready[increase - 1]), None)
+    return side
 
 
 def compare(scenario: Scenario, run, setup, collect_phase: int) -> Agreement:
@@ -124,15 +173,18 @@ def compare(scenario: Scenario, run, setup, collect_phase: int) -> Agreement:
     syncs = [s for s in run.syncs if 0 <= s <= scenario.duration_s - SETTLE_S]
     if not syncs:
         raise ValueError(f"{scenario.name}: no HPA sync was seen in the query log")
-    offsets = pod_scrape_offsets(run, scrape_s)
+    offsets = pod_scrape_offsets(run, scrape_s, (setup.collect_s, collect_phase) if setup.reads_gpu_metrics else None)
     phases = Phases(collect_phase % max(setup.collect_s, 1), offsets[0], math.ceil(syncs[0]) % sync_s,
                     pod_scrapes=tuple(offsets))
     simulated = _read_sim(scenario, setup, phases, syncs)
     # as the simulator stood before: every pod's target scraped at the first pod's offset
     one_phase = _read_sim(scenario, setup, Phases(phases.collect, phases.scrape, phases.sync), syncs)
     rps = setup.plan.rps_at_target
+    autoscaled = scenario.node_provision_s is not None
     real = read_side(scenario.rate, lambda t: run.at(t), lambda t: run.at(t, "ready"), rps, scenario.duration_s,
-                     syncs, lambda t: run.at(t, "metric"))
+                     syncs, lambda t: run.at(t, "metric"), *((lambda t: run.at(t, "nodes"),
+                                                              lambda t: run.at(t, "nodes_ready")) if autoscaled
+                                                             else ()))
     mismatched = _mismatches(syncs, real, simulated)
     errors = [abs(m - r) / abs(r) for r, m in zip(real.metric_at_syncs, simulated.metric_at_syncs)
               if r is not None and m is not None and abs(r) > 1e-9]
@@ -141,7 +193,69 @@ def compare(scenario: Scenario, run, setup, collect_phase: int) -> Agreement:
                       "pod_scrapes": list(offsets)}, run.failed(),
                      mismatched, statistics.median(errors) if errors else None,
                      sorted(errors)[min(len(errors) - 1, int(0.95 * len(errors)))] if errors else None,
-                     one_phase, _mismatches(syncs, real, one_phase))
+                     one_phase, _mismatches(syncs, real, one_phase), setup.node_scaler.scan_s)
+
+
+def compare_pool(scenario: Scenario, runs: dict, cfg, setup, collect_phase: int) -> list:
+    """A pool's scenario: every workload's real run against one ``simulate`` run of the pool (``simulate --workload
+    a,b``: simulate/pool.py ``simulate_pool``, the workloads' placeholders shared), each workload with the loop
+    phases its real chain had. One :class:`Agreement` per workload; the pool's nodes are in each."""
+    from gpuplatform.simulate.engine import Phases
+    from gpuplatform.simulate.pool import simulate_pool
+
+    sync_s, scrape_s = setup.sync_s, setup.scrape_s
+    per, phases = {}, {}
+    for name in scenario.workloads:
+        seen = scenario.for_workload(name)
+        syncs = [s for s in runs[name].syncs if 0 <= s <= scenario.duration_s - SETTLE_S]
+        if not syncs:
+            raise ValueError(f"{scenario.name}: no HPA sync of {name} was seen in the query log")
+        offsets = pod_scrape_offsets(runs[name], scrape_s,
+                                     (setup.collect_s, collect_phase) if setup.reads_gpu_metrics else None)
+        phases[name] = Phases(collect_phase % max(setup.collect_s, 1), offsets[0], math.ceil(syncs[0]) % sync_s,
+                              pod_scrapes=tuple(offsets))
+        per[name] = (seen, syncs)
+    nodes, nodes_ready = [], []
+
+    def count(t, pool) -> None:
+        nodes.append(len(pool.nodes))
+        nodes_ready.append(pool.ready_count(t))
+    result = simulate_pool(cfg, "real-loop", {n: per[n][0].trace() for n in scenario.workloads}, phases=phases,
+                           provision_s=scenario.node_provision_s, on_second=count)
+    rps = setup.plan.rps_at_target
+    out = []
+    for r in result.workloads:
+        seen, syncs = per[r.workload]
+        run = runs[r.workload]
+        sec = r.tally.seconds
+        last = len(sec.replicas) - 1
+        shown = {e["t"]: e["metric"] for e in r.tally.timeline}
+
+        def at(arr, t, last=last):
+            return arr[max(0, min(last, int(t)))]
+
+        def sim_metric(t, shown=shown):
+            best = None
+            for k in sorted(shown):
+                if k <= t:
+                    best = shown[k]
+            return best
+        real = read_side(seen.rate, lambda t, run=run: run.at(t), lambda t, run=run: run.at(t, "ready"), rps,
+                         scenario.duration_s, syncs, lambda t, run=run: run.at(t, "metric"),
+                         lambda t, run=run: run.at(t, "nodes"), lambda t, run=run: run.at(t, "nodes_ready"))
+        sim = read_side(seen.rate, lambda t, sec=sec: at(sec.replicas, t), lambda t, sec=sec: at(sec.ready, t),
+                        rps, scenario.duration_s, syncs, sim_metric, lambda t: at(nodes, t),
+                        lambda t: at(nodes_ready, t))
+        errors = [abs(m - x) / abs(x) for x, m in zip(real.metric_at_syncs, sim.metric_at_syncs)
+                  if x is not None and m is not None and abs(x) > 1e-9]
+        p = phases[r.workload]
+        out.append(Agreement(
+            f"{scenario.name}/{r.workload}", seen.title, sync_s, real, sim, [round(x, 2) for x in syncs],
+            {"collect": p.collect, "scrape": p.scrape, "sync": p.sync, "pod_scrapes": list(p.pod_scrapes)},
+            run.failed(), _mismatches(syncs, real, sim), statistics.median(errors) if errors else None,
+            sorted(errors)[min(len(errors) - 1, int(0.95 * len(errors)))] if errors else None,
+            None, [], setup.node_scaler.scan_s))
+    return out
 
 
 def _mismatches(syncs: list, real: Side, sim: Side) -> list:
@@ -149,7 +263,7 @@ def _mismatches(syncs: list, real: Side, sim: Side) -> list:
             for s, r, m in zip(syncs, real.replicas_at_syncs, sim.replicas_at_syncs) if r != m]
 
 
-def pod_scrape_offsets(run, scrape_s: int) -> list:
+def pod_scrape_offsets(run, scrape_s: int, collect=None) -> list:
     """Each pod's target's scrape offset (second 0 of the scenario as the origin), the pods in the order the
     emulator saw them start (ties by name: the order the ReplicaSet created them cannot be told apart there).
 
@@ -159,13 +273,33 @@ def pod_scrape_offsets(run, scrape_s: int) -> list:
     order = [e["pod"] for e in sorted(run.events, key=lambda e: (e["t"], e.get("pod", "")))
              if e["event"] == "running"]
     order += sorted(p for p in run.scrapes if p not in order)
-    return [math.ceil(run.scrapes[p][0]) % scrape_s for p in order if run.scrapes.get(p)]
+    return [_second(run.scrapes[p][0], collect) % scrape_s for p in order if run.scrapes.get(p)]
+
+
+def _second(at: float, collect) -> int:
+    """The simulator's second of a real scrape at ``at``: rounded up when a collection came at the second it
+    rounds down to (the scrape read it; the simulator's scrape at ``k`` reads collections up to ``k - 1``), else
+    rounded down, which keeps it before a sync later in the same real second (the simulator's sync at ``k`` sees
+    the scrapes of the seconds before ``k``). ``collect``: ``(period, phase)`` of the exporter's collection, or None
+    for gauges read at the scrape (rounded up, as every real instant)."""
+    if collect is None:
+        return math.ceil(at)
+    period, phase = collect
+    down = math.floor(at)
+    return down + 1 if (down - phase) % period == 0 else down
 
 
 def _read_sim(scenario: Scenario, setup, phases, syncs: list) -> Side:
     from gpuplatform.simulate.engine import Simulation
 
-    sim = Simulation(setup, scenario.trace(), phases).run()
+    nodes, nodes_ready = [], []
+
+    def count_nodes(sim) -> bool:
+        t = len(nodes)
+        nodes.append(len(sim.nodes.nodes))
+        nodes_ready.append(sim.nodes.ready_count(t))
+        return False
+    sim = Simulation(setup, scenario.trace(), phases).run(until=count_nodes)
     sec = sim.tally.seconds
     last = len(sec.replicas) - 1
 
@@ -184,8 +318,10 @@ def _read_sim(scenario: Scenario, setup, phases, syncs: list) -> Side:
                 best = shown[k]
         return best
 
+    autoscaled = scenario.node_provision_s is not None
     return read_side(scenario.rate, lambda t: at(sec.replicas, t), lambda t: at(sec.ready, t),
-                     setup.plan.rps_at_target, scenario.duration_s, syncs, sim_metric)
+                     setup.plan.rps_at_target, scenario.duration_s, syncs, sim_metric,
+                     *((lambda t: at(nodes, t), lambda t: at(nodes_ready, t)) if autoscaled else ()))
 
 
 def _fmt(value: Optional[float]) -> str:
@@ -194,7 +330,8 @@ def _fmt(value: Optional[float]) -> str:
 
 def table(results: list) -> str:
     head = ("scenario", "first scale-up real / sim", "capacity real / sim", "first scale-down real / sim",
-            "settled real / sim", "replicas per sync", "peak real / sim", "metric err med / p95", "gate")
+            "settled real / sim", "replicas per sync", "peak real / sim", "metric err med / p95",
+            "nodes: first request / first ready real / sim, per second", "gate")
     rows = [head]
     for a in results:
         rows.append((a.scenario, f"{_fmt(a.real.first_scale_up_s)} / {_fmt(a.sim.first_scale_up_s)}",
@@ -208,11 +345,23 @@ def table(results: list) -> str:
                      f"{a.real.peak_replicas} / {a.sim.peak_replicas}",
                      "-" if a.metric_error_median is None else
                      f"{100 * a.metric_error_median:.0f} % / {100 * a.metric_error_p95:.0f} %",
-                     "agree" if a.agrees else "DISAGREE"))
+                     _nodes_cell(a), "agree" if a.agrees else "DISAGREE"))
     widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
     lines = [" | ".join(c.ljust(w) for c, w in zip(r, widths)) for r in rows]
     lines.insert(1, "-+-".join("-" * w for w in widths))
     return "\n".join(lines)
+
+
+def _nodes_cell(a: Agreement) -> str:
+    if not a.real.nodes:
+        return "fixed"
+    seconds = len(a.real.nodes)
+    equal = sum(1 for r, m, rr, mr in zip(a.real.nodes, a.sim.nodes, a.real.nodes_ready, a.sim.nodes_ready)
+                if r == m and rr == mr)
+    beyond = {x["t"] for x in a.nodes_beyond_a_scan}
+    return (f"{_fmt(a.real.first_node_s)} / {_fmt(a.sim.first_node_s)}, {_fmt(a.real.node_ready_s)} / "
+            f"{_fmt(a.sim.node_ready_s)}; {equal} of {seconds} s equal, {seconds - len(beyond)} within a scan; "
+            f"peak {max(a.real.nodes)} / {max(a.sim.nodes)}")
 
 
 def write(results: list, path: Path) -> None:

@@ -5,9 +5,12 @@ delays (kwok stages: the image pull, then the model load rounded up to the start
 server per pod (:mod:`gpuplatform.realloop.emulator`, with the load generator) -> Prometheus (the system's
 ``prometheus`` binary) scraping them at the stack's interval -> the real prometheus-adapter with the package's
 generated rules and RBAC, registered as an APIService served at the control plane's own address -> the real HPA
-controller in kube-controller-manager, syncing the package's HPA every 15 s -> the Deployment's replicas.
+controller in kube-controller-manager, syncing the package's HPA every 15 s -> the Deployment's replicas; with a
+scenario's node autoscaling, Karpenter with its kwok cloud provider adding nodes of the pool's shape for the pods the
+scheduler could not place (:func:`karpenter_objects`).
 
-What it records, every half second: the Deployment's replicas, its Ready pods and the HPA's status; afterwards,
+What it records, every half second: the Deployment's replicas, its Ready pods, the HPA's status and the pool's
+nodes (requested: the standing nodes and Karpenter's NodeClaims; Ready and schedulable); afterwards,
 from Prometheus, when each HPA sync asked for the metric (the adapter's instant queries, from Prometheus' query log)
 and when each pod's target was scraped (the timestamps of its ``up`` samples).
 """
@@ -38,6 +41,17 @@ PROMETHEUS_PORT = 9090
 MONITORING_NS = "monitoring"
 ADAPTER_NAME = "prometheus-adapter"
 SAMPLE_S = 0.5
+KARPENTER_METRICS_PORT, KARPENTER_PROBE_PORT = 18080, 18081
+"""Karpenter's own metrics and health ports inside the control plane's namespace (its defaults, 8080 and 8081, are
+left to the emulated servers)."""
+KWOK_NODE_CLASS = "gpu-pool"
+UNREGISTERED_TAINT = "karpenter.sh/unregistered"
+"""The taint Karpenter's kwok provider creates a node with and its registration removes (karpenter
+``pkg/apis/v1`` ``UnregisteredNoExecuteTaint``)."""
+KWOK_INSTANCE_OVERHEAD = {"cpu": 0.1, "memory": 10 * 2 ** 20}
+"""What Karpenter's kwok provider reserves of every instance type (karpenter v1.14.1 ``kwok/cloudprovider/helpers.go``
+``newInstanceType``: KubeReserved 100m CPU, 10Mi memory): added to the pool's allocatable so the node it creates
+offers what the pool's nodes offer."""
 
 
 class RealLoopError(RuntimeError):
@@ -117,6 +131,78 @@ podIP: {{{{ index . 0 | Quote }}}}
 """
 
 
+# ------------------------------------------------------------------------------------------------ Karpenter
+def karpenter_objects(group, instance_type: str, added_nodes: int, gpus_per_node: int, registration_delay_s: int,
+                      consolidate_after_s: int) -> tuple[list, dict, dict]:
+    """Karpenter's kwok provider set up for one GPU pool (``group``: components/placement.py ``gpu_pool_groups``):
+    the instance types file (``INSTANCE_TYPES_FILE_PATH``, read by karpenter v1.14.1
+    ``kwok/cloudprovider/helpers.go`` ``ConstructInstanceTypes``), the KWOKNodeClass and the NodePool.
+
+    - One instance type offering what one of the pool's nodes offers (its allocatable plus the provider's own
+      reserve, :data:`KWOK_INSTANCE_OVERHEAD`), its GPUs included.
+    - The node class delays each node's registration by ``registration_delay_s``: the kwok provider creates the
+      Node that long after it launched the NodeClaim (``cloudprovider.go`` ``Create``: ``time.Sleep(
+      nodeClass.Spec.NodeRegistrationDelay)``), which plays the node provisioning the simulator models.
+    - The NodePool carries the pool's labels (those Karpenter lets a template set; the well-known ones are
+      requirements) and taints; its limit is ``added_nodes`` nodes' GPUs: a NodePool has no minimum (its spec has
+      ``limits`` only), so the pool's ``minNodes`` are standing nodes outside it and Karpenter adds at most
+      ``maxNodes - minNodes``. An empty node goes after ``consolidate_after_s`` (``WhenEmpty``), the nearest to the
+      cluster autoscaler's scale-down unneeded time."""
+    from gpuplatform.rehearse.nodes import ASSUMED_NODE, _quantity, node_resources
+
+    resources, _assumed = node_resources(group)
+    for name, extra in KWOK_INSTANCE_OVERHEAD.items():
+        base = (group.allocatable or {}).get(name)
+        resources[name] = _quantity(name, (ASSUMED_NODE[name] if base is None else base) + extra)
+    well_known = {"kubernetes.io/os", "kubernetes.io/arch", "topology.kubernetes.io/zone"}
+    instance_types = [{
+        "name": instance_type, "architecture": group.labels.get("kubernetes.io/arch", "amd64"),
+        "operatingSystems": [group.labels.get("kubernetes.io/os", "linux")], "resources": resources,
+        "offerings": [{"Price": 1.0, "Available": True, "Requirements": [
+            {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]},
+            {"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["local-a"]}]}],
+    }]
+    node_class = {"apiVersion": "karpenter.kwok.sh/v1alpha1", "kind": "KWOKNodeClass",
+                  "metadata": {"name": KWOK_NODE_CLASS},
+                  "spec": {"nodeRegistrationDelay": f"{registration_delay_s}s"}}
+    requirements = [{"key": "node.kubernetes.io/instance-type", "operator": "In", "values": [instance_type]}]
+    requirements += [{"key": k, "operator": "In", "values": [v]} for k, v in sorted(group.labels.items())
+                     if k in well_known]
+    gpu = next((k for k in resources if k not in ("cpu", "memory", "pods", "ephemeral-storage")), None)
+    node_pool = {
+        "apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": _pool_slug(group.name)},
+        "spec": {
+            "template": {
+                "metadata": {"labels": {k: v for k, v in group.labels.items() if k not in well_known}},
+                "spec": {"nodeClassRef": {"group": "karpenter.kwok.sh", "kind": "KWOKNodeClass",
+                                          "name": KWOK_NODE_CLASS},
+                         "requirements": requirements,
+                         "taints": [dict(t) for t in group.taints],
+                         "expireAfter": "Never"},
+            },
+            "disruption": {"consolidationPolicy": "WhenEmpty", "consolidateAfter": f"{consolidate_after_s}s"},
+            "limits": {gpu: str(added_nodes * gpus_per_node)} if gpu else {},
+        },
+    }
+    return instance_types, node_class, node_pool
+
+
+def _pool_slug(name: str) -> str:
+    return "".join(c if c.isalnum() else "-" for c in name.lower()).strip("-")
+
+
+def karpenter_crds(engines: Path) -> list[Path]:
+    """The CustomResourceDefinitions Karpenter's kwok build serves, from the module as the engine build downloaded it
+    (engines/build links them into the engines' directory as ``karpenter-crds``)."""
+    folder = engines / "karpenter-crds"
+    files = sorted(folder.glob("*.yaml")) if folder.is_dir() else []
+    missing = [f for f in files if not f.exists()]
+    if not files or missing:
+        raise RealLoopError(f"Karpenter's CRDs are not in {folder} (the Go module cache was cleaned?): run "
+                            "`make engines`")
+    return files
+
+
 # ------------------------------------------------------------------------------------------------ the run
 @dataclass
 class Sample:
@@ -126,6 +212,10 @@ class Sample:
     ready: int
     desired: Optional[int]
     metric: Optional[float]
+    nodes: Optional[int] = None
+    """The pool's nodes requested: the standing ones and Karpenter's NodeClaims (None: node count not recorded)."""
+    nodes_ready: Optional[int] = None
+    """The pool's nodes Ready and registered (the scheduler can bind to them)."""
 
 
 @dataclass
@@ -182,12 +272,20 @@ class Chain:
     """One scenario's chain: :meth:`up` brings it up to the workload's first Ready pod, :meth:`play` runs the
     arrivals and records, :meth:`down` stops everything it started."""
 
-    def __init__(self, engines: Path, workdir: Path, cfg, workload: str, setup):
+    def __init__(self, engines: Path, workdir: Path, cfg, workload, setup, node_provision_s: Optional[int] = None):
+        """``workload``: a workload's name, or several names of workloads sharing one pool (each gets its own
+        emulator and load; the pool's placeholders are the workloads' ``warmReplicas``). ``node_provision_s``: run
+        Karpenter for the pool, each node registering that long after Karpenter launched it (None: the pool's nodes
+        are fixed at its most)."""
         self.engines, self.workdir, self.cfg, self.s = engines, workdir, cfg, setup
-        self.workload = next(w for w in cfg.workloads if w.name == workload)
+        self.node_provision_s = node_provision_s
+        self.names = [workload] if isinstance(workload, str) else list(workload)
+        self.all = [next(w for w in cfg.workloads if w.name == n) for n in self.names]
+        self.workload = self.all[0]
         self.processes: list[Process] = []
         self.cp: Optional[LocalControlPlane] = None
         self.namespace = cfg.workload_namespace(self.workload)
+        self.deployments, self.hpas, self.selectors = {}, {}, {}
 
     # -------------------------------------------------------------------------------------------- start-up
     def start_delays(self) -> tuple[float, float]:
@@ -228,6 +326,12 @@ class Chain:
         from gpuplatform.rehearse.placement import create_nodes
 
         groups = [g for g in gpu_pool_groups(self.cfg) if g.name == f"pool {self.workload.node_pool}"]
+        self.pool_label = ("gpuplatform.io/pool", self.workload.node_pool)
+        if self.node_provision_s is not None:
+            # the pool's standing nodes; Karpenter adds the rest
+            from dataclasses import replace
+
+            groups = [replace(g, nodes=self.s.min_nodes) for g in groups]
         create_nodes(self.cp, self.discovery, groups)
 
         def ready() -> bool:
@@ -237,17 +341,68 @@ class Chain:
                 and not any(t["key"].startswith("node.kubernetes.io/") for t in n["spec"].get("taints", []))
                 for n in nodes)
         self.cp.wait_for(ready, "the pool's kwok nodes to be Ready", timeout=90)
+        if self.node_provision_s is not None:
+            self._karpenter(groups[0])
+
+    def _karpenter(self, group) -> None:
+        """Karpenter's kwok build, its CRDs, node class and NodePool (:func:`karpenter_objects`), as an identity of
+        the control plane's own like kwok's: it creates and deletes Nodes, which no namespaced role grants."""
+        binary = self.engines / "karpenter-kwok"
+        if not binary.exists():
+            raise RealLoopError(f"karpenter-kwok is not in {self.engines}: run `make engines`")
+        for crd in karpenter_crds(self.engines):
+            self._apply(yaml.safe_load(crd.read_text()))
+
+        def served() -> bool:
+            return all(self.cp.request("GET", path)[0] == 200 for path in (
+                "/apis/karpenter.sh/v1/nodepools", "/apis/karpenter.sh/v1/nodeclaims",
+                "/apis/karpenter.kwok.sh/v1alpha1/kwoknodeclasses"))
+        self._wait(served, "Karpenter's CRDs to be served")
+        pool = next(p for p in self.cfg.node_pools if p.name == self.workload.node_pool)
+        instance_type = pool.instance_types[0] if pool.instance_types else f"{pool.name}-node"
+        types, node_class, node_pool = karpenter_objects(
+            group, instance_type, self.s.max_nodes - self.s.min_nodes, self.s.gpus_per_node, self.node_provision_s,
+            self.s.node_scaler.unneeded_s)
+        self.node_pool_name = node_pool["metadata"]["name"]
+        types_file = self.workdir / "karpenter-instance-types.json"
+        types_file.write_text(json.dumps(types, indent=1))
+        pki = self.cp.pki
+        pki.cert("karpenter", "ca", "/O=system:masters/CN=karpenter")
+        kubeconfig = self.workdir / "karpenter.kubeconfig"
+        from gpuplatform.rehearse.controlplane import kubeconfig as kubeconfig_of
+
+        kubeconfig.write_text(yaml.safe_dump(kubeconfig_of(self.cp.server, pki, "karpenter")))
+        kubeconfig.chmod(0o600)
+        env = {**os.environ, "KUBECONFIG": str(kubeconfig), "DISABLE_LEADER_ELECTION": "true",
+               "INSTANCE_TYPES_FILE_PATH": str(types_file), "METRICS_PORT": str(KARPENTER_METRICS_PORT),
+               "HEALTH_PROBE_PORT": str(KARPENTER_PROBE_PORT), "LOG_LEVEL": "debug"}
+        self.processes.append(Process("karpenter", self.cp.network.inside([str(binary)]),
+                                      self.workdir / "karpenter.log", env=env))
+        for path, body in (("/apis/karpenter.kwok.sh/v1alpha1/kwoknodeclasses", node_class),
+                           ("/apis/karpenter.sh/v1/nodepools", node_pool)):
+            status, answer = self.cp.request("POST", path, body)
+            if status != 201:
+                raise RealLoopError(f"{body['kind']} {body['metadata']['name']}: {status} {answer}")
+
+        def pool_ready() -> bool:
+            body = self.cp.get(f"/apis/karpenter.sh/v1/nodepools/{self.node_pool_name}")
+            return any(c["type"] == "Ready" and c["status"] == "True"
+                       for c in body.get("status", {}).get("conditions", []))
+        self._wait(pool_ready, "Karpenter to take up the NodePool")
 
     def _prometheus(self, binary: str) -> None:
         iv = self.cfg.monitoring.intervals
-        self.targets = self.workdir / "targets.json"
-        self.targets.write_text("[]")
+        self.targets = {n: self.workdir / ("targets.json" if len(self.names) == 1 else f"targets-{n}.json")
+                        for n in self.names}
+        for path in self.targets.values():
+            path.write_text("[]")
         self.query_log = self.workdir / "queries.log"
         config = {
             "global": {"scrape_interval": iv.scrape, "scrape_timeout": "5s",
                        "query_log_file": str(self.query_log)},
             "scrape_configs": [{"job_name": "emulated-servers", "honor_labels": True,
-                                "file_sd_configs": [{"files": [str(self.targets)], "refresh_interval": "1s"}]}],
+                                "file_sd_configs": [{"files": [str(p) for p in self.targets.values()],
+                                                     "refresh_interval": "1s"}]}],
         }
         path = self.workdir / "prometheus.yml"
         path.write_text(yaml.safe_dump(config))
@@ -342,88 +497,156 @@ class Chain:
                        for c in body.get("status", {}).get("conditions", []))
         self._wait(available, "the adapter's APIService to be Available")
 
-    def _workload(self, replicas: int) -> None:
+    def _workload(self, replicas) -> None:
+        """Each workload's Deployment (``replicas``: a count, or one per workload name) and HPA from the package's
+        builders, and the pool's placeholders (components/warm_capacity.py: their PriorityClass first, which
+        Priority admission requires of the pods that name it)."""
+        from gpuplatform.components import warm_capacity
         from gpuplatform.components import workload_manifests as wm
         from gpuplatform.components.inference_service import workload_context
         from gpuplatform.components.pools import all_pool_facts
 
-        w = self.workload
-        ctx = workload_context(self.cfg, w, all_pool_facts(self.cfg)[w.node_pool],
-                               prometheus_url=f"http://127.0.0.1:{PROMETHEUS_PORT}")
-        self._apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": self.namespace}})
-        self.deployment = wm.deployment(w, ctx)
-        self.hpa = wm.hpa(w, ctx)
-        if self.hpa is None:
-            raise RealLoopError(f"workload {w.name!r} has no HPA (the real loop runs the HPA path only)")
-        # the manifest leaves spec.replicas to the HPA; the scenario starts where the simulator does, with the
-        # replicas that serve its first rate at the target
-        self._apply({**self.deployment, "spec": {**self.deployment["spec"], "replicas": replicas}})
-        self.selector = ",".join(f"{k}={v}" for k, v in self.deployment["spec"]["selector"]["matchLabels"].items())
-        self._wait(lambda: self.ready_pods() >= replicas, "the workload's first pods to be Ready", timeout=120)
-        self._apply(self.hpa)
+        counts = replicas if isinstance(replicas, dict) else {self.names[0]: replicas}
+        facts = all_pool_facts(self.cfg)[self.workload.node_pool]
+        placeholders = []
+        for w in self.all:
+            ctx = workload_context(self.cfg, w, facts, prometheus_url=f"http://127.0.0.1:{PROMETHEUS_PORT}")
+            namespace = self.cfg.workload_namespace(w)
+            self._apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
+            deployment, hpa = wm.deployment(w, ctx), wm.hpa(w, ctx)
+            if hpa is None:
+                raise RealLoopError(f"workload {w.name!r} has no HPA (the real loop runs the HPA path only)")
+            # the manifest leaves spec.replicas to the HPA; the scenario starts where the simulator does, with the
+            # replicas that serve its first rate at the target
+            self._apply({**deployment, "spec": {**deployment["spec"], "replicas": counts[w.name]}})
+            self.deployments[w.name], self.hpas[w.name] = deployment, hpa
+            self.selectors[w.name] = ",".join(f"{k}={v}" for k, v in
+                                              deployment["spec"]["selector"]["matchLabels"].items())
+            placeholder = warm_capacity.placeholder_deployment(w, ctx)
+            if placeholder is not None:
+                placeholders.append(placeholder)
+        if placeholders:
+            self._apply(warm_capacity.priority_class())
+            for body in placeholders:
+                self._apply(body)
+        for w in self.all:
+            self._wait(lambda: self.ready_pods(workload=w.name) >= counts[w.name],
+                       f"{w.name}'s first pods to be Ready", timeout=120)
+        if placeholders:
+            want = sum(b["spec"]["replicas"] for b in placeholders)
+            timeout = 90 + (self.node_provision_s or 0)
+            self._wait(lambda: self.placeholders_bound() >= want, "the placeholders to be bound to nodes",
+                       timeout=timeout)
+        for w in self.all:
+            self._apply(self.hpas[w.name])
+        self.deployment, self.hpa, self.selector = (self.deployments[self.names[0]], self.hpas[self.names[0]],
+                                                    self.selectors[self.names[0]])
+
+    def placeholders_bound(self) -> int:
+        from gpuplatform.components.warm_capacity import COMPONENT_LABEL
+
+        query = urllib.parse.urlencode({"labelSelector": f"app.kubernetes.io/component={COMPONENT_LABEL}"})
+        pods = self.cp.get(f"/api/v1/namespaces/{self.namespace}/pods?{query}")["items"]
+        return sum(1 for p in pods if p["spec"].get("nodeName") and not p["metadata"].get("deletionTimestamp"))
 
     # -------------------------------------------------------------------------------------------- reading
-    def pods(self) -> list:
-        query = urllib.parse.urlencode({"labelSelector": self.selector})
-        return self.cp.get(f"/api/v1/namespaces/{self.namespace}/pods?{query}")["items"]
+    def pods(self, workload: Optional[str] = None) -> list:
+        name = workload or self.names[0]
+        query = urllib.parse.urlencode({"labelSelector": self.selectors[name]})
+        namespace = self.cfg.workload_namespace(self.all[self.names.index(name)])
+        return self.cp.get(f"/api/v1/namespaces/{namespace}/pods?{query}")["items"]
 
-    def ready_pods(self, pods: Optional[list] = None) -> int:
-        pods = self.pods() if pods is None else pods
+    def ready_pods(self, pods: Optional[list] = None, workload: Optional[str] = None) -> int:
+        pods = self.pods(workload) if pods is None else pods
         return sum(1 for p in pods if not p["metadata"].get("deletionTimestamp") and any(
             c["type"] == "Ready" and c["status"] == "True" for c in p["status"].get("conditions", [])))
 
-    def sample(self, start: float) -> Sample:
-        name = self.deployment["metadata"]["name"]
-        dep = self.cp.get(f"/apis/apps/v1/namespaces/{self.namespace}/deployments/{name}")
-        hpa = self.cp.get(f"/apis/autoscaling/v2/namespaces/{self.namespace}/horizontalpodautoscalers/"
-                          f"{self.hpa['metadata']['name']}")
+    def sample(self, start: float, workload: Optional[str] = None, nodes: Optional[tuple] = None) -> Sample:
+        name = workload or self.names[0]
+        namespace = self.cfg.workload_namespace(self.all[self.names.index(name)])
+        dep = self.cp.get(f"/apis/apps/v1/namespaces/{namespace}/deployments/"
+                          f"{self.deployments[name]['metadata']['name']}")
+        hpa = self.cp.get(f"/apis/autoscaling/v2/namespaces/{namespace}/horizontalpodautoscalers/"
+                          f"{self.hpas[name]['metadata']['name']}")
         metric = None
         for m in hpa.get("status", {}).get("currentMetrics") or []:
             value = (m.get("pods") or {}).get("current", {}).get("averageValue")
             if value is not None:
                 metric = _quantity(value)
                 break
-        return Sample(time.time() - start, int(dep["spec"].get("replicas", 0)), self.ready_pods(),
-                      hpa.get("status", {}).get("desiredReplicas"), metric)
+        if nodes is None and self.node_provision_s is not None:
+            nodes = self.pool_nodes()
+        nodes = nodes or (None, None)
+        return Sample(time.time() - start, int(dep["spec"].get("replicas", 0)), self.ready_pods(workload=name),
+                      hpa.get("status", {}).get("desiredReplicas"), metric, *nodes)
+
+    def pool_nodes(self) -> tuple[int, int]:
+        """The pool's nodes requested (the standing ones and Karpenter's NodeClaims not being deleted) and those
+        Ready without Karpenter's unregistered taint."""
+        query = urllib.parse.urlencode({"labelSelector": "=".join(self.pool_label)})
+        nodes = self.cp.get(f"/api/v1/nodes?{query}")["items"]
+        claims = self.cp.get("/apis/karpenter.sh/v1/nodeclaims")["items"]
+        standing = sum(1 for n in nodes if not n["spec"].get("providerID", "").startswith("kwok://"))
+        requested = standing + sum(1 for c in claims if not c["metadata"].get("deletionTimestamp"))
+        ready = sum(1 for n in nodes if not n["metadata"].get("deletionTimestamp")
+                    and any(c["type"] == "Ready" and c["status"] == "True" for c in n["status"].get("conditions", []))
+                    and not any(t["key"] == UNREGISTERED_TAINT for t in n["spec"].get("taints", [])))
+        return requested, ready
 
     # -------------------------------------------------------------------------------------------- the play
-    def play(self, arrivals: list, duration_s: float, lead_s: float, service_s: float, concurrency: int,
-             deterministic: bool, collect_phase: int, seed: int, kind: str) -> RealRun:
+    def play(self, arrivals, duration_s: float, lead_s: float, service_s: float, concurrency: int,
+             deterministic: bool, collect_phase: int, seed: int, kind: str):
         """Start the emulators and the load ``lead_s`` before second 0 (``arrivals`` may start before it: the
-        warm-up at the first rate), record until ``duration_s``."""
+        warm-up at the first rate), record until ``duration_s``. ``arrivals``: a list (one workload: the
+        :class:`RealRun` is returned) or one list per workload name (a dict of runs is returned)."""
+        per = arrivals if isinstance(arrivals, dict) else {self.names[0]: arrivals}
         start = time.time() + lead_s
-        spec = {"server": self.cp.server, "ca": self.cp.pki.path("ca.crt"), "cert": self.cp.pki.path("admin.crt"),
-                "key": self.cp.pki.path("admin.key"), "namespace": self.namespace, "selector": self.selector,
-                "kind": kind, "service_s": service_s, "concurrency": concurrency, "deterministic": deterministic,
-                "collect_s": self.s.collect_s, "collect_phase": collect_phase, "start": start,
-                "arrivals": arrivals, "seed": seed, "targets": str(self.targets),
-                "events": str(self.workdir / "emulator-events.jsonl"), "linger_s": 5}
-        spec_path = self.workdir / "emulator.json"
-        spec_path.write_text(json.dumps(spec))
         env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
-        agent = Process("emulator", self.cp.network.inside([sys.executable, "-m", "gpuplatform.realloop.emulator",
-                                                            str(spec_path)]),
-                        self.workdir / "emulator.log", env=env)
-        self.processes.append(agent)
-        run = RealRun(start)
+        agents, runs = [], {}
+        for name, times in per.items():
+            single = len(self.names) == 1
+            w = self.all[self.names.index(name)]
+            events = self.workdir / ("emulator-events.jsonl" if single else f"emulator-events-{name}.jsonl")
+            spec = {"server": self.cp.server, "ca": self.cp.pki.path("ca.crt"),
+                    "cert": self.cp.pki.path("admin.crt"), "key": self.cp.pki.path("admin.key"),
+                    "namespace": self.cfg.workload_namespace(w), "selector": self.selectors[name],
+                    "kind": kind, "service_s": service_s, "concurrency": concurrency, "deterministic": deterministic,
+                    "collect_s": self.s.collect_s, "collect_phase": collect_phase, "start": start,
+                    "arrivals": times, "seed": seed, "targets": str(self.targets[name]),
+                    "events": str(events), "linger_s": 5}
+            spec_path = self.workdir / ("emulator.json" if single else f"emulator-{name}.json")
+            spec_path.write_text(json.dumps(spec))
+            agent = Process(f"emulator {name}", self.cp.network.inside(
+                [sys.executable, "-m", "gpuplatform.realloop.emulator", str(spec_path)]),
+                self.workdir / ("emulator.log" if single else f"emulator-{name}.log"), env=env)
+            self.processes.append(agent)
+            agents.append(agent)
+            runs[name] = (RealRun(start), events)
         while time.time() < start + duration_s + 1:
-            agent.check()
             for p in self.processes:
                 p.check()
             self.cp.check_running()
             if time.time() >= start - 1:
-                run.samples.append(self.sample(start))
+                nodes = self.pool_nodes() if self.node_provision_s is not None else None
+                for name, (run, _events) in runs.items():
+                    run.samples.append(self.sample(start, name, nodes))
             time.sleep(SAMPLE_S)
-        agent.stop()
-        self.processes.remove(agent)
-        run.syncs = self._syncs(start)
-        run.scrapes = self._scrapes(start, duration_s + lead_s + 60)
-        events = self.workdir / "emulator-events.jsonl"
-        run.events = [json.loads(line) for line in events.read_text().splitlines()] if events.exists() else []
-        return run
+        for agent in agents:
+            agent.stop()
+            self.processes.remove(agent)
+        scrapes = self._scrapes(start, duration_s + lead_s + 60)
+        for name, (run, events) in runs.items():
+            deployment = self.deployments[name]["metadata"]["name"]
+            run.syncs = self._syncs(start, deployment)
+            run.scrapes = {pod: at for pod, at in scrapes.items() if pod and pod.startswith(f"{deployment}-")}
+            run.events = [json.loads(line) for line in events.read_text().splitlines()] if events.exists() else []
+        if not isinstance(arrivals, dict):
+            return runs[self.names[0]][0]
+        return {name: run for name, (run, _events) in runs.items()}
 
-    def _syncs(self, start: float) -> list:
-        """When each HPA sync read the metric: the adapter's instant query for the workload's pods."""
+    def _syncs(self, start: float, deployment: str) -> list:
+        """When each HPA sync read the metric: the adapter's instant query for the workload's pods (the pods of
+        ``deployment``, which the query names)."""
         out = []
         if not self.query_log.exists():
             return out
@@ -434,7 +657,8 @@ class Chain:
                 continue
             params = entry.get("params", {})
             query = params.get("query", "")
-            if self.namespace in query and "pod" in query and params.get("step", 0) == 0:
+            if (self.namespace in query and "pod" in query and params.get("step", 0) == 0
+                    and f'"{deployment}-' in query.replace("|", '"')):
                 at = params.get("start") or entry.get("ts")
                 out.append(_seconds(at) - start)
         return sorted(out)

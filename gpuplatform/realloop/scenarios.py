@@ -4,8 +4,9 @@ Poisson process. The same arrivals go to the real chain and, counted per second,
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Optional
 
 SCENARIOS_DIR = Path(__file__).with_name("scenarios")
 
@@ -28,6 +29,23 @@ class Scenario:
     warmup_s: int = 45
     """Seconds of the first rate before second 0: the target is scraped, the adapter has listed the metric and the
     HPA has read it (the simulator starts in that steady state)."""
+    node_provision_s: Optional[int] = None
+    """Nodes autoscaled: Karpenter adds the pool's nodes from ``minNodes`` up to ``maxNodes``, each registering this
+    long after it was launched, and ``simulate`` provisions a node in as long (None: the pool's nodes are fixed)."""
+    others: tuple = ()
+    """Further workloads of the same pool, each ``(name, rates)``: the real chain runs them beside ``workload``
+    (one emulator and load each) and ``simulate`` runs the pool (``simulate --workload a,b``)."""
+
+    @property
+    def workloads(self) -> list:
+        return [self.workload] + [name for name, _ in self.others]
+
+    def for_workload(self, name: str) -> "Scenario":
+        """The scenario as one of its workloads sees it: its own rates."""
+        if name == self.workload:
+            return replace(self, others=())
+        rates = dict(self.others)[name]
+        return replace(self, workload=name, rates=rates, others=())
 
     def initial_replicas(self, setup) -> int:
         """The replicas serving the first rate at the target, as the simulator starts them (engine.Simulation)."""
@@ -89,5 +107,13 @@ SCENARIOS = {s.name: s for s in (
     Scenario("gpu-util-scale-down", "GPU utilization fall (DCGM) under a 60 s window, -1 pod per 30 s, 15 -> 3 req/s",
              SCENARIOS_DIR / "gpu-util-scale-down.yaml", "echo-gpu", "dcgm", ((0, 15.0), (30, 3.0)), 165,
              poisson=False, deterministic_service=True),
+    Scenario("nodes-scale-up", "GPU utilization step (DCGM) on a pool of 1 node of at most 4, Karpenter adding "
+             "nodes in 60 s, 3 -> 15 req/s", SCENARIOS_DIR / "nodes-scale-up.yaml", "echo-gpu", "dcgm",
+             ((0, 3.0), (45, 15.0)), 300, poisson=False, deterministic_service=True, node_provision_s=60),
+    Scenario("two-workloads-placeholders", "Two workloads on one pool with a placeholder, bursts 2 min apart "
+             "(DCGM, 3 -> 6 req/s each), Karpenter adding nodes in 60 s",
+             SCENARIOS_DIR / "two-workloads-placeholders.yaml", "burst-a", "dcgm", ((0, 3.0), (45, 6.0)), 300,
+             poisson=False, deterministic_service=True, node_provision_s=60,
+             others=(("burst-b", ((0, 3.0), (165, 6.0))),)),
 )}
 """Run in this order: the simplest first."""

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
-from typing import Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 from gpuplatform.components.config import PlatformConfig
 from gpuplatform.components.errors import CommandLineIssue, ConfigError
@@ -180,26 +180,34 @@ def _pool_of(cfg: PlatformConfig, workloads: Sequence[str]) -> str:
 
 
 def simulate_pool(cfg: PlatformConfig, stack: str, traces: dict[str, Trace], placeholders: Optional[int] = None,
-                  slo_target: Optional[dict] = None, warm_set_gpus: Optional[int] = None) -> PoolResult:
+                  slo_target: Optional[dict] = None, warm_set_gpus: Optional[int] = None,
+                  phases: Optional[dict] = None, provision_s: Optional[int] = None,
+                  on_second: Optional[Callable[[float, NodePool], None]] = None) -> PoolResult:
     """One run of the workloads named in ``traces`` (each on its own demand) sharing their pool: each workload's
     setup built once (workload_setup.build_setup), then :func:`run_pool`."""
     names = list(traces)
     _pool_of(cfg, names)
-    return run_pool([setup(cfg, name) for name in names], stack, traces, placeholders, slo_target, warm_set_gpus)
+    return run_pool([setup(cfg, name) for name in names], stack, traces, placeholders, slo_target, warm_set_gpus,
+                    phases, provision_s, on_second)
 
 
 def run_pool(setups: Sequence[WorkloadSetup], stack: str, traces: dict[str, Trace],
              placeholders: Optional[int] = None, slo_target: Optional[dict] = None,
-             warm_set_gpus: Optional[int] = None) -> PoolResult:
+             warm_set_gpus: Optional[int] = None, phases: Optional[dict] = None, provision_s: Optional[int] = None,
+             on_second: Optional[Callable[[float, NodePool], None]] = None) -> PoolResult:
     """One run of the workloads of ``setups`` (each on its trace in ``traces``, by name) sharing their pool.
     Placeholders: the workloads' ``warmReplicas`` together (``placeholders`` when given): pause pods of one replica's
     size at one priority class, so a replica of any workload preempts any of them. The pool's warm set as stated
     (its ``gpus`` set to ``warm_set_gpus`` when given, 0 for none): :class:`SleepingSet`. ``slo_target``: per
-    workload, the level judged (as ``simulate --slo``)."""
+    workload, the level judged (as ``simulate --slo``). ``phases``: per workload, its loop's phases (engine.Phases;
+    default: each loop's own). ``provision_s``: a node's provisioning instead of the catalog's (the real-loop harness
+    plays a shorter one on both sides). ``on_second(t, nodes)`` is called at the end of every second."""
     names = [s.name for s in setups]
     sleeping = sleeping_set(setups[0].warm_set, warm_set_gpus)
     if placeholders is None:
         placeholders = sum(s.warm_replicas for s in setups)
+    if provision_s is not None:
+        setups = [replace(s, provision_s=provision_s) for s in setups]
     slots = {s.slots for s in setups}
     if len(slots) != 1:
         raise ConfigError([CommandLineIssue("--workload", f"{', '.join(names)} need different slots per node "
@@ -212,7 +220,8 @@ def run_pool(setups: Sequence[WorkloadSetup], stack: str, traces: dict[str, Trac
         raise ConfigError([CommandLineIssue("--workload", f"{', '.join(names)} run different images "
                                                           f"({', '.join(sorted(images))}); the pool model holds one "
                                                           "image per node; allowed: workloads of one image")])
-    sims = [Simulation(s, traces[s.name], None, (slo_target or {}).get(s.name)) for s in setups]
+    sims = [Simulation(s, traces[s.name], (phases or {}).get(s.name), (slo_target or {}).get(s.name))
+            for s in setups]
     first = setups[0]
     warm = Placeholders(placeholders)
     replicas = sum(sim.spec for sim in sims) + (sleeping.gpus if sleeping is not None else 0)
@@ -262,6 +271,8 @@ def run_pool(setups: Sequence[WorkloadSetup], stack: str, traces: dict[str, Trac
         if sleeping is not None:
             sleeping.record()
         peak = max(peak, len(nodes.nodes))
+        if on_second is not None:
+            on_second(t, nodes)
     results = [sim.result(stack) for sim in sims]
     budgets = {}
     for sim in sims:
@@ -324,7 +335,8 @@ class PoolTuning:
 
 
 def tune_pool(cfg: PlatformConfig, stack: str, traces: dict[str, Trace], max_min_replicas: int = 2,
-              max_placeholders: int = 2, slo_target: Optional[dict] = None) -> PoolTuning:
+              max_placeholders: int = 2, slo_target: Optional[dict] = None,
+              provision_s: Optional[int] = None) -> PoolTuning:
     """Every combination of each workload's ``minReplicas`` (its least allowed up to ``max_min_replicas``) and the
     pool's placeholders (0 up to ``max_placeholders``, within what the pool holds beside every ``maxReplicas``),
     each judged by every workload's SLO verdict (its bad minutes within its error budget: simulate.slo) and costed
@@ -332,7 +344,7 @@ def tune_pool(cfg: PlatformConfig, stack: str, traces: dict[str, Trace], max_min
     placeholders beat ``minReplicas`` on these traces is read off the same judge and the same cost. A pool with a
     warm set (``warmSet``) is tried both ways: every setting above without it, and each ``minReplicas`` with it and
     no placeholder; the cheapest with it is set against the cheapest without placeholders (headroom held as
-    replicas at ``minReplicas``)."""
+    replicas at ``minReplicas``). ``provision_s``: as :func:`simulate_pool`'s."""
     from itertools import product
 
     from gpuplatform.components.validation import validate
@@ -355,14 +367,15 @@ def tune_pool(cfg: PlatformConfig, stack: str, traces: dict[str, Trace], max_min
             if validate(candidate):
                 refused += 1  # e.g. placeholders beside every maxReplicas beyond what the pool holds
                 continue
-            tried.append((setting, simulate_pool(candidate, stack, traces, count, slo_target, warm_set_gpus=0)))
+            tried.append((setting, simulate_pool(candidate, stack, traces, count, slo_target, warm_set_gpus=0,
+                                                 provision_s=provision_s)))
         if warm_set is not None:
             setting = {"minReplicas": dict(zip(names, mins)), "placeholders": 0, "warmSetGpus": warm_set.gpus}
             candidate = with_setting(cfg, setting["minReplicas"], 0)
             if validate(candidate):
                 refused += 1  # the warm set's GPUs beside every maxReplicas beyond what the pool holds
                 continue
-            tried.append((setting, simulate_pool(candidate, stack, traces, 0, slo_target)))
+            tried.append((setting, simulate_pool(candidate, stack, traces, 0, slo_target, provision_s=provision_s)))
     feasible = [x for x in tried if x[1].within_budget]
 
     def cheapest(xs):

@@ -136,7 +136,9 @@ def test_a_recorded_real_run_agrees_only_with_each_pods_own_scrape_offset():
     scraped 6 s before the first's; with one offset for every pod the simulator reads its first sample a sync late
     and asks for 4 replicas one sync after the real HPA did."""
     agreement = recompare(SCENARIOS["gpu-util-step"], RECORDED / "gpu-util-step")
-    assert agreement.phases["pod_scrapes"] == [14, 8, 7, 3]
+    # the scrapes came at .42, .88, .76 and .31 of their seconds, none on a collection's second: each is the
+    # simulator's second it began in (agreement._second), before the syncs later in those seconds
+    assert agreement.phases["pod_scrapes"] == [13, 7, 6, 2]
     assert agreement.agrees and agreement.mismatched_syncs == []
     assert (agreement.real.first_scale_up_s, agreement.real.capacity_s) == (43, 118)
     assert [m["t"] for m in agreement.one_phase_mismatched] == [132.5]
@@ -158,3 +160,117 @@ def test_an_emulated_servers_queue_runs_on_the_arrival_stamps_not_on_when_it_got
     assert (server.running(base + 2.5), server.waiting(base + 2.5)) == (1, 0)
     assert server.busy_fraction(base + 1, base + 3) == 1.0
     assert server.busy_fraction(base + 3, base + 4) == 0.0
+
+
+def test_karpenter_is_given_the_pools_node_shape_and_room_above_its_standing_nodes():
+    from gpuplatform.components.placement import gpu_pool_groups
+    from gpuplatform.realloop.chain import karpenter_objects
+
+    cfg, s, _ = load_scenario(SCENARIOS["nodes-scale-up"])
+    group = gpu_pool_groups(cfg)[0]
+    types, node_class, pool = karpenter_objects(group, "t4-node", s.max_nodes - s.min_nodes, s.gpus_per_node, 60,
+                                                s.node_scaler.unneeded_s)
+    assert types[0]["resources"]["nvidia.com/gpu"] == "1" and types[0]["name"] == "t4-node"
+    # the provider reserves 100m and 10Mi of every instance type: added back, the node offers the pool's allocatable
+    assert types[0]["resources"]["cpu"] == "1000100m" and types[0]["resources"]["memory"] == "1048586Mi"
+    assert node_class["spec"]["nodeRegistrationDelay"] == "60s"
+    spec = pool["spec"]
+    assert spec["limits"] == {"nvidia.com/gpu": "3"}  # minNodes 1 stand outside the NodePool, maxNodes 4
+    assert spec["template"]["metadata"]["labels"] == {"gpuplatform.io/pool": "t4",
+                                                       "run.ai/simulated-gpu-node-pool": "t4"}
+    assert {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]} in spec["template"]["spec"][
+        "requirements"]
+    assert spec["template"]["spec"]["taints"] == [{"key": "nvidia.com/gpu", "value": "present",
+                                                    "effect": "NoSchedule"}]
+    assert spec["disruption"] == {"consolidationPolicy": "WhenEmpty", "consolidateAfter": "600s"}
+
+
+def test_node_counts_one_scan_apart_agree_and_further_do_not():
+    def agreement(real_nodes, sim_nodes):
+        real = Side(None, None, [], [], 1, nodes=real_nodes, nodes_ready=real_nodes)
+        sim = Side(None, None, [], [], 1, nodes=sim_nodes, nodes_ready=sim_nodes)
+        return Agreement("s", "t", 15, real, sim, [], {}, 0, scan_s=10)
+    real = [1] * 30 + [3] * 30
+    assert agreement(real, [1] * 38 + [3] * 22).agrees  # the simulator's scan came 8 s after Karpenter's batch
+    late = agreement(real, [1] * 41 + [3] * 19)
+    assert not late.agrees and late.nodes_beyond_a_scan[0] == {"t": 40, "what": "nodes", "real": 3, "sim": 1}
+    assert "peak 3 / 3" in table([late]) and "fixed" in table([Agreement(
+        "s", "t", 15, Side(None, None, [], [], 1), Side(None, None, [], [], 1), [], {}, 0)])
+
+
+def test_the_first_node_request_and_ready_are_read_from_the_load_increase():
+    rate = lambda t: 3.0 if t < 10 else 15.0  # noqa: E731
+    nodes = lambda t: 1 if t < 22 else 3  # noqa: E731
+    ready = lambda t: 1 if t < 83 else 3  # noqa: E731
+    side = read_side(rate, lambda t: 1, lambda t: 1, 5.0, 100, [], lambda t: None, nodes, ready)
+    assert (side.first_node_s, side.node_ready_s) == (12, 73)
+    assert side.nodes[:23][-1] == 3 and len(side.nodes) == 101
+
+
+def test_a_pool_run_takes_each_workloads_phases_and_the_harness_provisioning():
+    from gpuplatform.simulate.engine import Phases
+    from gpuplatform.simulate.pool import simulate_pool
+
+    scenario = SCENARIOS["two-workloads-placeholders"]
+    cfg, _s, _ = load_scenario(scenario)
+    traces = {n: scenario.for_workload(n).trace() for n in scenario.workloads}
+    seen = []
+    result = simulate_pool(cfg, "t", traces, phases={"burst-a": Phases(14, 3, 12)}, provision_s=60,
+                           on_second=lambda t, pool: seen.append((t, len(pool.nodes), pool.ready_count(t))))
+    assert len(seen) == scenario.duration_s + 1 and seen[0][1:] == (3, 3)  # two replicas and the placeholder
+    added = next(t for t, n, _ in seen if n > 3)
+    assert next(t for t, _, r in seen if r > 3) == added + 60  # provisioned in the harness's 60 s, not 180 s
+    assert result.preempted >= 1
+
+
+def test_tune_on_the_two_workload_scenario_compares_placeholders_with_min_replicas_at_the_same_slo():
+    from gpuplatform.realloop.run import pool_tuning, tuning_text
+
+    scenario = SCENARIOS["two-workloads-placeholders"]
+    tuned = pool_tuning(scenario)
+    by = {(tuple(s["minReplicas"].values()), s["placeholders"]): r for s, r in tuned.tried}
+    # the placeholder halves the time to capacity of each burst (no node to wait for) ...
+    assert [w.capacity_ready_s for w in by[((1, 1), 1)].workloads] == [73.0, 73.0]
+    assert [w.capacity_ready_s for w in by[((1, 1), 0)].workloads] == [135.0, 135.0]
+    # ... but the replica's own start still leaves a bad minute per burst, so only minReplicas 2 keeps the SLO
+    assert not by[((1, 1), 1)].within_budget and by[((2, 2), 0)].within_budget
+    assert tuned.placeholders_win is False
+    assert "placeholders beat minReplicas at the same SLO: no" in tuning_text(scenario, tuned)
+
+
+def test_a_recorded_karpenter_run_agrees_with_the_simulators_node_model_within_a_scan():
+    """A run of nodes-scale-up recorded from the real chain (Karpenter v1.14.1 with its kwok provider, a 60 s node
+    registration): Karpenter asked for each node 1 to 2 s after the HPA's scale-up (its batch of the pods the
+    scheduler marked unschedulable), the simulator at its next 10 s scan."""
+    from dataclasses import replace
+
+    scenario = SCENARIOS["nodes-scale-up"]
+    agreement = recompare(scenario, RECORDED / "nodes-scale-up")
+    assert agreement.agrees and not agreement.nodes_beyond_a_scan
+    assert (agreement.real.first_node_s, agreement.sim.first_node_s) == (29, 35)
+    assert (agreement.real.node_ready_s, agreement.sim.node_ready_s) == (90, 95)
+    assert max(agreement.real.nodes) == max(agreement.sim.nodes) == 4
+    # the same record against a simulator provisioning in the catalog's 180 s: the nodes come two minutes late
+    slow = recompare(replace(scenario, node_provision_s=180), RECORDED / "nodes-scale-up")
+    assert not slow.nodes_agree and not slow.agrees
+
+
+def test_a_scrape_is_the_simulators_second_it_began_in_unless_a_collection_came_then():
+    from gpuplatform.realloop.agreement import _second
+
+    assert _second(192.2, (15, 14)) == 192  # before a sync at 192.66, which the simulator runs at 193
+    assert _second(179.2, (15, 14)) == 180  # it read the collection of 179.0: the simulator's scrape at 180 does
+    assert _second(192.2, None) == 193      # a gauge read at the scrape: rounded up as every real instant
+
+
+def test_a_recorded_two_workload_run_agrees_per_workload_and_on_the_pools_nodes():
+    """A run of two-workloads-placeholders recorded from the real chain: each burst's new replica preempted the
+    placeholder (the real scheduler) and served 59 s after its load rose, and Karpenter added a node for the
+    evicted placeholder each time."""
+    scenario = SCENARIOS["two-workloads-placeholders"]
+    a, b = recompare(scenario, RECORDED / "two-workloads-placeholders")
+    assert a.scenario.endswith("burst-a") and b.scenario.endswith("burst-b")
+    assert a.agrees and b.agrees
+    assert (a.real.capacity_s, a.sim.capacity_s, b.real.capacity_s, b.sim.capacity_s) == (59, 59, 59, 59)
+    assert max(a.real.nodes) == max(a.sim.nodes) == 5
+    assert "two-workloads-placeholders/burst-b" in table([a, b])

@@ -14,6 +14,11 @@ from dataclasses import dataclass
 from gpuplatform.catalogs import servers
 from gpuplatform.catalogs.pods import ClusterPod
 from gpuplatform.components.config import NodePool, PlatformConfig, Workload
+from gpuplatform.components.model_startup import load_estimate
+from gpuplatform.catalogs import server_cli as cli
+from gpuplatform.components import server_args
+from gpuplatform.catalogs.network import PLATFORM_PART_OF
+from gpuplatform.components.pools import _amount
 
 
 @dataclass(frozen=True)
@@ -28,7 +33,6 @@ class SleepingModel:
 
 def sleeping_models(cfg: PlatformConfig, pool: NodePool) -> list[SleepingModel]:
     """The set's models that are workloads with a ``model`` on the pool (validation reports the others)."""
-    from gpuplatform.components.model_startup import load_estimate
     ws = pool.warm_set
     if ws is None:
         return []
@@ -50,8 +54,6 @@ def sleep_endpoints(w: Workload) -> "servers.SleepMode | None":
     with ``--enable-sleep-mode`` and ``VLLM_SERVER_DEV_MODE=1``, SGLang with ``--enable-memory-saver``. None for
     any other. They share the port with the API its clients use, and vLLM cannot serve them elsewhere (its dev
     routes are registered on the one app: llm-d-incubation/llm-d-fast-model-actuation issue #27)."""
-    from gpuplatform.catalogs import server_cli as cli
-    from gpuplatform.components import server_args
     mode = servers.SLEEP_MODES.get(w.server or "")
     if mode is None:
         return None
@@ -111,7 +113,6 @@ def waker_name(pool: NodePool) -> str:
 
 
 def _labels(name: str, component: str) -> dict[str, str]:
-    from gpuplatform.catalogs.network import PLATFORM_PART_OF
     return {"app.kubernetes.io/name": name, "app.kubernetes.io/component": component,
             "app.kubernetes.io/part-of": PLATFORM_PART_OF, "app.kubernetes.io/managed-by": "pulumi"}
 
@@ -140,7 +141,6 @@ def holder_ports(cfg: PlatformConfig, pool: NodePool) -> dict[str, int]:
 
 
 def _gib(text: str) -> float:
-    from gpuplatform.components.pools import _amount
     return _amount(text) / 2 ** 30
 
 

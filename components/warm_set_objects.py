@@ -11,10 +11,24 @@ from gpuplatform.components.warm_set import (AWAKE_LABEL, CONFIG_DIR, ENDPOINT_S
                                              WAKER_HEALTH_PATH, WAKER_HEALTH_PORT, WAKER_MEMORY, WAKER_USER,
                                              holder_labels, holder_memory_gib, holder_name, holder_ports, models_of,
                                              waker_labels, waker_name)
+from gpuplatform.components.pools import _amount
+from gpuplatform.catalogs.server_grammar import ENTRYPOINTS, IMAGE_ENTRYPOINTS
+from gpuplatform.components.drain import drain_chain
+from gpuplatform.components import server_args
+from gpuplatform.components.model_startup import startup_seconds
+from gpuplatform.components.workload_manifests import probe_paths
+from gpuplatform.components.workload_manifests import _claim
+from gpuplatform.catalogs.kubernetes import TMP_MOUNT_PATH, TMP_SIZE_LIMIT_GIB
+from gpuplatform.catalogs import server_cli
+from gpuplatform.components.model_startup import STARTUP_PROBE_PERIOD_SECONDS
+from gpuplatform.components.workload_manifests import SHM_VOLUME, _gib as gib_quantity, shared_memory_gib
+from gpuplatform.components.workload_manifests import service
+from gpuplatform.components.network_policy import peer_object
+from gpuplatform.components.workload_manifests import network_policy, workload_context
+from gpuplatform.components.pools import all_pool_facts
 
 
 def holder_cpu(cfg: PlatformConfig, pool: NodePool) -> str:
-    from gpuplatform.components.pools import _amount
     models = models_of(cfg, pool)
     return max((w.resources.cpu for w in models), key=lambda c: _amount(str(c)), default="1")
 
@@ -22,13 +36,11 @@ def holder_cpu(cfg: PlatformConfig, pool: NodePool) -> str:
 def server_argv(w: Workload, port: int) -> list[str]:
     """The sleeping replica's command line: the workload's own (its ``command``, else the image's entry point),
     with sleep mode enabled and the holder's port last (argparse takes the last ``--port``)."""
-    from gpuplatform.catalogs.server_grammar import ENTRYPOINTS, IMAGE_ENTRYPOINTS
     mode = servers.SLEEP_MODES[w.server]
     if w.command:
         head = list(w.command)
     else:
         head = ENTRYPOINTS[w.server][IMAGE_ENTRYPOINTS[w.server]].split()
-    from gpuplatform.components.drain import drain_chain
     args = list(w.args) + list(drain_chain(w).added_args)
     enable = [f for f in mode.enable_flags if f not in args]
     return head + args + enable + [f"--port={port}"]
@@ -36,7 +48,6 @@ def server_argv(w: Workload, port: int) -> list[str]:
 
 def server_env(w: Workload) -> dict[str, str]:
     """The workload's environment with the endpoints' gate (vLLM: ``VLLM_SERVER_DEV_MODE=1``)."""
-    from gpuplatform.components import server_args
     env = dict(sorted(server_args.effective_env(w).items()))  # the order the workload's container lists them
     gate = servers.SLEEP_MODES[w.server].gate_env
     if gate is not None:
@@ -52,8 +63,6 @@ def _path(endpoint: str) -> str:
 def holder_config(cfg: PlatformConfig, pool: NodePool) -> dict:
     """``servers.json`` of the holder program: each model's environment, port and endpoints, in the order of the
     command lines the container's args hold (:func:`holder_args`)."""
-    from gpuplatform.components.model_startup import startup_seconds
-    from gpuplatform.components.workload_manifests import probe_paths
     level = pool.warm_set.sleep_level
     out = []
     for w, port in zip(models_of(cfg, pool), holder_ports(cfg, pool).values()):
@@ -92,7 +101,6 @@ def holder_configmap(cfg: PlatformConfig, pool: NodePool, namespace: str) -> dic
 def _volumes(models: list[Workload]) -> tuple[list[dict], list[dict]]:
     """(pod volumes, container mounts) of the models' own volumes: one per distinct claim and path (validation
     refuses two models mounting different volumes at one path)."""
-    from gpuplatform.components.workload_manifests import _claim
     volumes, mounts, seen = [], [], {}
     for i, w in enumerate(models):
         for v in w.volumes:
@@ -112,11 +120,6 @@ def holder_deployment(cfg: PlatformConfig, pool: NodePool, facts, namespace: str
     (components/warm_set_holder.py) with a sleeping replica of every model. Restricted Pod Security, no service
     account token (nothing in it calls the API), ``Recreate`` so a new version never waits for a GPU the old one
     holds. Not ready until every replica sleeps."""
-    from gpuplatform.catalogs.kubernetes import TMP_MOUNT_PATH, TMP_SIZE_LIMIT_GIB
-    from gpuplatform.catalogs import server_cli
-    from gpuplatform.components.drain import drain_chain
-    from gpuplatform.components.model_startup import STARTUP_PROBE_PERIOD_SECONDS
-    from gpuplatform.components.workload_manifests import SHM_VOLUME, _gib as gib_quantity, shared_memory_gib
     models = models_of(cfg, pool)
     first = models[0]
     gpu = {facts.resource_for(first.gpu): "1"}
@@ -196,7 +199,6 @@ def endpoint_slice_name(w: Workload, pool: NodePool) -> str:
 
 def waker_config(cfg: PlatformConfig, pool: NodePool, namespace: str) -> dict:
     """``waker.json``: everything the waker needs to know, so it needs no other read of the stack."""
-    from gpuplatform.components.workload_manifests import service
     level = pool.warm_set.sleep_level
     ports = holder_ports(cfg, pool)
     models = []
@@ -295,9 +297,6 @@ def holder_network_policies(cfg: PlatformConfig, pool: NodePool, namespace: str)
     their ports (the first policy); while the waker has woken one (the holder labelled ``AWAKE_LABEL: <model>``), the
     callers the model's own NetworkPolicy admits reach that replica's port and no other (one policy per model,
     the model's rules with its port in the holder; a model without a NetworkPolicy: any caller, to that port)."""
-    from gpuplatform.components.network_policy import peer_object
-    from gpuplatform.components.workload_manifests import network_policy, workload_context
-    from gpuplatform.components.pools import all_pool_facts
     ports = holder_ports(cfg, pool)
     select = {"app.kubernetes.io/name": holder_name(pool)}
     meta = {"namespace": namespace, "labels": holder_labels(pool)}
@@ -332,7 +331,6 @@ def warm_set_namespace(cfg: PlatformConfig, pool: NodePool) -> str:
 def warm_set_objects(cfg: PlatformConfig, pool: NodePool) -> list[dict]:
     """Every object of the pool's warm set, in the order they are registered: the holders' program and pods, the
     policies around them, then the waker. Empty for a pool without a warm set or whose set names no model."""
-    from gpuplatform.components.pools import all_pool_facts
     if pool.warm_set is None or not models_of(cfg, pool):
         return []
     facts = all_pool_facts(cfg).get(pool.name)

@@ -6,6 +6,12 @@ from gpuplatform.components.config import PlatformConfig, Workload
 from gpuplatform.components.errors import fmt
 from gpuplatform.components.pools import PoolFacts
 from gpuplatform.components.validation.common import _Issues
+from gpuplatform.catalogs import servers
+from gpuplatform.catalogs.metrics import image_version
+from gpuplatform.components.pools import _amount
+from gpuplatform.components.warm_set import host_gib_per_gpu, holder_memory_gib
+from gpuplatform.components.warm_set import models_of
+from gpuplatform.components.workload_manifests import _claim
 
 
 def check_warm_capacity(cfg: PlatformConfig, p: str, w: Workload, f: Optional[PoolFacts], out: _Issues) -> None:
@@ -42,10 +48,6 @@ def check_warm_sets(cfg: PlatformConfig, facts: dict[str, PoolFacts], out: _Issu
     """A pool's warm set (``nodePools[].warmSet``, components/warm_set.py): its models are vLLM workloads on the pool
     of a release with sleep mode, with their weights stated; whole GPUs; no more GPUs than the pool has; and the
     host memory the sleeping replicas of one GPU keep fits a node of the pool beside a replica."""
-    from gpuplatform.catalogs import servers
-    from gpuplatform.catalogs.metrics import image_version
-    from gpuplatform.components.pools import _amount
-    from gpuplatform.components.warm_set import host_gib_per_gpu, holder_memory_gib
 
     by_name = {w.name: w for w in cfg.workloads}
     allowed = ", ".join(f"{s} >= {'.'.join(map(str, v))}" for s, v in servers.WARM_SET_SERVERS.items())
@@ -147,8 +149,6 @@ def _check_holdable(cfg: PlatformConfig, pm: str, w: Workload, out: _Issues) -> 
 def _check_one_container(cfg: PlatformConfig, p: str, pool, out: _Issues) -> None:
     """The sleeping replicas of a warm GPU share one container (the device plugin hands the GPU to one): one
     image, one user, one file system view (no two volumes at one path) and one value per secret variable."""
-    from gpuplatform.components.warm_set import models_of
-    from gpuplatform.components.workload_manifests import _claim
     models = models_of(cfg, pool)
     if len(models) < 2:
         return

@@ -4,6 +4,8 @@ holder program's ConfigMap and the holders' Deployment, the NetworkPolicies arou
 rendered holder (:func:`warm_set_pods`)."""
 from __future__ import annotations
 
+from pathlib import Path
+
 from gpuplatform.catalogs import servers
 from gpuplatform.catalogs.images import PYTHON_IMAGE
 from gpuplatform.catalogs.pods import ClusterPod
@@ -93,7 +95,6 @@ def _holder_source() -> str:
 
 
 def _waker_source() -> str:
-    from pathlib import Path
     return Path(__file__).with_name("warm_set_waker.py").read_text()
 
 

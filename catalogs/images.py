@@ -6,6 +6,10 @@
 * ``BUSYBOX_IMAGE``: Docker Official Image busybox 1.36.1, multi-arch index digest; the official builds link busybox
   statically (docker-library/busybox ``Dockerfile.builder``: ``CONFIG_STATIC=y``), so the binary runs in any Linux
   image of the same architecture, with or without a shell or a C library.
+* ``PYTHON_IMAGE``: Docker Official Image python 3.13 (3.13.14) on Debian trixie, slim variant, multi-arch index
+  digest as docker-library/repo-info lists it (``repos/python/remote/3.13-slim-trixie.md``, commit 2986dca3a80c);
+  the warm set's waker program (components/warm_set_waker.py, standard library only) runs on it. It runs as root
+  by default: the waker's pod sets its own non-root user.
 """
 from __future__ import annotations
 
@@ -15,6 +19,8 @@ PAUSE_IMAGE_USER = 65535
 """``USER 65535:65535`` of the pause image (kubernetes/kubernetes build/pause/Dockerfile): placeholders run as it."""
 BUSYBOX_IMAGE = ("docker.io/library/busybox:1.36.1"
                  "@sha256:73aaf090f3d85aa34ee199857f03fa3a95c8ede2ffd4cc2cdb5b94e566b11662")
+PYTHON_IMAGE = ("docker.io/library/python:3.13-slim-trixie"
+                "@sha256:9662417aace5ae7b8e2609cce472b72a8958e134ba372808abe9cc1a0c0125e6")
 
 MUTABLE_TAGS = frozenset({"latest", "main", "master", "nightly", "dev", "develop", "devel", "edge", "head",
                           "canary", "unstable", "rolling", "trunk"})

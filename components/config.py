@@ -350,8 +350,10 @@ def _check_price_source(value: str) -> str:
     return value.strip()
 
 
-def _check_waker_image(value: str) -> str:
+def _check_waker_image(value: Optional[str]) -> Optional[str]:
     from gpuplatform.catalogs.images import mutable_tag
+    if value is None:
+        return None
     ref = value.strip()
     name, _, digest = ref.partition("@")
     last = name.rsplit("/", 1)[-1]
@@ -383,10 +385,10 @@ class WarmSetWaker(Model):
     """The controller that wakes a sleeping replica when its model needs capacity and puts it back to sleep once the
     model's own replicas serve (docs/model-startup.md, "Who wakes a sleeping replica": what it must do, and the
     objects and permissions the package renders for it)."""
-    image: Annotated[str, AfterValidator(_check_waker_image)]
-    """The waker's image, pinned by a version tag or a digest: a controller you build or choose that does what the
-    docs state. Required: no published controller does it for Deployments and HPAs (llm-d's dual-pods
-    controller serves its own server-requesting pods)."""
+    image: Annotated[Optional[str], AfterValidator(_check_waker_image)] = None
+    """A waker of your own in place of the package's, pinned by a version tag or a digest; it must do what the docs
+    state, and runs its image's entry point. Default: the package's waker (components/warm_set_waker.py, shipped in
+    the waker's ConfigMap) on a pinned Python image (catalogs/images.py ``PYTHON_IMAGE``)."""
 
 
 class WarmSet(Model):
@@ -398,8 +400,8 @@ class WarmSet(Model):
     gpus: int = Field(1, ge=1, le=1000)
     """GPUs of the pool the set holds; on each, one sleeping replica of every model, of which one at a time
     wakes. Default 1."""
-    waker: WarmSetWaker
-    """Who wakes the sleeping replicas (the image of the waker the package deploys). Required."""
+    waker: WarmSetWaker = Field(default_factory=WarmSetWaker)
+    """Who wakes the sleeping replicas. Default: the package's waker."""
     sleep_level: Literal[1, 2] = 1
     """vLLM's sleep level: 1 keeps the weights in host memory (wakes by a copy, seconds), 2 discards them (wakes by
     reading them again, as slow as the weights' read). Default 1."""

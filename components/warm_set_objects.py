@@ -4,7 +4,10 @@ holder program's ConfigMap and the holders' Deployment, the NetworkPolicies arou
 rendered holder (:func:`warm_set_pods`)."""
 from __future__ import annotations
 
+from pathlib import Path
+
 from gpuplatform.catalogs import servers
+from gpuplatform.catalogs.images import PYTHON_IMAGE
 from gpuplatform.catalogs.pods import ClusterPod
 from gpuplatform.components.config import NodePool, PlatformConfig, Workload
 from gpuplatform.components.warm_set import (AWAKE_LABEL, CONFIG_DIR, ENDPOINT_SLICE_MANAGER, READY_FILE, WAKER_CPU,
@@ -89,6 +92,16 @@ def holder_args(cfg: PlatformConfig, pool: NodePool) -> list[str]:
 def _holder_source() -> str:
     from pathlib import Path
     return Path(__file__).with_name("warm_set_holder.py").read_text()
+
+
+def _waker_source() -> str:
+    return Path(__file__).with_name("warm_set_waker.py").read_text()
+
+
+def waker_image(pool: NodePool) -> str:
+    """``warmSet.waker.image`` when the stack overrides it, else the pinned Python image the shipped program runs on
+    (catalogs/images.py ``PYTHON_IMAGE``)."""
+    return pool.warm_set.waker.image or PYTHON_IMAGE
 
 
 def holder_configmap(cfg: PlatformConfig, pool: NodePool, namespace: str) -> dict:
@@ -211,10 +224,17 @@ def waker_config(cfg: PlatformConfig, pool: NodePool, namespace: str) -> dict:
                        "service": w.name, "holderPort": ports[w.name],
                        "endpointSlice": {"name": endpoint_slice_name(w, pool), "ports": svc_ports},
                        "wake": mode.wake, "sleep": f"POST {_path(mode.sleep)}?level={level}",
-                       "isSleeping": mode.state})
+                       "isSleeping": mode.state, "drainSeconds": _drain_seconds(w)})
     return {"namespace": namespace, "pool": pool.name,
             "holders": {"selector": {"app.kubernetes.io/name": holder_name(pool)}, "awakeLabel": AWAKE_LABEL},
             "endpointSliceManagedBy": ENDPOINT_SLICE_MANAGER, "sleepLevel": level, "models": models}
+
+
+def _drain_seconds(w: Workload) -> int:
+    """How long the waker waits between taking a woken replica out of its model's EndpointSlice and putting it to
+    sleep: the model's preStop wait (or, without one, its routing's propagation) and its longest request."""
+    chain = drain_chain(w)
+    return int((chain.pre_stop_s or chain.routing.seconds) + chain.longest_request_s)
 
 
 class _NoContext:
@@ -251,7 +271,8 @@ def waker_objects(cfg: PlatformConfig, pool: NodePool, namespace: str) -> list[d
     account = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": dict(meta),
                "automountServiceAccountToken": False}
     config = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": dict(meta),
-              "data": {"waker.json": json.dumps(waker_config(cfg, pool, namespace), indent=2)}}
+              "data": {"waker.py": _waker_source(),
+                       "waker.json": json.dumps(waker_config(cfg, pool, namespace), indent=2)}}
     resources = {"cpu": WAKER_CPU, "memory": WAKER_MEMORY}
     deployment = {
         "apiVersion": "apps/v1", "kind": "Deployment", "metadata": dict(meta),
@@ -267,8 +288,13 @@ def waker_objects(cfg: PlatformConfig, pool: NodePool, namespace: str) -> list[d
                 "securityContext": {"runAsNonRoot": True, "runAsUser": WAKER_USER, "runAsGroup": WAKER_USER,
                                     "seccompProfile": {"type": "RuntimeDefault"}},
                 "containers": [{
-                    "name": "waker", "image": pool.warm_set.waker.image, "imagePullPolicy": "IfNotPresent",
-                    "env": [{"name": "WARM_SET_CONFIG", "value": f"{CONFIG_DIR}/waker.json"}],
+                    "name": "waker", "image": waker_image(pool), "imagePullPolicy": "IfNotPresent",
+                    # the shipped program (components/warm_set_waker.py); an image set in warmSet.waker.image is a
+                    # waker of its own and runs its entry point
+                    **({} if pool.warm_set.waker.image else {"command": ["python3", f"{CONFIG_DIR}/waker.py"]}),
+                    "env": [{"name": "WARM_SET_CONFIG", "value": f"{CONFIG_DIR}/waker.json"},
+                            # the root file system is read-only: no bytecode cache to write
+                            {"name": "PYTHONDONTWRITEBYTECODE", "value": "1"}],
                     "resources": {"requests": dict(resources), "limits": dict(resources)},
                     "securityContext": {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,
                                         "runAsNonRoot": True, "capabilities": {"drop": ["ALL"]},

@@ -300,7 +300,12 @@ def test_the_waker_gets_the_least_it_needs_and_its_image_is_a_pinned_setting():
     assert binding["roleRef"]["kind"] == "Role" and binding["subjects"][0]["name"] == "warm-set-l20-waker"
     pod = _by(docs, "Deployment", "warm-set-l20-waker")["spec"]["template"]["spec"]
     assert pod["serviceAccountName"] == "warm-set-l20-waker"
-    assert pod["containers"][0]["image"] == "registry.example.com/platform/warm-set-waker:1.0.0"
+    # the package's own waker: the program in the waker's ConfigMap, on the pinned Python image
+    from gpuplatform.catalogs.images import PYTHON_IMAGE
+    assert pod["containers"][0]["image"] == PYTHON_IMAGE
+    assert pod["containers"][0]["command"] == ["python3", "/etc/gpuplatform-warm-set/waker.py"]
+    assert pod["containers"][0]["securityContext"]["readOnlyRootFilesystem"] is True
+    assert {"name": "PYTHONDONTWRITEBYTECODE", "value": "1"} in pod["containers"][0]["env"]
     assert "nodeSelector" not in pod and "tolerations" not in pod  # never on a GPU node
 
 
@@ -313,6 +318,9 @@ def test_the_waker_config_names_what_it_reads_and_the_slices_it_writes():
     assert chat["endpointSlice"] == {"name": "chat-warm-set-l20", "ports": [
         {"name": "http", "port": 8100, "protocol": "TCP", "appProtocol": "http"}]}
     assert chat["wake"] == "POST /wake_up" and chat["sleep"] == "POST /sleep?level=1"
+    assert chat["drainSeconds"] > 0  # the woken replica drains before it sleeps, as the model's own pods do
+    program = _by(_rendered(), "ConfigMap", "warm-set-l20-waker")["data"]["waker.py"]
+    assert program == (REPO / "components" / "warm_set_waker.py").read_text()
     assert config["holders"] == {"selector": {"app.kubernetes.io/name": "warm-set-l20"},
                                  "awakeLabel": "gpuplatform.io/awake-model"}
 
@@ -349,10 +357,13 @@ def test_the_warm_set_objects_pass_the_api_servers_strict_schemas():
             kubernetes_validate.validate(doc, version, strict=True)
 
 
-def test_a_waker_image_is_required_and_pinned():
+def test_a_waker_image_is_an_optional_pinned_override():
     raw = example()
-    del raw["nodePools"][0]["warmSet"]["waker"]
-    assert_rejected(raw, "nodePools[0].warmSet.waker", "required")
+    raw["nodePools"][0]["warmSet"]["waker"] = {"image": "registry.example.com/platform/warm-set-waker:1.0.0"}
+    pod = _by(_rendered(raw), "Deployment", "warm-set-l20-waker")["spec"]["template"]["spec"]
+    # a waker of the stack's own runs its image's entry point, not the package's program
+    assert pod["containers"][0]["image"] == "registry.example.com/platform/warm-set-waker:1.0.0"
+    assert "command" not in pod["containers"][0]
     raw = example()
     raw["nodePools"][0]["warmSet"]["waker"] = {"image": "registry.example.com/platform/warm-set-waker:latest"}
     assert_rejected(raw, "nodePools[0].warmSet.waker.image", "is not pinned", "a version tag or a digest")

@@ -185,15 +185,17 @@ def test_karpenter_is_given_the_pools_node_shape_and_room_above_its_standing_nod
     assert spec["disruption"] == {"consolidationPolicy": "WhenEmpty", "consolidateAfter": "600s"}
 
 
-def test_node_counts_one_scan_apart_agree_and_further_do_not():
+def test_node_counts_a_sync_and_a_scan_apart_agree_and_further_do_not():
     def agreement(real_nodes, sim_nodes):
         real = Side(None, None, [], [], 1, nodes=real_nodes, nodes_ready=real_nodes)
         sim = Side(None, None, [], [], 1, nodes=sim_nodes, nodes_ready=sim_nodes)
         return Agreement("s", "t", 15, real, sim, [], {}, 0, scan_s=10)
     real = [1] * 30 + [3] * 30
     assert agreement(real, [1] * 38 + [3] * 22).agrees  # the simulator's scan came 8 s after Karpenter's batch
-    late = agreement(real, [1] * 41 + [3] * 19)
-    assert not late.agrees and late.nodes_beyond_a_scan[0] == {"t": 40, "what": "nodes", "real": 3, "sim": 1}
+    # a node after a later HPA decision: a sync (15 s) and a scan (10 s) after Karpenter's at most
+    assert agreement(real, [1] * 55 + [3] * 5).agrees
+    late = agreement(real, [1] * 56 + [3] * 4)
+    assert not late.agrees and late.nodes_beyond_a_scan[0] == {"t": 55, "what": "nodes", "real": 3, "sim": 1}
     assert "peak 3 / 3" in table([late]) and "fixed" in table([Agreement(
         "s", "t", 15, Side(None, None, [], [], 1), Side(None, None, [], [], 1), [], {}, 0)])
 

@@ -65,15 +65,17 @@ def check(scenario, agreement):
         assert real.first_scale_down_s is not None, f"the real chain never scaled down:\n{shown}"
     assert agreement.failed_real == 0, f"{agreement.failed_real} arrivals found no Ready pod in the real chain"
     assert agreement.times_agree, (f"first scale-up {real.first_scale_up_s} / {sim.first_scale_up_s} s, capacity "
-                                   f"{real.capacity_s} / {sim.capacity_s} s (real / simulate), allowed one sync "
-                                   f"period ({agreement.sync_s} s):\n{shown}")
+                                   f"{real.capacity_s} / {sim.capacity_s} s (real / simulate), allowed "
+                                   f"{agreement.times_bound_s} s (a sync, and a scan when nodes are added):\n{shown}")
     assert not agreement.beyond_a_sync, (f"replicas differ by more than a sync at {agreement.beyond_a_sync}:"
                                          f"\n{shown}")
-    if not scenario.poisson:
-        # evenly spaced arrivals and fixed service times leave no sampling noise: every sync decides the same
+    if not scenario.poisson and scenario.node_provision_s is None:
+        # evenly spaced arrivals and fixed service times leave no sampling noise: every sync decides the same (with
+        # nodes added, Karpenter's node comes up to a scan before the simulator's, which can move a replica's
+        # readiness across a sync: those scenarios are held to the bounds above)
         assert not agreement.mismatched_syncs, f"replicas differ at syncs {agreement.mismatched_syncs}:\n{shown}"
     if scenario.node_provision_s is not None:
         assert real.first_node_s is not None, f"Karpenter never added a node:\n{shown}"
         assert agreement.nodes_agree, (f"first node request {real.first_node_s} / {sim.first_node_s} s, ready "
-                                       f"{real.node_ready_s} / {sim.node_ready_s} s, nodes beyond a scan "
-                                       f"({agreement.scan_s} s) at {agreement.nodes_beyond_a_scan[:5]}:\n{shown}")
+                                       f"{real.node_ready_s} / {sim.node_ready_s} s, nodes beyond a sync and a scan "
+                                       f"({agreement.sync_s} + {agreement.scan_s} s) at {agreement.nodes_beyond_a_scan[:5]}:\n{shown}")

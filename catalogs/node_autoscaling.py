@@ -70,8 +70,14 @@ UPSTREAM_CA = {"scanInterval": "10s", "scaleDownUnneededTime": "10m", "scaleDown
                "scaleUpFromZero": True}
 """The upstream cluster-autoscaler's flag defaults (kubernetes/autoscaler FAQ "What are the parameters to CA?":
 ``--scan-interval 10s``, ``--scale-down-unneeded-time 10m``, ``--scale-down-delay-after-add 10m``,
-``--scale-up-from-zero true``): what ``simulate`` assumes for a cluster the stack does not configure (the
-``kubeconfig`` kind)."""
+``--scale-up-from-zero true``): the defaults of ``cluster.nodeAutoscaling`` on a cluster of kind ``kubeconfig``,
+whose own autoscaler ``simulate`` models."""
+
+MAX_EMPTY_BULK_DELETE = 10
+"""Empty nodes cluster-autoscaler removes at once (kubernetes/autoscaler FAQ, "How does scale-down work?": "Empty
+nodes, on the other hand, can be terminated in bulk, up to 10 nodes at a time (configurable by
+``--max-empty-bulk-delete`` flag)"; its default in "What are the parameters to CA?"). The stack does not set it
+(``cs.AutoscalingConfig`` has no such argument), so ``simulate`` takes the upstream default on every kind."""
 
 NOT_SENDABLE_FALSE = ("scaleUpFromZero",)
 """Booleans the provider cannot send as false: its create and update add them to the request only when

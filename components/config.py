@@ -13,6 +13,7 @@ from pydantic.alias_generators import to_camel
 from gpuplatform.catalogs.ack import SYSTEM_POOL_INSTANCE_TYPES as _SYSTEM_TYPES
 from gpuplatform.catalogs.burn_rates import prometheus_duration_seconds
 from gpuplatform.catalogs.metrics import slo_derived_target
+from gpuplatform.catalogs.node_autoscaling import UPSTREAM_CA as _UPSTREAM_CA
 from gpuplatform.catalogs.prices import CURRENCIES
 from gpuplatform.catalogs.sharing import CGPU_PLACEMENTS, CGPU_POLICIES, DEFAULT_GPU_TAINT
 from gpuplatform.components.clouds import CloudProfile, cloud_for
@@ -259,6 +260,23 @@ class AckExistingCluster(Model):
     and the cgpu=true label. Default true."""
 
 
+class ClusterNodeAutoscaler(Model):
+    """The timing of the node autoscaler a ``kubeconfig`` cluster runs itself: the package neither deploys nor
+    configures one there, so nothing is sent; ``simulate`` models cluster-autoscaler with these figures (its
+    flags ``--scan-interval``, ``--scale-down-unneeded-time``, ``--scale-down-delay-after-add``). State what your
+    cluster's autoscaler runs with. Each default is the upstream cluster-autoscaler's (catalogs/node_autoscaling.py
+    ``UPSTREAM_CA``). On a cluster of kind ``ack-managed`` the same keys are ``cluster.nodeAutoscaling`` of ACK's
+    autoscaler, which the stack sends."""
+
+    scan_interval: Duration = _UPSTREAM_CA["scanInterval"]
+    """How often the autoscaler looks for Pending pods and unneeded nodes. Default ``10s``."""
+    scale_down_unneeded_time: Duration = _UPSTREAM_CA["scaleDownUnneededTime"]
+    """How long a node stays unneeded (empty, for the GPU pools ``simulate`` models) before it is removed: where
+    the node-hours of a scale-in come from. Default ``10m``."""
+    scale_down_delay_after_add: Duration = _UPSTREAM_CA["scaleDownDelayAfterAdd"]
+    """No node is removed this long after a scale-out. Default ``10m``."""
+
+
 class KubeconfigCluster(Model):
     """Any existing Kubernetes cluster reached by kubeconfig; no Alibaba resources at all."""
 
@@ -272,6 +290,9 @@ class KubeconfigCluster(Model):
     simulate_gpus: bool = False
     """Install run-ai/fake-gpu-operator with a topology derived from the node pools, so the autoscaling loop
     runs on a cluster without GPUs. Default false."""
+    node_autoscaling: ClusterNodeAutoscaler = Field(default_factory=lambda: ClusterNodeAutoscaler())
+    """The cluster's own node autoscaler, as ``simulate`` models it (nothing is deployed or sent). Default: the
+    upstream cluster-autoscaler's flag defaults."""
 
 
 Cluster = Annotated[Union[AckManagedCluster, AckExistingCluster, KubeconfigCluster], Field(discriminator="kind")]

@@ -25,6 +25,13 @@ requested and ready node counts within what the real chain had from one scan bef
 the simulator's ``scan_s`` (the cluster autoscaler's ``--scan-interval``, 10 s by default); Karpenter has no scan but
 batches the pending pods it sees, up to ``BATCH_MAX_DURATION`` (10 s by default, karpenter
 ``pkg/operator/options/options.go``), which is the same figure.
+
+A load that falls with nodes autoscaled (node scale-down): the seconds from the load's fall until the pool's
+requested nodes first fall and until they reach the count they end the run at, each within a sync and a scan of
+the real chain's, where the real chain may be later by Karpenter's validation of an empty node
+(:data:`KARPENTER_EMPTINESS_VALIDATION_S`), an engine difference the simulator does not model (it models
+cluster-autoscaler, which removes an empty node at the scan that finds it unneeded long enough); the nodes per
+second after the fall are held to the same allowance.
 """
 from __future__ import annotations
 
@@ -36,6 +43,13 @@ from pathlib import Path
 from typing import Optional
 
 from gpuplatform.realloop.scenarios import Scenario
+
+KARPENTER_EMPTINESS_VALIDATION_S = 15
+"""Karpenter removes an empty node 15 s after it decided to: its emptiness method validates the command after
+``commandValidationDelay`` (karpenter v1.14.1 ``pkg/controllers/disruption/consolidation.go``: 15 s;
+``emptiness.go`` ``ComputeCommands`` calls ``validator.Validate(ctx, cmd, commandValidationDelay)``, and
+``validation.go`` ``EmptinessValidator.Validate`` waits that long before it checks the nodes again), and only then
+deletes the NodeClaim. cluster-autoscaler, which the simulator models, has no such wait."""
 
 SETTLE_S = 2.0
 """A sync's decision is on the Deployment well within this (the controller writes the scale right after its
@@ -61,6 +75,12 @@ class Side:
     """Seconds from the load increase until the requested nodes first rise."""
     node_ready_s: Optional[float] = None
     """Seconds from the load increase until the ready nodes first rise."""
+    load_fall_s: Optional[int] = None
+    """The second of the load's first fall (None: it never falls)."""
+    first_node_removed_s: Optional[float] = None
+    """Seconds from the load's first fall until the requested nodes first fall (None: no node removed)."""
+    last_node_removed_s: Optional[float] = None
+    """Seconds from the load's first fall until the requested nodes reach the count they end the run at."""
 
     def times(self) -> tuple:
         return self.first_scale_up_s, self.capacity_s, self.first_scale_down_s, self.settled_s
@@ -92,19 +112,39 @@ class Agreement:
         the node autoscaler's reaction to it (within a scan)."""
         out = []
         window = self.scan_s + self.sync_s
+        fall = self.real.load_fall_s
         for what in ("nodes", "nodes_ready"):
             real, sim = getattr(self.real, what), getattr(self.sim, what)
             for t in range(min(len(real), len(sim))):
                 around = real[max(0, t - window):t + window + 1]
-                if not min(around) <= sim[t] <= max(around):
+                # after the load's fall, a node the simulator removed may go on the real chain up to Karpenter's
+                # validation later: the real count may reach the simulator's lower one that much later
+                lag = KARPENTER_EMPTINESS_VALIDATION_S if fall is not None and t >= fall else 0
+                later = real[max(0, t - window):t + window + lag + 1]
+                if not min(later) <= sim[t] <= max(around):
                     out.append({"t": t, "what": what, "real": real[t], "sim": sim[t]})
         return out
+
+    @property
+    def removals_agree(self) -> bool:
+        """The first and the last node removal after the load's fall within a sync and a scan of the real chain's,
+        the real chain allowed Karpenter's validation of an empty node later."""
+        bound = self.sync_s + self.scan_s
+        for real, sim in ((self.real.first_node_removed_s, self.sim.first_node_removed_s),
+                          (self.real.last_node_removed_s, self.sim.last_node_removed_s)):
+            if real is None or sim is None:
+                if not (real is None and sim is None):
+                    return False
+                continue
+            if not -bound <= real - sim <= bound + KARPENTER_EMPTINESS_VALIDATION_S:
+                return False
+        return True
 
     @property
     def nodes_agree(self) -> bool:
         return (_within(self.real.first_node_s, self.sim.first_node_s, self.scan_s)
                 and _within(self.real.node_ready_s, self.sim.node_ready_s, self.scan_s)
-                and not self.nodes_beyond_a_scan)
+                and self.removals_agree and not self.nodes_beyond_a_scan)
 
     @property
     def times_bound_s(self) -> int:
@@ -113,7 +153,13 @@ class Agreement:
         node as soon as a pod is unschedulable, the simulator's cluster-autoscaler at its next scan
         (docs/real-loop.md, "The node autoscaler"), so a replica that waited for a node can turn ready across a
         sync on one side and not on the other."""
-        return self.sync_s + (self.scan_s if self.real.nodes else 0)
+        return self.sync_s + (self.scan_s if self.nodes_added else 0)
+
+    @property
+    def nodes_added(self) -> bool:
+        """Whether the real chain added a node during the run (a scale-down from nodes already there adds none)."""
+        nodes = self.real.nodes
+        return any(b > a for a, b in zip(nodes, nodes[1:]))
 
     @property
     def times_agree(self) -> bool:
@@ -134,7 +180,8 @@ class Agreement:
 
     def to_json(self) -> dict:
         return {**asdict(self), "times_agree": self.times_agree, "beyond_a_sync": self.beyond_a_sync,
-                "nodes_beyond_a_scan": self.nodes_beyond_a_scan, "nodes_agree": self.nodes_agree,
+                "nodes_beyond_a_scan": self.nodes_beyond_a_scan, "removals_agree": self.removals_agree,
+                "nodes_agree": self.nodes_agree,
                 "agrees": self.agrees}
 
 
@@ -174,6 +221,14 @@ def read_side(rate, replicas, ready, rps_at_target: float, duration_s: int, sync
                                       if side.nodes[t] > side.nodes[increase - 1]), None)
             side.node_ready_s = next((t - increase for t in range(increase, duration_s + 1)
                                       if side.nodes_ready[t] > side.nodes_ready[increase - 1]), None)
+        if decrease is not None:
+            side.load_fall_s = decrease
+            before, final = side.nodes[decrease - 1], side.nodes[duration_s]
+            side.first_node_removed_s = next((t - decrease for t in range(decrease, duration_s + 1)
+                                              if side.nodes[t] < before), None)
+            if final < before:
+                side.last_node_removed_s = next(t - decrease for t in range(decrease, duration_s + 1)
+                                                if all(side.nodes[u] == final for u in range(t, duration_s + 1)))
     return side
 
 
@@ -342,7 +397,7 @@ def _fmt(value: Optional[float]) -> str:
 def table(results: list) -> str:
     head = ("scenario", "first scale-up real / sim", "capacity real / sim", "first scale-down real / sim",
             "settled real / sim", "replicas per sync", "peak real / sim", "metric err med / p95",
-            "nodes: first request / first ready real / sim, per second", "gate")
+            "nodes: first request / first ready (/ first and last removed) real / sim, per second", "gate")
     rows = [head]
     for a in results:
         rows.append((a.scenario, f"{_fmt(a.real.first_scale_up_s)} / {_fmt(a.sim.first_scale_up_s)}",
@@ -370,9 +425,13 @@ def _nodes_cell(a: Agreement) -> str:
     equal = sum(1 for r, m, rr, mr in zip(a.real.nodes, a.sim.nodes, a.real.nodes_ready, a.sim.nodes_ready)
                 if r == m and rr == mr)
     beyond = {x["t"] for x in a.nodes_beyond_a_scan}
+    removed = ("" if a.real.first_node_removed_s is None and a.sim.first_node_removed_s is None else
+               f"; removed first / last {_fmt(a.real.first_node_removed_s)} / {_fmt(a.sim.first_node_removed_s)}, "
+               f"{_fmt(a.real.last_node_removed_s)} / {_fmt(a.sim.last_node_removed_s)}")
     return (f"{_fmt(a.real.first_node_s)} / {_fmt(a.sim.first_node_s)}, {_fmt(a.real.node_ready_s)} / "
-            f"{_fmt(a.sim.node_ready_s)}; {equal} of {seconds} s equal, {seconds - len(beyond)} within a sync and a scan; "
-            f"peak {max(a.real.nodes)} / {max(a.sim.nodes)}")
+            f"{_fmt(a.sim.node_ready_s)}{removed}; {equal} of {seconds} s equal, {seconds - len(beyond)} within a "
+            f"sync and a scan; peak {max(a.real.nodes)} / {max(a.sim.nodes)}, end {a.real.nodes[-1]} / "
+            f"{a.sim.nodes[-1]}")
 
 
 def write(results: list, path: Path) -> None:

@@ -323,15 +323,23 @@ class Chain:
 
     def _nodes(self) -> None:
         from gpuplatform.components.placement import gpu_pool_groups
-        from gpuplatform.rehearse.placement import create_nodes
 
         groups = [g for g in gpu_pool_groups(self.cfg) if g.name == f"pool {self.workload.node_pool}"]
         self.pool_label = ("gpuplatform.io/pool", self.workload.node_pool)
+        standing = groups
         if self.node_provision_s is not None:
-            # the pool's standing nodes; Karpenter adds the rest
+            # the pool's standing nodes (none at minNodes 0: every node is Karpenter's); Karpenter adds the rest
             from dataclasses import replace
 
-            groups = [replace(g, nodes=self.s.min_nodes) for g in groups]
+            standing = [replace(g, nodes=self.s.min_nodes) for g in groups if self.s.min_nodes > 0]
+        if standing:
+            self._standing_nodes(standing)
+        if self.node_provision_s is not None:
+            self._karpenter(groups[0])
+
+    def _standing_nodes(self, groups) -> None:
+        from gpuplatform.rehearse.placement import create_nodes
+
         create_nodes(self.cp, self.discovery, groups)
 
         def ready() -> bool:
@@ -341,8 +349,6 @@ class Chain:
                 and not any(t["key"].startswith("node.kubernetes.io/") for t in n["spec"].get("taints", []))
                 for n in nodes)
         self.cp.wait_for(ready, "the pool's kwok nodes to be Ready", timeout=90)
-        if self.node_provision_s is not None:
-            self._karpenter(groups[0])
 
     def _karpenter(self, group) -> None:
         """Karpenter's kwok build, its CRDs, node class and NodePool (:func:`karpenter_objects`), as an identity of
@@ -529,9 +535,11 @@ class Chain:
             self._apply(warm_capacity.priority_class())
             for body in placeholders:
                 self._apply(body)
+        # the first pods may wait for Karpenter's nodes (a pool whose standing nodes do not hold them)
+        first_timeout = 120 + (self.node_provision_s or 0)
         for w in self.all:
             self._wait(lambda: self.ready_pods(workload=w.name) >= counts[w.name],
-                       f"{w.name}'s first pods to be Ready", timeout=120)
+                       f"{w.name}'s first pods to be Ready", timeout=first_timeout)
         if placeholders:
             want = sum(b["spec"]["replicas"] for b in placeholders)
             timeout = 90 + (self.node_provision_s or 0)

@@ -110,6 +110,10 @@ SCENARIOS = {s.name: s for s in (
     Scenario("nodes-scale-up", "GPU utilization step (DCGM) on a pool of 1 node of at most 4, Karpenter adding "
              "nodes in 60 s, 3 -> 15 req/s", SCENARIOS_DIR / "nodes-scale-up.yaml", "echo-gpu", "dcgm",
              ((0, 3.0), (45, 15.0)), 300, poisson=False, deterministic_service=True, node_provision_s=60),
+    Scenario("nodes-scale-down", "GPU utilization fall (DCGM) from 3 replicas on 3 added nodes, window 60 s, -1 pod "
+             "per 30 s, each emptied node removed after a 1 min unneeded time, 15 -> 3 req/s",
+             SCENARIOS_DIR / "nodes-scale-down.yaml", "echo-gpu", "dcgm", ((0, 15.0), (30, 3.0)), 240,
+             poisson=False, deterministic_service=True, node_provision_s=60),
     Scenario("two-workloads-placeholders", "Two workloads on one pool with a placeholder, bursts 2 min apart "
              "(DCGM, 3 -> 6 req/s each), Karpenter adding nodes in 60 s",
              SCENARIOS_DIR / "two-workloads-placeholders.yaml", "burst-a", "dcgm", ((0, 3.0), (45, 6.0)), 300,

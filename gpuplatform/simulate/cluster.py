@@ -15,6 +15,7 @@ from typing import Optional
 from gpuplatform.components.model_startup import STARTUP_PROBE_PERIOD_SECONDS
 from gpuplatform.catalogs.kubernetes import SCHEDULER_POD_INITIAL_BACKOFF_S
 
+from gpuplatform.catalogs.node_autoscaling import MAX_EMPTY_BULK_DELETE
 from gpuplatform.catalogs.node_autoscaling import UPSTREAM_CA as _UPSTREAM
 from gpuplatform.components.config import duration_seconds as _seconds
 
@@ -285,7 +286,16 @@ class NodePool:
     """The pool's nodes and its cluster autoscaler: nodes for pods no ready or upcoming node can hold, up to
     ``max_nodes``, at each scan (``scaler.scan_s``); an empty node goes after the scale-down unneeded time (not
     below ``min_nodes``, nor within the scale-down delay after the last scale-up). A pool without autoscaling keeps
-    its nodes. The timing is the cluster's (``workload_setup.node_scaler``)."""
+    its nodes. The timing is the cluster's (``workload_setup.node_scaler``).
+
+    Scale-down as cluster-autoscaler does it (kubernetes/autoscaler FAQ, "How does scale-down work?"): a node's
+    unneeded time counts from the first scan that found it unneeded, and it goes at the first scan at which it has
+    been unneeded that long; empty nodes go in bulk, up to ``MAX_EMPTY_BULK_DELETE`` at a scan (the rest wait for
+    the next). The unneeded times keep counting through the delay after a scale-up: the autoscaler updates its
+    unneeded nodes before it checks that cooldown (kubernetes/autoscaler ``cluster-autoscaler/core/
+    static_autoscaler.go`` ``RunOnce``: ``scaleDownPlanner.UpdateClusterState`` before ``isScaleDownInCooldown``).
+    A scan that added nodes removes none ("if no scale-up is needed", the FAQ's words): the delay after a
+    scale-up, which the stack holds positive, already keeps it from removing any."""
 
     def __init__(self, slots: int, min_nodes: int, max_nodes: int, provision_s: int, autoscaled: bool,
                  initial: int, pre_pull_s: Optional[int] = None, scaler: NodeScaler = NodeScaler()):
@@ -315,15 +325,18 @@ class NodePool:
                                        image_at=None if self.pre_pull_s is None else ready + self.pre_pull_s))
                 self._count += 1
                 self._last_scale_up = t
+        removed = 0
         for n in list(self.nodes):
             if n.pods or n.ready_at > t:
                 n.empty_since = None
                 continue
             if n.empty_since is None:
                 n.empty_since = t
-            if (len(self.nodes) > self.min_nodes and t - n.empty_since >= self.scaler.unneeded_s
+            if (removed < MAX_EMPTY_BULK_DELETE and len(self.nodes) > self.min_nodes
+                    and t - n.empty_since >= self.scaler.unneeded_s
                     and t - self._last_scale_up >= self.scaler.delay_after_add_s):
                 self.nodes.remove(n)
+                removed += 1
 
     def ready_count(self, t: float) -> int:
         return sum(1 for n in self.nodes if n.ready_at <= t)

@@ -292,7 +292,8 @@ def _readings(w: Workload, memory_mib: float) -> dict:
 def node_scaler(cfg: PlatformConfig) -> NodeScaler:
     """The node autoscaler of the stack's cluster: ``cluster.nodeAutoscaling`` on a cluster the stack creates (what
     its ``cs.AutoscalingConfig`` sends), ACK's defaults on an adopted ACK cluster (its own settings are not read),
-    the upstream cluster-autoscaler's defaults elsewhere."""
+    and on a ``kubeconfig`` cluster its ``cluster.nodeAutoscaling`` (the timing of the cluster's own autoscaler,
+    the upstream cluster-autoscaler's defaults unless stated)."""
     from gpuplatform.catalogs.node_autoscaling import SETTINGS
 
     c = cfg.cluster
@@ -304,7 +305,12 @@ def node_scaler(cfg: PlatformConfig) -> NodeScaler:
         return NodeScaler(_seconds(SETTINGS["scanInterval"].default),
                           _seconds(SETTINGS["scaleDownUnneededTime"].default),
                           _seconds(SETTINGS["scaleDownDelayAfterAdd"].default), "ACK's defaults (the adopted cluster's own settings are not read)")
-    return NodeScaler()
+    a = c.node_autoscaling
+    stated = "node_autoscaling" in c.model_fields_set
+    return NodeScaler(_seconds(a.scan_interval), _seconds(a.scale_down_unneeded_time),
+                      _seconds(a.scale_down_delay_after_add),
+                      "cluster.nodeAutoscaling (the cluster's own autoscaler)" if stated else
+                      "the upstream cluster-autoscaler's defaults")
 
 
 def warm_set(cfg: PlatformConfig, pool) -> Optional[WarmSet]:

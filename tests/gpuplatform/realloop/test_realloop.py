@@ -5,7 +5,7 @@ import time
 
 import yaml
 
-from gpuplatform.realloop.agreement import Agreement, Side, read_side, table
+from gpuplatform.realloop.agreement import KARPENTER_EMPTINESS_VALIDATION_S, Agreement, Side, read_side, table
 from gpuplatform.realloop.chain import kwok_stages
 from gpuplatform.realloop.emulator import EmulatedServer
 from gpuplatform.realloop.run import load_scenario, main, recompare
@@ -276,3 +276,83 @@ def test_a_recorded_two_workload_run_agrees_per_workload_and_on_the_pools_nodes(
     assert (a.real.capacity_s, a.sim.capacity_s, b.real.capacity_s, b.sim.capacity_s) == (59, 59, 59, 59)
     assert max(a.real.nodes) == max(a.sim.nodes) == 5
     assert "two-workloads-placeholders/burst-b" in table([a, b])
+
+
+def test_node_removals_are_read_from_the_loads_fall():
+    rate = lambda t: 15.0 if t < 30 else 3.0  # noqa: E731
+    nodes = lambda t: 3 if t < 185 else 2 if t < 215 else 1  # noqa: E731
+    side = read_side(rate, lambda t: 3 if t < 102 else 1, lambda t: 3, 5.0, 240, [], lambda t: None, nodes, nodes)
+    assert (side.load_fall_s, side.first_node_removed_s, side.last_node_removed_s) == (30, 155, 185)
+    assert side.first_node_s is None  # no load increase: no node asked for
+
+
+def test_a_node_removal_may_come_karpenters_validation_later_on_the_real_chain_and_no_more():
+    """Karpenter validates an empty node's removal 15 s after it decided it (KARPENTER_EMPTINESS_VALIDATION_S): the
+    real chain's removals may come that much later than a sync and a scan after the simulator's, not earlier."""
+    def agreement(real_at, sim_at):
+        def side(first, last):
+            nodes = [3 if t < first else 2 if t < last else 1 for t in range(241)]
+            return Side(None, None, [], [], 3, nodes=nodes, nodes_ready=nodes, load_fall_s=30,
+                        first_node_removed_s=first - 30, last_node_removed_s=last - 30)
+        return Agreement("s", "t", 15, side(*real_at), side(*sim_at), [], {}, 0, scan_s=10)
+    assert KARPENTER_EMPTINESS_VALIDATION_S == 15
+    assert agreement((185, 215), (170, 200)).agrees  # the run's figures: Karpenter 15 s after the simulator
+    assert agreement((210, 240), (170, 200)).agrees  # a sync, a scan and the validation: 40 s
+    late = agreement((211, 240), (170, 200))
+    assert not late.removals_agree and not late.agrees
+    assert late.nodes_beyond_a_scan[0] == {"t": 170, "what": "nodes", "real": 3, "sim": 2}
+    # the simulator removing later than the real chain gets no such allowance: a sync and a scan only
+    assert agreement((170, 200), (195, 225)).agrees
+    early = agreement((170, 200), (196, 226))
+    assert not early.removals_agree and not early.agrees
+    # a node removed on one side only
+    assert not agreement((170, 200), (400, 400)).agrees
+    assert "removed first / last 155 s / 140 s, 185 s / 170 s" in table([agreement((185, 215), (170, 200))])
+
+
+def test_a_scale_down_from_standing_nodes_is_held_to_a_sync_not_a_sync_and_a_scan():
+    nodes = [3] * 100 + [2] * 141
+    real = Side(None, None, [], [], 3, 60.0, 90.0, nodes=nodes, nodes_ready=nodes)
+    sim = Side(None, None, [], [], 3, 76.0, 90.0, nodes=nodes, nodes_ready=nodes)
+    a = Agreement("s", "t", 15, real, sim, [], {}, 0, scan_s=10)
+    assert not a.nodes_added and a.times_bound_s == 15 and not a.times_agree
+    added = Side(None, None, [], [], 3, 60.0, 90.0, nodes=[1] * 50 + nodes[50:], nodes_ready=nodes)
+    assert Agreement("s", "t", 15, added, sim, [], {}, 0, scan_s=10).times_bound_s == 25
+
+
+def test_karpenter_removes_an_empty_node_after_the_unneeded_time_the_stack_states():
+    """nodes-scale-down states a 1 min scale-down unneeded time (cluster.nodeAutoscaling): the simulator's node
+    model and Karpenter's consolidateAfter read the same figure; at minNodes 0 every node is Karpenter's."""
+    from gpuplatform.components.placement import gpu_pool_groups
+    from gpuplatform.realloop.chain import karpenter_objects
+
+    cfg, s, _ = load_scenario(SCENARIOS["nodes-scale-down"])
+    assert (s.node_scaler.unneeded_s, s.node_scaler.scan_s, s.min_nodes, s.max_nodes) == (60, 10, 0, 4)
+    _types, _class, pool = karpenter_objects(gpu_pool_groups(cfg)[0], "t4-node", s.max_nodes - s.min_nodes,
+                                             s.gpus_per_node, 60, s.node_scaler.unneeded_s)
+    assert pool["spec"]["disruption"] == {"consolidationPolicy": "WhenEmpty", "consolidateAfter": "60s"}
+    assert pool["spec"]["limits"] == {"nvidia.com/gpu": "4"}
+
+
+def test_a_recorded_node_scale_down_agrees_and_reads_the_stacks_unneeded_time(tmp_path):
+    """A run of nodes-scale-down recorded from the real chain (Karpenter v1.14.1, consolidateAfter 60 s): the HPA
+    removed a replica 73 and 103 s after the load fell; Karpenter deleted each emptied node's NodeClaim 79 and 74 s
+    after its pod went (its last pod event, then its 10 s poll, then its 15 s validation), the simulator's
+    cluster-autoscaler 67 and 67 s after (its next scan, then the 60 s unneeded time)."""
+    from dataclasses import replace
+
+    scenario = SCENARIOS["nodes-scale-down"]
+    agreement = recompare(scenario, RECORDED / "nodes-scale-down")
+    assert agreement.agrees and not agreement.mismatched_syncs and not agreement.nodes_added
+    assert (agreement.real.first_scale_down_s, agreement.sim.first_scale_down_s) == (73, 73)
+    assert (agreement.real.first_node_removed_s, agreement.sim.first_node_removed_s) == (153, 140)
+    assert (agreement.real.last_node_removed_s, agreement.sim.last_node_removed_s) == (177, 170)
+    assert agreement.real.nodes[0] == agreement.sim.nodes[0] == 3 and agreement.real.nodes[-1] == 1
+    # the same record against a simulator whose cluster states a 2 min unneeded time: its nodes go a minute after
+    # Karpenter's, beyond a sync and a scan
+    stack = yaml.safe_load(scenario.config.read_text())
+    stack["config"]["gpu-platform:cluster"]["nodeAutoscaling"]["scaleDownUnneededTime"] = "2m"
+    slower = tmp_path / "Pulumi.nodes-scale-down.yaml"
+    slower.write_text(yaml.safe_dump(stack))
+    late = recompare(replace(scenario, config=slower), RECORDED / "nodes-scale-down")
+    assert late.sim.first_node_removed_s == 200 and not late.removals_agree and not late.agrees

@@ -209,3 +209,16 @@ def test_the_readme_starts_fast_and_every_link_it_gives_exists():
                if not m.startswith("http")}
     assert {"CHANGELOG.md", "docs/configuration-reference.md", "docs/deploy.md", "docs/install.md"} <= targets
     assert [t for t in targets if not (REPO / t).exists()] == []
+
+
+def test_every_test_file_the_docs_name_exists():
+    """A test the docs cite as evidence is there to run: moving a test file means moving its citations too. The
+    development guide's naming example (``test_<module>_<aspect>.py``) names a pattern, not a file."""
+    import re
+
+    pattern = re.compile(r"`(tests/[A-Za-z0-9_/.-]+\.py)")
+    cited = {(doc.name, path) for doc in [REPO / "README.md", REPO / "CHANGELOG.md", *sorted((REPO / "docs").glob("*.md"))]
+             for path in pattern.findall(doc.read_text())}
+    example = ("development.md", "tests/components/validation/test_pools.py")
+    assert example in cited
+    assert sorted((name, path) for name, path in cited - {example} if not (REPO / path).exists()) == []

@@ -4,8 +4,9 @@ A small exporter in this process plays two Triton pods (``flower-a``, ``flower-b
 offered load: a step, an overload (arrivals above what the pods complete, so completions are capped and queues
 build), and an outage of ``flower-b`` (its traffic moves to ``flower-a``, its series leave the exporter, so
 Prometheus marks them stale, and it comes back with its counters reset). Prometheus on 127.0.0.1 (the release the
-stack deploys and Debian's 2.42, one run each) scrapes it every 0.5 s. The test then exports with the recipe of docs/simulate.md (``query_range`` of
-the raw series ``catalogs.arrivals`` names for Triton, step = the scrape interval, start on a scrape) and checks:
+stack deploys and Debian's 2.42, one run each) scrapes it every 0.5 s. The test then exports with the recipe of
+docs/simulate.md (``query_range`` of the raw series ``catalogs.arrivals`` names for Triton, step = the scrape
+interval, start on a scrape) and checks:
 
 * the offered load the replay reconstructs (``traces.replay_export``) is within 5 % of what the exporter played,
   over an interval shifted by at most one scrape interval (plus one request per pod and step: the counters are

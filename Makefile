@@ -46,9 +46,9 @@ test: $(VENV)/.installed $(WHEELHOUSE)/.complete engines
 
 # The autoscaling chain on the real controllers (kwok pods, emulated servers, Prometheus, prometheus-adapter, the HPA
 # controller, Karpenter for the node-autoscaling scenarios) against `simulate` on the same arrivals, one scenario
-# after another (four to seven minutes of real time each; root for the control plane's network namespace, Debian's
-# prometheus): prints the agreement table and, for the two-workload scenario, `simulate --tune`'s placeholders
-# against minReplicas (docs/real-loop.md). SCENARIOS=name... runs only those.
+# after another (four to seven minutes of real time each; root for the control plane's network namespace; the
+# engines' Prometheus 3.14.0): prints the agreement table and, for the two-workload scenario, `simulate --tune`'s
+# placeholders against minReplicas (docs/real-loop.md). SCENARIOS=name... runs only those.
 real-loop: $(VENV)/.installed engines
 	GPUPLATFORM_ENGINES_BIN=$$(bash engines/build --dir) $(PY) -m gpuplatform.realloop $(SCENARIOS)
 

@@ -1,15 +1,22 @@
 """A real Prometheus server on loopback, for tests that need its scraping, staleness and query engine.
 
 ``promtool test rules`` evaluates PromQL on series written in its notation, which cannot hold stale markers written
-by a failed scrape or the timestamps of real scrapes. This starts the ``prometheus`` binary (Debian's package ships
-it with promtool) with a temporary config and TSDB directory, on a free port of 127.0.0.1, and talks to its HTTP
-API (``/api/v1/query``, ``/api/v1/query_range``; docs/querying/api.md).
+by a failed scrape or the timestamps of real scrapes. This starts a ``prometheus`` binary with a temporary config
+and TSDB directory, on a free port of 127.0.0.1, and talks to its HTTP API (``/api/v1/query``,
+``/api/v1/query_range``; docs/querying/api.md).
 
-Locally a missing binary skips the test; in CI (``CI=true``) it fails it, as ``tests/promtool/conftest.py`` does for
-promtool.
+Two releases, whose query semantics differ where ``gpuplatform.simulate.promql.Semantics`` says:
+
+* ``stack``: the release the stack deploys (``catalogs/versions.py`` ``PROMETHEUS_VERSION["self-hosted"]``), its
+  ``prometheus`` and ``promtool`` built from the Go module by engines/build (engines/versions.env);
+* ``debian``: Debian's ``prometheus`` package (2.42, with promtool), the oldest release the evaluator models.
+
+Locally a missing binary skips the test; in CI (``CI=true``) it fails it: a runner without either release cannot
+turn the suite silently green.
 """
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -25,24 +32,70 @@ from pathlib import Path
 import pytest
 import yaml
 
+from gpuplatform.catalogs.versions import prometheus_version
+
 INSTALL_HINT = "install it with: apt-get install -y prometheus"
+RELEASES = ("debian", "stack")
+"""The Prometheus releases the tests run (module docstring); a fixture parametrized over them runs its tests on
+each."""
+STACK_RELEASE = prometheus_version("self-hosted")
 
 
-def find_prometheus() -> str | None:
-    return os.environ.get("PROMETHEUS") or shutil.which("prometheus")
+@functools.lru_cache(maxsize=1)
+def _engines() -> tuple[Path | None, str]:
+    from gpuplatform.rehearse.engines import EnginesMissing, engines_dir
+
+    try:
+        return engines_dir(), ""
+    except EnginesMissing as exc:
+        return None, str(exc)
 
 
-def require_tool(name: str, binary: str | None) -> str:
+def find_tool(name: str, release: str = "debian") -> tuple[str | None, str]:
+    """``name`` (``prometheus`` or ``promtool``) of ``release``, and how to get it when it is missing.
+
+    ``debian``: ``$PROMETHEUS``/``$PROMTOOL``, else the one on PATH. ``stack``: the engines' directory (``make
+    engines``; ``GPUPLATFORM_ENGINES_BIN`` names it, else engines/build finds the set built for this checkout)."""
+    if release == "debian":
+        return os.environ.get(name.upper()) or shutil.which(name), f"{name} not found on PATH; {INSTALL_HINT}"
+    if release != "stack":
+        raise ValueError(f"release {release!r}: one of {', '.join(RELEASES)}")
+    engines, why = _engines()
+    shown = ".".join(map(str, STACK_RELEASE))
+    if engines is None:
+        return None, f"{name} {shown} (the release the stack deploys) is not built: {why}"
+    binary = engines / name
+    if not binary.exists():
+        return None, f"{name} {shown} is not in {engines}: run `make engines`"
+    return str(binary), ""
+
+
+def require_tool(name: str, binary: str | None, hint: str = "") -> str:
     """``binary``, or the test stops: skipped locally, failed in CI (``CI=true``), where the tool must be there."""
     if binary:
         return binary
+    hint = hint or f"{name} not found on PATH; {INSTALL_HINT}"
     if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(f"{name} not found on PATH; {INSTALL_HINT}", pytrace=False)
-    pytest.skip(f"{name} not found on PATH; {INSTALL_HINT}")
+        pytest.fail(hint, pytrace=False)
+    pytest.skip(hint)
 
 
-def require_prometheus() -> str:
-    return require_tool("prometheus", find_prometheus())
+def require_release(name: str, release: str) -> str:
+    """``name`` of ``release`` (:func:`find_tool`), checked to be that release: the stack's must report the version
+    the stack deploys, Debian's a 2.x (its semantics are the 2.x side of ``promql.Semantics``)."""
+    binary = require_tool(name, *find_tool(name, release))
+    found = prometheus_release(binary)
+    if release == "stack" and found != STACK_RELEASE:
+        pytest.fail(f"{binary} reports {'.'.join(map(str, found))}, the stack deploys "
+                    f"{'.'.join(map(str, STACK_RELEASE))}: rebuild the engines (`make engines`)", pytrace=False)
+    if release == "debian" and found[0] != 2:
+        pytest.fail(f"{binary} reports {'.'.join(map(str, found))}: the debian release is expected to be a 2.x "
+                    "(set PROMETHEUS/PROMTOOL to Debian's package)", pytrace=False)
+    return binary
+
+
+def require_prometheus(release: str = "debian") -> str:
+    return require_release("prometheus", release)
 
 
 def free_port() -> int:
@@ -128,7 +181,7 @@ _RELEASES: dict[str, tuple[int, int, int]] = {}
 
 
 def prometheus_release(binary: str) -> tuple[int, int, int]:
-    """(major, minor, patch) of ``promtool --version`` (``2.42.0+ds`` -> (2, 42, 0))."""
+    """(major, minor, patch) of ``prometheus --version`` or ``promtool --version`` (``2.42.0+ds`` -> (2, 42, 0))."""
     if binary not in _RELEASES:
         out = subprocess.run([binary, "--version"], capture_output=True, text=True, check=True)
         version = (out.stdout + out.stderr).split("version", 1)[1].split()[0]

@@ -2,10 +2,10 @@
 
 kwok pods of the workload's Deployment (the package's own manifest builders) starting with the simulator's start-up
 delays (kwok stages: the image pull, then the model load rounded up to the startup probe's period) -> one emulated
-server per pod (:mod:`gpuplatform.realloop.emulator`, with the load generator) -> Prometheus (the system's
-``prometheus`` binary) scraping them at the stack's interval -> the real prometheus-adapter with the package's
-generated rules and RBAC, registered as an APIService served at the control plane's own address -> the real HPA
-controller in kube-controller-manager, syncing the package's HPA every 15 s -> the Deployment's replicas; with a
+server per pod (:mod:`gpuplatform.realloop.emulator`, with the load generator) -> Prometheus (the release the stack
+deploys, built by engines/build) scraping them at the stack's interval -> the real prometheus-adapter with the
+package's generated rules and RBAC, registered as an APIService served at the control plane's own address -> the
+real HPA controller in kube-controller-manager, syncing the package's HPA every 15 s -> the Deployment's replicas; with a
 scenario's node autoscaling, Karpenter with its kwok cloud provider adding nodes of the pool's shape for the pods the
 scheduler could not place (:func:`karpenter_objects`).
 
@@ -20,7 +20,6 @@ import base64
 import json
 import math
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -58,12 +57,14 @@ class RealLoopError(RuntimeError):
     """A part of the real chain did not come up, or a tool it needs is missing."""
 
 
-def prometheus_binary() -> str:
-    found = shutil.which("prometheus")
-    if not found:
-        raise RealLoopError("prometheus is not installed (Debian: apt-get install prometheus); the real loop scrapes "
-                            "its emulated servers with it")
-    return found
+def prometheus_binary(engines: Path) -> Path:
+    """The Prometheus the stack deploys (engines/versions.env ``PROMETHEUS_VERSION``, the release of
+    catalogs/versions.py ``PROMETHEUS_VERSION["self-hosted"]``), from the engines' directory."""
+    binary = engines / "prometheus"
+    if not binary.exists():
+        raise RealLoopError(f"prometheus is not in {engines}: run `make engines` (the real loop scrapes its emulated "
+                            "servers with the Prometheus release the stack deploys)")
+    return binary
 
 
 # ------------------------------------------------------------------------------------------------ kwok stages
@@ -286,6 +287,8 @@ class Chain:
         self.cp: Optional[LocalControlPlane] = None
         self.namespace = cfg.workload_namespace(self.workload)
         self.deployments, self.hpas, self.selectors = {}, {}, {}
+        self.prometheus_version: Optional[str] = None
+        """The release of the Prometheus that scraped (its ``--version``), once :meth:`up` started it."""
 
     # -------------------------------------------------------------------------------------------- start-up
     def start_delays(self) -> tuple[float, float]:
@@ -305,7 +308,7 @@ class Chain:
         adapter = self.engines / "prometheus-adapter"
         if not adapter.exists():
             raise RealLoopError(f"prometheus-adapter is not in {self.engines}: run `make engines`")
-        prometheus = prometheus_binary()
+        prometheus = prometheus_binary(self.engines)
         self.cp = LocalControlPlane(self.engines, self.workdir / "control-plane", kwok_stages=stages)
         self.cp.start()
         self.discovery = Discovery(self.cp)
@@ -396,7 +399,7 @@ class Chain:
                        for c in body.get("status", {}).get("conditions", []))
         self._wait(pool_ready, "Karpenter to take up the NodePool")
 
-    def _prometheus(self, binary: str) -> None:
+    def _prometheus(self, binary: Path) -> None:
         iv = self.cfg.monitoring.intervals
         self.targets = {n: self.workdir / ("targets.json" if len(self.names) == 1 else f"targets-{n}.json")
                         for n in self.names}
@@ -412,8 +415,11 @@ class Chain:
         }
         path = self.workdir / "prometheus.yml"
         path.write_text(yaml.safe_dump(config))
+        # the release that ran, for the record (``prometheus, version 3.14.0 (branch: ...)``)
+        banner = subprocess.run([str(binary), "--version"], capture_output=True, text=True, timeout=30).stdout
+        self.prometheus_version = banner.split("version", 1)[-1].split()[0] if "version" in banner else "unknown"
         self.processes.append(Process("prometheus", self.cp.network.inside([
-            binary, f"--config.file={path}", f"--storage.tsdb.path={self.workdir / 'tsdb'}",
+            str(binary), f"--config.file={path}", f"--storage.tsdb.path={self.workdir / 'tsdb'}",
             f"--web.listen-address=0.0.0.0:{PROMETHEUS_PORT}", "--log.level=warn"]), self.workdir / "prometheus.log"))
         self.prometheus_url = f"http://{self.cp.network.ip}:{PROMETHEUS_PORT}"
         self._wait(lambda: self._http(f"{self.prometheus_url}/-/ready").startswith("Prometheus"),
@@ -667,7 +673,9 @@ class Chain:
             query = params.get("query", "")
             if (self.namespace in query and "pod" in query and params.get("step", 0) == 0
                     and f'"{deployment}-' in query.replace("|", '"')):
-                at = params.get("start") or entry.get("ts")
+                # an instant query's evaluation time; the line's own stamp is "ts" up to 2.x (go-kit's logger),
+                # "time" from 3.0 (log/slog; prometheus docs/migration.md, "Log message format")
+                at = params.get("start") or entry.get("time") or entry.get("ts")
                 out.append(_seconds(at) - start)
         return sorted(out)
 

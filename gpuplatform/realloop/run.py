@@ -57,6 +57,7 @@ def run_scenario(scenario: Scenario, engines: Path, workdir: Path):
     for name, run in runs.items():
         record = workdir / ("real-run.json" if not scenario.others else f"real-run-{name}.json")
         record.write_text(json.dumps({
+            "prometheus": chain.prometheus_version,
             "start": run.start, "syncs": run.syncs, "scrapes": run.scrapes,
             "samples": [x.__dict__ for x in run.samples]}, indent=1))
     if scenario.others:

@@ -5,8 +5,10 @@ times per run, so it cannot start ``promtool`` for each evaluation. This module 
 catalog's queries use, with the semantics of the Prometheus release the stack deploys (``version``: 3.14.0 for the
 kube-prometheus-stack we pin, ``catalogs/versions.py``), and ``tests/promtool/gpuplatform/simulate/test_promql.py``
 evaluates every catalog query on the same series with ``promtool test rules`` and this module and requires the same
-values (with promtool's own release; constructed cases pin down where releases differ, :class:`Semantics`). An
-expression outside the subset is an error naming the construct, never a silent approximation.
+values (with promtool's own release, 3.14.0's and 2.42's; constructed cases pin down where releases differ,
+:class:`Semantics`), and ``test_promql_semantics_real_prometheus.py`` does the same through both releases' servers on
+samples at any millisecond. An expression outside the subset is an error naming the construct, never a silent
+approximation.
 
 Semantics follow the Prometheus source (``promql/engine.go``, ``promql/functions.go``):
 
@@ -20,6 +22,8 @@ Semantics follow the Prometheus source (``promql/engine.go``, ``promql/functions
   resets and not extrapolated below zero (the start is cut at the counter's extrapolated zero point; from 2.51 on
   after the half-interval cap, before it earlier); fewer than two samples give no result (3.x's start-timestamp
   rate needs ``--enable-feature=use-start-timestamps``, which the stack does not set);
+* ``sum``, ``avg``, ``sum_over_time`` and ``avg_over_time`` add with Kahan-Neumaier compensation where the release
+  does (``Semantics``), and a regex matcher's ``.`` matches a newline from 3.0 on;
 * functions and arithmetic drop the metric name; vector/vector arithmetic matches on all remaining labels
   (``on``/``ignoring`` narrow it); comparisons without ``bool`` filter; aggregations keep only ``by`` labels;
   ``vector(s)`` is one element without labels (what ``... or vector(0)`` falls back to);
@@ -102,13 +106,13 @@ class Matcher:
     op: str
     value: str
 
-    def matches(self, labels: dict) -> bool:
+    def matches(self, labels: dict, dot_matches_newline: bool = True) -> bool:
         actual = labels.get(self.label, "")
         if self.op == "=":
             return actual == self.value
         if self.op == "!=":
             return actual != self.value
-        hit = re.fullmatch(self.value, actual) is not None
+        hit = re.fullmatch(self.value, actual, re.DOTALL if dot_matches_newline else 0) is not None
         return hit if self.op == "=~" else not hit
 
 
@@ -403,6 +407,19 @@ class Semantics:
     """2.49.0 (PR #13153, ``ensureMonotonicAndIgnoreSmallDeltas`` in ``promql/quantile.go``): histogram_quantile
     takes a bucket count within 1e-12 (relative) of the previous bucket's as equal to it, so floating-point noise
     in the bucket rates does not move the quantile into a bucket with no observations."""
+    regex_dot_matches_newline: bool
+    """3.0.0 (PR #14505; the 3.0 migration guide, "Regular expressions match newlines"): ``.`` in a regex matcher
+    matches ``\\n``, so ``pod=~"x.*"`` selects a label value holding a newline; 2.x's did not."""
+    compensated_sum: bool
+    """2.54.0 (PRs #14074, #14362, ``kahanSumInc`` in the ``sum`` aggregation of ``promql/engine.go``): ``sum``
+    adds with Kahan-Neumaier compensation, so a small value between two that cancel survives (``1e16 + 1 - 1e16``
+    is 1, not 0). ``sum_over_time`` already did in every modelled release (2.32, PR #9588)."""
+    compensated_mean: bool
+    """2.55.0 (PR #14413): ``avg`` and ``avg_over_time`` add with compensation and divide once, falling back to an
+    incremental mean only when the sum would overflow (as 3.14's ``promql/engine.go`` ``case parser.AVG`` and
+    ``functions.go`` ``funcAvgOverTime`` do; 2.55-3.4 divided the compensated sum, 3.5 its parts, PRs #16569 and
+    #16773, a difference in the last bit). Before, ``avg`` was a plain incremental mean and ``avg_over_time`` an
+    incremental mean with compensation (2.42 ``engine.go``, ``functions.go``)."""
 
     @classmethod
     def of(cls, version: PrometheusVersion) -> "Semantics":
@@ -410,7 +427,8 @@ class Semantics:
             shown = ".".join(str(part) for part in version)
             raise PromQLError(f"Prometheus {shown} is not modelled: releases 2.42.0 to 3.x are")
         return cls(left_open=version >= (3, 0, 0), start_capped_before_zero_point=version >= (2, 51, 0),
-                   ignores_small_bucket_deltas=version >= (2, 49, 0))
+                   ignores_small_bucket_deltas=version >= (2, 49, 0), regex_dot_matches_newline=version >= (3, 0, 0),
+                   compensated_sum=version >= (2, 54, 0), compensated_mean=version >= (2, 55, 0))
 
 
 def evaluate(text: str, storage: Storage, t: float, version: PrometheusVersion = DEFAULT_VERSION) -> Vector | float:
@@ -442,14 +460,15 @@ def _eval(node, storage: _Context, t: float):
     if isinstance(node, Call):
         return _call(node, storage, t)
     if isinstance(node, Aggregate):
-        return _aggregate(node, _eval(node.expr, storage, t))
+        return _aggregate(node, _eval(node.expr, storage, t), storage.semantics)
     if isinstance(node, Binary):
         return _binary(node, _eval(node.lhs, storage, t), _eval(node.rhs, storage, t))
     raise PromQLError(f"cannot evaluate {node!r}")
 
 
 def _selected(node: Selector, ctx: _Context) -> list[Series]:
-    return [s for s in ctx.storage.select(node.name) if all(m.matches(s.labels) for m in node.matchers)]
+    dotall = ctx.semantics.regex_dot_matches_newline
+    return [s for s in ctx.storage.select(node.name) if all(m.matches(s.labels, dotall) for m in node.matchers)]
 
 
 def _instant(node: Selector, ctx: _Context, t: float) -> Vector:
@@ -523,13 +542,13 @@ def _call(node: Call, storage: _Context, t: float):
             elif f == "last_over_time":
                 v = values[-1]
             elif f == "avg_over_time":
-                v = sum(values) / len(values)
+                v = _mean(values) if storage.semantics.compensated_mean else _incremental_mean(values, True)
             elif f == "max_over_time":
                 v = max(values)
             elif f == "min_over_time":
                 v = min(values)
             elif f == "sum_over_time":
-                v = sum(values)
+                v = _compensated_sum(values)
             else:
                 v = float(len(values))
             if v is not None:
@@ -638,19 +657,84 @@ def _drop_name(labels: dict) -> dict:
     return {k: v for k, v in labels.items() if k != NAME}
 
 
-def _aggregate(node: Aggregate, vec):
+def _compensated_sum(values) -> float:
+    """Kahan-Neumaier summation as Prometheus does it (3.14 ``util/kahansum`` ``Inc``, 2.42 ``kahanSumInc``): the
+    running sum plus the compensation term, the compensation dropped once the sum is infinite."""
+    total, c = 0.0, 0.0
+    for v in values:
+        t = total + v
+        if math.isinf(t):
+            c = 0.0
+        elif abs(total) >= abs(v):
+            c += (total - t) + v
+        else:
+            c += (v - t) + total
+        total = t
+    return total if math.isinf(total) else total + c
+
+
+def _mean(values) -> float:
+    """3.14's mean of ``avg`` and ``avg_over_time``: the compensated sum divided by the count (its two parts
+    divided apart), or, once that sum would overflow, an incremental mean with compensation from there on."""
+    total, c, mean, incremental = values[0], 0.0, 0.0, False
+    for i, v in enumerate(values[1:], start=2):
+        if not incremental:
+            t = total + v
+            if not math.isinf(t):
+                if abs(total) >= abs(v):
+                    c += (total - t) + v
+                else:
+                    c += (v - t) + total
+                total = t
+                continue
+            incremental, mean, c = True, total / (i - 1), c / (i - 1)
+        q = (i - 1) / i
+        mean, c = _neumaier_step(v / i, q * mean, q * c)
+    if incremental:
+        return mean + c
+    return total / len(values) + c / len(values)
+
+
+def _neumaier_step(inc: float, total: float, c: float) -> tuple[float, float]:
+    t = total + inc
+    if math.isinf(t):
+        return t, 0.0
+    if abs(total) >= abs(inc):
+        return t, c + ((total - t) + inc)
+    return t, c + ((inc - t) + total)
+
+
+def _incremental_mean(values, compensated: bool) -> float:
+    """2.42's means: ``avg`` a plain incremental mean (``mean += v/n - mean/n``), ``avg_over_time`` the same step
+    added with compensation; an infinite mean is kept (the releases' guards against ``Inf - Inf``)."""
+    mean, c = 0.0, 0.0
+    for n, v in enumerate(values, start=1):
+        if math.isinf(mean) and ((math.isinf(v) and (mean > 0) == (v > 0)) or not (math.isinf(v) or math.isnan(v))):
+            continue
+        if compensated:
+            mean, c = _neumaier_step(v / n - mean / n, mean, c)
+        else:
+            mean += v / n - mean / n
+    return mean if math.isinf(mean) else mean + c
+
+
+def _aggregate(node: Aggregate, vec, semantics: Semantics):
     if isinstance(vec, float):
         raise PromQLError(f"{node.op}() needs an instant vector")
     groups: dict[tuple, list[float]] = {}
+    if not semantics.compensated_sum:
+        # the engine adds a group's series in the order they were selected, which is the order of their label
+        # sets; only an uncompensated sum (2.x before 2.54) can tell
+        vec = sorted(vec, key=lambda item: sorted(item[0].items()))
     for labels, v in vec:
         key = tuple((k, labels.get(k, "")) for k in node.by)
         groups.setdefault(key, []).append(v)
     out = []
     for key, values in groups.items():
         if node.op == "sum":
-            v = sum(values)
+            v = _compensated_sum(values) if semantics.compensated_sum else sum(values)
         elif node.op == "avg":
-            v = sum(values) / len(values)
+            v = _mean(values) if semantics.compensated_mean else _incremental_mean(values, False)
         elif node.op == "min":
             v = min(values)
         elif node.op == "max":

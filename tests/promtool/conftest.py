@@ -4,20 +4,20 @@ A query that only looks right as a string can still return nothing, return one s
 one per pod, or keep labels the adapter cannot map back to a pod. ``promtool test rules`` evaluates it on
 synthetic series with the same engine Prometheus uses, so these tests assert what an HPA would actually read.
 
-Locally a missing ``promtool`` skips the tests; in CI (``CI=true``) it fails them, so a runner image without
-the binary cannot turn the suite silently green.
+Every test runs with two promtools (``tests/prometheus_server.py``): the release the stack deploys (built by
+engines/build) and Debian's 2.42, the two sides of ``gpuplatform.simulate.promql.Semantics``. Locally a missing
+``promtool`` skips the tests; in CI (``CI=true``) it fails them, so a runner image without the binary cannot turn
+the suite silently green.
 """
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Mapping
 
 import pytest
-from prometheus_server import prometheus_release, require_tool
+from prometheus_server import RELEASES, prometheus_release, require_release
 import yaml
 
 
@@ -113,13 +113,9 @@ class Promtool:
             pytest.fail(_report("promtool test rules", result, [rule_file, test_file]), pytrace=False)
 
 
-def find_promtool() -> str | None:
-    return os.environ.get("PROMTOOL") or shutil.which("promtool")
-
-
-@pytest.fixture(scope="session")
-def promtool_binary() -> str:
-    return require_tool("promtool", find_promtool())
+@pytest.fixture(scope="session", params=RELEASES)
+def promtool_binary(request) -> str:
+    return require_release("promtool", request.param)
 
 
 @pytest.fixture

@@ -92,6 +92,30 @@ def test_an_emulated_vllm_counts_requests_waiting_beyond_its_slots():
     assert "vllm:num_requests_waiting 3" in text and "vllm:num_requests_running 2" in text
 
 
+def test_an_emulated_servers_metrics_carry_a_content_type_prometheus_3_parses():
+    """Prometheus 3 fails a scrape whose Content-Type is missing or unknown (CHANGELOG 3.0.0, PR #15136; docs/
+    migration.md "Scrape protocols" lists the ones it accepts) where 2.x fell back to the text format; the chain
+    sets no ``fallback_scrape_protocol``, so the emulator must name the text format itself."""
+    async def scrape(kind):
+        server = EmulatedServer("p", kind, 0.1, 1, True, None, ready=True)
+        listener = await asyncio.start_server(server.handle, "127.0.0.1", 0)
+        port = listener.sockets[0].getsockname()[1]
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(b"GET /metrics HTTP/1.1\r\nHost: p\r\nAccept: text/plain;version=0.0.4\r\n\r\n")
+        await writer.drain()
+        answer = await reader.read()
+        writer.close()
+        listener.close()
+        await listener.wait_closed()
+        return answer.decode()
+    for kind, name in (("dcgm", "DCGM_FI_DEV_GPU_UTIL"), ("vllm", "vllm:num_requests_waiting")):
+        head, _, body = _run(scrape(kind)).partition("\r\n\r\n")
+        headers = {k.strip().lower(): v.strip() for k, _, v in (h.partition(":") for h in head.splitlines()[1:])}
+        media, *params = [part.strip() for part in headers["content-type"].split(";")]
+        assert head.startswith("HTTP/1.1 200") and media == "text/plain" and "version=0.0.4" in params, head
+        assert f"# TYPE {name} gauge" in body
+
+
 def test_first_scale_up_and_capacity_are_read_from_the_load_increase():
     rate = lambda t: 3.0 if t < 10 else 15.0  # noqa: E731
     replicas = lambda t: 1 if t < 25 else 3  # noqa: E731

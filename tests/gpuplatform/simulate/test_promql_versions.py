@@ -3,7 +3,8 @@
 Each case is constructed so that exactly one change between releases moves the result, and its expected values are
 worked out by hand in the docstring from ``extrapolatedRate`` (``promql/functions.go``) and ``bucketQuantile``
 (``promql/quantile.go``) of the release named. ``tests/promtool/gpuplatform/simulate/test_promql.py`` runs the same series
-through Debian's promtool 2.42 and requires the 2.42 values.
+through promtool 3.14.0 (the release the stack deploys) and Debian's 2.42 and requires each one's values;
+``test_promql_semantics_real_prometheus.py`` does the same through the two releases' servers.
 """
 from __future__ import annotations
 
@@ -119,6 +120,52 @@ def test_buckets_with_the_same_bound_are_one_bucket() -> None:
         assert _value("histogram_quantile(0.5, h_bucket)", st, 0.0, version) == pytest.approx(0.625)
 
 
+def test_a_regex_dot_matches_a_newline_from_3_0() -> None:
+    """3.0 migration guide, "Regular expressions match newlines": ``pod=~"x.*"`` selects ``x\\ny`` in 3.x only."""
+    st = promql.Storage()
+    st.add("g", {"pod": "x\ny"}, 0.0, 1.0)
+    st.add("g", {"pod": "xy"}, 0.0, 2.0)
+    pods = lambda version: sorted(l["pod"] for l, _ in promql.evaluate('g{pod=~"x.*"}', st, 0.0, version))
+    assert pods(V2_42) == ["xy"]
+    assert pods(V3_14) == ["x\ny", "xy"]
+    # a negative matcher flips with it
+    assert [l["pod"] for l, _ in promql.evaluate('g{pod!~"x.*y"}', st, 0.0, V3_14)] == []
+    assert [l["pod"] for l, _ in promql.evaluate('g{pod!~"x.*y"}', st, 0.0, V2_42)] == ["x\ny"]
+
+
+def _cancelling() -> promql.Storage:
+    st = promql.Storage()
+    for t in (0.0, 15.0, 30.0):
+        for pod, value in (("p3", -1e16), ("p1", 1e16), ("p2", 1.0)):
+            st.add("big", {"pod": pod}, t, value)
+    for t, value in ((0.0, 1e16), (15.0, 1.0), (30.0, -1e16)):
+        st.add("seq", {"pod": "q"}, t, value)
+    return st
+
+
+def test_sums_that_cancel_keep_the_small_value_where_the_release_compensates() -> None:
+    """1e16 + 1 - 1e16: a plain float sum in the series' label order (p1, p2, p3) loses the 1 to rounding (1e16 + 1
+    is 1e16), a Kahan-Neumaier sum keeps it in its compensation term. ``sum`` compensates from 2.54 (PRs #14074,
+    #14362), ``avg`` from 2.55 (PR #14413: the compensated sum over the count, 1/3), ``sum_over_time`` in every
+    modelled release (2.32, PR #9588). The evaluator adds a plain sum in label order whatever order the series were
+    written in (p3 first here), as the engine does."""
+    st = _cancelling()
+    assert _value("sum(big)", st, 30.0, V2_42) == 0.0
+    assert _value("sum(big)", st, 30.0, (2, 54, 0)) == 1.0
+    assert _value("sum(big)", st, 30.0, V3_14) == 1.0
+    assert _value("avg(big)", st, 30.0, V3_14) == pytest.approx(1 / 3)
+    assert _value("sum_over_time(seq[1m])", st, 30.0, V2_42) == 1.0
+    assert _value("sum_over_time(seq[1m])", st, 30.0, V3_14) == 1.0
+    assert _value("avg_over_time(seq[1m])", st, 30.0, V3_14) == pytest.approx(1 / 3)
+    # without cancellation every release's mean is the mean
+    plain = promql.Storage()
+    for pod, value in (("a", 2.0), ("b", 4.0), ("c", 9.0)):
+        plain.add("g", {"pod": pod}, 0.0, value)
+    for version in (V2_42, V3_14):
+        assert _value("avg(g)", plain, 0.0, version) == pytest.approx(5.0)
+        assert _value("sum(g)", plain, 0.0, version) == 15.0
+
+
 def test_the_evaluator_follows_the_release_the_stack_deploys_by_default() -> None:
     assert promql.DEFAULT_VERSION == prometheus_version("self-hosted") == (3, 14, 0)
     assert PROMETHEUS_VERSION["self-hosted"] == "3.14.0"
@@ -126,6 +173,17 @@ def test_the_evaluator_follows_the_release_the_stack_deploys_by_default() -> Non
     assert PROMETHEUS_VERSION["arms"] is None and prometheus_version("arms") == prometheus_version("self-hosted")
     st = _counter(YOUNG_POD)
     assert promql.evaluate("increase(c[1m])", st, 60.0) == promql.evaluate("increase(c[1m])", st, 60.0, V3_14)
+
+
+def test_the_engines_build_the_prometheus_release_the_stack_deploys() -> None:
+    """The real-loop chain and the real-server tests run engines/versions.env's Prometheus: it must be the release
+    the catalog pins, required as the Go module Prometheus publishes it under (v3.14.0 as v0.314.0)."""
+    from gpuplatform.rehearse.engines import pinned_versions
+
+    pinned = pinned_versions()
+    major, minor, patch = prometheus_version("self-hosted")
+    assert pinned["PROMETHEUS_VERSION"] == f"v{major}.{minor}.{patch}"
+    assert pinned["PROMETHEUS_MODULE_VERSION"] == f"v0.{major * 100 + minor}.{patch}"
 
 
 @pytest.mark.parametrize("version", [(2, 41, 0), (4, 0, 0), (3, 14)])

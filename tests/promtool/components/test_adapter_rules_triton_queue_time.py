@@ -7,8 +7,10 @@ goes negative, a success delta of -1 divides by zero, an idle second model halve
 the query the adapter sends for it (the catalog's rule, rendered as prometheus-adapter renders it), so a
 regression to any of those shapes changes a value here.
 
-Samples are 15 s apart from 0 s to 60 s; the HPA's query runs at 60 s over the 30 s window (samples at 30 s,
-45 s and 60 s).
+Samples are 15 s apart from 0 s to 60 s; the HPA's query runs at 60 s over the 30 s window: the samples at 30 s,
+45 s and 60 s up to Prometheus 2.x, those at 45 s and 60 s from 3.0 (range selectors are left-open; prometheus
+docs/migration.md, "Range selectors and lookback exclude samples coinciding with the left boundary"). Each case's
+change lands where both see it (promtool of both releases runs this).
 """
 from __future__ import annotations
 
@@ -59,8 +61,9 @@ CASES = {
                       _model("busy-and-idle", "flower-a", "resnet50", "0 0 0+12000x2", "0 0 0+4x2")
                       + _model("busy-and-idle", "flower-b", "resnet50", "250x4", "1x4"),
                       {"flower-a": 3000, "flower-b": 0}),
-    # One request in the window that queued 3000 us: 3000, where "1 +" reported 1500.
-    "one-request": (["flower-a"], _model("one-request", "flower-a", "resnet50", "0 0 0 3000 3000", "0 0 0 1 1"),
+    # One request in the window that queued 3000 us: 3000, where "1 +" reported 1500. It completes between the
+    # 45 s and 60 s scrapes: one completed between 30 s and 45 s is outside 3.x's window (30 s, 60 s], which reads 0.
+    "one-request": (["flower-a"], _model("one-request", "flower-a", "resnet50", "0 0 0 0 3000", "0 0 0 0 1"),
                     {"flower-a": 3000}),
     # A pod whose first scrape is inside the window (just started): one sample cannot make an increase, so it
     # is absent (the HPA assumes 0 for it on scale-up and the target on scale-down) and the other pod is served.

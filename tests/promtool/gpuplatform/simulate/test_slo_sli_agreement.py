@@ -24,7 +24,7 @@ MINUTES = [
     ([GOOD] * 4, [GOOD] * 4),                       # 0 good
     ([GOOD] * 4, [SLOW] * 4),                       # 1 bad: the worst pod is over
     ([GOOD] * 4, [GOOD] * 4),                       # 2 good
-    ([GOOD, GOOD, 8000.0, 8000.0], [GOOD] * 4),     # 3 good: the minute's mean 4500 (its last 30 s: 8000)
+    ([GOOD, GOOD, SLOW, SLOW], [GOOD] * 4),         # 3 good: the minute's mean 3500 (its last 30 s: 6000)
     ([8000.0, 8000.0, 8000.0, GOOD], [GOOD] * 4),   # 4 bad: the minute's mean 6250 (its last 30 s: 4500)
     (None, None),                                   # 5 no reading: neither pod reports
     ([5200.0] * 4, [4800.0] * 4),                   # 6 bad: the worst pod
@@ -33,6 +33,10 @@ MINUTES = [
     ([SLOW] * 4, None),                             # 9 bad
 ]
 EXPECTED = [False, True, False, False, True, None, True, False, False, True]
+"""The same in both releases promtool runs: the rule evaluates on the scrapes' own 15 s grid, where Prometheus 3's
+left-open range (prometheus docs/migration.md, "Range selectors and lookback exclude samples coinciding with the
+left boundary") leaves the minute's first step out of ``[1m]``: minute 3 reads 4333 there (2.x: 3500), minute 4
+5667 (2.x: 6250). Minute 3 once had 8000 in its last 30 s, which 3.x reads as 5667, a bad minute."""
 
 
 def _samples(pod_index: int) -> dict[str, list]:

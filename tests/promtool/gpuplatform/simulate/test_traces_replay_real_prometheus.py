@@ -3,9 +3,10 @@
 A small exporter in this process plays two Triton pods (``flower-a``, ``flower-b``) of a workload with a known
 offered load: a step, an overload (arrivals above what the pods complete, so completions are capped and queues
 build), and an outage of ``flower-b`` (its traffic moves to ``flower-a``, its series leave the exporter, so
-Prometheus marks them stale, and it comes back with its counters reset). Prometheus (the Debian package's server,
-on 127.0.0.1) scrapes it every 0.5 s. The test then exports with the recipe of docs/simulate.md (``query_range`` of
-the raw series ``catalogs.arrivals`` names for Triton, step = the scrape interval, start on a scrape) and checks:
+Prometheus marks them stale, and it comes back with its counters reset). Prometheus on 127.0.0.1 (the release the
+stack deploys and Debian's 2.42, one run each) scrapes it every 0.5 s. The test then exports with the recipe of
+docs/simulate.md (``query_range`` of the raw series ``catalogs.arrivals`` names for Triton, step = the scrape
+interval, start on a scrape) and checks:
 
 * the offered load the replay reconstructs (``traces.replay_export``) is within 5 % of what the exporter played,
   over an interval shifted by at most one scrape interval (plus one request per pod and step: the counters are
@@ -33,7 +34,7 @@ from collections import deque
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-from prometheus_server import PrometheusServer, prometheus_release, require_prometheus
+from prometheus_server import RELEASES, PrometheusServer, prometheus_release, require_prometheus
 
 from gpuplatform.catalogs.arrivals import ARRIVALS
 from gpuplatform.catalogs.metrics import METRICS, TRITON_QUEUE_US
@@ -225,9 +226,10 @@ def regenerate(replay, export: dict, samples: dict) -> promql.Storage:
 
 
 @pytest.mark.xdist_group("real-prometheus")
-def test_the_documented_export_replays_what_the_exporter_played(tmp_path, record_property) -> None:
-    binary = require_prometheus()
-    release = prometheus_release(binary)  # the evaluator plays the semantics of the server it is compared with
+@pytest.mark.parametrize("release", RELEASES)
+def test_the_documented_export_replays_what_the_exporter_played(release, tmp_path, record_property) -> None:
+    binary = require_prometheus(release)
+    version = prometheus_release(binary)  # the evaluator plays the semantics of the server it is compared with
     table = play()
     clock: dict = {}
     exporter = serve(table, clock)
@@ -310,7 +312,7 @@ def test_the_documented_export_replays_what_the_exporter_played(tmp_path, record
     served_in_window = {(s["metric"]["pod"], round(float(ts), 3)): float(v)
                         for s in served["data"]["result"] for ts, v in s["values"]}
     for at in instants:
-        ours = {labels["pod"]: v for labels, v in promql.evaluate(adapter, storage, at, release)}
+        ours = {labels["pod"]: v for labels, v in promql.evaluate(adapter, storage, at, version)}
         for pod in PODS:
             if any(s <= at < s + WINDOW_S + SCRAPE_S for s in starts[pod]):
                 continue  # the series' first window: extrapolated from its first samples on both sides
@@ -350,7 +352,8 @@ def test_the_documented_export_replays_what_the_exporter_played(tmp_path, record
     with pytest.raises(ConfigError, match=r"reads \d.*not a request rate"):
         replay_export(truth_metric, "queue.json")
 
-    figures = (f"replay vs Prometheus (adapter query, {compared} instants, {nonzero} with a queue): max error "
+    figures = (f"replay vs Prometheus {'.'.join(map(str, version))} (adapter query, {compared} instants, "
+               f"{nonzero} with a queue): max error "
                f"({few} instants whose window completed < {MIN_COMPLETIONS} requests left out) "
                f"{worst_metric:.2%} at the same instant ({where}), {worst_shifted_metric:.2%} within one scrape "
                f"interval ({where_shifted}), {worst_established:.2%} once the queue time is over "

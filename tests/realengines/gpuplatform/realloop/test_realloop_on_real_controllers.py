@@ -10,7 +10,6 @@ within a scan, and the nodes per second within a sync and a scan; when the load 
 removed within a sync and a scan, the real chain allowed Karpenter's 15 s validation of an empty node later. A
 Poisson scenario that disagrees runs once more and the second run is held to the gate. Each scenario takes four to seven minutes of real time."""
 import os
-import shutil
 
 import pytest
 
@@ -20,9 +19,10 @@ from gpuplatform.realloop.scenarios import SCENARIOS
 
 
 @pytest.fixture(scope="module")
-def prometheus():
-    if shutil.which("prometheus") is None:
-        message = "prometheus is not installed (Debian: apt-get install prometheus); the real loop scrapes with it"
+def prometheus(engines):
+    """The Prometheus release the stack deploys, built with the other engines (engines/versions.env)."""
+    if not (engines / "prometheus").exists():
+        message = f"prometheus is not in {engines}: run `make engines`; the real loop scrapes with it"
         if os.environ.get("CI") == "true":
             pytest.fail(message)
         pytest.skip(message)

@@ -155,9 +155,11 @@ def exposition(table: dict, elapsed: float) -> str:
 def serve(table: dict, clock: dict) -> ThreadingHTTPServer:
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self):  # noqa: N802 - http.server's name
-            t0 = clock.get("t0")
-            clock.setdefault("reads", []).append(time.time())
-            body = exposition(table, 0.0 if t0 is None else time.time() - t0).encode()
+            # one instant for the record and the counters: a second clock read could come tens of milliseconds
+            # later on a loaded machine, and the check would then hold the replay to counters of another instant
+            t0, now = clock.get("t0"), time.time()
+            clock.setdefault("reads", []).append(now)
+            body = exposition(table, 0.0 if t0 is None else now - t0).encode()
             self.send_response(200)
             self.send_header("Content-Type", "text/plain; version=0.0.4")
             self.send_header("Content-Length", str(len(body)))

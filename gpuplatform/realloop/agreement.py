@@ -25,6 +25,11 @@ requested and ready node counts within what the real chain had from one scan bef
 the simulator's ``scan_s`` (the cluster autoscaler's ``--scan-interval``, 10 s by default); Karpenter has no scan but
 batches the pending pods it sees, up to ``BATCH_MAX_DURATION`` (10 s by default, karpenter
 ``pkg/operator/options/options.go``), which is the same figure.
+
+From zero (KEDA, ``minReplicas: 0``): the seconds from the load increase until KEDA's poll scales the workload to one
+replica (``activation_s``) and from the load's end until it is back at zero (``to_zero_s``), each within a polling
+interval (KEDA decides both at its polls); the first scale-up is then the HPA's, the first rise above one replica;
+and the replicas 2 s after each of KEDA's polls, held as those after each sync.
 """
 from __future__ import annotations
 

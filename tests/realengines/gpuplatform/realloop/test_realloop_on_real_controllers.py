@@ -7,8 +7,10 @@ The gate of each scenario: the first scale-up, the time to capacity, the first s
 one HPA sync period of the real chain's (a sync and an autoscaler scan when nodes are added); the replica count per
 time within one sync period, and under evenly spaced arrivals with no node added equal at every sync. With node
 autoscaling (Karpenter with its kwok provider on the real chain), the first node requested and the first ready
-within a scan, and the nodes per second within a sync and a scan. A Poisson scenario that disagrees runs once more
-and the second run is held to the gate. Each scenario takes four to seven minutes of real time."""
+within a scan, and the nodes per second within a sync and a scan. From zero (KEDA), the activation and the return
+to zero within a polling interval, and the replicas equal at every poll and every sync of the HPA KEDA owns. A
+Poisson scenario that disagrees runs once more and the second run is held to the gate. Each scenario takes four to
+seven minutes of real time."""
 import os
 import shutil
 

@@ -5,14 +5,18 @@ delays (kwok stages: the image pull, then the model load rounded up to the start
 server per pod (:mod:`gpuplatform.realloop.emulator`, with the load generator) -> Prometheus (the system's
 ``prometheus`` binary) scraping them at the stack's interval -> the real prometheus-adapter with the package's
 generated rules and RBAC, registered as an APIService served at the control plane's own address -> the real HPA
-controller in kube-controller-manager, syncing the package's HPA every 15 s -> the Deployment's replicas; with a
-scenario's node autoscaling, Karpenter with its kwok cloud provider adding nodes of the pool's shape for the pods the
+controller in kube-controller-manager, syncing the package's HPA every 15 s -> the Deployment's replicas; for a
+KEDA workload, the package's ScaledObject on KEDA's operator (which polls its triggers in Prometheus, scales 0 <-> 1
+and owns the HPA) and metrics API server (the external metrics APIService that HPA reads), the load generator also
+playing the ingress controller's request counter that wakes it (:meth:`Chain._keda`); with a scenario's node
+autoscaling, Karpenter with its kwok cloud provider adding nodes of the pool's shape for the pods the
 scheduler could not place (:func:`karpenter_objects`).
 
 What it records, every half second: the Deployment's replicas, its Ready pods, the HPA's status and the pool's
 nodes (requested: the standing nodes and Karpenter's NodeClaims; Ready and schedulable); afterwards,
-from Prometheus, when each HPA sync asked for the metric (the adapter's instant queries, from Prometheus' query log)
-and when each pod's target was scraped (the timestamps of its ``up`` samples).
+from Prometheus, when each HPA sync asked for the metric (the adapter's instant queries, from Prometheus' query log;
+with KEDA, its scaler's, told apart into its polls and its HPA's syncs) and when each pod's target was scraped (the
+timestamps of its ``up`` samples).
 """
 from __future__ import annotations
 

@@ -32,6 +32,11 @@ the real chain's, where the real chain may be later by Karpenter's validation of
 (:data:`KARPENTER_EMPTINESS_VALIDATION_S`), an engine difference the simulator does not model (it models
 cluster-autoscaler, which removes an empty node at the scan that finds it unneeded long enough); the nodes per
 second after the fall are held to the same allowance.
+
+From zero (KEDA, ``minReplicas: 0``): the seconds from the load increase until KEDA's poll scales the workload to one
+replica (``activation_s``) and from the load's end until it is back at zero (``to_zero_s``), each within a polling
+interval (KEDA decides both at its polls); the first scale-up is then the HPA's, the first rise above one replica;
+and the replicas 2 s after each of KEDA's polls, held as those after each sync.
 """
 from __future__ import annotations
 
@@ -81,9 +86,18 @@ class Side:
     """Seconds from the load's first fall until the requested nodes first fall (None: no node removed)."""
     last_node_removed_s: Optional[float] = None
     """Seconds from the load's first fall until the requested nodes reach the count they end the run at."""
+    activation_s: Optional[float] = None
+    """From zero (KEDA): seconds from the load increase until the replicas first rise above 0 (KEDA's poll)."""
+    to_zero_s: Optional[float] = None
+    """Back to zero (KEDA): seconds from the load's end (its last fall to no load) until the replicas are 0."""
+    replicas_at_polls: list = field(default_factory=list)
+    """KEDA: the Deployment's replicas 2 s after each of its polls."""
+    failed: Optional[float] = None
+    """Requests that found no ready replica (a wake from zero: the ingress answers 503 until one is ready)."""
 
     def times(self) -> tuple:
-        return self.first_scale_up_s, self.capacity_s, self.first_scale_down_s, self.settled_s
+        return (self.first_scale_up_s, self.capacity_s, self.first_scale_down_s, self.settled_s, self.activation_s,
+                self.to_zero_s)
 
 
 @dataclass
@@ -104,6 +118,10 @@ class Agreement:
     one_phase_mismatched: list = field(default_factory=list)
     scan_s: int = 10
     """The node autoscaler's scan (the bound of the node half of the gate)."""
+    polls: list = field(default_factory=list)
+    """KEDA: the seconds of its polls (its activation and its return to zero are decided there)."""
+    poll_s: int = 0
+    """KEDA's ``pollingInterval`` (0: no KEDA); a time decided at a poll is held within it."""
 
     @property
     def nodes_beyond_a_scan(self) -> list:
@@ -153,7 +171,7 @@ class Agreement:
         node as soon as a pod is unschedulable, the simulator's cluster-autoscaler at its next scan
         (docs/real-loop.md, "The node autoscaler"), so a replica that waited for a node can turn ready across a
         sync on one side and not on the other."""
-        return self.sync_s + (self.scan_s if self.nodes_added else 0)
+        return max(self.sync_s, self.poll_s) + (self.scan_s if self.nodes_added else 0)
 
     @property
     def nodes_added(self) -> bool:
@@ -170,9 +188,8 @@ class Agreement:
         """Syncs whose simulated replica count is outside what the real chain had from the sync before to the one
         after: the replica count per time not within one HPA sync period (a count between the real chain's at
         neighbouring syncs is on its path, a sync early or late)."""
-        real, sim = self.real.replicas_at_syncs, self.sim.replicas_at_syncs
-        return [{"t": self.syncs[k], "real": real[k], "sim": sim[k]} for k in range(len(sim))
-                if not min(real[max(0, k - 1):k + 2]) <= sim[k] <= max(real[max(0, k - 1):k + 2])]
+        return _beyond(self.syncs, self.real.replicas_at_syncs, self.sim.replicas_at_syncs) + _beyond(
+            self.polls, self.real.replicas_at_polls, self.sim.replicas_at_polls, "poll")
 
     @property
     def agrees(self) -> bool:
@@ -185,6 +202,15 @@ class Agreement:
                 "agrees": self.agrees}
 
 
+def _beyond(at: list, real: list, sim: list, what: str = "sync") -> list:
+    out = []
+    for k in range(len(sim)):
+        around = real[max(0, k - 1):k + 2]
+        if not min(around) <= sim[k] <= max(around):
+            out.append({"t": at[k], "real": real[k], "sim": sim[k], **({"at": what} if what != "sync" else {})})
+    return out
+
+
 def _within(a: Optional[float], b: Optional[float], bound: float) -> bool:
     if a is None or b is None:
         return a is None and b is None
@@ -192,14 +218,18 @@ def _within(a: Optional[float], b: Optional[float], bound: float) -> bool:
 
 
 def read_side(rate, replicas, ready, rps_at_target: float, duration_s: int, syncs: list, metric,
-              nodes=None, nodes_ready=None) -> Side:
+              nodes=None, nodes_ready=None, polls=()) -> Side:
     """``replicas(t)``, ``ready(t)``, ``metric(t)`` (and ``nodes(t)``, ``nodes_ready(t)`` when the pool's nodes are
-    autoscaled): the side's record at second ``t``."""
+    autoscaled): the side's record at second ``t``. From zero replicas, the first scale-up is the first rise above
+    one replica (the HPA's, after KEDA's activation: ``activation_s``)."""
     increase = next((t for t in range(1, duration_s + 1)
                      if rate(t) > ready(t) * rps_at_target * (1 + 1e-9) and rate(t) > rate(0)), None)
-    first = capacity = None
+    first = capacity = activation = to_zero = None
     if increase is not None:
         before = replicas(increase - 1)
+        if before == 0:
+            activation = next((t - increase for t in range(increase, duration_s + 1) if replicas(t) > 0), None)
+            before = 1
         first = next((t - increase for t in range(increase, duration_s + 1) if replicas(t) > before), None)
         capacity = next((t - increase for t in range(increase, duration_s + 1)
                          if ready(t) * rps_at_target >= rate(t) - 1e-9), None)
@@ -211,8 +241,14 @@ def read_side(rate, replicas, ready, rps_at_target: float, duration_s: int, sync
         if final < before:
             settled = next(t - decrease for t in range(decrease, duration_s + 1)
                            if all(replicas(u) == final for u in range(t, duration_s + 1)))
+    if activation is not None:
+        # the load's end: its last fall to no load, after the increase
+        end = next((t for t in range(duration_s, increase, -1) if rate(t) <= 0 < rate(t - 1)), None)
+        if end is not None:
+            to_zero = next((t - end for t in range(end, duration_s + 1) if replicas(t) == 0), None)
     side = Side(first, capacity, [replicas(s + SETTLE_S) for s in syncs], [metric(s + SETTLE_S) for s in syncs],
-                max(replicas(t) for t in range(duration_s + 1)), down, settled)
+                max(replicas(t) for t in range(duration_s + 1)), down, settled, activation_s=activation,
+                to_zero_s=to_zero, replicas_at_polls=[replicas(p + SETTLE_S) for p in polls])
     if nodes is not None:
         side.nodes = [nodes(t) for t in range(duration_s + 1)]
         side.nodes_ready = [nodes_ready(t) for t in range(duration_s + 1)]
@@ -239,27 +275,39 @@ def compare(scenario: Scenario, run, setup, collect_phase: int) -> Agreement:
     syncs = [s for s in run.syncs if 0 <= s <= scenario.duration_s - SETTLE_S]
     if not syncs:
         raise ValueError(f"{scenario.name}: no HPA sync was seen in the query log")
-    offsets = pod_scrape_offsets(run, scrape_s, (setup.collect_s, collect_phase) if setup.reads_gpu_metrics else None)
-    phases = Phases(collect_phase % max(setup.collect_s, 1), offsets[0], math.ceil(syncs[0]) % sync_s,
+    polls = [p for p in run.polls if 0 <= p <= scenario.duration_s - SETTLE_S] if setup.keda else []
+    if setup.keda and not polls:
+        raise ValueError(f"{scenario.name}: no KEDA poll was seen in the query log")
+    # KEDA's scaler queries at the second it runs in, truncated (chain.Chain._queries): a scrape later in that
+    # second is not seen, so every scrape is rounded up, as every query is
+    collect = (setup.collect_s, collect_phase) if setup.reads_gpu_metrics and not setup.keda else None
+    offsets = pod_scrape_offsets(run, scrape_s, collect)
+    # the ingress controller's counter, where it wakes the workload, is the target scraped at the run's own phase
+    scrape = math.ceil(run.ingress_scrapes[0]) % scrape_s if run.ingress_scrapes else offsets[0]
+    poll = math.ceil(polls[0]) % scrape_s if polls else None
+    phases = Phases(collect_phase % max(setup.collect_s, 1), scrape, math.ceil(syncs[0]) % sync_s, poll,
                     pod_scrapes=tuple(offsets))
-    simulated = _read_sim(scenario, setup, phases, syncs)
+    simulated = _read_sim(scenario, setup, phases, syncs, polls)
     # as the simulator stood before: every pod's target scraped at the first pod's offset
-    one_phase = _read_sim(scenario, setup, Phases(phases.collect, phases.scrape, phases.sync), syncs)
+    one_phase = _read_sim(scenario, setup, Phases(phases.collect, offsets[0] if offsets else scrape, phases.sync,
+                                                  poll), syncs, polls)
     rps = setup.plan.rps_at_target
     autoscaled = scenario.node_provision_s is not None
     real = read_side(scenario.rate, lambda t: run.at(t), lambda t: run.at(t, "ready"), rps, scenario.duration_s,
                      syncs, lambda t: run.at(t, "metric"), *((lambda t: run.at(t, "nodes"),
                                                               lambda t: run.at(t, "nodes_ready")) if autoscaled
-                                                             else ()))
-    mismatched = _mismatches(syncs, real, simulated)
+                                                             else (None, None)), polls=polls)
+    real.failed = run.failed()
+    mismatched = _mismatches(syncs, real, simulated, polls)
     errors = [abs(m - r) / abs(r) for r, m in zip(real.metric_at_syncs, simulated.metric_at_syncs)
               if r is not None and m is not None and abs(r) > 1e-9]
     return Agreement(scenario.name, scenario.title, sync_s, real, simulated, [round(s, 2) for s in syncs],
                      {"collect": phases.collect, "scrape": phases.scrape, "sync": phases.sync,
-                      "pod_scrapes": list(offsets)}, run.failed(),
+                      "pod_scrapes": list(offsets), **({"poll": poll} if setup.keda else {})}, run.failed(),
                      mismatched, statistics.median(errors) if errors else None,
                      sorted(errors)[min(len(errors) - 1, int(0.95 * len(errors)))] if errors else None,
-                     one_phase, _mismatches(syncs, real, one_phase), setup.node_scaler.scan_s)
+                     one_phase, _mismatches(syncs, real, one_phase, polls), setup.node_scaler.scan_s,
+                     [round(p, 2) for p in polls], scrape_s if setup.keda else 0)
 
 
 def compare_pool(scenario: Scenario, runs: dict, cfg, setup, collect_phase: int) -> list:
@@ -324,9 +372,11 @@ def compare_pool(scenario: Scenario, runs: dict, cfg, setup, collect_phase: int)
     return out
 
 
-def _mismatches(syncs: list, real: Side, sim: Side) -> list:
+def _mismatches(syncs: list, real: Side, sim: Side, polls=()) -> list:
     return [{"t": round(s, 1), "real": r, "sim": m}
-            for s, r, m in zip(syncs, real.replicas_at_syncs, sim.replicas_at_syncs) if r != m]
+            for s, r, m in zip(syncs, real.replicas_at_syncs, sim.replicas_at_syncs) if r != m] + [
+        {"t": round(p, 1), "real": r, "sim": m, "at": "poll"}
+        for p, r, m in zip(polls, real.replicas_at_polls, sim.replicas_at_polls) if r != m]
 
 
 def pod_scrape_offsets(run, scrape_s: int, collect=None) -> list:
@@ -355,7 +405,7 @@ def _second(at: float, collect) -> int:
     return down + 1 if (down - phase) % period == 0 else down
 
 
-def _read_sim(scenario: Scenario, setup, phases, syncs: list) -> Side:
+def _read_sim(scenario: Scenario, setup, phases, syncs: list, polls=()) -> Side:
     from gpuplatform.simulate.engine import Simulation
 
     nodes, nodes_ready = [], []
@@ -366,6 +416,7 @@ def _read_sim(scenario: Scenario, setup, phases, syncs: list) -> Side:
         nodes_ready.append(sim.nodes.ready_count(t))
         return False
     sim = Simulation(setup, scenario.trace(), phases).run(until=count_nodes)
+    failed = sim.tally.failed_requests
     sec = sim.tally.seconds
     last = len(sec.replicas) - 1
 
@@ -385,9 +436,12 @@ def _read_sim(scenario: Scenario, setup, phases, syncs: list) -> Side:
         return best
 
     autoscaled = scenario.node_provision_s is not None
-    return read_side(scenario.rate, lambda t: at(sec.replicas, t), lambda t: at(sec.ready, t),
+    side = read_side(scenario.rate, lambda t: at(sec.replicas, t), lambda t: at(sec.ready, t),
                      setup.plan.rps_at_target, scenario.duration_s, syncs, sim_metric,
-                     *((lambda t: at(nodes, t), lambda t: at(nodes_ready, t)) if autoscaled else ()))
+                     *((lambda t: at(nodes, t), lambda t: at(nodes_ready, t)) if autoscaled else (None, None)),
+                     polls=polls)
+    side.failed = failed
+    return side
 
 
 def _fmt(value: Optional[float]) -> str:
@@ -395,19 +449,26 @@ def _fmt(value: Optional[float]) -> str:
 
 
 def table(results: list) -> str:
-    head = ("scenario", "first scale-up real / sim", "capacity real / sim", "first scale-down real / sim",
-            "settled real / sim", "replicas per sync", "peak real / sim", "metric err med / p95",
-            "nodes: first request / first ready (/ first and last removed) real / sim, per second", "gate")
+    keda = any(a.polls for a in results)
+    head = ("scenario", *(("from zero real / sim",) if keda else ()), "first scale-up real / sim",
+            "capacity real / sim", "first scale-down real / sim", "settled real / sim",
+            *(("to zero real / sim",) if keda else ()), "replicas per sync" + (" and poll" if keda else ""),
+            "peak real / sim", "metric err med / p95", "nodes: first request / first ready (/ first and last removed) real / sim, per second",
+            "gate")
     rows = [head]
     for a in results:
-        rows.append((a.scenario, f"{_fmt(a.real.first_scale_up_s)} / {_fmt(a.sim.first_scale_up_s)}",
+        n = len(a.syncs) + len(a.polls)
+        rows.append((a.scenario,
+                     *((f"{_fmt(a.real.activation_s)} / {_fmt(a.sim.activation_s)}",) if keda else ()),
+                     f"{_fmt(a.real.first_scale_up_s)} / {_fmt(a.sim.first_scale_up_s)}",
                      f"{_fmt(a.real.capacity_s)} / {_fmt(a.sim.capacity_s)}",
                      f"{_fmt(a.real.first_scale_down_s)} / {_fmt(a.sim.first_scale_down_s)}",
                      f"{_fmt(a.real.settled_s)} / {_fmt(a.sim.settled_s)}",
-                     f"{len(a.syncs) - len(a.mismatched_syncs)} of {len(a.syncs)} equal, "
-                     f"{len(a.syncs) - len(a.beyond_a_sync)} within a sync"
+                     *((f"{_fmt(a.real.to_zero_s)} / {_fmt(a.sim.to_zero_s)}",) if keda else ()),
+                     f"{n - len(a.mismatched_syncs)} of {n} equal, "
+                     f"{n - len(a.beyond_a_sync)} within a {'sync or poll' if a.polls else 'sync'}"
                      + ("" if a.one_phase is None else
-                        f" ({len(a.syncs) - len(a.one_phase_mismatched)} equal at one scrape offset)"),
+                        f" ({n - len(a.one_phase_mismatched)} equal at one scrape offset)"),
                      f"{a.real.peak_replicas} / {a.sim.peak_replicas}",
                      "-" if a.metric_error_median is None else
                      f"{100 * a.metric_error_median:.0f} % / {100 * a.metric_error_p95:.0f} %",

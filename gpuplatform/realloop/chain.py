@@ -2,17 +2,21 @@
 
 kwok pods of the workload's Deployment (the package's own manifest builders) starting with the simulator's start-up
 delays (kwok stages: the image pull, then the model load rounded up to the startup probe's period) -> one emulated
-server per pod (:mod:`gpuplatform.realloop.emulator`, with the load generator) -> Prometheus (the release the stack
-deploys, built by engines/build) scraping them at the stack's interval -> the real prometheus-adapter with the
+server per pod (:mod:`gpuplatform.realloop.emulator`, with the load generator) -> Prometheus (the release the
+stack deploys, built by engines/build) scraping them at the stack's interval -> the real prometheus-adapter with the
 package's generated rules and RBAC, registered as an APIService served at the control plane's own address -> the
-real HPA controller in kube-controller-manager, syncing the package's HPA every 15 s -> the Deployment's replicas; with a
-scenario's node autoscaling, Karpenter with its kwok cloud provider adding nodes of the pool's shape for the pods the
+real HPA controller in kube-controller-manager, syncing the package's HPA every 15 s -> the Deployment's replicas; for a
+KEDA workload, the package's ScaledObject on KEDA's operator (which polls its triggers in Prometheus, scales 0 <-> 1
+and owns the HPA) and metrics API server (the external metrics APIService that HPA reads), the load generator also
+playing the ingress controller's request counter that wakes it (:meth:`Chain._keda`); with a scenario's node
+autoscaling, Karpenter with its kwok cloud provider adding nodes of the pool's shape for the pods the
 scheduler could not place (:func:`karpenter_objects`).
 
 What it records, every half second: the Deployment's replicas, its Ready pods, the HPA's status and the pool's
 nodes (requested: the standing nodes and Karpenter's NodeClaims; Ready and schedulable); afterwards,
-from Prometheus, when each HPA sync asked for the metric (the adapter's instant queries, from Prometheus' query log)
-and when each pod's target was scraped (the timestamps of its ``up`` samples).
+from Prometheus, when each HPA sync asked for the metric (the adapter's instant queries, from Prometheus' query log;
+with KEDA, its scaler's, told apart into its polls and its HPA's syncs) and when each pod's target was scraped (the
+timestamps of its ``up`` samples).
 """
 from __future__ import annotations
 
@@ -43,6 +47,18 @@ SAMPLE_S = 0.5
 KARPENTER_METRICS_PORT, KARPENTER_PROBE_PORT = 18080, 18081
 """Karpenter's own metrics and health ports inside the control plane's namespace (its defaults, 8080 and 8081, are
 left to the emulated servers)."""
+KEDA_NS = "keda"
+KEDA_METRICS_SERVER = "keda-operator-metrics-apiserver"
+"""The Service name of KEDA's metrics API server (its chart's), behind the external metrics APIService."""
+KEDA_API_PORT = 6445
+"""KEDA's metrics API server at the control plane's address (the adapter holds 6444)."""
+KEDA_GRPC_PORT = 9666
+"""The operator's metrics service (gRPC, mutual TLS), which the metrics API server asks for each metric (KEDA's
+default, ``--metrics-service-bind-address``)."""
+KEDA_OPERATOR_METRICS_PORT, KEDA_OPERATOR_PROBE_PORT, KEDA_SERVER_METRICS_PORT = 18082, 18083, 18084
+"""KEDA's own metrics and health ports (their defaults, 8080 and 8081, are left to the emulated servers)."""
+INGRESS_TARGET = {"namespace": "ingress-nginx", "pod": "ingress-nginx-controller"}
+"""The emulated ingress controller's target (its series carry the Ingress's own labels)."""
 KWOK_NODE_CLASS = "gpu-pool"
 UNREGISTERED_TAINT = "karpenter.sh/unregistered"
 """The taint Karpenter's kwok provider creates a node with and its registration removes (karpenter
@@ -204,6 +220,17 @@ def karpenter_crds(engines: Path) -> list[Path]:
     return files
 
 
+def keda_crds(engines: Path) -> list[Path]:
+    """The CustomResourceDefinitions KEDA's operator serves (keda.sh ScaledObject, ScaledJob, the trigger
+    authentications; eventing.keda.sh CloudEventSources, which its manager watches too), from the module as the
+    engine build downloaded it (engines/build links them as ``keda-crds``)."""
+    folder = engines / "keda-crds"
+    files = sorted(folder.glob("*.yaml")) if folder.is_dir() else []
+    if not files or not all(f.exists() for f in files):
+        raise RealLoopError(f"KEDA's CRDs are not in {folder} (the Go module cache was cleaned?): run `make engines`")
+    return files
+
+
 # ------------------------------------------------------------------------------------------------ the run
 @dataclass
 class Sample:
@@ -231,6 +258,10 @@ class RealRun:
     events: list = field(default_factory=list)
     """The emulator's log: pods seen running and ready, failed arrivals."""
     logs: dict = field(default_factory=dict)
+    polls: list = field(default_factory=list)
+    """KEDA: seconds at which its scale loop polled the triggers (``syncs`` are then the HPA's own)."""
+    ingress_scrapes: list = field(default_factory=list)
+    """Seconds of the scrapes of the ingress controller's request counter (a workload woken by its requests)."""
 
     def at(self, t: float, what: str = "replicas") -> int:
         """The value recorded last at or before ``t``."""
@@ -289,6 +320,9 @@ class Chain:
         self.deployments, self.hpas, self.selectors = {}, {}, {}
         self.prometheus_version: Optional[str] = None
         """The release of the Prometheus that scraped (its ``--version``), once :meth:`up` started it."""
+        self.scaled_objects: dict = {}
+        self.keda = any(w.autoscaling.autoscaler == "keda" for w in self.all)
+        """The workloads are KEDA's: its operator and metrics API server run, and their ScaledObjects."""
 
     # -------------------------------------------------------------------------------------------- start-up
     def start_delays(self) -> tuple[float, float]:
@@ -314,7 +348,10 @@ class Chain:
         self.discovery = Discovery(self.cp)
         self._nodes()
         self._prometheus(prometheus)
-        self._adapter(adapter)
+        if any(w.autoscaling.autoscaler == "hpa" for w in self.all):
+            self._adapter(adapter)
+        if self.keda:
+            self._keda()
         self._workload(replicas)
 
     def _apply(self, obj: dict) -> None:
@@ -481,33 +518,96 @@ class Chain:
             f"--tls-private-key-file={pki.path('adapter-serving.key')}",
             f"--lister-kubeconfig={kubeconfig}", f"--authentication-kubeconfig={kubeconfig}",
             f"--authorization-kubeconfig={kubeconfig}", "--v=2"]), self.workdir / "adapter.log"))
-        port = {"name": "https", "port": 443, "targetPort": ADAPTER_PORT, "protocol": "TCP"}
-        self._apply({"apiVersion": "v1", "kind": "Service",
-                     "metadata": {"name": ADAPTER_NAME, "namespace": MONITORING_NS}, "spec": {"ports": [port]}})
-        # no kube-proxy and no kubelet: the endpoint is written by hand, at the control plane's own address (an
-        # endpoint on loopback is refused by validation); --enable-aggregator-routing dials it
+        self._api_service("v1beta1.custom.metrics.k8s.io", "custom.metrics.k8s.io", ADAPTER_NAME, MONITORING_NS,
+                          ADAPTER_PORT, "the adapter")
+
+    def _keda(self) -> None:
+        """KEDA's operator and metrics API server, as the chart the stack installs runs them: the operator polls
+        the ScaledObjects' triggers and owns their HPAs; the metrics API server serves those HPAs' External metrics,
+        asking the operator over gRPC with mutual TLS (``pkg/metricsservice``: both read ``ca.crt``, ``tls.crt`` and
+        ``tls.key`` from their certificate directory, the server requiring a client certificate of that CA), and is
+        registered as the ``v1beta1.external.metrics.k8s.io`` APIService. The certificates are the control plane's
+        CA's (the operator's own rotation, ``--enable-cert-rotation``, is off, as when certificates are supplied).
+        Both run with a client certificate of the control plane's masters group, as kwok and Karpenter do here; the
+        chart's RBAC is not what runs them."""
+        operator, server = self.engines / "keda-operator", self.engines / "keda-metrics-apiserver"
+        for binary in (operator, server):
+            if not binary.exists():
+                raise RealLoopError(f"{binary.name} is not in {self.engines}: run `make engines`")
+        for crd in keda_crds(self.engines):
+            self._apply(yaml.safe_load(crd.read_text()))
+
+        def served() -> bool:
+            return self.cp.request("GET", "/apis/keda.sh/v1alpha1/scaledobjects")[0] == 200
+        self._wait(served, "KEDA's CRDs to be served")
+        self._apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": KEDA_NS}})
+        pki = self.cp.pki
+        from gpuplatform.rehearse.controlplane import kubeconfig as kubeconfig_of
+
+        pki.cert("keda", "ca", "/O=system:masters/CN=keda")
+        kubeconfig = self.workdir / "keda.kubeconfig"
+        kubeconfig.write_text(yaml.safe_dump(kubeconfig_of(self.cp.server, pki, "keda")))
+        kubeconfig.chmod(0o600)
+        service_dns = f"{KEDA_METRICS_SERVER}.{KEDA_NS}.svc"
+        pki.cert("keda-operator", "ca", f"/CN=keda-operator.{KEDA_NS}.svc",
+                 server_names=(f"DNS:keda-operator.{KEDA_NS}.svc", "IP:127.0.0.1"))
+        pki.cert("keda-metrics-apiserver", "ca", f"/CN={service_dns}",
+                 server_names=(f"DNS:{service_dns}", f"IP:{self.cp.network.ip}"))
+        dirs = {}
+        for name in ("keda-operator", "keda-metrics-apiserver"):
+            folder = self.workdir / f"{name}-certs"
+            folder.mkdir(exist_ok=True)
+            for source, target in (("ca.crt", "ca.crt"), (f"{name}.crt", "tls.crt"), (f"{name}.key", "tls.key")):
+                shutil.copyfile(pki.path(source), folder / target)
+            (folder / "tls.key").chmod(0o600)
+            dirs[name] = folder
+        env = {**os.environ, "KUBECONFIG": str(kubeconfig), "WATCH_NAMESPACE": "", "POD_NAMESPACE": KEDA_NS,
+               "KEDA_CLUSTER_OBJECT_NAMESPACE": KEDA_NS}
+        self.processes.append(Process("keda-operator", self.cp.network.inside([
+            str(operator), f"--metrics-bind-address=:{KEDA_OPERATOR_METRICS_PORT}",
+            f"--health-probe-bind-address=:{KEDA_OPERATOR_PROBE_PORT}",
+            f"--metrics-service-bind-address=127.0.0.1:{KEDA_GRPC_PORT}", f"--cert-dir={dirs['keda-operator']}",
+            "--enable-cert-rotation=false", "--leader-elect=false", "--zap-log-level=debug"]),
+            self.workdir / "keda-operator.log", env=env))
+        self.processes.append(Process("keda-metrics-apiserver", self.cp.network.inside([
+            str(server), f"--secure-port={KEDA_API_PORT}", "--bind-address=0.0.0.0",
+            f"--cert-dir={dirs['keda-metrics-apiserver']}",
+            f"--tls-cert-file={dirs['keda-metrics-apiserver'] / 'tls.crt'}",
+            f"--tls-private-key-file={dirs['keda-metrics-apiserver'] / 'tls.key'}",
+            f"--metrics-service-address=127.0.0.1:{KEDA_GRPC_PORT}", f"--port={KEDA_SERVER_METRICS_PORT}",
+            f"--lister-kubeconfig={kubeconfig}", f"--authentication-kubeconfig={kubeconfig}",
+            f"--authorization-kubeconfig={kubeconfig}", "--zap-log-level=info"]),
+            self.workdir / "keda-metrics-apiserver.log", env=env))
+        self._api_service("v1beta1.external.metrics.k8s.io", "external.metrics.k8s.io", KEDA_METRICS_SERVER,
+                          KEDA_NS, KEDA_API_PORT, "KEDA's metrics API server")
+
+    def _api_service(self, name: str, group: str, service: str, namespace: str, port: int, what: str) -> None:
+        """An aggregated API served by a process at the control plane's own address: its Service, the endpoint
+        written by hand (no kube-proxy and no kubelet; an endpoint on loopback is refused by validation;
+        --enable-aggregator-routing dials it) and the APIService, whose serving certificate the API server verifies
+        with the control plane's CA."""
+        https = {"name": "https", "port": port, "protocol": "TCP"}
+        self._apply({"apiVersion": "v1", "kind": "Service", "metadata": {"name": service, "namespace": namespace},
+                     "spec": {"ports": [{"name": "https", "port": 443, "targetPort": port, "protocol": "TCP"}]}})
         self._apply({"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
-                     "metadata": {"name": ADAPTER_NAME, "namespace": MONITORING_NS,
-                                  "labels": {"kubernetes.io/service-name": ADAPTER_NAME}},
+                     "metadata": {"name": service, "namespace": namespace,
+                                  "labels": {"kubernetes.io/service-name": service}},
                      "addressType": "IPv4",
                      "endpoints": [{"addresses": [self.cp.network.ip], "conditions": {"ready": True}}],
-                     "ports": [{"name": "https", "port": ADAPTER_PORT, "protocol": "TCP"}]})
-        self._apply({"apiVersion": "v1", "kind": "Endpoints",
-                     "metadata": {"name": ADAPTER_NAME, "namespace": MONITORING_NS},
-                     "subsets": [{"addresses": [{"ip": self.cp.network.ip}],
-                                  "ports": [{"name": "https", "port": ADAPTER_PORT, "protocol": "TCP"}]}]})
-        self._apply({"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
-                     "metadata": {"name": "v1beta1.custom.metrics.k8s.io"},
-                     "spec": {"group": "custom.metrics.k8s.io", "version": "v1beta1",
-                              "service": {"name": ADAPTER_NAME, "namespace": MONITORING_NS, "port": 443},
-                              "caBundle": base64.b64encode(Path(pki.path("ca.crt")).read_bytes()).decode(),
+                     "ports": [https]})
+        self._apply({"apiVersion": "v1", "kind": "Endpoints", "metadata": {"name": service, "namespace": namespace},
+                     "subsets": [{"addresses": [{"ip": self.cp.network.ip}], "ports": [https]}]})
+        self._apply({"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService", "metadata": {"name": name},
+                     "spec": {"group": group, "version": "v1beta1",
+                              "service": {"name": service, "namespace": namespace, "port": 443},
+                              "caBundle": base64.b64encode(Path(self.cp.pki.path("ca.crt")).read_bytes()).decode(),
                               "groupPriorityMinimum": 100, "versionPriority": 100}})
 
         def available() -> bool:
-            body = self.cp.get("/apis/apiregistration.k8s.io/v1/apiservices/v1beta1.custom.metrics.k8s.io")
+            body = self.cp.get(f"/apis/apiregistration.k8s.io/v1/apiservices/{name}")
             return any(c["type"] == "Available" and c["status"] == "True"
                        for c in body.get("status", {}).get("conditions", []))
-        self._wait(available, "the adapter's APIService to be Available")
+        self._wait(available, f"{what}'s APIService to be Available")
 
     def _workload(self, replicas) -> None:
         """Each workload's Deployment (``replicas``: a count, or one per workload name) and HPA from the package's
@@ -525,9 +625,15 @@ class Chain:
             ctx = workload_context(self.cfg, w, facts, prometheus_url=f"http://127.0.0.1:{PROMETHEUS_PORT}")
             namespace = self.cfg.workload_namespace(w)
             self._apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
-            deployment, hpa = wm.deployment(w, ctx), wm.hpa(w, ctx)
-            if hpa is None:
-                raise RealLoopError(f"workload {w.name!r} has no HPA (the real loop runs the HPA path only)")
+            deployment, hpa, scaled = wm.deployment(w, ctx), wm.hpa(w, ctx), wm.scaled_object(w, ctx)
+            if hpa is None and scaled is None:
+                raise RealLoopError(f"workload {w.name!r} has no autoscaler (the real loop runs the HPA and KEDA "
+                                    "paths)")
+            if scaled is not None:
+                # KEDA creates and owns the HPA, named after the ScaledObject (KEDA's horizontalPodAutoscalerConfig
+                # name, unset in the package's ScaledObject)
+                self.scaled_objects[w.name] = scaled
+                hpa = {"metadata": {"name": f"keda-hpa-{scaled['metadata']['name']}"}}
             # the manifest leaves spec.replicas to the HPA; the scenario starts where the simulator does, with the
             # replicas that serve its first rate at the target
             self._apply({**deployment, "spec": {**deployment["spec"], "replicas": counts[w.name]}})
@@ -552,9 +658,30 @@ class Chain:
             self._wait(lambda: self.placeholders_bound() >= want, "the placeholders to be bound to nodes",
                        timeout=timeout)
         for w in self.all:
-            self._apply(self.hpas[w.name])
+            if w.name in self.scaled_objects:
+                self._scaled_object(w.name)
+            else:
+                self._apply(self.hpas[w.name])
         self.deployment, self.hpa, self.selector = (self.deployments[self.names[0]], self.hpas[self.names[0]],
                                                     self.selectors[self.names[0]])
+
+    def _scaled_object(self, name: str) -> None:
+        """The package's ScaledObject (components/workload_manifests.py ``scaled_object``), then KEDA's HPA for it
+        and the ScaledObject Ready: its scalers were built and its scale loop polls."""
+        body = self.scaled_objects[name]
+        namespace = body["metadata"]["namespace"]
+        path = f"/apis/keda.sh/v1alpha1/namespaces/{namespace}/scaledobjects"
+        status, answer = self.cp.request("POST", path, body)
+        if status != 201:
+            raise RealLoopError(f"ScaledObject {body['metadata']['name']}: {status} {answer}")
+
+        def ready() -> bool:
+            so = self.cp.get(f"{path}/{body['metadata']['name']}")
+            hpa = self.cp.request("GET", f"/apis/autoscaling/v2/namespaces/{namespace}/horizontalpodautoscalers/"
+                                         f"{self.hpas[name]['metadata']['name']}")[0]
+            return hpa == 200 and any(c["type"] == "Ready" and c["status"] == "True"
+                                      for c in so.get("status", {}).get("conditions", []))
+        self._wait(ready, f"KEDA to take up the ScaledObject {body['metadata']['name']} (its HPA, Ready)")
 
     def placeholders_bound(self) -> int:
         from gpuplatform.components.warm_capacity import COMPONENT_LABEL
@@ -584,7 +711,9 @@ class Chain:
                           f"{self.hpas[name]['metadata']['name']}")
         metric = None
         for m in hpa.get("status", {}).get("currentMetrics") or []:
-            value = (m.get("pods") or {}).get("current", {}).get("averageValue")
+            # the adapter's Pods metric, or the first External metric of KEDA's HPA (the ScaledObject's first
+            # trigger)
+            value = (m.get("pods") or m.get("external") or {}).get("current", {}).get("averageValue")
             if value is not None:
                 metric = _quantity(value)
                 break
@@ -627,7 +756,11 @@ class Chain:
                     "kind": kind, "service_s": service_s, "concurrency": concurrency, "deterministic": deterministic,
                     "collect_s": self.s.collect_s, "collect_phase": collect_phase, "start": start,
                     "arrivals": times, "seed": seed, "targets": str(self.targets[name]),
-                    "events": str(events), "linger_s": 5}
+                    "events": str(events), "linger_s": 5, "until": duration_s + 1}
+            act = w.autoscaling.activation
+            if w.autoscaling.autoscaler == "keda" and act is not None and act.source == "ingress":
+                spec["ingress"] = {"target": INGRESS_TARGET, "series": [
+                    {**dict(labels), "namespace": self.cfg.workload_namespace(w)} for labels in self.s.ingress_labels]}
             spec_path = self.workdir / ("emulator.json" if single else f"emulator-{name}.json")
             spec_path.write_text(json.dumps(spec))
             agent = Process(f"emulator {name}", self.cp.network.inside(
@@ -651,16 +784,24 @@ class Chain:
         scrapes = self._scrapes(start, duration_s + lead_s + 60)
         for name, (run, events) in runs.items():
             deployment = self.deployments[name]["metadata"]["name"]
-            run.syncs = self._syncs(start, deployment)
+            if self.keda:
+                run.polls, run.syncs = keda_polls_and_syncs(self._queries(start, deployment, at_log=True),
+                                                            self.s.scrape_s)
+                run.ingress_scrapes = scrapes.get(INGRESS_TARGET["pod"], [])
+            else:
+                run.syncs = self._queries(start, deployment)
             run.scrapes = {pod: at for pod, at in scrapes.items() if pod and pod.startswith(f"{deployment}-")}
             run.events = [json.loads(line) for line in events.read_text().splitlines()] if events.exists() else []
         if not isinstance(arrivals, dict):
             return runs[self.names[0]][0]
         return {name: run for name, (run, _events) in runs.items()}
 
-    def _syncs(self, start: float, deployment: str) -> list:
+    def _queries(self, start: float, deployment: str, at_log: bool = False) -> list:
         """When each HPA sync read the metric: the adapter's instant query for the workload's pods (the pods of
-        ``deployment``, which the query names)."""
+        ``deployment``, which the query names). With KEDA, its scaler's queries of the first trigger (each poll's
+        and each HPA sync's), at the instant Prometheus logged them (``at_log``): KEDA's query asks for the current
+        time truncated to the second (``pkg/scalers/prometheus_scaler.go`` ``ExecutePromQuery``:
+        ``time.Now().UTC().Format(time.RFC3339)``), which does not say when it ran."""
         out = []
         if not self.query_log.exists():
             return out
@@ -675,7 +816,8 @@ class Chain:
                     and f'"{deployment}-' in query.replace("|", '"')):
                 # an instant query's evaluation time; the line's own stamp is "ts" up to 2.x (go-kit's logger),
                 # "time" from 3.0 (log/slog; prometheus docs/migration.md, "Log message format")
-                at = params.get("start") or entry.get("time") or entry.get("ts")
+                logged = entry.get("time") or entry.get("ts")
+                at = logged if at_log else (params.get("start") or logged)
                 out.append(_seconds(at) - start)
         return sorted(out)
 
@@ -695,6 +837,29 @@ class Chain:
         self.processes.clear()
         if self.cp is not None:
             self.cp.stop()
+
+
+def keda_polls_and_syncs(queries: list, polling_s: int, within_s: float = 0.3) -> tuple[list, list]:
+    """KEDA's polls and its HPA's syncs among the queries of a trigger (seconds since the start): both ask the
+    operator's scaler, which queries Prometheus the same way. The first query is a poll (the workload starts at zero
+    replicas, where the HPA controller computes no metric); from it a poll comes every ``pollingInterval`` to within
+    milliseconds (``pkg/scaling/scale_handler.go`` ``startScaleLoop``: the timer starts before each
+    ``checkScalers``), where the HPA's period is 15 s plus its reconcile and drifts away from it: the query nearest
+    each poll's time, within ``within_s``, is the poll's; the others are the HPA's."""
+    rest = sorted(queries)
+    if not rest:
+        return [], []
+    polls = [rest.pop(0)]
+    due = polls[0] + polling_s
+    while rest and due <= rest[-1] + within_s:
+        near = min(rest, key=lambda q: abs(q - due))
+        if abs(near - due) <= within_s:
+            polls.append(near)
+            rest.remove(near)
+            due = near + polling_s
+        else:
+            due += polling_s
+    return polls, rest
 
 
 def _quantity(text: str) -> float:

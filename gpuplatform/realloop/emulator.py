@@ -22,6 +22,12 @@ The load generator sends each arrival (seconds after the scenario's start) to th
 ingress balances per request); an arrival that finds no Ready pod fails. Every event goes to a JSON-lines log that
 the harness reads afterwards.
 
+With ``ingress`` in the spec (a workload woken from zero by its requests), the process also plays the ingress
+controller's request counter: ``nginx_ingress_controller_requests`` per Ingress host, every arrival counted at its
+scheduled instant whether a pod served it or not (ingress-nginx counts the 503s it answers while no pod is ready),
+on a target of its own. One series per host that exists from the start, as the simulator keeps it; ingress-nginx
+labels each response status in its own series, created at the first response with that status.
+
 Run: ``python -m gpuplatform.realloop.emulator SPEC.json`` (the harness writes the spec).
 """
 from __future__ import annotations
@@ -146,6 +152,7 @@ class Agent:
         self.rng = random.Random(spec.get("seed", 0))
         self.log = open(spec["events"], "a", buffering=1)
         self.rotation = 0
+        self.ingress_port = 0
         self.ctx = ssl.create_default_context(cafile=spec["ca"])
         self.ctx.load_cert_chain(spec["cert"], spec["key"])
 
@@ -200,6 +207,8 @@ class Agent:
         targets = [{"targets": [f"127.0.0.1:{s.port}"],
                     "labels": {"namespace": self.spec["namespace"], "pod": s.pod}}
                    for s in self.servers.values() if s.ready or self.kind == "dcgm"]
+        if self.ingress_port:
+            targets.append({"targets": [f"127.0.0.1:{self.ingress_port}"], "labels": self.spec["ingress"]["target"]})
         path = self.spec["targets"]
         text = json.dumps(sorted(targets, key=lambda x: x["labels"]["pod"]))
         try:
@@ -211,6 +220,36 @@ class Agent:
         with open(path + ".tmp", "w") as f:
             f.write(text)
         os.replace(path + ".tmp", path)
+
+    # -- the ingress controller's request counter
+    def ingress_text(self) -> str:
+        now = time.time() - self.spec["start"]
+        count = sum(1 for a in self.spec["arrivals"] if a <= now)
+        series = self.spec["ingress"]["series"]
+        lines = ["# TYPE nginx_ingress_controller_requests counter"]
+        for labels in series:
+            text = ",".join(f'{k}="{v}"' for k, v in sorted(labels.items()))
+            lines.append(f"nginx_ingress_controller_requests{{{text}}} {count / len(series):g}")
+        return "\n".join(lines) + "\n"
+
+    async def serve_ingress(self) -> None:
+        async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            try:
+                await reader.readline()
+                while (await reader.readline()) not in (b"\r\n", b"\n", b""):
+                    pass
+                body = self.ingress_text().encode()
+                writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: "
+                             + str(len(body)).encode() + b"\r\nConnection: close\r\n\r\n" + body)
+                await writer.drain()
+            except (ConnectionError, asyncio.IncompleteReadError):
+                pass
+            finally:
+                writer.close()
+        server = await asyncio.start_server(handle, "127.0.0.1", 0)
+        self.ingress_port = server.sockets[0].getsockname()[1]
+        self.event("ingress", port=self.ingress_port)
+        self.write_targets()
 
     # -- the exporter's collection
     async def collect(self) -> None:
@@ -260,11 +299,15 @@ class Agent:
         self.event("arrivals-done", count=len(self.spec["arrivals"]))
 
     async def main(self) -> None:
+        if self.spec.get("ingress"):
+            await self.serve_ingress()
         asyncio.create_task(self.watch_pods())
         asyncio.create_task(self.collect())
         self.event("started", starts_in=self.spec["start"] - time.time())
         await self.generate()  # the warm-up's arrivals come before second 0
-        await asyncio.sleep(self.spec.get("linger_s", 0))
+        # the servers and the ingress's counter stay up to the end of the recording (a load that stops before it)
+        until = self.spec["start"] + self.spec.get("until", 0) - time.time()
+        await asyncio.sleep(max(until, 0) + self.spec.get("linger_s", 0))
 
 
 def main(argv: list[str]) -> int:

@@ -56,9 +56,10 @@ def run_scenario(scenario: Scenario, engines: Path, workdir: Path):
         chain.down()
     for name, run in runs.items():
         record = workdir / ("real-run.json" if not scenario.others else f"real-run-{name}.json")
+        keda = {"polls": run.polls, "ingress_scrapes": run.ingress_scrapes} if run.polls else {}
         record.write_text(json.dumps({
             "prometheus": chain.prometheus_version,
-            "start": run.start, "syncs": run.syncs, "scrapes": run.scrapes,
+            "start": run.start, "syncs": run.syncs, **keda, "scrapes": run.scrapes,
             "samples": [x.__dict__ for x in run.samples]}, indent=1))
     if scenario.others:
         return compare_pool(scenario, runs, cfg, s, collect_phase)
@@ -74,7 +75,8 @@ def load_run(workdir: Path, name: str = ""):
     doc = json.loads((workdir / f"real-run{suffix}.json").read_text())
     events = workdir / f"emulator-events{suffix}.jsonl"
     return RealRun(doc["start"], [Sample(**s) for s in doc["samples"]], doc["syncs"], doc["scrapes"],
-                   [json.loads(line) for line in events.read_text().splitlines()] if events.exists() else [])
+                   [json.loads(line) for line in events.read_text().splitlines()] if events.exists() else [],
+                   polls=doc.get("polls", []), ingress_scrapes=doc.get("ingress_scrapes", []))
 
 
 def recompare(scenario: Scenario, workdir: Path):

@@ -37,6 +37,11 @@ class Scenario:
     (one emulator and load each) and ``simulate`` runs the pool (``simulate --workload a,b``)."""
 
     @property
+    def from_zero(self) -> bool:
+        """No load at first: the workload starts at zero replicas (KEDA, ``minReplicas: 0``) and is woken."""
+        return self.rates[0][1] == 0
+
+    @property
     def workloads(self) -> list:
         return [self.workload] + [name for name, _ in self.others]
 
@@ -48,11 +53,14 @@ class Scenario:
         return replace(self, workload=name, rates=rates, others=())
 
     def initial_replicas(self, setup) -> int:
-        """The replicas serving the first rate at the target, as the simulator starts them (engine.Simulation)."""
+        """The replicas serving the first rate at the target, as the simulator starts them (engine.Simulation): a
+        KEDA workload with no load and ``minReplicas`` 0 starts at zero."""
         import math
 
-        return max(min(math.ceil(self.rates[0][1] / setup.plan.rps_at_target - 1e-9), setup.max_replicas),
-                   max(setup.min_replicas, 1))
+        needed = min(math.ceil(self.rates[0][1] / setup.plan.rps_at_target - 1e-9), setup.max_replicas)
+        if setup.keda:
+            return max(needed, setup.min_replicas, 1 if self.rates[0][1] > 0 else 0)
+        return max(needed, setup.min_replicas, 1)
 
     def rate(self, t: float) -> float:
         current = self.rates[0][1]
@@ -119,5 +127,9 @@ SCENARIOS = {s.name: s for s in (
              SCENARIOS_DIR / "two-workloads-placeholders.yaml", "burst-a", "dcgm", ((0, 3.0), (45, 6.0)), 300,
              poisson=False, deterministic_service=True, node_provision_s=60,
              others=(("burst-b", ((0, 3.0), (165, 6.0))),)),
+    Scenario("keda-from-zero", "KEDA from zero and back: no load, 6 req/s from 30 s to 150 s, none again (DCGM "
+             "utilization and the ingress's requests, cooldown 40 s)", SCENARIOS_DIR / "keda-from-zero.yaml",
+             "echo-gpu", "dcgm", ((0, 0.0), (30, 6.0), (150, 0.0)), 270, poisson=False,
+             deterministic_service=True, warmup_s=0),
 )}
 """Run in this order: the simplest first."""

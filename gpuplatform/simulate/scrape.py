@@ -85,7 +85,10 @@ def _server(key: str) -> Callable[[SeriesContext], float]:
 
 SERIES_MODELS: dict[str, SeriesModel] = {
     # GPU exporters: utilization in percent or as a 0-1 ratio, memory in MiB (bytes for the 2020 exporter)
-    "DCGM_FI_DEV_GPU_UTIL": _gpu(lambda c, f: f * 100),
+    # DCGM keeps GPU utilization as an integer percent (NVIDIA/DCGM dcgmlib/src/dcgm_fields.cpp: DCGM_FI_DEV_GPU_UTIL
+    # is DCGM_FT_INT64, from NVML's integer nvmlUtilization_t.gpu): an idle GPU reads 0, never a residue of the
+    # busy share, which a KEDA trigger at activationThreshold 0 would read as active
+    "DCGM_FI_DEV_GPU_UTIL": _gpu(lambda c, f: round(f * 100)),
     "DCGM_CUSTOM_PROCESS_SM_UTIL": _gpu(lambda c, f: f * 100),
     "nvidia_gpu_duty_cycle": _gpu(lambda c, f: f * 100),
     "DCGM_FI_PROF_GR_ENGINE_ACTIVE": _gpu(lambda c, f: f),

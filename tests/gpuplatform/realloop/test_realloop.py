@@ -380,3 +380,60 @@ def test_a_recorded_node_scale_down_agrees_and_reads_the_stacks_unneeded_time(tm
     slower.write_text(yaml.safe_dump(stack))
     late = recompare(replace(scenario, config=slower), RECORDED / "nodes-scale-down")
     assert late.sim.first_node_removed_s == 200 and not late.removals_agree and not late.agrees
+
+
+def test_a_recorded_keda_run_wakes_from_zero_and_goes_back_as_simulate_does():
+    """A run of keda-from-zero recorded from the real chain (KEDA v2.20.2's operator and metrics API server, the
+    package's ScaledObject): KEDA woke the workload at its first poll after the ingress's counter rose, the HPA it
+    owns asked for the second replica at its next sync, and KEDA put it back to zero at the first poll more than the
+    40 s cooldown after its triggers were last active; the simulator, on the loop phases the real chain had, at the
+    same seconds and with the same replicas at every poll and sync."""
+    scenario = SCENARIOS["keda-from-zero"]
+    agreement = recompare(scenario, RECORDED / "keda-from-zero")
+    assert agreement.agrees and agreement.mismatched_syncs == []
+    real, sim = agreement.real, agreement.sim
+    assert (real.activation_s, sim.activation_s) == (27, 27)
+    assert (real.first_scale_up_s, sim.first_scale_up_s) == (42, 42)
+    assert (real.capacity_s, sim.capacity_s) == (73, 72)
+    assert (real.to_zero_s, sim.to_zero_s) == (72, 72)
+    # the polls come every 15 s to the millisecond, the HPA's syncs drift away from them (15.03 to 15.06 s)
+    assert len(agreement.polls) == 18 and len(agreement.syncs) == 11
+    assert agreement.phases["poll"] == agreement.phases["sync"] == 12
+    assert real.replicas_at_polls == sim.replicas_at_polls == [0, 0, 0, 1, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 0, 0, 0, 0]
+    assert "from zero real / sim" in table([agreement]) and "27 s / 27 s" in table([agreement])
+
+
+def test_keda_polls_are_told_apart_from_its_hpas_syncs_by_their_exact_period():
+    from gpuplatform.realloop.chain import keda_polls_and_syncs
+
+    polls = [11.53 + 15 * k + 0.001 * k for k in range(12)]
+    syncs = [56.64 + 15.05 * k for k in range(8)]   # the first a tenth of a second after a poll
+    found_polls, found_syncs = keda_polls_and_syncs(sorted(polls + syncs), 15)
+    assert found_polls == polls and found_syncs == syncs
+    assert keda_polls_and_syncs([], 15) == ([], [])
+
+
+def test_from_zero_the_wake_the_hpas_first_scale_up_and_the_return_to_zero_are_read():
+    rate = lambda t: 6.0 if 30 <= t < 150 else 0.0  # noqa: E731
+    replicas = lambda t: 0 if t < 57 or t >= 222 else (1 if t < 72 else 2)  # noqa: E731
+    ready = lambda t: 0 if t < 87 or t >= 222 else (1 if t < 102 else 2)  # noqa: E731
+    side = read_side(rate, replicas, ready, 5.0, 270, [72.0], lambda t: None, polls=[56.5, 221.5])
+    assert (side.activation_s, side.first_scale_up_s, side.capacity_s, side.to_zero_s) == (27, 42, 72, 72)
+    assert side.replicas_at_polls == [1, 0]
+    scenario = SCENARIOS["keda-from-zero"]
+    _, s, _ = load_scenario(scenario)
+    assert scenario.from_zero and scenario.initial_replicas(s) == 0
+    assert not SCENARIOS["gpu-util-step"].from_zero
+
+
+def test_the_emulated_ingress_counts_every_arrival_up_to_the_instant_asked():
+    from types import SimpleNamespace
+
+    from gpuplatform.realloop.emulator import Agent
+
+    agent = SimpleNamespace(spec={"start": time.time() - 10.05, "arrivals": [1.0, 5.0, 10.0, 10.1, 20.0],
+                                  "ingress": {"series": [{"ingress": "echo-gpu", "host": "echo.gpu.internal",
+                                                          "status": "200", "namespace": "inference"}]}})
+    text = Agent.ingress_text(agent)
+    assert ('nginx_ingress_controller_requests{host="echo.gpu.internal",ingress="echo-gpu",namespace="inference",'
+            'status="200"} 3') in text

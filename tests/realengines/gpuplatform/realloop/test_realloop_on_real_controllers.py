@@ -1,14 +1,17 @@
 """The autoscaling chain on the real controllers, and ``simulate`` on the same arrivals (docs/real-loop.md): kwok
 pods with the simulator's start-up delays, emulated DCGM and vLLM servers under real request traffic, Prometheus,
-the real prometheus-adapter with the package's rules and RBAC behind an APIService, the real HPA controller.
+the real prometheus-adapter with the package's rules and RBAC behind an APIService, the real HPA controller; for
+the scale-to-zero scenario the real KEDA operator and metrics API server with the package's ScaledObject.
 
 The gate of each scenario: the first scale-up, the time to capacity, the first scale-down and its settling within
 one HPA sync period of the real chain's (a sync and an autoscaler scan when nodes are added); the replica count per
 time within one sync period, and under evenly spaced arrivals with no node added equal at every sync. With node
 autoscaling (Karpenter with its kwok provider on the real chain), the first node requested and the first ready
 within a scan, and the nodes per second within a sync and a scan; when the load falls, the first and the last node
-removed within a sync and a scan, the real chain allowed Karpenter's 15 s validation of an empty node later. A
-Poisson scenario that disagrees runs once more and the second run is held to the gate. Each scenario takes four to seven minutes of real time."""
+removed within a sync and a scan, the real chain allowed Karpenter's 15 s validation of an empty node later. From
+zero (KEDA), the activation and the return to zero within a polling interval, and the replicas equal at every poll
+and every sync of the HPA KEDA owns. A Poisson scenario that disagrees runs once more and the second run is held to
+the gate. Each scenario takes four to seven minutes of real time."""
 import os
 
 import pytest
@@ -31,11 +34,14 @@ def prometheus(engines):
 @pytest.mark.parametrize("name", list(SCENARIOS))
 def test_simulate_agrees_with_the_real_chain(name, engines, prometheus, tmp_path):
     scenario = SCENARIOS[name]
-    if scenario.node_provision_s is not None and not (engines / "karpenter-kwok").exists():
-        message = f"karpenter-kwok is not in {engines}: run `make engines`"
-        if os.environ.get("CI") == "true":
-            pytest.fail(message)
-        pytest.skip(message)
+    needed = (["karpenter-kwok"] if scenario.node_provision_s is not None else []) + (
+        ["keda-operator", "keda-metrics-apiserver"] if scenario.from_zero else [])
+    for binary in needed:
+        if not (engines / binary).exists():
+            message = f"{binary} is not in {engines}: run `make engines`"
+            if os.environ.get("CI") == "true":
+                pytest.fail(message)
+            pytest.skip(message)
     result = run_scenario(scenario, engines, tmp_path / name)
     agreements = result if isinstance(result, list) else [result]
     if scenario.poisson and not all(a.agrees for a in agreements):
@@ -63,17 +69,28 @@ def check(scenario, agreement):
         f"\nphases {agreement.phases}\nsyncs {agreement.syncs}\nreplicas real {agreement.real.replicas_at_syncs}"
         f"\nreplicas sim  {agreement.sim.replicas_at_syncs}\nmetric real {agreement.real.metric_at_syncs}"
         f"\nmetric sim  {agreement.sim.metric_at_syncs}"
+        + (f"\npolls {agreement.polls}\nat polls real {agreement.real.replicas_at_polls}"
+           f"\nat polls sim  {agreement.sim.replicas_at_polls}\nfailed requests real {agreement.real.failed} / sim "
+           f"{agreement.sim.failed}" if agreement.polls else "")
         + (f"\nnodes real {agreement.real.nodes}\nnodes sim  {agreement.sim.nodes}"
            f"\nready real {agreement.real.nodes_ready}\nready sim  {agreement.sim.nodes_ready}"
            if agreement.real.nodes else ""))
     print("\n" + shown)
     real, sim = agreement.real, agreement.sim
     # the scenario moves the replicas, the way its load moves (a gate over a chain that never scaled proves nothing)
-    if scenario.rates[-1][1] > scenario.rates[0][1]:
+    if scenario.from_zero:
+        assert real.activation_s is not None, f"KEDA never woke the workload:\n{shown}"
+        assert real.to_zero_s is not None, f"KEDA never put the workload back to zero:\n{shown}"
+        assert agreement.polls, f"no KEDA poll was told apart from its HPA's syncs:\n{shown}"
+    elif scenario.rates[-1][1] > scenario.rates[0][1]:
         assert real.first_scale_up_s is not None, f"the real chain never scaled up:\n{shown}"
     else:
         assert real.first_scale_down_s is not None, f"the real chain never scaled down:\n{shown}"
-    assert agreement.failed_real == 0, f"{agreement.failed_real} arrivals found no Ready pod in the real chain"
+    if scenario.from_zero:
+        # until the first replica is ready the arrivals find none (the ingress answers 503), on both sides
+        assert real.failed and sim.failed, f"no request failed while the workload woke:\n{shown}"
+    else:
+        assert agreement.failed_real == 0, f"{agreement.failed_real} arrivals found no Ready pod in the real chain"
     assert agreement.times_agree, (f"first scale-up {real.first_scale_up_s} / {sim.first_scale_up_s} s, capacity "
                                    f"{real.capacity_s} / {sim.capacity_s} s (real / simulate), allowed "
                                    f"{agreement.times_bound_s} s (a sync, and a scan when nodes are added):\n{shown}")

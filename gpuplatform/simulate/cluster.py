@@ -15,8 +15,7 @@ from typing import Optional
 from gpuplatform.components.model_startup import STARTUP_PROBE_PERIOD_SECONDS
 from gpuplatform.catalogs.kubernetes import SCHEDULER_POD_INITIAL_BACKOFF_S
 
-from gpuplatform.catalogs.node_autoscaling import MAX_EMPTY_BULK_DELETE
-from gpuplatform.catalogs.node_autoscaling import UPSTREAM_CA as _UPSTREAM
+from gpuplatform.catalogs.node_autoscaling import MAX_EMPTY_BULK_DELETE, UPSTREAM_CA as _UPSTREAM
 from gpuplatform.components.config import duration_seconds as _seconds
 
 # cluster-autoscaler flag defaults (FAQ "What are the parameters to CA?"): --scan-interval 10s,

@@ -24,6 +24,7 @@ import base64
 import json
 import math
 import os
+import shutil
 import signal
 import subprocess
 import sys

@@ -85,6 +85,8 @@ class Api:
         return json.loads(raw) if raw else {}
 
 
+# warm_set_holder.py has its own request and state reading: each program ships alone in its own ConfigMap and
+# runs in a different image, so neither can import the other or the package.
 def server_call(ip, port, endpoint, timeout=10.0):
     """(status, body) of ``METHOD /path`` on a holder's replica; (None, '') when it does not answer."""
     method, path = endpoint.split(None, 1)

@@ -135,13 +135,19 @@ class EmulatedServer:
                 body, status = b"ok\n", b"200 OK"
             else:
                 body, status = b"not found\n", b"404 Not Found"
-            writer.write(b"HTTP/1.1 " + status + b"\r\nContent-Type: text/plain; version=0.0.4\r\n"
-                         b"Content-Length: " + str(len(body)).encode() + b"\r\nConnection: close\r\n\r\n" + body)
-            await writer.drain()
+            await respond(writer, status, body)
         except (ConnectionError, asyncio.IncompleteReadError):
             pass
         finally:
             writer.close()
+
+
+async def respond(writer: asyncio.StreamWriter, status: bytes, body: bytes) -> None:
+    """One HTTP/1.1 answer in the text exposition format, with the Content-Type Prometheus 3 requires of a scrape
+    (a scrape without a known one fails unless the job sets ``fallback_scrape_protocol``)."""
+    writer.write(b"HTTP/1.1 " + status + b"\r\nContent-Type: text/plain; version=0.0.4\r\n"
+                 b"Content-Length: " + str(len(body)).encode() + b"\r\nConnection: close\r\n\r\n" + body)
+    await writer.drain()
 
 
 class Agent:
@@ -238,10 +244,7 @@ class Agent:
                 await reader.readline()
                 while (await reader.readline()) not in (b"\r\n", b"\n", b""):
                     pass
-                body = self.ingress_text().encode()
-                writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: "
-                             + str(len(body)).encode() + b"\r\nConnection: close\r\n\r\n" + body)
-                await writer.drain()
+                await respond(writer, b"200 OK", self.ingress_text().encode())
             except (ConnectionError, asyncio.IncompleteReadError):
                 pass
             finally:

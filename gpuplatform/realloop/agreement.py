@@ -444,6 +444,28 @@ def _read_sim(scenario: Scenario, setup, phases, syncs: list, polls=()) -> Side:
     return side
 
 
+def placeholder_shortcut_problems(side: Side, node_provision_s: int) -> list:
+    """Why a burst's run does not show a placeholder's shortcut (empty: it does). The new replica must be serving
+    sooner than a replica waiting for a new node could be (its scale-up plus the node's provisioning; the scale-up
+    is the base because its second moves by a sync with the loop's phase), and before the node added for the
+    evicted placeholder is ready; and a node must have been added at all (the evicted placeholder asks for one)."""
+    if side.first_scale_up_s is None or side.capacity_s is None:
+        return [f"no scale-up reached capacity (first scale-up {_fmt(side.first_scale_up_s)}, capacity "
+                f"{_fmt(side.capacity_s)})"]
+    problems = []
+    waiting_for_a_node_s = side.first_scale_up_s + node_provision_s
+    if side.capacity_s >= waiting_for_a_node_s:
+        problems.append(f"capacity {_fmt(side.capacity_s)} is no sooner than a replica waiting for a new node "
+                        f"(scale-up {_fmt(side.first_scale_up_s)} + {node_provision_s} s): the placeholder was "
+                        f"not preempted")
+    if side.node_ready_s is not None and side.capacity_s >= side.node_ready_s:
+        problems.append(f"capacity {_fmt(side.capacity_s)} is not before the added node was ready "
+                        f"({_fmt(side.node_ready_s)})")
+    if not side.nodes or max(side.nodes) <= side.nodes[0]:
+        problems.append("no node was added for the evicted placeholder")
+    return problems
+
+
 def _fmt(value: Optional[float]) -> str:
     return "-" if value is None else f"{value:.0f} s"
 

@@ -2,10 +2,12 @@
 that play the simulator's start-up delays, the emulated server's metrics, and how the agreement is read."""
 import asyncio
 import time
+from dataclasses import replace
 
 import yaml
 
-from gpuplatform.realloop.agreement import KARPENTER_EMPTINESS_VALIDATION_S, Agreement, Side, read_side, table
+from gpuplatform.realloop.agreement import (
+    KARPENTER_EMPTINESS_VALIDATION_S, Agreement, Side, placeholder_shortcut_problems, read_side, table)
 from gpuplatform.realloop.chain import kwok_stages
 from gpuplatform.realloop.emulator import EmulatedServer
 from gpuplatform.realloop.run import load_scenario, main, recompare
@@ -268,8 +270,6 @@ def test_a_recorded_karpenter_run_agrees_with_the_simulators_node_model_within_a
     """A run of nodes-scale-up recorded from the real chain (Karpenter v1.14.1 with its kwok provider, a 60 s node
     registration): Karpenter asked for each node 1 to 2 s after the HPA's scale-up (its batch of the pods the
     scheduler marked unschedulable), the simulator at its next 10 s scan."""
-    from dataclasses import replace
-
     scenario = SCENARIOS["nodes-scale-up"]
     agreement = recompare(scenario, RECORDED / "nodes-scale-up")
     assert agreement.agrees and not agreement.nodes_beyond_a_scan
@@ -300,6 +300,25 @@ def test_a_recorded_two_workload_run_agrees_per_workload_and_on_the_pools_nodes(
     assert (a.real.capacity_s, a.sim.capacity_s, b.real.capacity_s, b.sim.capacity_s) == (59, 59, 59, 59)
     assert max(a.real.nodes) == max(a.sim.nodes) == 5
     assert "two-workloads-placeholders/burst-b" in table([a, b])
+
+
+def test_a_placeholders_shortcut_is_measured_from_the_scale_up_not_from_the_load():
+    """The recorded run scaled up 28 s after its burst. A run whose loop phase puts the scale-up a sync later (43 s,
+    capacity 73 s, seen on the real chain) still shows the shortcut: a replica waiting for a node would serve at
+    43 + 60 s at the earliest. A replica that waited for the node added at 104 s does not."""
+    scenario = SCENARIOS["two-workloads-placeholders"]
+    a, _ = recompare(scenario, RECORDED / "two-workloads-placeholders")
+    assert placeholder_shortcut_problems(a.real, scenario.node_provision_s) == []
+    late_phase = replace(a.real, first_scale_up_s=43, capacity_s=73, node_ready_s=104)
+    assert placeholder_shortcut_problems(late_phase, scenario.node_provision_s) == []
+    waited = replace(late_phase, capacity_s=134)
+    problems = placeholder_shortcut_problems(waited, scenario.node_provision_s)
+    assert len(problems) == 2 and "scale-up 43 s + 60 s" in problems[0] and "ready (104 s)" in problems[1]
+    no_node = replace(late_phase, nodes=[3] * len(late_phase.nodes))
+    assert placeholder_shortcut_problems(no_node, scenario.node_provision_s) == [
+        "no node was added for the evicted placeholder"]
+    never = replace(late_phase, capacity_s=None)
+    assert "no scale-up reached capacity" in placeholder_shortcut_problems(never, 60)[0]
 
 
 def test_node_removals_are_read_from_the_loads_fall():
@@ -363,8 +382,6 @@ def test_a_recorded_node_scale_down_agrees_and_reads_the_stacks_unneeded_time(tm
     removed a replica 73 and 103 s after the load fell; Karpenter deleted each emptied node's NodeClaim 79 and 74 s
     after its pod went (its last pod event, then its 10 s poll, then its 15 s validation), the simulator's
     cluster-autoscaler 67 and 67 s after (its next scan, then the 60 s unneeded time)."""
-    from dataclasses import replace
-
     scenario = SCENARIOS["nodes-scale-down"]
     agreement = recompare(scenario, RECORDED / "nodes-scale-down")
     assert agreement.agrees and not agreement.mismatched_syncs and not agreement.nodes_added

@@ -61,6 +61,7 @@ def test_simulate_agrees_with_the_real_chain(name, engines, prometheus, tmp_path
         problems = placeholder_shortcut_problems(first.real, scenario.node_provision_s)
         assert not problems, f"{first.scenario}: " + "; ".join(problems) + "\n" + table(agreements)
 
+
 def check(scenario, agreement):
     shown = table([agreement]) + (
         f"\nphases {agreement.phases}\nsyncs {agreement.syncs}\nreplicas real {agreement.real.replicas_at_syncs}"

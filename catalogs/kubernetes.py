@@ -456,3 +456,16 @@ TMP_SIZE_LIMIT_GIB = 1
 """Size limit of the writable ``/tmp`` emptyDir every workload gets (the kubelet evicts a pod that writes more)."""
 SERVICE_PROTOCOLS = ("http", "grpc")
 """The port protocols a workload's Service exposes; a ``metrics`` port is scraped from the pods only."""
+
+POD_PLACEMENTS = ("binpack", "spread")
+"""How the cluster's scheduler picks among the nodes a pod fits, as ``simulate`` models it (``cluster.podPlacement``):
+``binpack`` the fullest node first, ``spread`` the node with the fewest of the workload's pods first."""
+DEFAULT_POD_PLACEMENT = {"ack-managed": "binpack", "ack-existing": "binpack", "kubeconfig": "spread"}
+"""Per cluster kind, the placement its scheduler uses unless the stack states another. ACK's kube-scheduler has
+"Preferably Use Bin Packing During Pod Scheduling" selected by default (Alibaba Cloud, "Customize the scheduler
+parameters", kube-scheduler add-on). The upstream kube-scheduler's default profile spreads: its scoring plugins
+include NodeResourcesFit with the LeastAllocated strategy (pkg/scheduler/apis/config/v1/defaults.go) and
+PodTopologySpread at weight 2 with the system default constraint of maxSkew 3 per hostname, ScheduleAnyway
+(pkg/scheduler/framework/plugins/podtopologyspread/plugin.go ``systemDefaultConstraints``); a GPU is not among the
+resources it scores. Measured on kube-scheduler v1.35.4 (tests/realengines/gpuplatform/simulate/
+test_cluster_pod_order_on_real_controllers.py)."""

@@ -13,6 +13,7 @@ from pydantic.alias_generators import to_camel
 from gpuplatform.catalogs.ack import SYSTEM_POOL_INSTANCE_TYPES as _SYSTEM_TYPES
 from gpuplatform.catalogs.burn_rates import prometheus_duration_seconds
 from gpuplatform.catalogs.metrics import slo_derived_target
+from gpuplatform.catalogs.kubernetes import DEFAULT_POD_PLACEMENT, POD_PLACEMENTS
 from gpuplatform.catalogs.node_autoscaling import UPSTREAM_CA as _UPSTREAM_CA
 from gpuplatform.catalogs.prices import CURRENCIES
 from gpuplatform.catalogs.sharing import CGPU_PLACEMENTS, CGPU_POLICIES, DEFAULT_GPU_TAINT
@@ -224,6 +225,12 @@ class AckManagedCluster(Model):
     """kube-proxy mode a new cluster is created with; never changed afterwards (ForceNew: a change would replace
     the cluster, so it is ignored once the cluster exists). Default: ACK's for the version (catalogs/ack.py
     ``default_proxy_mode``)."""
+    pod_placement: Literal[POD_PLACEMENTS] = DEFAULT_POD_PLACEMENT["ack-managed"]  # type: ignore[valid-type]
+    """How the cluster's kube-scheduler places a pod among the nodes it fits, as ``simulate`` models it (nothing is
+    sent): ``binpack`` the fullest node first, ``spread`` the node with the fewest of the workload's pods. Default
+    ``binpack``, ACK's kube-scheduler default ("Preferably Use Bin Packing During Pod Scheduling"); state ``spread``
+    if your cluster's scheduler has it unselected. A scale-in then empties nodes (binpack) or leaves them part-used
+    (spread), which is where its node-hours differ."""
 
     @property
     def professional(self) -> bool:
@@ -258,6 +265,12 @@ class AckExistingCluster(Model):
     professional: bool = True
     """Whether the cluster is ACK Pro; false for a dedicated cluster, where cGPU uses the legacy ack-cgpu component
     and the cgpu=true label. Default true."""
+    pod_placement: Literal[POD_PLACEMENTS] = DEFAULT_POD_PLACEMENT["ack-existing"]  # type: ignore[valid-type]
+    """How the cluster's kube-scheduler places a pod among the nodes it fits, as ``simulate`` models it (nothing is
+    sent): ``binpack`` the fullest node first, ``spread`` the node with the fewest of the workload's pods. Default
+    ``binpack``, ACK's kube-scheduler default ("Preferably Use Bin Packing During Pod Scheduling"); state ``spread``
+    if your cluster's scheduler has it unselected. A scale-in then empties nodes (binpack) or leaves them part-used
+    (spread), which is where its node-hours differ."""
 
 
 class ClusterNodeAutoscaler(Model):
@@ -293,6 +306,11 @@ class KubeconfigCluster(Model):
     node_autoscaling: ClusterNodeAutoscaler = Field(default_factory=lambda: ClusterNodeAutoscaler())
     """The cluster's own node autoscaler, as ``simulate`` models it (nothing is deployed or sent). Default: the
     upstream cluster-autoscaler's flag defaults."""
+    pod_placement: Literal[POD_PLACEMENTS] = DEFAULT_POD_PLACEMENT["kubeconfig"]  # type: ignore[valid-type]
+    """How the cluster's kube-scheduler places a pod among the nodes it fits, as ``simulate`` models it (nothing is
+    sent): ``spread`` the node with the fewest of the workload's pods, ``binpack`` the fullest node first. Default
+    ``spread``, the upstream kube-scheduler's default profile; state ``binpack`` if your scheduler scores for it
+    (e.g. NodeResourcesFit with the MostAllocated strategy over the GPU resource)."""
 
 
 Cluster = Annotated[Union[AckManagedCluster, AckExistingCluster, KubeconfigCluster], Field(discriminator="kind")]

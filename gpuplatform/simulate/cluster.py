@@ -1,9 +1,11 @@
 """Pods and nodes: the ReplicaSet controller, the scheduler, pod start-up and the cluster autoscaler.
 
-Sources: the ReplicaSet controller's deletion order (``pkg/controller/replicaset``: ``getPodsToDelete`` ranks
-unscheduled before scheduled, Pending before Running, not ready before ready, then the newest first); the
-cluster-autoscaler FAQ for its flag defaults ("What are the parameters to CA?"); node provisioning estimates in
-``catalogs/gpus.py``.
+Sources: the ReplicaSet controller's deletion order (kubernetes ``pkg/controller/controller_utils.go``
+``ActivePodsWithRanks.Less``, the ranks from ``pkg/controller/replicaset`` ``getPodsRankedByRelatedPodsOnSameNode``:
+unscheduled before scheduled, Pending before Running, not ready before ready, more of the workload's pods on the
+same node before fewer, then the more recently ready and the newer by powers of two of their age); the scheduler's
+placement per cluster (``catalogs/kubernetes.py`` ``DEFAULT_POD_PLACEMENT``); the cluster-autoscaler FAQ for its
+flag defaults ("What are the parameters to CA?"); node provisioning estimates in ``catalogs/gpus.py``.
 """
 from __future__ import annotations
 
@@ -63,6 +65,21 @@ class Pod:
         return self.ready_at is not None and self.ready_at <= t
 
 
+PLACEHOLDER = "(placeholders)"
+"""What the placeholders' pods count as when the scheduler spreads (their own Deployment; no workload's name)."""
+
+
+def _workload_of(pod: "Pod") -> str:
+    return PLACEHOLDER if pod.placeholder else pod.name.rsplit("-", 1)[0]
+
+
+def _age_bucket(t: float, since: Optional[float]) -> int:
+    """The power of two of an age in nanoseconds, larger first to stay (``logarithmicRankDiff``: the controller
+    compares ready and creation times in these buckets, LogarithmicScaleDown, GA and locked on since 1.31)."""
+    age_ns = (t - since) * 1e9 if since is not None else 0
+    return int(math.log2(age_ns)) if age_ns > 0 else -1
+
+
 @dataclass
 class Node:
     name: str
@@ -108,10 +125,10 @@ class Pods:
         return pod
 
     def start_ready(self, n: int, nodes: "NodePool") -> None:
-        """``n`` pods that were ready before the run began."""
+        """``n`` pods that were ready before the run began, placed as the cluster's scheduler placed them."""
         for _ in range(n):
             pod = self._new(-1e9)
-            node = next((x for x in nodes.nodes if len(x.pods) < x.slots), None)
+            node = nodes.pick([x for x in nodes.nodes if len(x.pods) < x.slots], self.workload)
             if node is not None:
                 node.image_at = -1e9  # the replica ran there: its image is on the node
                 if self.fill_load_s is not None:
@@ -126,8 +143,7 @@ class Pods:
             self._new(t)
         if len(self.pods) > spec:
             self._changes += 1
-            ranked = sorted(self.pods, key=lambda p: (p.node is not None, p.phase(t) == "Running", p.is_ready(t),
-                                                      -p.created))
+            ranked = sorted(self.pods, key=self._deletion_rank(t))
             for pod in ranked[:len(self.pods) - spec]:
                 if pod.fills_cache and not pod.is_ready(t):
                     self.cache_filled_at = None  # its read of OSS stops: the next replica to start fills the cache
@@ -138,19 +154,33 @@ class Pods:
                     pod.node.pods.remove(pod)
                 self.deleted.append((t, pod))
 
+    def _deletion_rank(self, t: float):
+        """The ReplicaSet controller's order of deletion, first to go first (``ActivePodsWithRanks.Less``; no pod
+        here has a deletion cost or a restart). Its pods of equal age-bucket go in the order of their random UIDs
+        there; here the newest goes first."""
+        on_node: dict = {}
+        for p in self.pods:
+            if p.node is not None:
+                on_node[id(p.node)] = on_node.get(id(p.node), 0) + 1
+
+        def rank(p: Pod) -> tuple:
+            ready = p.is_ready(t)
+            return (p.node is not None, p.phase(t) == "Running", ready,
+                    -on_node.get(id(p.node), 0) if p.node is not None else 0,
+                    _age_bucket(t, p.ready_at) if ready else 0, _age_bucket(t, p.created), -p.created)
+        return rank
+
     def schedule(self, t: float, nodes: "NodePool", warm: Optional["Placeholders"] = None) -> None:
-        """Oldest pending pod first, onto the fullest ready node (bin-packing). With no free slot on a ready node,
-        a replica preempts a warm-capacity placeholder (:meth:`Placeholders.preempt`) and is bound to its node a
-        scheduling cycle later."""
+        """Oldest pending pod first, onto the ready node the cluster's scheduler picks (:meth:`NodePool.pick`). With
+        no free slot on a ready node, a replica preempts a warm-capacity placeholder (:meth:`Placeholders.preempt`)
+        and is bound to its node a scheduling cycle later."""
         ready_nodes = [n for n in nodes.nodes if n.ready_at <= t]
         for pod in self.pods:
             if pod.node is not None:
                 continue
-            fits = sorted((n for n in ready_nodes if len(n.pods) < n.slots), key=lambda n: -len(n.pods))
+            node = nodes.pick([n for n in ready_nodes if len(n.pods) < n.slots], self.workload)
             bind_at = t
-            if fits:
-                node = fits[0]
-            else:
+            if node is None:
                 node = warm.preempt(t, ready_nodes) if warm is not None else None
                 if node is None:
                     continue
@@ -237,9 +267,9 @@ class Placeholders:
         """Placeholders preempted by replicas so far."""
 
     def start(self, nodes: "NodePool") -> None:
-        """Placeholders of the steady state the run begins in, on the free slots of the first nodes."""
+        """Placeholders of the steady state the run begins in, on the free slots the scheduler picks."""
         for pod in self.pods:
-            node = next((x for x in nodes.nodes if len(x.pods) < x.slots), None)
+            node = nodes.pick([x for x in nodes.nodes if len(x.pods) < x.slots], PLACEHOLDER)
             if node is None:
                 return
             node.pods.append(pod)
@@ -265,10 +295,9 @@ class Placeholders:
         for pod in self.pods:
             if pod.node is not None:
                 continue
-            fits = sorted((n for n in ready_nodes if len(n.pods) < n.slots), key=lambda n: -len(n.pods))
-            if not fits:
+            node = nodes.pick([n for n in ready_nodes if len(n.pods) < n.slots], PLACEHOLDER)
+            if node is None:
                 return
-            node = fits[0]
             node.pods.append(pod)
             node.empty_since = None
             pod.node, pod.bound, pod.started = node, t, t
@@ -297,8 +326,11 @@ class NodePool:
     scale-up, which the stack holds positive, already keeps it from removing any."""
 
     def __init__(self, slots: int, min_nodes: int, max_nodes: int, provision_s: int, autoscaled: bool,
-                 initial: int, pre_pull_s: Optional[int] = None, scaler: NodeScaler = NodeScaler()):
+                 initial: int, pre_pull_s: Optional[int] = None, scaler: NodeScaler = NodeScaler(),
+                 placement: str = "binpack"):
         self.slots, self.min_nodes, self.max_nodes = slots, min_nodes, max_nodes
+        self.placement = placement
+        """The scheduler's pick among the nodes a pod fits (``cluster.podPlacement``): binpack or spread."""
         self.scaler = scaler
         """The cluster's node autoscaler settings (scan interval, scale-down timing)."""
         self.provision_s, self.autoscaled = provision_s, autoscaled
@@ -336,6 +368,17 @@ class NodePool:
                     and t - self._last_scale_up >= self.scaler.delay_after_add_s):
                 self.nodes.remove(n)
                 removed += 1
+
+    def pick(self, fits: list, workload: str) -> Optional[Node]:
+        """The node the scheduler binds a pod of ``workload`` to among ``fits`` (None: none fits). ``binpack``: the
+        fullest. ``spread``: the fewest of the workload's pods (PodTopologySpread's default per-hostname
+        constraint), then the fewest pods (NodeResourcesFit's LeastAllocated). Ties go to the oldest node; the real
+        scheduler picks among equal scores at random."""
+        if not fits:
+            return None
+        if self.placement == "spread":
+            return min(fits, key=lambda n: (sum(1 for p in n.pods if _workload_of(p) == workload), len(n.pods)))
+        return max(fits, key=lambda n: len(n.pods))
 
     def ready_count(self, t: float) -> int:
         return sum(1 for n in self.nodes if n.ready_at <= t)

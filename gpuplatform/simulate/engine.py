@@ -274,7 +274,7 @@ class Simulation:
         n0 = max(s.min_nodes, math.ceil((r0 + warm) / s.slots)) if s.autoscaled_pool else s.min_nodes
         self.nodes = NodePool(s.slots, s.min_nodes, s.max_nodes, s.provision_s, s.autoscaled_pool,
                               min(n0, s.max_nodes), pre_pull_s=s.plan.image_pull_s if s.pre_pull else None,
-                              scaler=s.node_scaler)
+                              scaler=s.node_scaler, placement=s.pod_placement)
         self.pods = Pods(s.name, s.plan.image_pull_s, s.plan.model_load_s, s.plan.cache_fill_load_s,
                          s.plan.compile_cold_extra_s)
         self.pods.start_ready(r0, self.nodes)

@@ -230,7 +230,7 @@ def run_pool(setups: Sequence[WorkloadSetup], stack: str, traces: dict[str, Trac
     pre_pull = all(s.pre_pull for s in setups)
     nodes = NodePool(first.slots, first.min_nodes, first.max_nodes, first.provision_s, first.autoscaled_pool,
                      min(initial, first.max_nodes), pre_pull_s=first.plan.image_pull_s if pre_pull else None,
-                     scaler=first.node_scaler)
+                     scaler=first.node_scaler, placement=first.pod_placement)
     for sim in sims:  # each loop's steady state again, on the shared pool
         p = sim.pods
         sim.pods = Pods(p.workload, p.image_pull_s, p.model_load_s, p.fill_load_s, p.compile_extra_s)

@@ -372,7 +372,7 @@ def _wake_up_run(s: Setup, trace: Trace, phases: Phases, at: int, nodes: int):
     sim = Simulation(s, trace, phases)
     if nodes > len(sim.nodes.nodes):
         sim.nodes = NodePool(s.slots, s.min_nodes, s.max_nodes, s.provision_s, s.autoscaled_pool, nodes,
-                             scaler=s.node_scaler)
+                             scaler=s.node_scaler, placement=s.pod_placement)
     for node in sim.nodes.nodes:
         node.image_at = -1e9  # the nodes the scale to zero emptied: its replicas pulled the image there
     woke = ready = None

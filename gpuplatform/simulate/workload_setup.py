@@ -121,6 +121,8 @@ class WorkloadSetup:
     autoscaled_pool: bool
     node_scaler: NodeScaler
     """The cluster's node autoscaler timing (the stack's ``cluster.nodeAutoscaling``)."""
+    pod_placement: str
+    """How the cluster's scheduler picks among the nodes a pod fits (``cluster.podPlacement``): binpack or spread."""
     warm_set: Optional[WarmSet]
     """The pool's warm set (None without one)."""
     # -- scale-in
@@ -236,7 +238,8 @@ def build_setup(cfg: PlatformConfig, workload: str) -> WorkloadSetup:
         slots=slots, gpus_per_node=facts.gpus_per_node, units_per_replica=units, unit=unit,
         min_nodes=pool.min_nodes if autoscaled_pool else (pool.desired_nodes or 0), max_nodes=facts.max_nodes,
         provision_s=prov.seconds + (MIG_RECONFIGURE.seconds if facts.mode == "mig" else 0),
-        autoscaled_pool=autoscaled_pool, node_scaler=node_scaler(cfg), warm_set=warm_set(cfg, pool),
+        autoscaled_pool=autoscaled_pool, node_scaler=node_scaler(cfg), pod_placement=cfg.cluster.pod_placement,
+        warm_set=warm_set(cfg, pool),
         drain=drain_chain(w, version))
 
 

@@ -460,12 +460,14 @@ SERVICE_PROTOCOLS = ("http", "grpc")
 POD_PLACEMENTS = ("binpack", "spread")
 """How the cluster's scheduler picks among the nodes a pod fits, as ``simulate`` models it (``cluster.podPlacement``):
 ``binpack`` the fullest node first, ``spread`` the node with the fewest of the workload's pods first."""
-DEFAULT_POD_PLACEMENT = {"ack-managed": "binpack", "ack-existing": "binpack", "kubeconfig": "spread"}
-"""Per cluster kind, the placement its scheduler uses unless the stack states another. ACK's kube-scheduler has
-"Preferably Use Bin Packing During Pod Scheduling" selected by default (Alibaba Cloud, "Customize the scheduler
-parameters", kube-scheduler add-on). The upstream kube-scheduler's default profile spreads: its scoring plugins
-include NodeResourcesFit with the LeastAllocated strategy (pkg/scheduler/apis/config/v1/defaults.go) and
-PodTopologySpread at weight 2 with the system default constraint of maxSkew 3 per hostname, ScheduleAnyway
-(pkg/scheduler/framework/plugins/podtopologyspread/plugin.go ``systemDefaultConstraints``); a GPU is not among the
-resources it scores. Measured on kube-scheduler v1.35.4 (tests/realengines/gpuplatform/simulate/
-test_cluster_pod_order_on_real_controllers.py)."""
+DEFAULT_POD_PLACEMENT = {"ack-managed": "spread", "ack-existing": "spread", "kubeconfig": "spread"}
+"""Per cluster kind, the placement its scheduler uses unless the stack states another. The upstream kube-scheduler's
+default profile spreads: its scoring plugins include NodeResourcesFit with the LeastAllocated strategy
+(pkg/scheduler/apis/config/v1/defaults.go) and PodTopologySpread at weight 2 with the system default constraint of
+maxSkew 3 per hostname, ScheduleAnyway (pkg/scheduler/framework/plugins/podtopologyspread/plugin.go
+``systemDefaultConstraints``); a GPU is not among the resources it scores. Measured on kube-scheduler v1.35.4
+(tests/realengines/gpuplatform/simulate/test_cluster_pod_order_on_real_controllers.py). ACK's kube-scheduler add-on
+spreads unless its bin-packing option is on: the current "Customize kube-scheduler parameters" page (ACK managed
+and dedicated clusters) lists that option with the default false, and the kube-scheduler component page says it
+spreads pods by default; an earlier revision of the same page, and the page for ACK Lingjun clusters, list true.
+A cluster with the option on states ``binpack``."""

@@ -227,10 +227,10 @@ class AckManagedCluster(Model):
     ``default_proxy_mode``)."""
     pod_placement: Literal[POD_PLACEMENTS] = DEFAULT_POD_PLACEMENT["ack-managed"]  # type: ignore[valid-type]
     """How the cluster's kube-scheduler places a pod among the nodes it fits, as ``simulate`` models it (nothing is
-    sent): ``binpack`` the fullest node first, ``spread`` the node with the fewest of the workload's pods. Default
-    ``binpack``, ACK's kube-scheduler default ("Preferably Use Bin Packing During Pod Scheduling"); state ``spread``
-    if your cluster's scheduler has it unselected. A scale-in then empties nodes (binpack) or leaves them part-used
-    (spread), which is where its node-hours differ."""
+    sent): ``spread`` the node with the fewest of the workload's pods, ``binpack`` the fullest node first. Default
+    ``spread``, ACK's kube-scheduler default; state ``binpack`` if the kube-scheduler add-on's bin-packing option
+    ("Preferably Use Bin Packing During Pod Scheduling") is on in your cluster. A scale-in then leaves nodes
+    part-used (spread) or empties them (binpack), which is where its node-hours differ."""
 
     @property
     def professional(self) -> bool:
@@ -267,10 +267,10 @@ class AckExistingCluster(Model):
     and the cgpu=true label. Default true."""
     pod_placement: Literal[POD_PLACEMENTS] = DEFAULT_POD_PLACEMENT["ack-existing"]  # type: ignore[valid-type]
     """How the cluster's kube-scheduler places a pod among the nodes it fits, as ``simulate`` models it (nothing is
-    sent): ``binpack`` the fullest node first, ``spread`` the node with the fewest of the workload's pods. Default
-    ``binpack``, ACK's kube-scheduler default ("Preferably Use Bin Packing During Pod Scheduling"); state ``spread``
-    if your cluster's scheduler has it unselected. A scale-in then empties nodes (binpack) or leaves them part-used
-    (spread), which is where its node-hours differ."""
+    sent): ``spread`` the node with the fewest of the workload's pods, ``binpack`` the fullest node first. Default
+    ``spread``, ACK's kube-scheduler default; state ``binpack`` if the kube-scheduler add-on's bin-packing option
+    ("Preferably Use Bin Packing During Pod Scheduling") is on in your cluster. A scale-in then leaves nodes
+    part-used (spread) or empties them (binpack), which is where its node-hours differ."""
 
 
 class ClusterNodeAutoscaler(Model):

@@ -54,6 +54,7 @@ from gpuplatform.verify.monitoring import (CUSTOM_METRICS_APISERVICE, CUSTOM_MET
                                            check_exporter, check_metrics)
 from gpuplatform.verify.nodes import check_mig_config, check_mig_partitioned, check_mig_resources, check_pool
 from gpuplatform.verify.output import format_json, format_table, progress_line
+from gpuplatform.verify.placement import check_pod_placement
 from gpuplatform.verify.results import CheckResult
 from gpuplatform.verify.runner import POLL_SECONDS, run_verify, verify_main
 from gpuplatform.verify.startup import check_load_time
@@ -63,4 +64,4 @@ from gpuplatform.verify.workloads import KEDA_HPA_PREFIX, PODMONITOR, check_hpa,
 __all__ = ["CheckResult", "run_verify", "verify_main", "build_api_client", "format_table", "format_json",
            "progress_line", "check_credential", "check_hpa", "check_pool", "check_ingress", "ingress_names",
            "check_load_time", "check_wake_time", "check_warm_priority_class", "check_warm_capacity", "check_pre_pull",
-           "check_fluid_cache", "check_compile_cache"]
+           "check_fluid_cache", "check_compile_cache", "check_pod_placement"]

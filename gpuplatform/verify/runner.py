@@ -22,6 +22,7 @@ from gpuplatform.verify.monitoring import (CUSTOM_METRICS_APISERVICE, EXTERNAL_M
                                            check_apiservice, check_exporter, check_metrics)
 from gpuplatform.verify.nodes import check_pool
 from gpuplatform.verify.output import format_json, format_table, progress_line
+from gpuplatform.verify.placement import check_pod_placement
 from gpuplatform.verify.results import CheckResult, _fail, _pass
 from gpuplatform.verify.slo import check_slo
 from gpuplatform.verify.startup import check_load_time
@@ -91,6 +92,10 @@ def run_verify(cfg: PlatformConfig, api_client: k8s.ApiClient) -> list[CheckResu
     for w in cfg.workloads:
         if not w.fixed:  # a workload without an autoscaler has no HPA to find
             results += check_hpa(cfg, w, auto)
+    for w in cfg.workloads:
+        placement = check_pod_placement(cfg, w, pools[w.node_pool], core) if w.node_pool in pools else None
+        if placement is not None:
+            results.append(placement)
     for w in cfg.workloads:
         results.append(check_load_time(cfg, w, core))
     for w in cfg.workloads:

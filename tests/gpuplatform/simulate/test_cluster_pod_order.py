@@ -13,7 +13,7 @@ from gpuplatform.simulate.workload_setup import build_setup
 
 
 @pytest.mark.parametrize("stack, kind, placement", [
-    ("local", "kubeconfig", "spread"), ("prod", "ack-managed", "binpack"), ("staging", "ack-existing", "binpack")])
+    ("local", "kubeconfig", "spread"), ("prod", "ack-managed", "spread"), ("staging", "ack-existing", "spread")])
 def test_each_cluster_kind_places_as_its_scheduler_does_by_default(stack, kind, placement) -> None:
     cfg = parse(stack_raw(stack))
     assert cfg.cluster.kind == kind and DEFAULT_POD_PLACEMENT[kind] == placement

@@ -3,7 +3,7 @@ scale-in deletes (gpuplatform/simulate/cluster.py): kwok nodes of two GPUs, a De
 scaled step by step, and after each step the replicas per node on both sides.
 
 The upstream scheduler's default profile spreads (a GPU is not a resource it scores), so ``simulate`` runs with
-``podPlacement: spread``, a kubeconfig cluster's default; the controller deletes a replica that shares its node
+``podPlacement: spread``, the default; the controller deletes a replica that shares its node
 before one alone on its node. Node names differ (the real scheduler breaks ties at random), so a step compares the
 counts per node, largest first."""
 import time
@@ -103,8 +103,8 @@ class SimulatedCluster:
 
 def test_replicas_spread_and_go_from_shared_nodes_first_as_on_the_real_controllers(control_plane):
     """Four nodes, 1 -> 8 -> 1 replicas one at a time: the scheduler puts each on a node with the fewest, the
-    controller takes each from a node with the most. The simulator at ``binpack`` (ACK's scheduler default) fills a
-    node first: the real upstream scheduler does not."""
+    controller takes each from a node with the most. The simulator at ``binpack`` (a scheduler that packs, as ACK's
+    with its bin-packing option on) fills a node first: the real upstream scheduler does not."""
     cp = control_plane
     assert cp.request("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
                                                        "metadata": {"name": NAMESPACE}})[0] in (201, 409)

@@ -57,6 +57,8 @@ class Pod:
     """The replica found vLLM's shared compile cache empty and compiles the model (its start is the cold one)."""
     woken: Optional[dict] = None
     """The replica was woken from the pool's warm set instead of started cold: the wake's parts (simulate.pool)."""
+    workload: str = ""
+    """The Deployment the pod belongs to (the workload's name, or ``PLACEHOLDER``): what the scheduler spreads by."""
 
     def phase(self, t: float) -> str:
         return "Running" if self.started is not None and self.started <= t else "Pending"
@@ -67,10 +69,6 @@ class Pod:
 
 PLACEHOLDER = "(placeholders)"
 """What the placeholders' pods count as when the scheduler spreads (their own Deployment; no workload's name)."""
-
-
-def _workload_of(pod: "Pod") -> str:
-    return PLACEHOLDER if pod.placeholder else pod.name.rsplit("-", 1)[0]
 
 
 def _age_bucket(t: float, since: Optional[float]) -> int:
@@ -120,7 +118,7 @@ class Pods:
     def _new(self, t: float) -> Pod:
         self._changes += 1
         self._count += 1
-        pod = Pod(f"{self.workload}-{self._count:05d}", t)
+        pod = Pod(f"{self.workload}-{self._count:05d}", t, workload=self.workload)
         self.pods.append(pod)
         return pod
 
@@ -262,7 +260,8 @@ class Placeholders:
 
     def __init__(self, count: int):
         self.count = count
-        self.pods: list[Pod] = [Pod(f"warm-{k:05d}", -1e9, placeholder=True) for k in range(count)]
+        self.pods: list[Pod] = [Pod(f"warm-{k:05d}", -1e9, placeholder=True, workload=PLACEHOLDER)
+                                for k in range(count)]
         self.preempted = 0
         """Placeholders preempted by replicas so far."""
 
@@ -377,7 +376,7 @@ class NodePool:
         if not fits:
             return None
         if self.placement == "spread":
-            return min(fits, key=lambda n: (sum(1 for p in n.pods if _workload_of(p) == workload), len(n.pods)))
+            return min(fits, key=lambda n: (sum(1 for p in n.pods if p.workload == workload), len(n.pods)))
         return max(fits, key=lambda n: len(n.pods))
 
     def ready_count(self, t: float) -> int:

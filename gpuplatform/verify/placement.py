@@ -18,6 +18,7 @@ from gpuplatform.components.config import PlatformConfig, Workload
 from gpuplatform.components.pools import PoolFacts
 from gpuplatform.components.workload_manifests import selector
 from gpuplatform.verify.kube import REQUEST_TIMEOUT, _api_error, _selector_string
+from gpuplatform.verify.nodes import _allocatable
 from gpuplatform.verify.results import CheckResult, _fail, _pass, _warn
 
 CHECK = "nodes.pod-placement"
@@ -98,8 +99,8 @@ def check_pod_placement(cfg: PlatformConfig, w: Workload, pool: PoolFacts,
             on_node = core.list_pod_for_all_namespaces(field_selector=f"spec.nodeName={n.metadata.name}",
                                                        _request_timeout=REQUEST_TIMEOUT).items
             held = sum(_requests(p, resource) for p in on_node if (p.status.phase or "") in ACTIVE_PHASES)
-            allocatable = int(parse_quantity(((n.status.allocatable or {}) if n.status else {}).get(resource, "0")))
-            placed.append(PlacedNode(n.metadata.name, n.metadata.creation_timestamp, allocatable - held))
+            placed.append(PlacedNode(n.metadata.name, n.metadata.creation_timestamp,
+                                     _allocatable(n).get(resource, 0) - held))
     except Exception as exc:  # noqa: BLE001 - every API failure becomes a failed check, never a traceback
         return _fail(CHECK, subject, f"cannot read the pool's nodes and pods ({_api_error(exc)})",
                      "the credentials lack 'list nodes' or 'list pods' across namespaces")

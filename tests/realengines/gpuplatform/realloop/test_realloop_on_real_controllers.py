@@ -10,8 +10,8 @@ autoscaling (Karpenter with its kwok provider on the real chain), the first node
 within a scan, and the nodes per second within a sync and a scan; when the load falls, the first and the last node
 removed within a sync and a scan, the real chain allowed Karpenter's 15 s validation of an empty node later. From
 zero (KEDA), the activation and the return to zero within a polling interval, and the replicas equal at every poll
-and every sync of the HPA KEDA owns. A Poisson scenario that disagrees runs once more and the second run is held to
-the gate. Each scenario takes four to seven minutes of real time."""
+and every sync of the HPA KEDA owns. A scenario whose run does not hold runs once more and the second run is held to
+the gate (one run is one draw of the chain's timing). Each scenario takes four to seven minutes of real time."""
 import os
 
 import pytest
@@ -42,24 +42,35 @@ def test_simulate_agrees_with_the_real_chain(name, engines, prometheus, tmp_path
             if os.environ.get("CI") == "true":
                 pytest.fail(message)
             pytest.skip(message)
-    result = run_scenario(scenario, engines, tmp_path / name)
-    agreements = result if isinstance(result, list) else [result]
-    if scenario.poisson and not all(a.agrees for a in agreements):
-        # One Poisson run is one draw: a burst of the real server's instant gauge can cross the HPA's threshold a
-        # sync before the simulator's mean does (docs/real-loop.md, disagreement 3), and the gate then reads one
-        # fluctuation, not the model. The scenario runs once more on new loop phases and that run is held to the
-        # gate; a model that disagrees keeps failing it. The first run's table is printed with the second's.
-        print("\nfirst run, which disagreed:\n" + table(agreements))
-        result = run_scenario(scenario, engines, tmp_path / f"{name}-second-run")
-        agreements = result if isinstance(result, list) else [result]
-    for agreement in agreements:
-        check(scenario.for_workload(agreement.scenario.split("/")[-1]) if scenario.others else scenario, agreement)
+    agreements = _run(scenario, engines, tmp_path / name)
+    try:
+        _hold_to_the_gate(scenario, agreements)
+    except AssertionError as first:
+        # One run is one draw of the chain's timing: a Poisson burst of the real server's instant gauge can cross
+        # the HPA's threshold a sync before the simulator's mean does (docs/real-loop.md, disagreement 3), and on
+        # the shared host a replica can turn Ready within a second of a collection, which the simulator's
+        # one-second clock cannot resolve (disagreement 2). The scenario runs once more on new loop phases and
+        # that run is held to the gate; a model that disagrees keeps failing it. The first run's failure is
+        # printed with the second's.
+        print(f"\nfirst run, which did not hold:\n{first}")
+        agreements = _run(scenario, engines, tmp_path / f"{name}-second-run")
+        _hold_to_the_gate(scenario, agreements)
     if scenario.others:
         # the placeholder held a node for the first burst: its replica started on the node the real scheduler
         # emptied by preempting the placeholder, before Karpenter could add one
         first = agreements[0]
         problems = placeholder_shortcut_problems(first.real, scenario.node_provision_s)
         assert not problems, f"{first.scenario}: " + "; ".join(problems) + "\n" + table(agreements)
+
+
+def _run(scenario, engines, workdir) -> list:
+    result = run_scenario(scenario, engines, workdir)
+    return result if isinstance(result, list) else [result]
+
+
+def _hold_to_the_gate(scenario, agreements) -> None:
+    for agreement in agreements:
+        check(scenario.for_workload(agreement.scenario.split("/")[-1]) if scenario.others else scenario, agreement)
 
 
 def check(scenario, agreement):
